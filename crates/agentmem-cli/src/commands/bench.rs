@@ -1,0 +1,175 @@
+//! `agentmem bench`: the foundation's speed, measured on this machine.
+//!
+//! - append throughput per durability mode, one ingest call per agent turn
+//!   (a user message, two tool calls with results, an answer);
+//! - the time to open a session of `--open-events` events, for writing and for reading;
+//! - import speed of the given transcript files (parse, and parse + store).
+
+use std::path::Path;
+use std::time::Instant;
+
+use agentmem::event::Event;
+use agentmem::id::AgentId;
+use agentmem::import;
+use agentmem::store::Store;
+use agentmem::Durability;
+use serde_json::json;
+
+use crate::cli::BenchArgs;
+use crate::output::{print_json, print_table};
+
+/// Events in one synthetic turn.
+const EVENTS_PER_TURN: usize = 6;
+
+pub fn run(args: &BenchArgs, json_output: bool) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut rows = Vec::new();
+    for (durability, events) in [
+        (Durability::Os, args.events),
+        (Durability::Batch, args.events),
+        (Durability::Always, (args.events / 10).max(EVENTS_PER_TURN)),
+    ] {
+        rows.push(bench_append(dir.path(), durability, events)?);
+    }
+    rows.extend(bench_open(dir.path(), args.open_events)?);
+    for path in &args.import {
+        rows.push(bench_import(dir.path(), path)?);
+    }
+    if json_output {
+        return print_json(&rows);
+    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r["bench"].as_str().unwrap_or_default().to_owned(),
+                r["figure"].as_str().unwrap_or_default().to_owned(),
+                r["detail"].as_str().unwrap_or_default().to_owned(),
+            ]
+        })
+        .collect();
+    print_table(&["BENCH", "FIGURE", "DETAIL"], &table);
+    Ok(())
+}
+
+fn bench_append(
+    root: &Path,
+    durability: Durability,
+    events: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let store = Store::open(root.join(format!("append-{durability:?}")), durability)?;
+    let mut session = store.create_session(&AgentId::default(), None)?;
+    let turns = synthetic_turns(events.div_ceil(EVENTS_PER_TURN));
+    let bytes: usize = turns.iter().flatten().map(|e| e.content.len()).sum();
+    let started = Instant::now();
+    for turn in turns {
+        session.ingest(turn)?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let count = session.events().len();
+    session.close()?;
+    Ok(json!({
+        "bench": format!("append ({})", format!("{durability:?}").to_lowercase()),
+        "figure": format!("{:.0} events/s", count as f64 / seconds),
+        "detail": format!("{count} events, {:.1} MB of content, {:.1} MB/s, {:.1} µs/turn",
+            mb(bytes), mb(bytes) / seconds, seconds * 1e6 * EVENTS_PER_TURN as f64 / count as f64),
+        "events": count,
+        "events_per_second": count as f64 / seconds,
+    }))
+}
+
+fn bench_open(root: &Path, events: usize) -> anyhow::Result<Vec<serde_json::Value>> {
+    let store = Store::open(root.join("open"), Durability::Os)?;
+    let agent = AgentId::default();
+    let mut session = store.create_session(&agent, None)?;
+    for turn in synthetic_turns(events.div_ceil(EVENTS_PER_TURN)) {
+        session.ingest(turn)?;
+    }
+    let id = session.id().clone();
+    let log_bytes = std::fs::metadata(session.paths().raw_traces())?.len() as usize;
+    session.close()?;
+    let mut rows = Vec::new();
+    for (name, write) in [("open for writing", true), ("open for reading", false)] {
+        let started = Instant::now();
+        let session = if write {
+            store.open_session(&agent, &id)?
+        } else {
+            store.read_session(&agent, &id)?
+        };
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        rows.push(json!({
+            "bench": name,
+            "figure": format!("{ms:.0} ms"),
+            "detail": format!("{} events, {:.1} MB log", session.events().len(), mb(log_bytes)),
+            "events": session.events().len(),
+            "ms": ms,
+        }));
+    }
+    Ok(rows)
+}
+
+fn bench_import(root: &Path, path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)?;
+    let format = import::detect_format(path, &text)?;
+    let started = Instant::now();
+    let imported = import::parse(format, path, &text)?;
+    let parse_seconds = started.elapsed().as_secs_f64();
+    let store = Store::open(root.join("import"), Durability::Batch)?;
+    let mut session = store.create_session(&AgentId::default(), None)?;
+    let events = imported.events.len();
+    session.ingest(imported.events)?;
+    session.close()?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(json!({
+        "bench": format!("import {}", path.file_name().unwrap_or_default().to_string_lossy()),
+        "figure": format!("{:.1} MB/s", mb(text.len()) / seconds),
+        "detail": format!("{format}, {:.2} MB, {events} events, parse alone {:.1} MB/s",
+            mb(text.len()), mb(text.len()) / parse_seconds),
+        "mb_per_second": mb(text.len()) / seconds,
+    }))
+}
+
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1e6
+}
+
+/// Deterministic turns shaped like a coding agent's: short messages, tool
+/// outputs from a few hundred bytes to several kilobytes.
+fn synthetic_turns(count: usize) -> Vec<Vec<Event>> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..count)
+        .map(|turn| {
+            let output = |n: u64| {
+                "test result: ok. 42 passed; 0 failed; src/lib.rs:17 warning: unused\n"
+                    .repeat(3 + (n % 60) as usize)
+            };
+            vec![
+                Event::user(format!(
+                    "turn {turn}: please fix the failing test in src/module_{}.rs",
+                    next() % 50
+                )),
+                Event::tool_call(
+                    format!("call_{turn}_a"),
+                    "read_file",
+                    json!({"path": format!("src/module_{}.rs", next() % 50)}),
+                ),
+                Event::tool_result(format!("call_{turn}_a"), output(next())),
+                Event::tool_call(
+                    format!("call_{turn}_b"),
+                    "run_tests",
+                    json!({"filter": "module"}),
+                ),
+                Event::tool_result(format!("call_{turn}_b"), output(next())),
+                Event::assistant(format!(
+                    "Fixed: the loop called the helper twice (turn {turn})."
+                )),
+            ]
+        })
+        .collect()
+}

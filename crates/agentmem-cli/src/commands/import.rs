@@ -1,0 +1,109 @@
+//! `agentmem import`: a transcript file into a session.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agentmem::id::SessionId;
+use agentmem::import::{self, Format};
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::Context;
+
+/// Events appended per ingest call during an import.
+const IMPORT_CHUNK_EVENTS: usize = 2_000;
+
+/// A progress bar appears only for imports that last longer than this.
+const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+
+pub fn run(ctx: &Context, path: &Path, format: &str, session: Option<&str>) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let format = match format {
+        "auto" => import::detect_format(path, &text)?,
+        name => Format::from_name(name).with_context(|| {
+            format!(
+                "unknown format {name:?}; use auto or one of: {}",
+                Format::names()
+            )
+        })?,
+    };
+    let imported = import::parse(format, path, &text)?;
+    let session_id = match session {
+        Some(id) => ctx.session_id(id)?,
+        None => imported
+            .source_session_id
+            .as_deref()
+            .and_then(|id| SessionId::new(id).ok())
+            .unwrap_or_else(SessionId::generate),
+    };
+    let mut session = ctx.store.open_or_create(&ctx.agent, &session_id)?;
+    ctx.report_recoveries(&session);
+
+    let bar = ProgressBar::with_draw_target(
+        Some(imported.events.len() as u64),
+        ProgressDrawTarget::hidden(),
+    );
+    bar.set_style(ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} events {eta}",
+    )?);
+    let (mut appended, mut duplicates) = (0, 0);
+    let mut events = imported.events;
+    while !events.is_empty() {
+        let rest = events.split_off(events.len().min(IMPORT_CHUNK_EVENTS));
+        let chunk = std::mem::replace(&mut events, rest);
+        bar.inc(chunk.len() as u64);
+        let report = session.ingest(chunk)?;
+        appended += report.appended;
+        duplicates += report.duplicates;
+        if bar.is_hidden() && started.elapsed() > PROGRESS_DELAY {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+    bar.finish_and_clear();
+    session.record_import(&path.display().to_string(), format.name(), appended)?;
+    report_skipped(path, &imported.skipped);
+    let report = serde_json::json!({
+        "session": session_id.as_str(),
+        "format": format.name(),
+        "records": imported.records,
+        "appended": appended,
+        "already_present": duplicates,
+        "skipped": imported.skipped.iter().map(|s| serde_json::json!({"record": s.line, "reason": s.reason})).collect::<Vec<_>>(),
+    });
+    session.close()?;
+    if ctx.json {
+        crate::output::print_json(&report)?;
+    } else {
+        println!("{session_id}");
+        eprintln!(
+            "agentmem: imported {} ({}): {appended} events appended, {duplicates} already present, {} records skipped",
+            path.display(),
+            format.name(),
+            imported.skipped.len()
+        );
+    }
+    Ok(())
+}
+
+/// Skipped records, grouped by reason, with the records they were.
+fn report_skipped(path: &Path, skipped: &[import::Skipped]) {
+    let mut by_reason: Vec<(&str, Vec<usize>)> = Vec::new();
+    for s in skipped {
+        match by_reason.iter_mut().find(|(reason, _)| *reason == s.reason) {
+            Some((_, records)) => records.push(s.line),
+            None => by_reason.push((&s.reason, vec![s.line])),
+        }
+    }
+    for (reason, records) in by_reason {
+        let shown: Vec<String> = records.iter().take(10).map(usize::to_string).collect();
+        let more = if records.len() > 10 { ", …" } else { "" };
+        eprintln!(
+            "agentmem: {}: skipped {} record(s), {reason} (records {}{more})",
+            path.display(),
+            records.len(),
+            shown.join(", ")
+        );
+    }
+}

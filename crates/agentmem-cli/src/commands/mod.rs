@@ -1,0 +1,67 @@
+//! One module per subcommand; [`run`] dispatches.
+
+mod bench;
+mod export;
+mod import;
+mod ingest;
+mod sessions;
+mod tools;
+
+use agentmem::id::{AgentId, SessionId};
+use agentmem::store::Store;
+use agentmem::{Config, Durability};
+use anyhow::Context as _;
+
+use crate::cli::{Cli, Command, Global};
+
+/// What every command works with: the store, the agent, the output mode.
+pub struct Context {
+    pub store: Store,
+    pub agent: AgentId,
+    pub json: bool,
+}
+
+impl Context {
+    fn new(global: &Global) -> anyhow::Result<Context> {
+        let agent = AgentId::new(&global.agent)?;
+        let config = Config::load(&global.dir)?;
+        let durability = match &global.durability {
+            Some(flag) => flag.parse::<Durability>().map_err(anyhow::Error::msg)?,
+            None => config.storage.durability,
+        };
+        Ok(Context {
+            store: Store::open(&global.dir, durability)?,
+            agent,
+            json: global.json,
+        })
+    }
+
+    /// Parses a session id given on the command line.
+    pub fn session_id(&self, id: &str) -> anyhow::Result<SessionId> {
+        SessionId::new(id).with_context(|| format!("bad session id {id:?}"))
+    }
+
+    /// Prints what opening a session repaired.
+    pub fn report_recoveries(&self, session: &agentmem::session::Session) {
+        for recovery in session.recoveries() {
+            eprintln!("agentmem: warning: {recovery}");
+        }
+    }
+}
+
+/// Runs the command `cli` names.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let ctx = Context::new(&cli.global)?;
+    match cli.command {
+        Command::Ingest { session, ack } => ingest::run(&ctx, session.as_deref(), ack),
+        Command::Import {
+            path,
+            format,
+            session,
+        } => import::run(&ctx, &path, &format, session.as_deref()),
+        Command::Sessions(command) => sessions::run(&ctx, command),
+        Command::Export { id, format } => export::run(&ctx, &id, format),
+        Command::Tools { id, turn } => tools::run(&ctx, &id, turn.as_deref()),
+        Command::Bench(args) => bench::run(&args, ctx.json),
+    }
+}

@@ -1,0 +1,362 @@
+//! The `agentmem` binary end to end: real processes on a real data directory.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+fn agentmem(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentmem"));
+    command
+        .arg("--dir")
+        .arg(dir)
+        .env_remove("AGENTMEM_DIR")
+        .env_remove("AGENTMEM_DURABILITY");
+    command
+}
+
+fn run_ok(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn events_ndjson(n: usize) -> String {
+    (0..n)
+        .map(|i| match i % 4 {
+            0 => json!({"trace_type": "user", "content": format!("request {i}")}),
+            1 => json!({"trace_type": "tool_call", "tool_call_id": format!("c{i}"), "tool_name": "bash", "tool_args": {"cmd": "ls"}}),
+            2 => json!({"trace_type": "tool_result", "tool_call_id": format!("c{}", i - 1), "content": "a.rs"}),
+            _ => json!({"trace_type": "assistant", "content": format!("answer {i}")}),
+        })
+        .map(|v| format!("{v}\n"))
+        .collect()
+}
+
+#[test]
+fn ingest_list_show_export_and_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s1"]),
+        &events_ndjson(8),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout(&out).trim(), "s1");
+
+    let list: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["sessions", "list", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(list[0]["id"], "s1");
+    assert_eq!(list[0]["events"], 8);
+    assert_eq!(list[0]["turns"], 2);
+    assert_eq!(list[0]["title"], "request 0");
+
+    let table = stdout(&run_ok(agentmem(dir.path()).args(["sessions", "list"])));
+    assert!(
+        table.starts_with("ID") && table.contains("request 0"),
+        "{table}"
+    );
+
+    let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", "s1"])));
+    let lines: Vec<Value> = exported
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 8);
+    assert_eq!(lines[2]["turn_id"], "turn_0001");
+
+    let messages: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["export", "s1", "--format", "openai-messages"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(messages[1]["tool_calls"][0]["id"], "c1");
+    assert_eq!(messages[2]["role"], "tool");
+
+    let tools: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["tools", "s1", "--turn", "2", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(tools.as_array().unwrap().len(), 1);
+    assert_eq!(tools[0]["tool_call_id"], "c5");
+    assert_eq!(tools[0]["status"], "SUCCESS");
+}
+
+#[test]
+fn malformed_stdin_lines_are_reported_and_the_rest_ingested() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "{\"trace_type\":\"user\",\"content\":\"a\"}\nnot json\n{\"trace_type\":\"tool_result\",\"content\":\"orphan\"}\n";
+    let out = run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        input,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stdin line 2") && stderr.contains("stdin line 3"),
+        "{stderr}"
+    );
+    let list: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["sessions", "list", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(list[0]["events"], 1);
+}
+
+#[test]
+fn ids_that_would_escape_the_data_directory_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    for args in [
+        vec!["--agent", "../x", "sessions", "create"],
+        vec!["--agent", "/etc", "sessions", "list"],
+        vec!["sessions", "create", "--id", "../../escape"],
+        vec!["sessions", "show", "..\\x"],
+        vec!["import", "nothing.json", "--session", ".hidden"],
+    ] {
+        let out = agentmem(&data).args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("invalid") || stderr.contains("cannot read"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!data.exists(), "a refused id created files");
+    assert!(!dir.path().join("escape").exists() && !dir.path().join("x").exists());
+}
+
+#[test]
+fn a_second_writer_process_is_told_who_holds_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = agentmem(dir.path())
+        .args(["ingest", "--session", "shared"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first_out = BufReader::new(first.stdout.take().unwrap());
+    let mut line = String::new();
+    first_out.read_line(&mut line).unwrap(); // the session id: the lock is held now
+    let second = run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "shared"]),
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success());
+    assert!(
+        stderr.contains(&format!("locked by pid {}", first.id())),
+        "{stderr}"
+    );
+    // Readers are not blocked by the writer.
+    run_ok(agentmem(dir.path()).args(["sessions", "show", "shared"]));
+    drop(first.stdin.take());
+    assert!(first.wait().unwrap().success());
+}
+
+/// Kills `agentmem ingest` (durability `always`) with SIGKILL at several points;
+/// every acknowledged event must be in the log, in order, and the session must open.
+#[test]
+fn sigkill_during_ingest_loses_no_acknowledged_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let input: Vec<String> = events_ndjson(400).lines().map(str::to_owned).collect();
+    for (round, kill_after) in [1usize, 7, 33, 120, 250].into_iter().enumerate() {
+        let session = format!("k{round}");
+        let mut child = agentmem(dir.path())
+            .args([
+                "--durability",
+                "always",
+                "ingest",
+                "--ack",
+                "--session",
+                &session,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder_input = input.clone();
+        let feeder = std::thread::spawn(move || {
+            for chunk in feeder_input.chunks(3) {
+                if stdin
+                    .write_all((chunk.join("\n") + "\n").as_bytes())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let mut acks = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(acks.next().unwrap().unwrap(), session);
+        let acked: Vec<String> = acks.by_ref().take(kill_after).map(Result::unwrap).collect();
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let _ = feeder.join();
+
+        let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", &session])));
+        let stored: Vec<Value> = exported
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let stored_ids: Vec<&str> = stored.iter().map(|e| e["id"].as_str().unwrap()).collect();
+        assert_eq!(
+            &stored_ids[..acked.len()],
+            &acked[..],
+            "round {round}: acknowledged events missing"
+        );
+        for (i, event) in stored.iter().enumerate() {
+            let sent: Value = serde_json::from_str(&input[i]).unwrap();
+            assert_eq!(
+                event["trace_type"], sent["trace_type"],
+                "round {round}: event {i} out of order"
+            );
+        }
+        // The session opens for writing again (the lock died with the process).
+        run_with_stdin(
+            agentmem(dir.path()).args(["ingest", "--session", &session]),
+            &input[0],
+        );
+    }
+}
+
+#[test]
+fn fork_then_append_to_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "origin"]),
+        &events_ndjson(12),
+    );
+    let fork = run_ok(agentmem(dir.path()).args([
+        "sessions",
+        "fork",
+        "origin",
+        "--at-turn",
+        "2",
+        "--new-id",
+        "branch",
+    ]));
+    assert_eq!(stdout(&fork).trim(), "branch");
+    run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "branch"]),
+        "{\"trace_type\":\"user\",\"content\":\"branch only\"}\n",
+    );
+    run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "origin"]),
+        "{\"trace_type\":\"user\",\"content\":\"origin only\"}\n",
+    );
+    let show = |id: &str| -> Value {
+        serde_json::from_slice(
+            &run_ok(agentmem(dir.path()).args(["sessions", "show", id, "--json"])).stdout,
+        )
+        .unwrap()
+    };
+    assert_eq!(show("branch")["events"], 9);
+    assert_eq!(show("branch")["forked_from"], "origin");
+    assert_eq!(show("origin")["events"], 13);
+    let branch = stdout(&run_ok(agentmem(dir.path()).args(["export", "branch"])));
+    assert!(branch.contains("branch only") && !branch.contains("origin only"));
+    run_ok(agentmem(dir.path()).args(["sessions", "delete", "branch"]));
+    let list: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["sessions", "list", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agentmem/tests/fixtures/import")
+        .join(name)
+}
+
+#[test]
+fn reimporting_a_grown_file_appends_only_the_new_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let import = |name: &str| -> Value {
+        let out = run_ok(
+            agentmem(dir.path())
+                .args(["--json", "import"])
+                .arg(fixture(name)),
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = import("claude-code-turn-1.jsonl");
+    assert_eq!(first["format"], "claude-code");
+    let second = import("claude-code-turn-2.jsonl");
+    assert_eq!(
+        second["session"], first["session"],
+        "the file's own session id is reused"
+    );
+    assert_eq!(second["already_present"], first["appended"]);
+    let session = second["session"].as_str().unwrap();
+    let show: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["sessions", "show", session, "--json"])).stdout,
+    )
+    .unwrap();
+    let total = first["appended"].as_u64().unwrap() + second["appended"].as_u64().unwrap();
+    assert_eq!(show["events"].as_u64().unwrap(), total);
+    assert_eq!(show["pending_tool_calls"], 0);
+}
+
+#[test]
+fn every_fixture_imports_with_auto_detection() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::fs::read_dir(fixture("")).unwrap();
+    for entry in fixtures {
+        let path = entry.unwrap().path();
+        let out = run_ok(agentmem(dir.path()).args(["--json", "import"]).arg(&path));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            report["appended"].as_u64().unwrap() > 0,
+            "{}: {report}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn an_unknown_format_names_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "just some text\n").unwrap();
+    let out = agentmem(&dir.path().join("data"))
+        .arg("import")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("claude-code") && stderr.contains("--format"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,87 @@
+//! The engine's error type: every variant says what went wrong and what to do.
+
+use std::path::PathBuf;
+
+use crate::id::IdKind;
+
+/// Result alias used throughout the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the engine can refuse or fail at.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid {kind} {id:?}: {reason}; use letters, digits, '-', '_' or '.' (not leading), at most 128 bytes")]
+    InvalidId {
+        kind: IdKind,
+        id: String,
+        reason: &'static str,
+    },
+
+    #[error("session {session} is locked by pid {pid}: another agentmem process is writing to it; wait for it to finish, or read it without writing")]
+    SessionLocked { session: String, pid: String },
+
+    #[error("session {session} of agent {agent} does not exist; `agentmem sessions list` shows the sessions there are")]
+    SessionNotFound { agent: String, session: String },
+
+    #[error("session {session} of agent {agent} already exists; choose another id or resume it")]
+    SessionExists { agent: String, session: String },
+
+    #[error("session {session} is open read-only; open it for writing to add events")]
+    ReadOnly { session: String },
+
+    #[error("event {index} of the batch is invalid: {reason}; nothing in the batch was written")]
+    InvalidEvent { index: usize, reason: String },
+
+    #[error(
+        "turn {turn} does not exist in session {session}; its turns run from turn_0001 to {last}"
+    )]
+    TurnNotFound {
+        session: String,
+        turn: String,
+        last: String,
+    },
+
+    #[error("{path}, line {line}: {message}")]
+    BadLine {
+        path: String,
+        line: usize,
+        message: String,
+    },
+
+    #[error("cannot read {path} as {format}: {message}")]
+    BadInput {
+        path: String,
+        format: String,
+        message: String,
+    },
+
+    #[error("cannot tell the format of {path}; pass --format with one of: {known}")]
+    UnknownFormat { path: String, known: String },
+
+    #[error("invalid configuration in {path}: {message}")]
+    Config { path: String, message: String },
+
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Attaches the action and the path to an I/O error, so the message says
+/// which file failed and how.
+pub(crate) trait IoContext<T> {
+    fn io(self, action: &'static str, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn io(self, action: &'static str, path: &std::path::Path) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,387 @@
+//! The raw trace: one [`Event`] per user message, assistant message, tool call,
+//! tool result, and the few engine-made kinds (summary, turn-aborted marker).
+//!
+//! The JSON shape is the memory kernel's RAW_TRACE schema, so a line written by
+//! another implementation of that schema parses here, and fields this version
+//! does not know are kept in [`Event::extra`] and written back unchanged.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// What an event is. The names are the on-disk `trace_type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceType {
+    /// A message from the user; it starts a new turn.
+    User,
+    /// Text the model produced.
+    Assistant,
+    /// The model asked for a tool to run (`tool_name`, `tool_call_id`, `tool_args`).
+    ToolCall,
+    /// What a tool returned (`tool_call_id`, `content`, `tool_error` on failure).
+    ToolResult,
+    /// System or developer instructions.
+    System,
+    /// Model reasoning; provider-opaque items (encrypted or signed) ride in `opaque`.
+    Reasoning,
+    /// A summary that stands for compacted history.
+    Summary,
+    /// Marks a turn the user interrupted before it finished.
+    TurnAborted,
+}
+
+impl TraceType {
+    /// Every trace type, in declaration order.
+    pub const ALL: [TraceType; 8] = [
+        TraceType::User,
+        TraceType::Assistant,
+        TraceType::ToolCall,
+        TraceType::ToolResult,
+        TraceType::System,
+        TraceType::Reasoning,
+        TraceType::Summary,
+        TraceType::TurnAborted,
+    ];
+
+    /// The on-disk name, e.g. `tool_call`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceType::User => "user",
+            TraceType::Assistant => "assistant",
+            TraceType::ToolCall => "tool_call",
+            TraceType::ToolResult => "tool_result",
+            TraceType::System => "system",
+            TraceType::Reasoning => "reasoning",
+            TraceType::Summary => "summary",
+            TraceType::TurnAborted => "turn_aborted",
+        }
+    }
+}
+
+/// Media attached to an event, as references (paths, URLs or data URIs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Media {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audio: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub video: Vec<String>,
+}
+
+/// Token usage a provider reported for the model call that produced an event.
+///
+/// Kept on the event so budget accounting can anchor on measured figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the prompt the provider counted (cached ones included).
+    pub prompt_tokens: u64,
+    /// Tokens the model generated (reasoning included).
+    pub completion_tokens: u64,
+    /// Prompt tokens served from the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// The model that reported it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One raw trace event.
+///
+/// `id`, `ts`, `turn_id` and `seq` may be left empty (`""`, `0.0`, `""`, `0`)
+/// when an event is handed to a session: the session assigns them.
+///
+/// ```
+/// use agentmem::event::{Event, TraceType};
+/// let line = r#"{"trace_type":"user","content":"fix the build","vendor_field":7}"#;
+/// let event: Event = serde_json::from_str(line).unwrap();
+/// assert_eq!(event.trace_type, TraceType::User);
+/// // Unknown fields survive a round trip.
+/// assert!(serde_json::to_string(&event).unwrap().contains(r#""vendor_field":7"#));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(default)]
+    pub id: String,
+    /// Seconds since the Unix epoch. RFC 3339 strings are accepted on input.
+    #[serde(default, deserialize_with = "deserialize_ts")]
+    pub ts: f64,
+    #[serde(default)]
+    pub turn_id: String,
+    #[serde(default)]
+    pub seq: u64,
+    /// `kind` is accepted as an alias, for the neutral workload format.
+    #[serde(alias = "kind")]
+    pub trace_type: TraceType,
+    #[serde(default, deserialize_with = "deserialize_content")]
+    pub content: String,
+    /// Who produced the event: `ingest`, `import:claude-code`, `engine`, …
+    #[serde(default)]
+    pub source_event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<Media>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_args: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result_ref: Option<String>,
+    /// Provider-reported usage of the call that produced this event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// A provider item kept verbatim so it can be sent back unchanged
+    /// (encrypted reasoning, signed thinking blocks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opaque: Option<Value>,
+    /// Fields this version does not know, kept for the round trip.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Event {
+    /// An event of `trace_type` with `content`; every other field empty.
+    pub fn new(trace_type: TraceType, content: impl Into<String>) -> Self {
+        Event {
+            id: String::new(),
+            ts: 0.0,
+            turn_id: String::new(),
+            seq: 0,
+            trace_type,
+            content: content.into(),
+            source_event: String::new(),
+            media: None,
+            tool_name: None,
+            tool_call_id: None,
+            tool_args: None,
+            tool_result: None,
+            tool_error: None,
+            correlation_id: None,
+            tags: Vec::new(),
+            tool_result_ref: None,
+            usage: None,
+            opaque: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(TraceType::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(TraceType::Assistant, content)
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(TraceType::System, content)
+    }
+
+    /// A tool call with its id, tool name and arguments.
+    ///
+    /// ```
+    /// use agentmem::event::Event;
+    /// let call = Event::tool_call("call_1", "read_file", serde_json::json!({"path": "src/lib.rs"}));
+    /// assert_eq!(call.tool_call_id.as_deref(), Some("call_1"));
+    /// ```
+    pub fn tool_call(
+        call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        args: Value,
+    ) -> Self {
+        let mut event = Self::new(TraceType::ToolCall, "");
+        event.tool_call_id = Some(call_id.into());
+        event.tool_name = Some(tool_name.into());
+        event.tool_args = Some(args);
+        event
+    }
+
+    /// A successful tool result for `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, output: impl Into<String>) -> Self {
+        let mut event = Self::new(TraceType::ToolResult, output);
+        event.tool_call_id = Some(call_id.into());
+        event
+    }
+
+    /// A failed tool result for `call_id`; the error text is also the content.
+    pub fn tool_error(call_id: impl Into<String>, error: impl Into<String>) -> Self {
+        let error = error.into();
+        let mut event = Self::tool_result(call_id, error.clone());
+        event.tool_error = Some(error);
+        event
+    }
+
+    /// Checks what a session needs of an event before it is written: tool
+    /// calls and results carry a `tool_call_id`, and `ts` is a time.
+    ///
+    /// ```
+    /// use agentmem::event::{Event, TraceType};
+    /// assert!(Event::user("hi").validate().is_ok());
+    /// assert!(Event::new(TraceType::ToolResult, "orphan").validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), String> {
+        let needs_call_id = match self.trace_type {
+            TraceType::ToolCall | TraceType::ToolResult => true,
+            TraceType::User
+            | TraceType::Assistant
+            | TraceType::System
+            | TraceType::Reasoning
+            | TraceType::Summary
+            | TraceType::TurnAborted => false,
+        };
+        if needs_call_id && self.tool_call_id.as_deref().is_none_or(str::is_empty) {
+            return Err(format!(
+                "a {} event needs a tool_call_id",
+                self.trace_type.as_str()
+            ));
+        }
+        if !self.ts.is_finite() || self.ts < 0.0 {
+            return Err(format!(
+                "ts {} is not a time (seconds since the epoch)",
+                self.ts
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sets the id (builder style).
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Sets the timestamp in seconds since the epoch (builder style).
+    pub fn with_ts(mut self, ts: f64) -> Self {
+        self.ts = ts;
+        self
+    }
+
+    /// Sets the source (builder style).
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source_event = source.into();
+        self
+    }
+
+    /// Adds a tag (builder style).
+    pub fn with_tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+}
+
+/// The current time in seconds since the Unix epoch.
+pub fn now_ts() -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    // Millisecond precision keeps the JSON short and is what transcripts carry.
+    (now.as_millis() as f64) / 1000.0
+}
+
+/// Parses an RFC 3339 timestamp (`2025-06-02T18:46:59.937Z`) into epoch seconds.
+pub fn parse_rfc3339(text: &str) -> Option<f64> {
+    let parsed =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    Some(parsed.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+/// Formats epoch seconds as RFC 3339 in UTC, to the millisecond.
+pub fn format_ts(ts: f64) -> String {
+    let nanos = (ts * 1e3).round() as i128 * 1_000_000;
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| ts.to_string())
+}
+
+fn deserialize_ts<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| serde::de::Error::custom("ts is not a finite number")),
+        Value::String(s) => parse_rfc3339(&s)
+            .or_else(|| s.parse::<f64>().ok())
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!("ts {s:?} is neither epoch seconds nor RFC 3339"))
+            }),
+        Value::Null => Ok(0.0),
+        other => Err(serde::de::Error::custom(format!(
+            "ts must be a number or a string, not {other}"
+        ))),
+    }
+}
+
+/// Content is text; a non-string value (some writers store structured content)
+/// is kept as its JSON text rather than refused.
+fn deserialize_content<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_line_of_another_implementation() {
+        let line = r#"{"id":"rt_1","ts":1767225600.5,"turn_id":"turn_0001","seq":1,"trace_type":"tool_call","content":"","source_event":"LLMCompleteResponseReceivedEvent","tool_name":"read_file","tool_call_id":"c1","tool_args":{"path":"a.py"},"media":{"images":["a.png"]},"tags":["x"],"tool_result_ref":null,"future":{"k":1}}"#;
+        let event: Event = serde_json::from_str(line).unwrap();
+        assert_eq!(event.trace_type, TraceType::ToolCall);
+        assert_eq!(event.media.as_ref().unwrap().images, vec!["a.png"]);
+        assert_eq!(event.extra["future"]["k"], 1);
+        let back = serde_json::to_value(&event).unwrap();
+        assert_eq!(back["future"]["k"], 1);
+        assert_eq!(back["tool_args"]["path"], "a.py");
+    }
+
+    #[test]
+    fn accepts_rfc3339_timestamps_and_the_kind_alias() {
+        let event: Event = serde_json::from_str(
+            r#"{"kind":"user","ts":"2025-06-02T18:46:59.937Z","content":"hi"}"#,
+        )
+        .unwrap();
+        assert_eq!(event.trace_type, TraceType::User);
+        assert!((event.ts - 1748890019.937).abs() < 1e-3);
+        assert_eq!(format_ts(event.ts), "2025-06-02T18:46:59.937Z");
+    }
+
+    #[test]
+    fn every_trace_type_round_trips_by_name() {
+        for t in TraceType::ALL {
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{}\"", t.as_str()));
+            assert_eq!(serde_json::from_str::<TraceType>(&json).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn opaque_reasoning_survives_a_round_trip() {
+        let mut event = Event::new(TraceType::Reasoning, "thinking about it");
+        event.opaque = Some(serde_json::json!({"type":"reasoning","encrypted_content":"gAAAA=="}));
+        let line = serde_json::to_string(&event).unwrap();
+        let back: Event = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, event);
+    }
+}

@@ -1,0 +1,449 @@
+//! Claude Code session logs (`~/.claude/projects/<project>/<session>.jsonl`).
+//!
+//! Each line is one record. `user` and `assistant` lines carry an Anthropic
+//! message (`message.content` is a string or a list of blocks); one event is
+//! made per block, so a line holding text and two `tool_use` blocks becomes an
+//! assistant event and two tool calls:
+//!
+//! | block                          | event                                         |
+//! |--------------------------------|-----------------------------------------------|
+//! | `text` in a user line          | `user` (or `turn_aborted` for the interrupt marker) |
+//! | `text` in an assistant line    | `assistant`                                   |
+//! | `tool_use {id, name, input}`   | `tool_call`                                   |
+//! | `tool_result {tool_use_id, …}` | `tool_result`, `tool_error` set when `is_error` |
+//! | `thinking` / `redacted_thinking` | `reasoning`, the block kept verbatim in `opaque` (its signature must go back unchanged) |
+//! | `image`                        | an event of the line's role with the image in `media` |
+//!
+//! `summary` lines become `summary` events, `system` lines with content become
+//! `system` events, and user lines flagged `isCompactSummary` (the summary
+//! Claude Code writes after `/compact`) become `summary` events too. Lines that
+//! carry no conversation (`file-history-snapshot`, `queue-operation`, …) are
+//! reported as skipped. Subagent lines (`isSidechain`) are imported and tagged
+//! `sidechain`; `isMeta` lines are tagged `meta`. Their user text becomes
+//! `system` events: nobody typed it, and a user event would start a turn.
+//!
+//! `message.id` becomes the `correlation_id`, grouping the events of one model
+//! response (Claude Code writes one line per block, each repeating the usage);
+//! the usage is kept on the response's last event only, so it counts once.
+//!
+//! Ids are `cc-<uuid>-<block>`: the uuid is the line's own, so re-importing a
+//! session file that grew gives the lines already seen the same ids.
+
+use serde_json::{Map, Value};
+
+use super::openai_messages::content_text;
+use super::{stable_id, Imported, Skipped};
+use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
+
+/// The text Claude Code writes as a user message when the user presses Esc.
+const INTERRUPT_MARKER: &str = "[Request interrupted by user";
+
+pub(super) fn parse(text: &str) -> Result<Imported, String> {
+    let mut imported = Imported::default();
+    for (index, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        imported.records += 1;
+        let line_no = index + 1;
+        match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(record)) => import_line(
+                &mut imported,
+                &Line {
+                    no: line_no,
+                    raw,
+                    record: &record,
+                },
+            ),
+            Ok(_) => skip(&mut imported, line_no, "not a JSON object"),
+            Err(e) => skip(&mut imported, line_no, format!("not JSON: {e}")),
+        }
+    }
+    keep_usage_once_per_response(&mut imported.events);
+    Ok(imported)
+}
+
+/// Claude Code repeats a response's usage on every line of it; keep it on the
+/// last event of the response only, so summing usage counts each call once.
+fn keep_usage_once_per_response(events: &mut [Event]) {
+    let mut seen = std::collections::HashSet::new();
+    for event in events.iter_mut().rev() {
+        if let (Some(_), Some(response)) = (&event.usage, &event.correlation_id) {
+            if !seen.insert(response.clone()) {
+                event.usage = None;
+            }
+        }
+    }
+}
+
+/// One source line, with what every event made from it shares.
+struct Line<'a> {
+    no: usize,
+    raw: &'a str,
+    record: &'a Map<String, Value>,
+}
+
+impl Line<'_> {
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.record.get(key).and_then(Value::as_str)
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        self.record
+            .get(key)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    fn message(&self) -> Option<&Map<String, Value>> {
+        self.record.get("message").and_then(Value::as_object)
+    }
+
+    /// `cc-<uuid>-<block>`, or a hash-based id for lines without a uuid.
+    fn id(&self, block: usize) -> String {
+        match self.str_field("uuid") {
+            Some(uuid) => format!("cc-{uuid}-{block}"),
+            None => stable_id(&format!("cc-{}", self.no), block, self.raw),
+        }
+    }
+
+    /// Sets the fields every event of this line shares.
+    fn finish(&self, event: Event, block: usize) -> Event {
+        let mut event = event.with_id(self.id(block));
+        event.ts = self
+            .str_field("timestamp")
+            .and_then(parse_rfc3339)
+            .unwrap_or(0.0);
+        if self.flag("isSidechain") {
+            event.tags.push("sidechain".into());
+        }
+        if self.flag("isMeta") {
+            event.tags.push("meta".into());
+        }
+        // A subagent's prompt and Claude Code's injected notes are written as
+        // user lines, but no person typed them: as user events they would
+        // start turns and split the main conversation's turns apart.
+        if event.trace_type == TraceType::User && !event.tags.is_empty() {
+            event.trace_type = TraceType::System;
+        }
+        if let Some(message) = self.message() {
+            event.usage = usage(message);
+            event.correlation_id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+        }
+        event
+    }
+}
+
+fn skip(imported: &mut Imported, line: usize, reason: impl Into<String>) {
+    imported.skipped.push(Skipped {
+        line,
+        reason: reason.into(),
+    });
+}
+
+fn import_line(imported: &mut Imported, line: &Line<'_>) {
+    if imported.source_session_id.is_none() {
+        imported.source_session_id = line.str_field("sessionId").map(str::to_owned);
+    }
+    let (events_before, skipped_before) = (imported.events.len(), imported.skipped.len());
+    match line.str_field("type") {
+        Some(role @ ("user" | "assistant")) => message_events(imported, line, role),
+        Some("summary") => text_event(imported, line, TraceType::Summary, "summary"),
+        Some("system") => text_event(imported, line, TraceType::System, "content"),
+        Some(other) => {
+            return skip(
+                imported,
+                line.no,
+                format!("a {other:?} line carries no conversation"),
+            )
+        }
+        None => return skip(imported, line.no, "a line without a \"type\""),
+    }
+    if imported.events.len() == events_before && imported.skipped.len() == skipped_before {
+        skip(imported, line.no, "a message with no content to import");
+    }
+}
+
+/// A `summary` or `system` line: one event from the text under `key`.
+fn text_event(imported: &mut Imported, line: &Line<'_>, trace_type: TraceType, key: &str) {
+    match line.str_field(key) {
+        Some(text) if !text.trim().is_empty() => {
+            imported
+                .events
+                .push(line.finish(Event::new(trace_type, text), 0));
+        }
+        _ => skip(
+            imported,
+            line.no,
+            format!("a {} line without {key:?} text", trace_type.as_str()),
+        ),
+    }
+}
+
+/// A `user` or `assistant` line: one event per content block.
+fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
+    let Some(message) = line.message() else {
+        return skip(
+            imported,
+            line.no,
+            format!("a {role} line without a \"message\""),
+        );
+    };
+    if line.flag("isCompactSummary") {
+        let summary = content_text(message.get("content"));
+        imported
+            .events
+            .push(line.finish(Event::new(TraceType::Summary, summary), 0));
+        return;
+    }
+    match message.get("content") {
+        Some(Value::String(text)) => {
+            if let Some(event) = text_block_event(role, text) {
+                imported.events.push(line.finish(event, 0));
+            }
+        }
+        Some(Value::Array(blocks)) => {
+            for (index, block) in blocks.iter().enumerate() {
+                match block_event(role, block) {
+                    Ok(Some(event)) => imported.events.push(line.finish(event, index)),
+                    Ok(None) => {}
+                    Err(reason) => skip(
+                        imported,
+                        line.no,
+                        format!("content block {index}: {reason}"),
+                    ),
+                }
+            }
+        }
+        _ => skip(
+            imported,
+            line.no,
+            format!("a {role} message without content"),
+        ),
+    }
+}
+
+/// The event for one content block; `Ok(None)` for an empty text block, and
+/// `Err` with the reason for a block this importer does not map.
+fn block_event(role: &str, block: &Value) -> Result<Option<Event>, String> {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let event = match kind {
+        "text" => return Ok(text_block_event(role, str_of(block, "text"))),
+        "tool_use" => Event::tool_call(
+            str_of(block, "id"),
+            str_of(block, "name"),
+            object_or_empty(block.get("input")),
+        ),
+        "tool_result" => tool_result_event(block),
+        "thinking" => reasoning_event(block, str_of(block, "thinking")),
+        "redacted_thinking" => reasoning_event(block, ""),
+        "image" => {
+            let image = image_ref(block).ok_or("an image block without a usable source")?;
+            let mut event = Event::new(role_type(role), "");
+            event.media = media(vec![image]);
+            event
+        }
+        other => return Err(format!("unsupported block type {other:?}")),
+    };
+    Ok(Some(event))
+}
+
+/// Text in a user line is a user message, except the interrupt marker, which
+/// says the turn was cut short.
+fn text_block_event(role: &str, text: &str) -> Option<Event> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    let trace_type = if role == "user" && text.starts_with(INTERRUPT_MARKER) {
+        TraceType::TurnAborted
+    } else {
+        role_type(role)
+    };
+    Some(Event::new(trace_type, text))
+}
+
+fn role_type(role: &str) -> TraceType {
+    if role == "assistant" {
+        TraceType::Assistant
+    } else {
+        TraceType::User
+    }
+}
+
+fn tool_result_event(block: &Value) -> Event {
+    let call_id = str_of(block, "tool_use_id");
+    let content = block.get("content");
+    let text = content_text(content);
+    let is_error = block
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut event = if is_error {
+        Event::tool_error(call_id, text)
+    } else {
+        Event::tool_result(call_id, text)
+    };
+    let images: Vec<String> = match content {
+        Some(Value::Array(parts)) => parts.iter().filter_map(image_ref).collect(),
+        _ => Vec::new(),
+    };
+    event.media = media(images);
+    event
+}
+
+fn reasoning_event(block: &Value, text: &str) -> Event {
+    let mut event = Event::new(TraceType::Reasoning, text);
+    event.opaque = Some(block.clone());
+    event
+}
+
+/// An image block as a reference: a data URI for inline base64, else its URL.
+fn image_ref(block: &Value) -> Option<String> {
+    if block.get("type").and_then(Value::as_str) != Some("image") {
+        return None;
+    }
+    let source = block.get("source")?;
+    match source.get("type").and_then(Value::as_str)? {
+        "base64" => {
+            let media_type = source
+                .get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or("image/png");
+            let data = source.get("data").and_then(Value::as_str)?;
+            Some(format!("data:{media_type};base64,{data}"))
+        }
+        "url" => source.get("url").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn media(images: Vec<String>) -> Option<Media> {
+    (!images.is_empty()).then(|| Media {
+        images,
+        ..Media::default()
+    })
+}
+
+/// `message.usage`: the prompt is input plus both cache counts (Anthropic
+/// reports them apart; the prompt the model read holds all three).
+fn usage(message: &Map<String, Value>) -> Option<Usage> {
+    let usage = message.get("usage")?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cache_read = count("cache_read_input_tokens");
+    Some(Usage {
+        prompt_tokens: count("input_tokens") + count("cache_creation_input_tokens") + cache_read,
+        completion_tokens: count("output_tokens"),
+        cached_tokens: cache_read,
+        model: message
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn object_or_empty(value: Option<&Value>) -> Value {
+    value.cloned().unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_interaction::{tool_interactions, ToolStatus};
+
+    const SESSION: &str = r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{"trackedFileBackups":{}},"isSnapshotUpdate":false}
+{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"run the tests"},"uuid":"u1","timestamp":"2025-06-02T18:46:59.937Z","sessionId":"s-1"}
+{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"msg_1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"run cargo test","signature":"sig=="},{"type":"text","text":"Running them."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test"}}],"usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":50}},"uuid":"a1","timestamp":"2025-06-02T18:47:01.000Z","sessionId":"s-1"}
+{"parentUuid":"a1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"1 failed","is_error":true}]},"uuid":"u2","timestamp":"2025-06-02T18:47:05.000Z","sessionId":"s-1"}
+not json at all
+{"type":"summary","summary":"Fix the failing test","leafUuid":"u2"}"#;
+
+    #[test]
+    fn blocks_become_events_with_usage_and_pairing() {
+        let imported = parse(SESSION).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceType::User,
+                TraceType::Reasoning,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult,
+                TraceType::Summary
+            ]
+        );
+        assert_eq!(imported.source_session_id.as_deref(), Some("s-1"));
+        assert_eq!(imported.records, 6);
+        let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(skipped, [1, 5]);
+        let usage = imported.events[3].usage.as_ref().unwrap();
+        assert_eq!(
+            (
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.cached_tokens
+            ),
+            (1110, 50, 1000)
+        );
+        assert_eq!(usage.model.as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(
+            imported.events[1].opaque.as_ref().unwrap()["signature"],
+            "sig=="
+        );
+        assert_eq!(imported.events[3].id, "cc-a1-2");
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view.len(), 1);
+        assert_eq!(view[0].status, ToolStatus::Error);
+        assert_eq!(view[0].arguments["command"], "cargo test");
+    }
+
+    #[test]
+    fn sidechain_meta_and_interrupts_are_marked() {
+        let text = r#"{"type":"user","isSidechain":true,"uuid":"x1","message":{"role":"user","content":"explore"}}
+{"type":"user","isMeta":true,"uuid":"x2","message":{"role":"user","content":"<command-name>/clear</command-name>"}}
+{"type":"user","uuid":"x3","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}
+{"type":"assistant","uuid":"x4","message":{"role":"assistant","content":[{"type":"redacted_thinking","data":"opaque"},{"type":"server_tool_use","id":"s"}]}}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events[0].tags, ["sidechain"]);
+        assert_eq!(imported.events[1].tags, ["meta"]);
+        assert_eq!(imported.events[2].trace_type, TraceType::TurnAborted);
+        assert_eq!(
+            imported.events[3].opaque.as_ref().unwrap()["data"],
+            "opaque"
+        );
+        assert_eq!(imported.skipped.len(), 1);
+        assert!(imported.skipped[0].reason.contains("server_tool_use"));
+    }
+
+    #[test]
+    fn empty_messages_and_system_lines_are_accounted_for() {
+        let text = r#"{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","uuid":"y1"}
+{"type":"system","subtype":"stop_hook_summary","uuid":"y2"}
+{"type":"assistant","uuid":"y3","message":{"role":"assistant","content":[{"type":"text","text":"  "}]}}
+{"type":"user","uuid":"y4","isCompactSummary":true,"message":{"role":"user","content":"Summary: fixed it"}}"#;
+        let imported = parse(text).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(kinds, [TraceType::System, TraceType::Summary]);
+        let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(skipped, [2, 3]);
+    }
+
+    #[test]
+    fn tool_result_images_become_media() {
+        let text = r#"{"type":"user","uuid":"z1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"screenshot"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]}]}}"#;
+        let imported = parse(text).unwrap();
+        let event = &imported.events[0];
+        assert_eq!(event.content, "screenshot");
+        assert_eq!(
+            event.media.as_ref().unwrap().images,
+            ["data:image/png;base64,iVBO"]
+        );
+    }
+}

@@ -1,0 +1,443 @@
+//! Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+//!
+//! A current rollout line is `{"timestamp", "type", "payload"}`:
+//!
+//! - `session_meta`: its `payload.id` is the source session id; no event.
+//! - `response_item`: what was sent to or came back from the model, the
+//!   conversation itself. `message` becomes a user, assistant or system event
+//!   (developer messages, and user messages Codex injects itself — the
+//!   environment context, `AGENTS.md` instructions — are system events tagged
+//!   `injected_context`, so they do not open turns); `function_call`,
+//!   `custom_tool_call` and `local_shell_call` become tool calls, their
+//!   `*_output` items the results (`success: false` sets `tool_error`);
+//!   `reasoning` becomes a reasoning event with the item kept verbatim in
+//!   `opaque`, because its `encrypted_content` must be sent back unchanged.
+//! - `event_msg`: UI events. `token_count` puts its `last_token_usage` on the
+//!   latest event the model produced; `turn_aborted` becomes a turn-aborted
+//!   marker; `user_message`, `agent_message` and `agent_reasoning` repeat
+//!   response items and are skipped, so nothing is imported twice.
+//! - `compacted`: the summary that replaced earlier history.
+//! - `turn_context`: per-turn settings; only its model is kept, for usage.
+//!
+//! The older format (early 2025) starts with a header `{id, timestamp,
+//! instructions}` and continues with bare response items and
+//! `{"record_type": "state"}` lines; those items map the same way, and the
+//! header's instructions (sent to the model as its instructions) become a
+//! system event.
+//!
+//! Every line makes at most one event, whose id is a stable id of the line.
+
+use serde_json::Value;
+
+use super::openai_messages::{content_text, parse_arguments};
+use super::{stable_id, Imported, Skipped};
+use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
+
+/// User messages starting with these are context Codex injects, not the user typing.
+const INJECTED_PREFIXES: [&str; 3] = [
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+];
+
+/// What a line maps to: an event, nothing (consumed without an event), or the
+/// reason it was left out.
+type Mapped = Result<Option<Event>, String>;
+
+pub(super) fn parse(text: &str) -> Result<Imported, String> {
+    let mut rollout = Rollout::default();
+    let mut first = true;
+    for (index, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        rollout.imported.records += 1;
+        let line_no = index + 1;
+        let mapped = match serde_json::from_str::<Value>(raw) {
+            Ok(record) if record.is_object() => rollout.line(&record, first),
+            Ok(_) => Err("not a JSON object".to_owned()),
+            Err(e) => Err(format!("not JSON: {e}")),
+        };
+        rollout.record(mapped, line_no, raw);
+        first = false;
+    }
+    Ok(rollout.imported)
+}
+
+/// Import state carried from line to line.
+#[derive(Default)]
+struct Rollout {
+    imported: Imported,
+    /// The model of the current turn (from `turn_context`), named in usage.
+    model: Option<String>,
+    /// The latest timestamp seen; legacy items have none and inherit it.
+    ts: f64,
+    /// The latest event the model produced, which a token count belongs to.
+    last_model_event: Option<usize>,
+}
+
+impl Rollout {
+    fn line(&mut self, record: &Value, first: bool) -> Mapped {
+        if let Some(ts) = record
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(parse_rfc3339)
+        {
+            self.ts = ts;
+        }
+        let kind = record.get("type").and_then(Value::as_str);
+        match (kind, record.get("payload")) {
+            (Some(kind), Some(payload)) => self.rollout_item(kind, payload),
+            _ if first && is_legacy_header(record) => self.legacy_header(record),
+            _ if record.get("record_type").is_some() => {
+                Err("a legacy state record, not conversation".into())
+            }
+            (Some(_), None) => response_item(record),
+            (None, _) => Err("a line without a \"type\"".into()),
+        }
+    }
+
+    fn record(&mut self, mapped: Mapped, line: usize, raw: &str) {
+        match mapped {
+            Ok(Some(mut event)) => {
+                event.id = stable_id("codex", line, raw);
+                event.ts = self.ts;
+                if made_by_model(event.trace_type) {
+                    self.last_model_event = Some(self.imported.events.len());
+                }
+                self.imported.events.push(event);
+            }
+            Ok(None) => {}
+            Err(reason) => self.imported.skipped.push(Skipped { line, reason }),
+        }
+    }
+
+    fn rollout_item(&mut self, kind: &str, payload: &Value) -> Mapped {
+        match kind {
+            "session_meta" => {
+                self.set_session_id(payload.get("id"));
+                Ok(None)
+            }
+            "turn_context" => {
+                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_owned());
+                }
+                Err("turn settings (cwd, policies); only the model is kept, for usage".into())
+            }
+            "response_item" => response_item(payload),
+            "event_msg" => self.event_msg(payload),
+            "compacted" => match payload.get("message").and_then(Value::as_str) {
+                Some(summary) if !summary.trim().is_empty() => {
+                    Ok(Some(Event::new(TraceType::Summary, summary)))
+                }
+                _ => Err("a compaction without a summary message".into()),
+            },
+            other => Err(format!("unsupported rollout line type {other:?}")),
+        }
+    }
+
+    fn event_msg(&mut self, payload: &Value) -> Mapped {
+        match str_of(payload, "type") {
+            "token_count" => self.attach_usage(payload),
+            "turn_aborted" => Ok(Some(Event::new(
+                TraceType::TurnAborted,
+                str_of(payload, "reason"),
+            ))),
+            "user_message"
+            | "agent_message"
+            | "agent_reasoning"
+            | "agent_reasoning_raw_content" => Err("duplicate of a response item".into()),
+            other => Err(format!("a {other:?} event carries no conversation")),
+        }
+    }
+
+    /// Puts a token count's `last_token_usage` on the latest model event.
+    fn attach_usage(&mut self, payload: &Value) -> Mapped {
+        let Some(last) = payload
+            .get("info")
+            .and_then(|info| info.get("last_token_usage"))
+        else {
+            return Err("a token count without usage (rate limits only)".into());
+        };
+        let count = |key: &str| last.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let usage = Usage {
+            prompt_tokens: count("input_tokens"),
+            completion_tokens: count("output_tokens"),
+            cached_tokens: count("cached_input_tokens"),
+            model: self.model.clone(),
+        };
+        let latest = self
+            .last_model_event
+            .and_then(|index| self.imported.events.get_mut(index));
+        let Some(event) = latest else {
+            return Err("a token count before any model output".into());
+        };
+        event.usage = Some(usage);
+        Ok(None)
+    }
+
+    fn legacy_header(&mut self, record: &Value) -> Mapped {
+        self.set_session_id(record.get("id"));
+        match record.get("instructions").and_then(Value::as_str) {
+            Some(text) if !text.trim().is_empty() => {
+                Ok(Some(Event::system(text).with_tag("injected_context")))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn set_session_id(&mut self, id: Option<&Value>) {
+        if self.imported.source_session_id.is_none() {
+            self.imported.source_session_id = id.and_then(Value::as_str).map(str::to_owned);
+        }
+    }
+}
+
+/// The old format's first line: `{id, timestamp, instructions}`, no `type`.
+fn is_legacy_header(record: &Value) -> bool {
+    record.get("id").is_some_and(Value::is_string)
+        && record.get("timestamp").is_some()
+        && record.get("type").is_none()
+}
+
+/// Events the model produced; a token count reports the call that made them.
+fn made_by_model(trace_type: TraceType) -> bool {
+    match trace_type {
+        TraceType::Assistant | TraceType::ToolCall | TraceType::Reasoning => true,
+        TraceType::User
+        | TraceType::ToolResult
+        | TraceType::System
+        | TraceType::Summary
+        | TraceType::TurnAborted => false,
+    }
+}
+
+/// A Responses API item, from a current or a legacy rollout.
+fn response_item(item: &Value) -> Mapped {
+    match str_of(item, "type") {
+        "message" => message_event(item),
+        "function_call" => {
+            let args = parse_arguments(item.get("arguments"));
+            Ok(Some(Event::tool_call(
+                call_id(item)?,
+                str_of(item, "name"),
+                args,
+            )))
+        }
+        "custom_tool_call" => {
+            let input = Value::String(str_of(item, "input").to_owned());
+            Ok(Some(Event::tool_call(
+                call_id(item)?,
+                str_of(item, "name"),
+                input,
+            )))
+        }
+        "local_shell_call" => {
+            let action = item.get("action").cloned().unwrap_or(Value::Null);
+            Ok(Some(Event::tool_call(
+                call_id(item)?,
+                "local_shell",
+                action,
+            )))
+        }
+        "function_call_output" | "custom_tool_call_output" => output_event(item),
+        "reasoning" => Ok(Some(reasoning_event(item))),
+        "web_search_call" => {
+            Err("a web search the provider ran itself; there is no result to pair".into())
+        }
+        other => Err(format!("unsupported response item {other:?}")),
+    }
+}
+
+fn message_event(item: &Value) -> Mapped {
+    let text = content_text(item.get("content"));
+    let images = input_images(item.get("content"));
+    if text.trim().is_empty() && images.is_empty() {
+        return Err("an empty message".into());
+    }
+    let mut event = match str_of(item, "role") {
+        "user" if is_injected(&text) => Event::system(text).with_tag("injected_context"),
+        "user" => Event::user(text),
+        "assistant" => Event::assistant(text),
+        "developer" | "system" => Event::system(text),
+        other => return Err(format!("a message with unknown role {other:?}")),
+    };
+    if !images.is_empty() {
+        event.media = Some(Media {
+            images,
+            ..Media::default()
+        });
+    }
+    Ok(Some(event))
+}
+
+fn is_injected(text: &str) -> bool {
+    let text = text.trim_start();
+    INJECTED_PREFIXES
+        .iter()
+        .any(|prefix| text.starts_with(prefix))
+}
+
+/// `input_image` parts of a message, as their URLs (usually data URIs).
+fn input_images(content: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(parts)) = content else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter(|part| part.get("type").and_then(Value::as_str) == Some("input_image"))
+        .filter_map(|part| {
+            part.get("image_url")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// A tool output: a string, a list of content items, or `{content, success}`.
+fn output_event(item: &Value) -> Mapped {
+    let call_id = call_id(item)?;
+    let (text, success) = match item.get("output") {
+        Some(Value::String(text)) => (text.clone(), None),
+        Some(Value::Object(output)) => (
+            content_text(output.get("content")),
+            output.get("success").and_then(Value::as_bool),
+        ),
+        Some(list @ Value::Array(_)) => (content_text(Some(list)), None),
+        _ => (String::new(), None),
+    };
+    Ok(Some(match success {
+        Some(false) => Event::tool_error(call_id, text),
+        Some(true) | None => Event::tool_result(call_id, text),
+    }))
+}
+
+/// Reasoning: the summary text (else the raw reasoning text) as content, the
+/// whole item in `opaque`.
+fn reasoning_event(item: &Value) -> Event {
+    let mut text = content_text(item.get("summary"));
+    if text.is_empty() {
+        text = content_text(item.get("content"));
+    }
+    let mut event = Event::new(TraceType::Reasoning, text);
+    event.opaque = Some(item.clone());
+    event
+}
+
+fn call_id(item: &Value) -> Result<&str, String> {
+    match str_of(item, "call_id") {
+        "" => match str_of(item, "id") {
+            "" => Err(format!("a {} without a call_id", str_of(item, "type"))),
+            id => Ok(id),
+        },
+        id => Ok(id),
+    }
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_interaction::{tool_interactions, ToolStatus};
+
+    const ROLLOUT: &str = r#"{"timestamp":"2025-09-01T10:00:00.000Z","type":"session_meta","payload":{"id":"0199-abc","cwd":"/home/dev/proj","cli_version":"0.30.0"}}
+{"timestamp":"2025-09-01T10:00:00.010Z","type":"turn_context","payload":{"cwd":"/home/dev/proj","model":"gpt-5-codex"}}
+{"timestamp":"2025-09-01T10:00:00.020Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/home/dev/proj</cwd>\n</environment_context>"}]}}
+{"timestamp":"2025-09-01T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"count the files"}]}}
+{"timestamp":"2025-09-01T10:00:01.001Z","type":"event_msg","payload":{"type":"user_message","message":"count the files"}}
+{"timestamp":"2025-09-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"ls | wc -l\"]}","call_id":"call_1"}}
+{"timestamp":"2025-09-01T10:00:02.500Z","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":900,"cached_input_tokens":800,"output_tokens":40,"reasoning_output_tokens":16}}}}
+{"timestamp":"2025-09-01T10:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":{"content":"bash: ls: not found","success":false}}}
+{broken"#;
+
+    #[test]
+    fn maps_a_rollout_with_usage_and_injected_context() {
+        let imported = parse(ROLLOUT).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceType::System,
+                TraceType::User,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        assert_eq!(imported.source_session_id.as_deref(), Some("0199-abc"));
+        assert_eq!(imported.events[0].tags, ["injected_context"]);
+        let usage = imported.events[2].usage.as_ref().unwrap();
+        assert_eq!(
+            (
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.cached_tokens
+            ),
+            (900, 40, 800)
+        );
+        assert_eq!(usage.model.as_deref(), Some("gpt-5-codex"));
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[0].status, ToolStatus::Error);
+        assert_eq!(view[0].arguments["command"][2], "ls | wc -l");
+        let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(skipped, [2, 5, 9]);
+        assert_eq!(imported.records, 9);
+    }
+
+    #[test]
+    fn reasoning_keeps_the_encrypted_item() {
+        let line = r#"{"timestamp":"2025-09-01T10:00:00Z","type":"response_item","payload":{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"**Plan** list then count"}],"content":null,"encrypted_content":"gAAAAB"}}"#;
+        let imported = parse(line).unwrap();
+        let event = &imported.events[0];
+        assert_eq!(event.trace_type, TraceType::Reasoning);
+        assert_eq!(event.content, "**Plan** list then count");
+        assert_eq!(
+            event.opaque.as_ref().unwrap()["encrypted_content"],
+            "gAAAAB"
+        );
+    }
+
+    #[test]
+    fn reads_the_legacy_format() {
+        let text = r#"{"id":"legacy-1","timestamp":"2025-04-20T09:00:00.000Z","instructions":"Prefer small diffs."}
+{"record_type":"state"}
+{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}
+{"type":"local_shell_call","id":"lsh_1","call_id":"call_9","status":"completed","action":{"type":"exec","command":["pwd"]}}
+{"type":"function_call_output","call_id":"call_9","output":"/home/dev/proj"}"#;
+        let imported = parse(text).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceType::System,
+                TraceType::User,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        assert_eq!(imported.source_session_id.as_deref(), Some("legacy-1"));
+        assert!(imported.events.iter().all(|e| e.ts > 1.7e9));
+        assert_eq!(
+            tool_interactions(&imported.events)[0].status,
+            ToolStatus::Success
+        );
+        assert_eq!(imported.skipped.len(), 1);
+    }
+
+    #[test]
+    fn a_token_count_without_model_output_is_skipped() {
+        let text = r#"{"timestamp":"2025-09-01T10:00:00Z","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":1,"output_tokens":1}}}}
+{"timestamp":"2025-09-01T10:00:00Z","type":"event_msg","payload":{"type":"token_count","info":null}}
+{"timestamp":"2025-09-01T10:00:01Z","type":"compacted","payload":{"message":"We counted the files."}}
+{"timestamp":"2025-09-01T10:00:02Z","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}"#;
+        let imported = parse(text).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(kinds, [TraceType::Summary, TraceType::TurnAborted]);
+        assert_eq!(imported.skipped.len(), 2);
+        assert!(imported.skipped[0]
+            .reason
+            .contains("before any model output"));
+    }
+}

@@ -1,0 +1,244 @@
+//! Telling a transcript's format from its file name and its contents.
+//!
+//! `.traj` files are SWE-agent trajectories. Otherwise the text is first read
+//! as one JSON document: a list of chat messages, an OpenHands event list, or a
+//! trajectory object are recognized by the fields of their items. A document
+//! that matches none of those (a JSONL file of one line also parses as one
+//! value) is then read as JSONL, and its first few parseable lines decide:
+//! agentmem events carry `trace_type` (or `kind` and `content`), Codex lines
+//! are `{type, payload}` (or start with the old `{id, timestamp, instructions}`
+//! header), Claude Code lines carry `sessionId` or `uuid`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::Format;
+use crate::error::{Error, Result};
+
+/// How many items of a list, or parseable lines of a JSONL file, are looked at.
+const SNIFF: usize = 20;
+
+/// Codex rollout line types (`{"type", "payload"}`).
+const CODEX_LINE_TYPES: [&str; 5] = [
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+];
+
+/// Claude Code line types that identify a session log on their own.
+const CLAUDE_LINE_TYPES: [&str; 4] = ["user", "assistant", "summary", "file-history-snapshot"];
+
+/// The format of `text`, the contents of `path`.
+///
+/// # Errors
+///
+/// [`Error::UnknownFormat`] when neither the name nor the contents tell,
+/// naming the formats there are, so the caller can pass one explicitly.
+///
+/// ```
+/// use agentmem::import::{detect_format, Format};
+/// let line = r#"{"type":"session_meta","payload":{"id":"0199"}}"#;
+/// assert_eq!(detect_format("rollout.jsonl".as_ref(), line).unwrap(), Format::Codex);
+/// ```
+pub fn detect_format(path: &Path, text: &str) -> Result<Format> {
+    let is_traj = path
+        .extension()
+        .and_then(|ext| ext.to_str())
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("traj"));
+    if is_traj {
+        return Ok(Format::SweAgent);
+    }
+    whole_document(text)
+        .as_ref()
+        .and_then(document_format)
+        .or_else(|| jsonl_format(text))
+        .ok_or_else(|| Error::UnknownFormat {
+            path: path.display().to_string(),
+            known: Format::names(),
+        })
+}
+
+/// The text as one JSON value, when it looks like and parses as one.
+fn whole_document(text: &str) -> Option<Value> {
+    let start = text.trim_start();
+    if start.starts_with('[') || start.starts_with('{') {
+        serde_json::from_str(text).ok()
+    } else {
+        None
+    }
+}
+
+fn document_format(document: &Value) -> Option<Format> {
+    match document {
+        Value::Array(items) => list_format(items),
+        Value::Object(map) => object_format(map),
+        _ => None,
+    }
+}
+
+fn list_format(items: &[Value]) -> Option<Format> {
+    let items = || items.iter().take(SNIFF).filter_map(Value::as_object);
+    if items().any(|item| item.contains_key("role")) {
+        Some(Format::OpenAiMessages)
+    } else if items().any(is_openhands_event) {
+        Some(Format::OpenHands)
+    } else {
+        None
+    }
+}
+
+fn object_format(map: &Map<String, Value>) -> Option<Format> {
+    for key in ["history", "trajectory"] {
+        let Some(items) = map.get(key).and_then(Value::as_array) else {
+            continue;
+        };
+        let items = || items.iter().take(SNIFF).filter_map(Value::as_object);
+        if items().any(is_swe_agent_entry) {
+            return Some(Format::SweAgent);
+        }
+        if items().any(is_openhands_event) {
+            return Some(Format::OpenHands);
+        }
+    }
+    if map.get("events").is_some_and(Value::is_array) {
+        return Some(Format::OpenHands);
+    }
+    map.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|messages| list_format(messages))
+        .filter(|format| *format == Format::OpenAiMessages)
+}
+
+/// A SWE-agent history message (`role`, `message_type`) or trajectory step
+/// (`action` with `thought` or `response`, and no OpenHands `source`).
+fn is_swe_agent_entry(item: &Map<String, Value>) -> bool {
+    let message = item.contains_key("role") || item.contains_key("message_type");
+    let step = item.contains_key("action")
+        && (item.contains_key("thought") || item.contains_key("response"))
+        && !item.contains_key("source");
+    message || step
+}
+
+fn is_openhands_event(item: &Map<String, Value>) -> bool {
+    ["action", "observation", "source"]
+        .iter()
+        .any(|key| item.contains_key(*key))
+}
+
+/// The format named by the first JSONL line that tells.
+fn jsonl_format(text: &str) -> Option<Format> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|value| match value {
+            Value::Object(map) => Some(map),
+            _ => None,
+        })
+        .take(SNIFF)
+        .find_map(|line| line_format(&line))
+}
+
+fn line_format(line: &Map<String, Value>) -> Option<Format> {
+    let kind = line.get("type").and_then(Value::as_str);
+    if line.contains_key("trace_type")
+        || (line.contains_key("kind") && line.contains_key("content"))
+    {
+        return Some(Format::Events);
+    }
+    let codex_item =
+        kind.is_some_and(|k| CODEX_LINE_TYPES.contains(&k)) && line.contains_key("payload");
+    let codex_header = kind.is_none()
+        && ["id", "timestamp", "instructions"]
+            .iter()
+            .all(|k| line.contains_key(*k));
+    if codex_item || codex_header {
+        return Some(Format::Codex);
+    }
+    let claude_type = kind.is_some_and(|k| CLAUDE_LINE_TYPES.contains(&k));
+    if claude_type || line.contains_key("sessionId") || line.contains_key("uuid") {
+        return Some(Format::ClaudeCode);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detect(name: &str, text: &str) -> Format {
+        detect_format(Path::new(name), text).unwrap()
+    }
+
+    #[test]
+    fn json_documents_are_told_apart_by_their_items() {
+        assert_eq!(detect("x.traj", "not even json"), Format::SweAgent);
+        assert_eq!(
+            detect(
+                "t.json",
+                r#"{"history":[{"role":"system","content":"s"}],"trajectory":[]}"#
+            ),
+            Format::SweAgent
+        );
+        assert_eq!(
+            detect(
+                "t.json",
+                r#"{"trajectory":[{"action":"ls","observation":"","thought":"t"}]}"#
+            ),
+            Format::SweAgent
+        );
+        assert_eq!(
+            detect("m.json", r#"[{"role":"user","content":"hi"}]"#),
+            Format::OpenAiMessages
+        );
+        assert_eq!(
+            detect("m.json", r#"{"messages":[{"role":"user","content":"hi"}]}"#),
+            Format::OpenAiMessages
+        );
+        assert_eq!(
+            detect("o.json", r#"[{"id":0,"source":"user","action":"message"}]"#),
+            Format::OpenHands
+        );
+        assert_eq!(detect("o.json", r#"{"events":[]}"#), Format::OpenHands);
+        assert_eq!(
+            detect(
+                "o.json",
+                r#"{"history":[{"id":1,"source":"agent","observation":"run"}]}"#
+            ),
+            Format::OpenHands
+        );
+    }
+
+    #[test]
+    fn jsonl_files_are_told_apart_by_their_first_lines() {
+        assert_eq!(
+            detect("e.jsonl", "{\"trace_type\":\"user\",\"content\":\"a\"}\n"),
+            Format::Events
+        );
+        assert_eq!(
+            detect(
+                "w.jsonl",
+                "{\"turn\":1,\"kind\":\"user\",\"content\":\"a\"}\n"
+            ),
+            Format::Events
+        );
+        let codex = "{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{\"id\":\"x\"}}\n{\"type\":\"event_msg\",\"payload\":{}}\n";
+        assert_eq!(detect("r.jsonl", codex), Format::Codex);
+        let legacy = "{\"id\":\"x\",\"timestamp\":\"t\",\"instructions\":null}\n{\"record_type\":\"state\"}\n";
+        assert_eq!(detect("r.jsonl", legacy), Format::Codex);
+        let claude = "garbage line\n{\"type\":\"file-history-snapshot\",\"messageId\":\"m\"}\n";
+        assert_eq!(detect("s.jsonl", claude), Format::ClaudeCode);
+        let one_line = r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"hi"}}"#;
+        assert_eq!(detect("s.jsonl", one_line), Format::ClaudeCode);
+    }
+
+    #[test]
+    fn an_unknown_format_names_the_known_ones() {
+        let err = detect_format(Path::new("notes.txt"), "hello\nworld\n").unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("notes.txt"), "{message}");
+        assert!(message.contains("claude-code"), "{message}");
+        assert!(detect_format(Path::new("x.json"), "[]").is_err());
+    }
+}

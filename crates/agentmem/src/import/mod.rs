@@ -1,0 +1,145 @@
+//! Importers: real agent transcripts in, raw trace events out.
+//!
+//! Each format has its own module with one entry point,
+//! `parse(text: &str) -> Result<Imported, String>`. Importers never assign
+//! turns or seqs (the session does, with the same rules as live ingest) but
+//! they do give every event a *stable* id derived from the source, so
+//! importing a file that grew appends only the events that are new.
+
+mod agentmem_events;
+mod claude_code;
+mod codex;
+mod detect;
+mod openai_messages;
+mod openhands;
+mod swe_agent;
+
+use std::fmt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+
+pub use detect::detect_format;
+
+/// A transcript format agentmem can import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// agentmem's own events, one JSON object a line (also the neutral workload format).
+    Events,
+    /// A JSON list of OpenAI chat messages (`{role, content, tool_calls, tool_call_id}`),
+    /// or an object holding one under `messages`.
+    OpenAiMessages,
+    /// A Claude Code session log (`~/.claude/projects/<project>/<session>.jsonl`).
+    ClaudeCode,
+    /// A Codex CLI rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
+    Codex,
+    /// A SWE-agent trajectory (`*.traj`).
+    SweAgent,
+    /// An OpenHands event list (JSON).
+    OpenHands,
+}
+
+impl Format {
+    /// Every format, in the order `--format` lists them.
+    pub const ALL: [Format; 6] = [
+        Format::Events,
+        Format::OpenAiMessages,
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::SweAgent,
+        Format::OpenHands,
+    ];
+
+    /// The name used on the command line and in `source_event` (`import:<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Events => "events",
+            Format::OpenAiMessages => "openai-messages",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::SweAgent => "swe-agent",
+            Format::OpenHands => "openhands",
+        }
+    }
+
+    /// The format with this `name`, if any.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The names of all formats, comma-separated, for messages.
+    pub fn names() -> String {
+        Format::ALL.map(Format::name).join(", ")
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A record of the source that was not imported, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// 1-based line (JSONL) or record index (JSON lists) in the source.
+    pub line: usize,
+    pub reason: String,
+}
+
+/// What an importer made of a transcript.
+#[derive(Debug, Default, Clone)]
+pub struct Imported {
+    /// The events, in transcript order, with stable ids and no turn/seq.
+    pub events: Vec<Event>,
+    /// The session id the source names for itself, when it has one.
+    pub source_session_id: Option<String>,
+    /// Source records read (lines, list items or trajectory steps).
+    pub records: usize,
+    /// Records left out: malformed ones, and kinds that carry no conversation
+    /// (file snapshots, state changes), each with the reason.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Parses `text` (the contents of `path`) as `format`.
+pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
+    let parsed = match format {
+        Format::Events => agentmem_events::parse(text),
+        Format::OpenAiMessages => openai_messages::parse(text),
+        Format::ClaudeCode => claude_code::parse(text),
+        Format::Codex => codex::parse(text),
+        Format::SweAgent => swe_agent::parse(text),
+        Format::OpenHands => openhands::parse(text),
+    };
+    let mut imported = parsed.map_err(|message| Error::BadInput {
+        path: path.display().to_string(),
+        format: format.name().to_owned(),
+        message,
+    })?;
+    let source = format!("import:{}", format.name());
+    for event in &mut imported.events {
+        if event.source_event.is_empty() {
+            event.source_event.clone_from(&source);
+        }
+    }
+    Ok(imported)
+}
+
+/// A stable event id: `<prefix>-<position>-<hash of the record>`.
+///
+/// The position keeps ids of a growing file unchanged for the records already
+/// seen; the hash keeps two different files from sharing ids.
+pub(crate) fn stable_id(prefix: &str, position: usize, record: &str) -> String {
+    format!(
+        "{prefix}-{position}-{:08x}",
+        fnv1a(record.as_bytes()) as u32
+    )
+}
+
+/// FNV-1a, 64-bit: a fixed, dependency-free hash for ids (not for security).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

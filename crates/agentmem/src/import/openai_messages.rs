@@ -1,0 +1,125 @@
+//! A JSON list of OpenAI Chat Completions messages.
+//!
+//! `{"role": "assistant", "tool_calls": [{"id", "function": {"name", "arguments"}}]}`
+//! becomes one assistant event (when it has text) and one tool call event per
+//! call; `{"role": "tool", "tool_call_id"}` becomes the tool result.
+
+use serde_json::Value;
+
+use super::{stable_id, Imported, Skipped};
+use crate::event::{Event, TraceType};
+
+pub(super) fn parse(text: &str) -> Result<Imported, String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let messages = match &root {
+        Value::Array(list) => list,
+        Value::Object(map) => map
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("expected a list of messages, or an object with a \"messages\" list")?,
+        _ => return Err("expected a list of messages".into()),
+    };
+    let mut imported = Imported::default();
+    for (index, message) in messages.iter().enumerate() {
+        imported.records += 1;
+        let position = index + 1;
+        let record = message.to_string();
+        let id = |part: usize| stable_id("oai", position * 100 + part, &record);
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let content = content_text(message.get("content"));
+        match role {
+            "system" | "developer" => imported.events.push(Event::system(content).with_id(id(0))),
+            "user" => imported.events.push(Event::user(content).with_id(id(0))),
+            "assistant" => {
+                if !content.is_empty() {
+                    imported
+                        .events
+                        .push(Event::assistant(content).with_id(id(0)));
+                }
+                let calls = message.get("tool_calls").and_then(Value::as_array);
+                for (i, call) in calls.into_iter().flatten().enumerate() {
+                    imported.events.push(tool_call(call).with_id(id(i + 1)));
+                }
+            }
+            "tool" | "function" => {
+                let call_id = message
+                    .get("tool_call_id")
+                    .or_else(|| message.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                imported
+                    .events
+                    .push(Event::tool_result(call_id, content).with_id(id(0)));
+            }
+            other => imported.skipped.push(Skipped {
+                line: position,
+                reason: format!("unknown role {other:?}"),
+            }),
+        }
+    }
+    Ok(imported)
+}
+
+fn tool_call(call: &Value) -> Event {
+    let function = call.get("function").unwrap_or(&Value::Null);
+    let name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let call_id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+    let mut event = Event::tool_call(call_id, name, parse_arguments(function.get("arguments")));
+    event.trace_type = TraceType::ToolCall;
+    event
+}
+
+/// Arguments arrive as a JSON string; parse it, keep the raw text if it is not JSON.
+pub(super) fn parse_arguments(arguments: Option<&Value>) -> Value {
+    match arguments {
+        Some(Value::String(raw)) => {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
+        }
+        Some(other) => other.clone(),
+        None => Value::Object(Default::default()),
+    }
+}
+
+/// Message content as text: a string, or the text parts of a list joined by newlines.
+pub(super) fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| {
+                part.get("text")
+                    .and_then(Value::as_str)
+                    .or_else(|| part.as_str())
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_interaction::{tool_interactions, ToolStatus};
+
+    #[test]
+    fn tool_calls_pair_with_their_results() {
+        let text = r#"[
+          {"role":"system","content":"be brief"},
+          {"role":"user","content":[{"type":"text","text":"list files"}]},
+          {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{\"path\":\".\"}"}}]},
+          {"role":"tool","tool_call_id":"call_1","content":"a.rs\nb.rs"},
+          {"role":"assistant","content":"two files"}
+        ]"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events.len(), 5);
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view.len(), 1);
+        assert_eq!(view[0].status, ToolStatus::Success);
+        assert_eq!(view[0].arguments["path"], ".");
+        assert_eq!(imported.events[1].content, "list files");
+    }
+}

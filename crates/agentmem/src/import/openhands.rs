@@ -1,0 +1,427 @@
+//! OpenHands event streams: a JSON list of events, or an object holding one
+//! under `events`, `trajectory` or `history`.
+//!
+//! An OpenHands event is an *action* (`action`, `args`) or an *observation*
+//! (`observation`, `content`, `extras`, and `cause`: the id of the action it
+//! answers). The mapping:
+//!
+//! - `message` → a user event from the user, an assistant event otherwise;
+//!   `system` → a system event; `condensation` with a summary → a summary.
+//! - `think` → a tool call when the model called the think tool
+//!   (`tool_call_metadata` present), else a reasoning event.
+//! - Bookkeeping (`change_agent_state`, `recall`, `null`, and the observations
+//!   `agent_state_changed`, `recall`, `null`) → skipped.
+//! - Every other action (`run`, `read`, `edit`, `browse`, `finish`, …) → a
+//!   tool call, with the call id and function name of `tool_call_metadata`
+//!   when the model made it by function calling (else `oh-<id>` and the action
+//!   name) and `args` as arguments. An action's `args.thought` is the text the
+//!   model wrote with the call, so it becomes an assistant event just before.
+//!   `finish` and `message` get no observation in OpenHands, so a `finish`
+//!   call stays pending.
+//! - Every other observation → the tool result of the action its `cause`
+//!   names (else of its own `tool_call_metadata`); `error`, `user_rejected` and
+//!   a `run` with a non-zero exit code set `tool_error`.
+//!
+//! Usage is taken per model call: the `llm_metrics.token_usages` entry of the
+//! response that made the action (else `model_response.usage`). When an event
+//! only has `accumulated_token_usage`, usage is left out: a running total
+//! would count every earlier call again.
+//!
+//! Ids are `oh-<id>` (`oh-<id>-thought` for an action's thought). Timestamps
+//! without a zone (`2024-11-05T12:34:56.789012`, as OpenHands writes them) are
+//! read as UTC.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::{stable_id, Imported, Skipped};
+use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
+
+/// The events made from one OpenHands event: an optional thought, then the main event.
+type Mapped = Result<(Option<Event>, Event), String>;
+
+pub(super) fn parse(text: &str) -> Result<Imported, String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let events = event_list(&root).ok_or(
+        "expected a list of OpenHands events, or an object with one under \"events\", \"trajectory\" or \"history\"",
+    )?;
+    let mut stream = Stream::default();
+    for (index, event) in events.iter().enumerate() {
+        stream.event(index + 1, event);
+    }
+    Ok(stream.imported)
+}
+
+fn event_list(root: &Value) -> Option<&Vec<Value>> {
+    match root {
+        Value::Array(list) => Some(list),
+        Value::Object(map) => ["events", "trajectory", "history"]
+            .iter()
+            .find_map(|key| map.get(*key).and_then(Value::as_array)),
+        _ => None,
+    }
+}
+
+/// One source event and what its events share.
+struct Source<'a> {
+    map: &'a Map<String, Value>,
+    /// `oh-<id>`, or a stable id when the event has none.
+    base_id: String,
+}
+
+impl<'a> Source<'a> {
+    fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
+        let base_id = match map.get("id").and_then(id_key) {
+            Some(id) => format!("oh-{id}"),
+            None => stable_id("oh", position, &record.to_string()),
+        };
+        Source { map, base_id }
+    }
+
+    fn text(&self, key: &str) -> &'a str {
+        self.map
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    fn args(&self) -> Option<&'a Map<String, Value>> {
+        self.map.get("args").and_then(Value::as_object)
+    }
+
+    fn arg(&self, key: &str) -> &'a str {
+        self.args()
+            .and_then(|args| args.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// `args.content`, else the event's `message`.
+    fn arg_content_or_message(&self) -> &'a str {
+        match self.arg("content") {
+            "" => self.text("message"),
+            content => content,
+        }
+    }
+
+    fn metadata(&self, key: &str) -> Option<&'a str> {
+        self.map.get("tool_call_metadata")?.get(key)?.as_str()
+    }
+
+    fn ts(&self) -> f64 {
+        let text = self.text("timestamp");
+        parse_rfc3339(text)
+            .or_else(|| parse_rfc3339(&format!("{text}Z")))
+            .unwrap_or(0.0)
+    }
+}
+
+/// Import state carried from event to event.
+#[derive(Default)]
+struct Stream {
+    imported: Imported,
+    /// The call id of each tool action, by the action's event id, for `cause`.
+    call_of_action: HashMap<String, String>,
+}
+
+impl Stream {
+    fn event(&mut self, position: usize, record: &Value) {
+        self.imported.records += 1;
+        let mapped = match record.as_object() {
+            Some(map) => {
+                let source = Source::new(map, position, record);
+                self.map_event(&source).map(|events| (source, events))
+            }
+            None => Err("not a JSON object".into()),
+        };
+        match mapped {
+            Ok((source, (thought, main))) => self.push(&source, thought, main),
+            Err(reason) => self.imported.skipped.push(Skipped {
+                line: position,
+                reason,
+            }),
+        }
+    }
+
+    fn map_event(&mut self, source: &Source<'_>) -> Mapped {
+        if let Some(action) = source.map.get("action").and_then(Value::as_str) {
+            self.action(source, action)
+        } else if let Some(observation) = source.map.get("observation").and_then(Value::as_str) {
+            self.observation(source, observation)
+        } else {
+            Err("neither an action nor an observation".into())
+        }
+    }
+
+    fn push(&mut self, source: &Source<'_>, thought: Option<Event>, main: Event) {
+        let (ts, usage) = (source.ts(), call_usage(source.map));
+        if let Some(thought) = thought {
+            let mut thought = thought
+                .with_id(format!("{}-thought", source.base_id))
+                .with_ts(ts);
+            thought.usage.clone_from(&usage);
+            self.imported.events.push(thought);
+        }
+        let mut main = main.with_id(source.base_id.clone()).with_ts(ts);
+        main.usage = usage;
+        self.imported.events.push(main);
+    }
+
+    fn action(&mut self, source: &Source<'_>, action: &str) -> Mapped {
+        let has_call = source.metadata("tool_call_id").is_some();
+        match action {
+            "message" => message_event(source).map(|event| (None, event)),
+            "system" => Ok((None, Event::system(source.arg_content_or_message()))),
+            "think" if !has_call => Ok((
+                None,
+                Event::new(TraceType::Reasoning, source.arg("thought")),
+            )),
+            "condensation" => match source.arg("summary") {
+                "" => Err("a condensation without a summary".into()),
+                summary => Ok((None, Event::new(TraceType::Summary, summary))),
+            },
+            "change_agent_state" | "recall" | "null" | "condensation_request" => {
+                Err(format!("agent bookkeeping ({action}), not conversation"))
+            }
+            _ => Ok(self.tool_action(source, action)),
+        }
+    }
+
+    /// An action the model took with a tool: its thought, then the call.
+    fn tool_action(&mut self, source: &Source<'_>, action: &str) -> (Option<Event>, Event) {
+        let call_id = source
+            .metadata("tool_call_id")
+            .unwrap_or(&source.base_id)
+            .to_owned();
+        let tool_name = source.metadata("function_name").unwrap_or(action);
+        let args = source
+            .map
+            .get("args")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        if let Some(id) = source.map.get("id").and_then(id_key) {
+            self.call_of_action.insert(id, call_id.clone());
+        }
+        // A think call's thought is its argument, not text beside the call.
+        let thought = match (action, source.arg("thought").trim()) {
+            ("think", _) | (_, "") => None,
+            (_, thought) => Some(Event::assistant(thought)),
+        };
+        (thought, Event::tool_call(call_id, tool_name, args))
+    }
+
+    fn observation(&mut self, source: &Source<'_>, observation: &str) -> Mapped {
+        if matches!(observation, "agent_state_changed" | "recall" | "null") {
+            return Err(format!(
+                "agent bookkeeping ({observation}), not conversation"
+            ));
+        }
+        let by_cause = source
+            .map
+            .get("cause")
+            .and_then(id_key)
+            .and_then(|cause| self.call_of_action.get(&cause).cloned());
+        let call_id = by_cause
+            .or_else(|| source.metadata("tool_call_id").map(str::to_owned))
+            .ok_or_else(|| format!("a {observation:?} observation answering no tool call"))?;
+        let content = match source.text("content") {
+            "" => source.text("message"),
+            content => content,
+        };
+        let event = if is_error(observation, source.map) {
+            Event::tool_error(call_id, content)
+        } else {
+            Event::tool_result(call_id, content)
+        };
+        Ok((None, event))
+    }
+}
+
+/// A `message` action: from the user a user event, else an assistant event.
+fn message_event(source: &Source<'_>) -> Result<Event, String> {
+    let content = source.arg_content_or_message();
+    let images: Vec<String> = source
+        .args()
+        .and_then(|args| args.get("image_urls"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|url| url.as_str().map(str::to_owned))
+        .collect();
+    if content.trim().is_empty() && images.is_empty() {
+        return Err("an empty message".into());
+    }
+    let mut event = match source.text("source") {
+        "user" => Event::user(content),
+        _ => Event::assistant(content),
+    };
+    if !images.is_empty() {
+        event.media = Some(Media {
+            images,
+            ..Media::default()
+        });
+    }
+    Ok(event)
+}
+
+/// Error observations, rejected actions, and commands that exited non-zero.
+fn is_error(observation: &str, map: &Map<String, Value>) -> bool {
+    match observation {
+        "error" | "user_rejected" => true,
+        "run" => exit_code(map).is_some_and(|code| code != 0),
+        _ => false,
+    }
+}
+
+/// `extras.exit_code` (older OpenHands) or `extras.metadata.exit_code`.
+fn exit_code(map: &Map<String, Value>) -> Option<i64> {
+    let extras = map.get("extras")?;
+    extras
+        .get("exit_code")
+        .or_else(|| extras.get("metadata")?.get("exit_code"))
+        .and_then(Value::as_i64)
+}
+
+/// Usage of the model call that made this event, when it is known per call.
+fn call_usage(map: &Map<String, Value>) -> Option<Usage> {
+    let model_response = map
+        .get("tool_call_metadata")
+        .and_then(|m| m.get("model_response"));
+    let response_id = model_response
+        .and_then(|r| r.get("id"))
+        .and_then(Value::as_str);
+    // `accumulated_token_usage` alone is a running total of every call so far;
+    // putting it on one event would count the earlier calls again, so it is
+    // not used.
+    let per_call = map
+        .get("llm_metrics")
+        .and_then(|metrics| metrics.get("token_usages"))
+        .and_then(Value::as_array)
+        .and_then(|usages| match response_id {
+            Some(id) => usages
+                .iter()
+                .find(|u| u.get("response_id").and_then(Value::as_str) == Some(id)),
+            None => usages.last(),
+        });
+    match per_call {
+        Some(usage) => Some(token_usage(usage)),
+        None => model_response.and_then(response_usage),
+    }
+}
+
+/// An OpenHands `TokenUsage`: `{model, prompt_tokens, completion_tokens, cache_read_tokens, …}`.
+fn token_usage(usage: &Value) -> Usage {
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        prompt_tokens: count("prompt_tokens"),
+        completion_tokens: count("completion_tokens"),
+        cached_tokens: count("cache_read_tokens"),
+        model: usage
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// The `usage` of a LiteLLM model response (OpenAI chat shape).
+fn response_usage(response: &Value) -> Option<Usage> {
+    let usage = response.get("usage")?;
+    let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage {
+        prompt_tokens: count(usage.get("prompt_tokens")),
+        completion_tokens: count(usage.get("completion_tokens")),
+        cached_tokens: count(
+            usage
+                .get("prompt_tokens_details")
+                .and_then(|d| d.get("cached_tokens")),
+        ),
+        model: response
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+/// An event id (a number, sometimes a string) as a map key.
+fn id_key(id: &Value) -> Option<String> {
+    match id {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_interaction::{tool_interactions, ToolStatus};
+
+    fn kinds(imported: &Imported) -> Vec<TraceType> {
+        imported.events.iter().map(|e| e.trace_type).collect()
+    }
+
+    #[test]
+    fn actions_pair_with_observations_by_cause() {
+        let text = r#"[
+          {"id":0,"timestamp":"2024-11-05T12:34:56.789012","source":"user","message":"list files","action":"message","args":{"content":"list files","image_urls":null}},
+          {"id":1,"timestamp":"2024-11-05T12:34:57","source":"environment","message":"","observation":"agent_state_changed","content":"","extras":{"agent_state":"running"}},
+          {"id":2,"timestamp":"2024-11-05T12:34:58","source":"agent","message":"Running command: ls","action":"run","args":{"command":"ls","thought":"Let me look."},
+           "tool_call_metadata":{"function_name":"execute_bash","tool_call_id":"toolu_1","model_response":{"id":"resp_1"},"total_calls_in_response":1},
+           "llm_metrics":{"accumulated_token_usage":{"prompt_tokens":999},"token_usages":[{"model":"claude-x","prompt_tokens":120,"completion_tokens":30,"cache_read_tokens":100,"response_id":"resp_1"}]}},
+          {"id":3,"timestamp":"2024-11-05T12:34:59","source":"agent","message":"Command `ls` executed with exit code 2.","cause":2,"observation":"run","content":"ls: cannot access","extras":{"command":"ls","metadata":{"exit_code":2}}}
+        ]"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::User,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        assert!((imported.events[0].ts - 1730810096.789012).abs() < 1e-3);
+        assert_eq!(imported.events[1].id, "oh-2-thought");
+        assert_eq!(imported.events[2].id, "oh-2");
+        let usage = imported.events[2].usage.as_ref().unwrap();
+        assert_eq!((usage.prompt_tokens, usage.cached_tokens), (120, 100));
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[0].tool_name, "execute_bash");
+        assert_eq!(view[0].status, ToolStatus::Error);
+        assert_eq!(imported.skipped.len(), 1);
+    }
+
+    #[test]
+    fn accumulated_usage_alone_is_not_kept_and_actions_without_metadata_get_ids() {
+        let text = r#"{"events":[
+          {"id":7,"source":"agent","action":"read","args":{"path":"/home/dev/proj/a.py","thought":""},"llm_metrics":{"accumulated_token_usage":{"prompt_tokens":50}}},
+          {"id":8,"source":"agent","cause":7,"observation":"read","content":"print(1)","extras":{"path":"/home/dev/proj/a.py"}},
+          {"id":9,"source":"agent","action":"think","args":{"thought":"a.py is fine"}},
+          {"id":10,"source":"agent","observation":"error","content":"stray error"}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::ToolCall,
+                TraceType::ToolResult,
+                TraceType::Reasoning
+            ]
+        );
+        assert!(imported.events[0].usage.is_none());
+        assert_eq!(imported.events[0].tool_call_id.as_deref(), Some("oh-7"));
+        assert_eq!(imported.events[1].tool_call_id.as_deref(), Some("oh-7"));
+        assert!(imported.skipped[0]
+            .reason
+            .contains("answering no tool call"));
+    }
+
+    #[test]
+    fn a_document_of_the_wrong_shape_is_an_error() {
+        assert!(parse("{\"messages\": []}")
+            .unwrap_err()
+            .contains("OpenHands events"));
+        assert!(parse("[{").unwrap_err().starts_with("not JSON"));
+    }
+}

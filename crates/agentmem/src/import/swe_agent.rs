@@ -1,0 +1,376 @@
+//! SWE-agent trajectories (`*.traj`): `{"trajectory": [...], "history": [...], "info": {...}}`.
+//!
+//! `history` is what the model saw, message by message, so it is preferred:
+//!
+//! - `system` → a system event.
+//! - The first user message is the problem statement → a user event.
+//! - Demonstrations (`is_demo`, or `message_type: "demonstration"`) are worked
+//!   examples from the agent's config, not this run → skipped.
+//! - An assistant message → an assistant event with its thought, plus one tool
+//!   call per `tool_calls` entry (SWE-agent 1.x with function calling). SWE-agent
+//!   0.x (and 1.x's text parsers) have no `tool_calls`: the command is in
+//!   `action`, so one call is synthesized with id `swe-call-<n>`, named after
+//!   the command's first word, with `{"command": action}` as arguments.
+//! - An observation → the tool result of the call it answers: `role: "tool"`
+//!   names it in `tool_call_ids`; a user message that is an observation
+//!   (`message_type: "observation"`, or no `message_type` at all in 0.x)
+//!   answers the latest call still waiting. Other user messages stay user
+//!   events.
+//!
+//! Without a history, each `trajectory` step (`thought`, `action`,
+//! `observation`) becomes an assistant event, a tool call and its result, after
+//! the problem statement from the first step's `query` when there is one.
+//!
+//! Token usage is left out: `info.model_stats` only totals the whole run.
+//! Trajectories name no session of their own (`source_session_id` is `None`),
+//! and carry no timestamps, so the session stamps the events.
+
+use serde_json::{json, Map, Value};
+
+use super::openai_messages::{content_text, parse_arguments};
+use super::{stable_id, Imported, Skipped};
+use crate::event::Event;
+
+pub(super) fn parse(text: &str) -> Result<Imported, String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let root = root
+        .as_object()
+        .ok_or("expected a trajectory object with a \"history\" or \"trajectory\" list")?;
+    let history = root.get("history").and_then(Value::as_array);
+    let steps = root.get("trajectory").and_then(Value::as_array);
+    match (history, steps) {
+        (Some(history), _) if !history.is_empty() => Ok(History::default().import(history)),
+        (_, Some(steps)) => Ok(from_trajectory(steps, root)),
+        (Some(_), None) => Ok(Imported::default()),
+        (None, None) => Err("expected an object with a \"history\" or \"trajectory\" list".into()),
+    }
+}
+
+/// Gives the events of record `position` their ids: `swe-<position>-<part>-<hash>`.
+fn push_events(imported: &mut Imported, position: usize, record: &Value, events: Vec<Event>) {
+    let record = record.to_string();
+    let prefix = format!("swe-{position}");
+    for (part, event) in events.into_iter().enumerate() {
+        imported
+            .events
+            .push(event.with_id(stable_id(&prefix, part, &record)));
+    }
+}
+
+/// Import state for a `history` list.
+#[derive(Default)]
+struct History {
+    imported: Imported,
+    /// Whether the problem statement (the first user message) was seen.
+    problem_seen: bool,
+    /// The latest tool call still waiting for its observation.
+    pending_call: Option<String>,
+    /// Calls synthesized so far, for `swe-call-<n>`.
+    synthesized: usize,
+}
+
+impl History {
+    fn import(mut self, history: &[Value]) -> Imported {
+        for (index, entry) in history.iter().enumerate() {
+            self.imported.records += 1;
+            match self.entry(entry) {
+                Ok(events) => push_events(&mut self.imported, index + 1, entry, events),
+                Err(reason) => self.imported.skipped.push(Skipped {
+                    line: index + 1,
+                    reason,
+                }),
+            }
+        }
+        self.imported
+    }
+
+    /// The events of one history entry, or the reason it was left out.
+    fn entry(&mut self, entry: &Value) -> Result<Vec<Event>, String> {
+        let entry = entry.as_object().ok_or("not a JSON object")?;
+        if is_demonstration(entry) {
+            return Err(
+                "a demonstration (a worked example from the agent's config, not this run)".into(),
+            );
+        }
+        let text = content_text(entry.get("content"));
+        match str_of(entry, "role") {
+            "system" => Ok(vec![Event::system(text)]),
+            "user" => Ok(vec![self.user(entry, text)]),
+            "assistant" => self.assistant(entry, text),
+            "tool" => Ok(vec![self.tool_observation(entry, text)?]),
+            other => Err(format!("unknown role {other:?}")),
+        }
+    }
+
+    /// The problem statement, an observation answering the waiting call, or
+    /// another user message.
+    fn user(&mut self, entry: &Map<String, Value>, text: String) -> Event {
+        if !self.problem_seen {
+            self.problem_seen = true;
+            return Event::user(text);
+        }
+        let is_observation = matches!(
+            entry.get("message_type").and_then(Value::as_str),
+            None | Some("observation")
+        );
+        match self.pending_call.take() {
+            Some(call_id) if is_observation => Event::tool_result(call_id, text),
+            pending => {
+                self.pending_call = pending;
+                Event::user(text)
+            }
+        }
+    }
+
+    fn assistant(
+        &mut self,
+        entry: &Map<String, Value>,
+        content: String,
+    ) -> Result<Vec<Event>, String> {
+        let thought = match str_of(entry, "thought") {
+            "" => content,
+            thought => thought.to_owned(),
+        };
+        let mut events = Vec::new();
+        if !thought.trim().is_empty() {
+            events.push(Event::assistant(thought));
+        }
+        match entry.get("tool_calls").and_then(Value::as_array) {
+            Some(calls) if !calls.is_empty() => {
+                for call in calls {
+                    events.push(self.function_call(call)?);
+                }
+            }
+            _ => events.extend(self.synthesized_call(str_of(entry, "action"))),
+        }
+        Ok(events)
+    }
+
+    /// A `tool_calls` entry: `{id, type, function: {name, arguments}}`.
+    fn function_call(&mut self, call: &Value) -> Result<Event, String> {
+        let function = call
+            .get("function")
+            .ok_or("a tool call without a function")?;
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("a tool call without a function name")?;
+        let call_id = match call.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_owned(),
+            None => self.next_call_id(),
+        };
+        self.pending_call = Some(call_id.clone());
+        Ok(Event::tool_call(
+            call_id,
+            name,
+            parse_arguments(function.get("arguments")),
+        ))
+    }
+
+    /// The call behind a text `action`, when there is one.
+    fn synthesized_call(&mut self, action: &str) -> Option<Event> {
+        if action.trim().is_empty() {
+            return None;
+        }
+        let call_id = self.next_call_id();
+        self.pending_call = Some(call_id.clone());
+        Some(action_call(call_id, action))
+    }
+
+    fn next_call_id(&mut self) -> String {
+        self.synthesized += 1;
+        format!("swe-call-{}", self.synthesized)
+    }
+
+    /// A `role: "tool"` observation, answering `tool_call_ids[0]` (else the waiting call).
+    fn tool_observation(
+        &mut self,
+        entry: &Map<String, Value>,
+        text: String,
+    ) -> Result<Event, String> {
+        let named = entry
+            .get("tool_call_ids")
+            .and_then(Value::as_array)
+            .and_then(|ids| ids.first())
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let call_id = match named {
+            Some(id) => {
+                if self.pending_call.as_deref() == Some(id.as_str()) {
+                    self.pending_call = None;
+                }
+                id
+            }
+            None => self
+                .pending_call
+                .take()
+                .ok_or("an observation with no call to answer")?,
+        };
+        Ok(Event::tool_result(call_id, text))
+    }
+}
+
+fn is_demonstration(entry: &Map<String, Value>) -> bool {
+    entry
+        .get("is_demo")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        || entry.get("message_type").and_then(Value::as_str) == Some("demonstration")
+}
+
+/// A shell-style action as a call named after its first word.
+fn action_call(call_id: String, action: &str) -> Event {
+    let tool_name = action.split_whitespace().next().unwrap_or("bash");
+    Event::tool_call(call_id, tool_name, json!({ "command": action }))
+}
+
+/// Events from `trajectory` steps, when there is no history.
+fn from_trajectory(steps: &[Value], root: &Map<String, Value>) -> Imported {
+    let mut imported = Imported::default();
+    if let Some(problem) = problem_statement(steps, root) {
+        let id = stable_id("swe-0", 0, &problem);
+        imported.events.push(Event::user(problem).with_id(id));
+    }
+    for (index, step) in steps.iter().enumerate() {
+        imported.records += 1;
+        match step_events(step, index + 1) {
+            Ok(events) => push_events(&mut imported, index + 1, step, events),
+            Err(reason) => imported.skipped.push(Skipped {
+                line: index + 1,
+                reason,
+            }),
+        }
+    }
+    imported
+}
+
+/// One step: the thought, the action as a call, the observation as its result.
+fn step_events(step: &Value, number: usize) -> Result<Vec<Event>, String> {
+    let step = step.as_object().ok_or("not a JSON object")?;
+    let thought = match str_of(step, "thought") {
+        "" => str_of(step, "response"),
+        thought => thought,
+    };
+    let action = str_of(step, "action");
+    let mut events = Vec::new();
+    if !thought.trim().is_empty() {
+        events.push(Event::assistant(thought));
+    }
+    if !action.trim().is_empty() {
+        let call_id = format!("swe-call-{number}");
+        events.push(action_call(call_id.clone(), action));
+        events.push(Event::tool_result(call_id, str_of(step, "observation")));
+    }
+    if events.is_empty() {
+        return Err("a step with neither a thought nor an action".into());
+    }
+    Ok(events)
+}
+
+/// The problem statement: the first user message of the first step's query,
+/// else a top-level `problem_statement`.
+fn problem_statement(steps: &[Value], root: &Map<String, Value>) -> Option<String> {
+    let query = steps.first()?.get("query").and_then(Value::as_array);
+    let from_query = query
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .find(|message| str_of(message, "role") == "user" && !is_demonstration(message));
+    let text = match from_query {
+        Some(message) => content_text(message.get("content")),
+        None => str_of(root, "problem_statement").to_owned(),
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
+    map.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::TraceType;
+    use crate::tool_interaction::{tool_interactions, ToolStatus};
+
+    fn kinds(imported: &Imported) -> Vec<TraceType> {
+        imported.events.iter().map(|e| e.trace_type).collect()
+    }
+
+    #[test]
+    fn function_calling_history_pairs_by_call_id() {
+        let text = r#"{"history":[
+          {"role":"system","content":"You are a helpful assistant.","agent":"main","message_type":"system_prompt"},
+          {"role":"user","content":[{"type":"text","text":"Fix the off-by-one in range_sum."}],"agent":"main","message_type":"observation"},
+          {"role":"assistant","content":"Let me look.","thought":"Let me look.","action":"cat -n src/sum.py","agent":"main","message_type":"action",
+           "tool_calls":[{"id":"call_a","type":"function","function":{"name":"bash","arguments":"{\"command\":\"cat -n src/sum.py\"}"}}]},
+          {"role":"tool","content":[{"type":"text","text":"1 def range_sum(a, b):"}],"agent":"main","message_type":"observation","tool_call_ids":["call_a"]}
+        ],"info":{"model_stats":{"tokens_sent":1000}}}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::System,
+                TraceType::User,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[0].status, ToolStatus::Success);
+        assert_eq!(view[0].arguments["command"], "cat -n src/sum.py");
+        assert_eq!(imported.records, 4);
+        assert!(imported.source_session_id.is_none());
+    }
+
+    #[test]
+    fn legacy_history_synthesizes_calls_and_skips_demos() {
+        let text = r#"{"history":[
+          {"role":"system","content":"SETTING: ...","agent":"primary"},
+          {"role":"user","content":"Here is a demonstration ...","agent":"primary","is_demo":true},
+          {"role":"user","content":"ISSUE: sum is wrong","agent":"primary"},
+          {"role":"assistant","content":"DISCUSSION\nopen it\n```\nopen src/sum.py\n```","thought":"DISCUSSION\nopen it","action":"open src/sum.py\n","agent":"primary"},
+          {"role":"user","content":"[File: src/sum.py (3 lines total)]","agent":"primary"},
+          {"role":"assistant","content":"submit","thought":"","action":"submit","agent":"primary"}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.skipped.len(), 1);
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view.len(), 2);
+        assert_eq!(view[0].tool_call_id, "swe-call-1");
+        assert_eq!(view[0].tool_name, "open");
+        assert_eq!(view[0].status, ToolStatus::Success);
+        assert_eq!(view[1].tool_name, "submit");
+        assert_eq!(view[1].status, ToolStatus::Pending);
+        assert_eq!(imported.events[1].content, "ISSUE: sum is wrong");
+    }
+
+    #[test]
+    fn trajectory_steps_without_history() {
+        let text = r#"{"trajectory":[
+          {"action":"ls","observation":"a.py","response":"ls","thought":"look around","state":"{}",
+           "query":[{"role":"system","content":"sys"},{"role":"user","content":"Problem: fix a.py"}]},
+          {"action":"","observation":"","response":"","thought":""}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::User,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        assert_eq!(imported.records, 2);
+        assert_eq!(imported.skipped[0].line, 2);
+    }
+
+    #[test]
+    fn a_document_that_is_not_a_trajectory_is_an_error() {
+        assert!(parse("[1, 2]").unwrap_err().contains("trajectory"));
+        assert!(parse("{\"history\": ").unwrap_err().starts_with("not JSON"));
+        assert!(parse("{\"info\": {}}").is_err());
+    }
+}

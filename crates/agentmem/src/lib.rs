@@ -1,0 +1,33 @@
+//! agentmem: a memory and context engine for LLM agents.
+//!
+//! An agent hands agentmem every event of a conversation; agentmem keeps the
+//! whole record on disk, durably, and (in later layers) builds the context the
+//! model sees before each call. This crate is the engine: synchronous, with no
+//! network code.
+//!
+//! The data flows one way: [`event::Event`]s are ingested into a
+//! [`session::Session`], which appends them to its durable log
+//! ([`store`]) and keeps the in-memory transcript they form.
+//!
+//! ```
+//! use agentmem::{event::Event, session::Session, store::Store, Durability};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path(), Durability::Batch).unwrap();
+//! let mut session = store.create_session(&Default::default(), None).unwrap();
+//! session.ingest(vec![Event::user("hello"), Event::assistant("hi!")]).unwrap();
+//! assert_eq!(session.events()[1].turn_id, "turn_0001");
+//! ```
+
+pub mod config;
+pub mod error;
+pub mod event;
+pub mod export;
+pub mod id;
+pub mod import;
+pub mod session;
+pub mod store;
+pub mod tool_interaction;
+pub mod turn;
+
+pub use config::{Config, Durability};
+pub use error::{Error, Result};

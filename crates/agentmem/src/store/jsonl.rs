@@ -1,0 +1,312 @@
+//! The append-only JSONL event log: one event a line, appended whole.
+//!
+//! A line is written with a single `write_all` of the JSON plus its newline, so
+//! a crash can only leave a *torn last line*: bytes after the final newline.
+//! Opening the log for writing sets such a tail aside in `<log>.corrupt` and
+//! cuts the log back to its last complete line; complete lines are never lost.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::config::Durability;
+use crate::error::{Error, IoContext, Result};
+use crate::event::Event;
+
+/// Something that was wrong with a log when it was opened, and what was done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recovery {
+    /// The last line was incomplete (a crash mid-append); its bytes were moved aside.
+    TornTail {
+        log: PathBuf,
+        bytes: usize,
+        moved_to: Option<PathBuf>,
+    },
+    /// A complete line did not parse as an event; it was moved aside (writers)
+    /// or skipped (readers).
+    BadLine {
+        log: PathBuf,
+        line: usize,
+        error: String,
+        moved_to: Option<PathBuf>,
+    },
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let aside = |moved: &Option<PathBuf>| match moved {
+            Some(p) => format!("moved to {}", p.display()),
+            None => "skipped (read-only)".to_owned(),
+        };
+        match self {
+            Recovery::TornTail { log, bytes, moved_to } => write!(
+                f,
+                "{}: incomplete last line ({bytes} bytes, from an interrupted write) {}; every complete line was kept",
+                log.display(),
+                aside(moved_to)
+            ),
+            Recovery::BadLine { log, line, error, moved_to } => write!(
+                f,
+                "{}, line {line}: not a valid event ({error}), {}",
+                log.display(),
+                aside(moved_to)
+            ),
+        }
+    }
+}
+
+/// The parsed contents of a log file.
+#[derive(Debug, Default)]
+pub struct LogContents {
+    pub events: Vec<Event>,
+    /// Length in bytes of the complete, valid prefix.
+    pub valid_len: u64,
+    /// Bytes after the last newline, if any.
+    pub torn_tail: Vec<u8>,
+    /// Complete lines that did not parse: (1-based line number, error, raw bytes).
+    pub bad_lines: Vec<(usize, String, Vec<u8>)>,
+}
+
+/// Reads every complete line of `path`; a missing file reads as empty.
+pub fn read_log(path: &Path) -> Result<LogContents> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LogContents::default()),
+        Err(e) => return Err(e).io("read", path),
+    };
+    Ok(parse_log(&bytes))
+}
+
+/// Parses log bytes: complete lines into events, the rest set apart.
+pub fn parse_log(bytes: &[u8]) -> LogContents {
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut contents = LogContents {
+        valid_len: complete as u64,
+        torn_tail: bytes[complete..].to_vec(),
+        ..LogContents::default()
+    };
+    for (index, line) in bytes[..complete].split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Event>(line) {
+            Ok(event) => contents.events.push(event),
+            Err(e) => contents
+                .bad_lines
+                .push((index + 1, e.to_string(), line.to_vec())),
+        }
+    }
+    contents
+}
+
+/// Reads `path` for writing: repairs a torn tail or bad lines first (see the
+/// module docs) and reports what it repaired.
+pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
+    let contents = read_log(path)?;
+    let mut recoveries = Vec::new();
+    if contents.torn_tail.is_empty() && contents.bad_lines.is_empty() {
+        return Ok((contents.events, recoveries));
+    }
+    let aside = corrupt_path(path);
+    let mut moved = Vec::new();
+    for (line, error, raw) in &contents.bad_lines {
+        moved.extend_from_slice(raw);
+        moved.push(b'\n');
+        recoveries.push(Recovery::BadLine {
+            log: path.to_path_buf(),
+            line: *line,
+            error: error.clone(),
+            moved_to: Some(aside.clone()),
+        });
+    }
+    if !contents.torn_tail.is_empty() {
+        moved.extend_from_slice(&contents.torn_tail);
+        moved.push(b'\n');
+        recoveries.push(Recovery::TornTail {
+            log: path.to_path_buf(),
+            bytes: contents.torn_tail.len(),
+            moved_to: Some(aside.clone()),
+        });
+    }
+    append_durably(&aside, &moved)?;
+    if contents.bad_lines.is_empty() {
+        let file = OpenOptions::new().write(true).open(path).io("open", path)?;
+        file.set_len(contents.valid_len).io("truncate", path)?;
+        file.sync_all().io("fsync", path)?;
+    } else {
+        super::atomic::write_atomic(path, &encode_lines(&contents.events)?)?;
+    }
+    Ok((contents.events, recoveries))
+}
+
+/// The file a log's unreadable bytes are moved to.
+pub fn corrupt_path(log: &Path) -> PathBuf {
+    let mut name = log.file_name().unwrap_or_default().to_os_string();
+    name.push(".corrupt");
+    log.with_file_name(name)
+}
+
+/// Serializes events as JSONL.
+pub fn encode_lines(events: &[Event]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for event in events {
+        encode_line(event, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn encode_line(event: &Event, out: &mut Vec<u8>) -> Result<()> {
+    serde_json::to_writer(&mut *out, event).map_err(|e| Error::BadInput {
+        path: event.id.clone(),
+        format: "event".into(),
+        message: e.to_string(),
+    })?;
+    out.push(b'\n');
+    Ok(())
+}
+
+fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .io("open", path)?;
+    file.write_all(bytes).io("append to", path)?;
+    file.sync_all().io("fsync", path)
+}
+
+/// A failed append: the error, and how many events made it into the log first.
+#[derive(Debug)]
+pub struct AppendFailure {
+    pub written: usize,
+    pub error: Error,
+}
+
+/// An open log that events are appended to.
+#[derive(Debug)]
+pub struct AppendLog {
+    path: PathBuf,
+    file: File,
+    durability: Durability,
+    len: u64,
+    buffer: Vec<u8>,
+}
+
+impl AppendLog {
+    /// Opens (creating if needed) `path` for appending.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .io("open", path)?;
+        let len = file.metadata().io("stat", path)?.len();
+        Ok(AppendLog {
+            path: path.to_path_buf(),
+            file,
+            durability,
+            len,
+            buffer: Vec::new(),
+        })
+    }
+
+    /// Appends `events`, one line each, and syncs as the durability setting says:
+    /// after each event under `always`, once at the end under `batch`.
+    ///
+    /// On failure the log is cut back to its last complete line, and the
+    /// failure says how many events were written (and synced) before it.
+    pub fn append(&mut self, events: &[Event]) -> std::result::Result<(), AppendFailure> {
+        for (written, event) in events.iter().enumerate() {
+            if let Err(error) = self.append_one(event) {
+                let _ = self.file.set_len(self.len);
+                return Err(AppendFailure { written, error });
+            }
+        }
+        if self.durability == Durability::Batch && !events.is_empty() {
+            if let Err(e) = self.file.sync_data() {
+                // The lines are in the file (readers see them); only their sync failed.
+                return Err(AppendFailure {
+                    written: events.len(),
+                    error: Error::Io {
+                        action: "fsync",
+                        path: self.path.clone(),
+                        source: e,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn append_one(&mut self, event: &Event) -> Result<()> {
+        self.buffer.clear();
+        encode_line(event, &mut self.buffer)?;
+        self.file
+            .write_all(&self.buffer)
+            .io("append to", &self.path)?;
+        if self.durability == Durability::Always {
+            self.file.sync_data().io("fsync", &self.path)?;
+        }
+        self.len += self.buffer.len() as u64;
+        Ok(())
+    }
+
+    /// The size of the log in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the log is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_tail_is_moved_aside_and_complete_lines_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw_traces.jsonl");
+        let mut log = AppendLog::open(&path, Durability::Always).unwrap();
+        log.append(&[Event::user("one"), Event::user("two")])
+            .unwrap();
+        drop(log);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        let torn = br#"{"trace_type":"user","cont"#;
+        file.write_all(torn).unwrap();
+
+        let (events, recoveries) = read_and_repair(&path).unwrap();
+        assert_eq!(events.len(), 2);
+        assert!(
+            matches!(&recoveries[..], [Recovery::TornTail { bytes, .. }] if *bytes == torn.len())
+        );
+        assert_eq!(
+            fs::read(corrupt_path(&path)).unwrap(),
+            [&torn[..], b"\n"].concat()
+        );
+        // The log is whole again: a new append lands on its own line.
+        AppendLog::open(&path, Durability::Always)
+            .unwrap()
+            .append(&[Event::user("three")])
+            .unwrap();
+        assert_eq!(read_log(&path).unwrap().events.len(), 3);
+    }
+
+    #[test]
+    fn a_bad_line_in_the_middle_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw_traces.jsonl");
+        let good = String::from_utf8(encode_lines(&[Event::user("ok")]).unwrap()).unwrap();
+        fs::write(&path, format!("{good}garbage\n{good}")).unwrap();
+        let (events, recoveries) = read_and_repair(&path).unwrap();
+        assert_eq!(events.len(), 2);
+        assert!(matches!(
+            recoveries[..],
+            [Recovery::BadLine { line: 2, .. }]
+        ));
+        assert_eq!(read_log(&path).unwrap().bad_lines.len(), 0);
+    }
+}

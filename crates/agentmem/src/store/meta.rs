@@ -1,0 +1,85 @@
+//! `meta.json`: what a session listing shows without reading the log.
+//!
+//! The meta file is a cache of facts derivable from the log (counts, title,
+//! last update) plus the few facts that are not (fork origin, imports). It is
+//! rewritten atomically; `log_bytes` tells a reader whether it is current.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
+use crate::store::atomic::write_atomic;
+
+/// The file name of the meta file inside a session directory.
+pub const META_FILE: &str = "meta.json";
+
+/// Longest title, in characters.
+pub const TITLE_MAX_CHARS: usize = 80;
+
+/// One import into a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportRecord {
+    pub path: String,
+    pub format: String,
+    pub ts: f64,
+    pub events_added: usize,
+}
+
+/// A session's description.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionMeta {
+    pub id: String,
+    pub agent_id: String,
+    /// The first user message, whitespace collapsed, cut to 80 characters.
+    #[serde(default)]
+    pub title: Option<String>,
+    pub created: f64,
+    pub updated: f64,
+    /// Events in the log.
+    #[serde(default)]
+    pub events: usize,
+    /// Turns (user messages) in the log.
+    #[serde(default)]
+    pub turns: usize,
+    /// Size of `raw_traces.jsonl` when these counts were taken.
+    #[serde(default)]
+    pub log_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_at_turn: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<ImportRecord>,
+}
+
+impl SessionMeta {
+    /// Reads the meta file in `session_dir`.
+    pub fn read(session_dir: &Path) -> Result<SessionMeta> {
+        let path = session_dir.join(META_FILE);
+        let text = std::fs::read_to_string(&path).io("read", &path)?;
+        serde_json::from_str(&text).map_err(|e| Error::BadLine {
+            path: path.display().to_string(),
+            line: e.line(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes the meta file into `session_dir` atomically.
+    pub fn write(&self, session_dir: &Path) -> Result<()> {
+        let json = serde_json::to_vec_pretty(self).expect("meta serializes");
+        write_atomic(&session_dir.join(META_FILE), &json)
+    }
+}
+
+/// A title from a user message: whitespace collapsed, at most 80 characters.
+///
+/// ```
+/// use agentmem::store::meta::title_from;
+/// assert_eq!(title_from("  fix\n the   build "), "fix the build");
+/// assert_eq!(title_from(&"é".repeat(100)).chars().count(), 80);
+/// ```
+pub fn title_from(message: &str) -> String {
+    let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    collapsed.chars().take(TITLE_MAX_CHARS).collect()
+}

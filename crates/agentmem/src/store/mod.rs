@@ -1,0 +1,346 @@
+//! The default store: plain files under one data directory.
+//!
+//! ```text
+//! <root>/agents/<agent_id>/sessions/<session_id>/
+//!     raw_traces.jsonl            the active event log (append-only)
+//!     raw_traces_archive.jsonl    events compacted away (append-only, never deleted)
+//!     meta.json                   title, counts, fork origin, imports
+//!     evicted/<tool_call_id>.txt  full text of evicted tool outputs
+//!     lock                        held by the one writer
+//! ```
+
+pub mod atomic;
+pub mod jsonl;
+pub mod lock;
+pub mod meta;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::config::Durability;
+use crate::error::{Error, IoContext, Result};
+use crate::event::{now_ts, Event};
+use crate::id::{AgentId, SessionId};
+use crate::session::{Access, Session};
+use crate::turn::turn_number;
+use meta::SessionMeta;
+
+/// The active log's file name.
+pub const RAW_TRACES_FILE: &str = "raw_traces.jsonl";
+/// The archive's file name.
+pub const ARCHIVE_FILE: &str = "raw_traces_archive.jsonl";
+/// The folder of evicted tool outputs.
+pub const EVICTED_DIR: &str = "evicted";
+
+/// The files of one session.
+#[derive(Debug, Clone)]
+pub struct SessionPaths {
+    pub dir: PathBuf,
+}
+
+impl SessionPaths {
+    pub fn raw_traces(&self) -> PathBuf {
+        self.dir.join(RAW_TRACES_FILE)
+    }
+    pub fn archive(&self) -> PathBuf {
+        self.dir.join(ARCHIVE_FILE)
+    }
+    pub fn evicted(&self) -> PathBuf {
+        self.dir.join(EVICTED_DIR)
+    }
+}
+
+/// A data directory holding agents and their sessions.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    durability: Durability,
+}
+
+impl Store {
+    /// A store rooted at `root`; directories are created when a session is.
+    pub fn open(root: impl AsRef<Path>, durability: Durability) -> Result<Store> {
+        Ok(Store {
+            root: root.as_ref().to_path_buf(),
+            durability,
+        })
+    }
+
+    /// The data directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The durability new writers use.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    fn sessions_dir(&self, agent: &AgentId) -> PathBuf {
+        self.root
+            .join("agents")
+            .join(agent.as_str())
+            .join("sessions")
+    }
+
+    /// Where the files of `session` live.
+    pub fn session_paths(&self, agent: &AgentId, session: &SessionId) -> SessionPaths {
+        SessionPaths {
+            dir: self.sessions_dir(agent).join(session.as_str()),
+        }
+    }
+
+    /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
+    pub fn create_session(&self, agent: &AgentId, id: Option<SessionId>) -> Result<Session> {
+        let id = id.unwrap_or_else(SessionId::generate);
+        let paths = self.session_paths(agent, &id);
+        let parent = self.sessions_dir(agent);
+        fs::create_dir_all(&parent).io("create", &parent)?;
+        match fs::create_dir(&paths.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::SessionExists {
+                    agent: agent.to_string(),
+                    session: id.to_string(),
+                })
+            }
+            Err(e) => return Err(e).io("create", &paths.dir),
+        }
+        let now = now_ts();
+        let meta = SessionMeta {
+            id: id.to_string(),
+            agent_id: agent.to_string(),
+            created: now,
+            updated: now,
+            ..SessionMeta::default()
+        };
+        meta.write(&paths.dir)?;
+        atomic::sync_dir(&parent)?;
+        Session::load(paths, agent.clone(), id, Access::Write(self.durability))
+    }
+
+    /// Opens an existing session for writing (taking its lock).
+    pub fn open_session(&self, agent: &AgentId, id: &SessionId) -> Result<Session> {
+        let paths = self.existing(agent, id)?;
+        Session::load(
+            paths,
+            agent.clone(),
+            id.clone(),
+            Access::Write(self.durability),
+        )
+    }
+
+    /// Opens an existing session for reading only: no lock, never blocks a writer.
+    pub fn read_session(&self, agent: &AgentId, id: &SessionId) -> Result<Session> {
+        let paths = self.existing(agent, id)?;
+        Session::load(paths, agent.clone(), id.clone(), Access::Read)
+    }
+
+    /// Opens `id` for writing, creating it if it does not exist.
+    pub fn open_or_create(&self, agent: &AgentId, id: &SessionId) -> Result<Session> {
+        match self.open_session(agent, id) {
+            Err(Error::SessionNotFound { .. }) => self.create_session(agent, Some(id.clone())),
+            other => other,
+        }
+    }
+
+    fn existing(&self, agent: &AgentId, id: &SessionId) -> Result<SessionPaths> {
+        let paths = self.session_paths(agent, id);
+        if paths.dir.is_dir() {
+            Ok(paths)
+        } else {
+            Err(Error::SessionNotFound {
+                agent: agent.to_string(),
+                session: id.to_string(),
+            })
+        }
+    }
+
+    /// The current description of a session. When `meta.json` lags behind the
+    /// log (a writer crashed before refreshing it), the counts are re-derived.
+    pub fn session_meta(&self, agent: &AgentId, id: &SessionId) -> Result<SessionMeta> {
+        let paths = self.existing(agent, id)?;
+        let log_bytes = fs::metadata(paths.raw_traces()).map_or(0, |m| m.len());
+        match SessionMeta::read(&paths.dir) {
+            Ok(meta) if meta.log_bytes == log_bytes => Ok(meta),
+            _ => Ok(self.read_session(agent, id)?.current_meta()),
+        }
+    }
+
+    /// Every session of `agent`, most recently updated first.
+    pub fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
+        let dir = self.sessions_dir(agent);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).io("list", &dir),
+        };
+        let mut sessions = Vec::new();
+        for entry in entries {
+            let entry = entry.io("list", &dir)?;
+            let name = entry.file_name();
+            let Some(Ok(id)) = name.to_str().map(SessionId::new) else {
+                continue; // temporary or foreign entries
+            };
+            if entry.path().is_dir() {
+                sessions.push(self.session_meta(agent, &id)?);
+            }
+        }
+        sessions.sort_by(|a, b| {
+            b.updated
+                .total_cmp(&a.updated)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(sessions)
+    }
+
+    /// Deletes a session and all its files. Refused while a writer holds it.
+    pub fn delete_session(&self, agent: &AgentId, id: &SessionId) -> Result<()> {
+        let paths = self.existing(agent, id)?;
+        let _lock = lock::SessionLock::acquire(&paths.dir, id.as_str())?;
+        let doomed = paths
+            .dir
+            .with_file_name(format!(".deleted-{}-{}", id, std::process::id()));
+        fs::rename(&paths.dir, &doomed).io("move aside", &paths.dir)?;
+        atomic::sync_dir(&self.sessions_dir(agent))?;
+        fs::remove_dir_all(&doomed).io("delete", &doomed)
+    }
+
+    /// Copies a session's history up to and including `at_turn` (all of it when
+    /// `None`) into a new session. The two share nothing afterwards.
+    ///
+    /// The copy is assembled in a hidden folder and renamed into place, so a
+    /// crash never leaves a half-made fork.
+    pub fn fork_session(
+        &self,
+        agent: &AgentId,
+        source: &SessionId,
+        at_turn: Option<&str>,
+        new_id: Option<SessionId>,
+    ) -> Result<SessionMeta> {
+        let original = self.read_session(agent, source)?;
+        let new_id = new_id.unwrap_or_else(SessionId::generate);
+        let target = self.session_paths(agent, &new_id);
+        if target.dir.exists() {
+            return Err(Error::SessionExists {
+                agent: agent.to_string(),
+                session: new_id.to_string(),
+            });
+        }
+        let cut = match at_turn {
+            Some(turn) => Some(resolve_turn(&original, turn)?),
+            None => None,
+        };
+        let archived = jsonl::read_log(&original.paths().archive())?.events;
+        let keep = |events: &[Event]| -> Vec<Event> {
+            match &cut {
+                Some(turn) => events_through_turn(events, turn),
+                None => events.to_vec(),
+            }
+        };
+        let staging = SessionPaths {
+            dir: target
+                .dir
+                .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
+        };
+        fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
+        let kept = keep(original.events());
+        let kept_archive = keep(&archived);
+        write_log(&staging.raw_traces(), &kept)?;
+        if !kept_archive.is_empty() {
+            write_log(&staging.archive(), &kept_archive)?;
+        }
+        copy_evicted(&original.paths().evicted(), &staging.evicted(), &kept)?;
+        let mut meta = meta_for(&kept, agent, &new_id);
+        meta.forked_from = Some(source.to_string());
+        meta.forked_at_turn = cut.or_else(|| original.events().last().map(|e| e.turn_id.clone()));
+        meta.log_bytes = fs::metadata(staging.raw_traces()).map_or(0, |m| m.len());
+        meta.write(&staging.dir)?;
+        fs::rename(&staging.dir, &target.dir).io("rename into place", &target.dir)?;
+        atomic::sync_dir(&self.sessions_dir(agent))?;
+        Ok(meta)
+    }
+}
+
+/// Finds `turn` (`turn_0003` or `3`) in the session, or says which turns exist.
+fn resolve_turn(session: &Session, turn: &str) -> Result<String> {
+    let wanted = turn
+        .parse::<u64>()
+        .map(crate::turn::turn_id)
+        .unwrap_or_else(|_| turn.to_owned());
+    if session.events().iter().any(|e| e.turn_id == wanted) {
+        return Ok(wanted);
+    }
+    Err(Error::TurnNotFound {
+        session: session.id().to_string(),
+        turn: turn.to_owned(),
+        last: session
+            .events()
+            .last()
+            .map_or_else(|| "(none)".into(), |e| e.turn_id.clone()),
+    })
+}
+
+/// The events that belong to `turn` or an earlier one. Turn ids of a foreign
+/// shape are kept when they come before the first event of a later turn.
+fn events_through_turn(events: &[Event], turn: &str) -> Vec<Event> {
+    let limit = turn_number(turn);
+    let first_later = events
+        .iter()
+        .position(|e| matches!((turn_number(&e.turn_id), limit), (Some(n), Some(l)) if n > l))
+        .unwrap_or(events.len());
+    events
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| match (turn_number(&e.turn_id), limit) {
+            (Some(n), Some(l)) => n <= l,
+            _ => *i < first_later,
+        })
+        .map(|(_, e)| e.clone())
+        .collect()
+}
+
+fn write_log(path: &Path, events: &[Event]) -> Result<()> {
+    let bytes = jsonl::encode_lines(events)?;
+    let mut file = fs::File::create(path).io("create", path)?;
+    std::io::Write::write_all(&mut file, &bytes).io("write", path)?;
+    file.sync_all().io("fsync", path)
+}
+
+/// Copies the evicted outputs that the kept events refer to.
+fn copy_evicted(from: &Path, to: &Path, kept: &[Event]) -> Result<()> {
+    if !from.is_dir() {
+        return Ok(());
+    }
+    for call_id in kept.iter().filter_map(|e| e.tool_call_id.as_deref()) {
+        let source = from.join(format!("{call_id}.txt"));
+        if crate::id::validate_path_id(crate::id::IdKind::ToolCall, call_id).is_ok()
+            && source.is_file()
+        {
+            fs::create_dir_all(to).io("create", to)?;
+            fs::copy(&source, to.join(format!("{call_id}.txt"))).io("copy", &source)?;
+        }
+    }
+    Ok(())
+}
+
+/// The meta a session with `events` has.
+pub(crate) fn meta_for(events: &[Event], agent: &AgentId, id: &SessionId) -> SessionMeta {
+    let now = now_ts();
+    let users = events
+        .iter()
+        .filter(|e| e.trace_type == crate::event::TraceType::User);
+    SessionMeta {
+        id: id.to_string(),
+        agent_id: agent.to_string(),
+        title: events
+            .iter()
+            .find(|e| e.trace_type == crate::event::TraceType::User)
+            .map(|e| meta::title_from(&e.content)),
+        created: now,
+        updated: events.last().map_or(now, |e| e.ts),
+        events: events.len(),
+        turns: users.count(),
+        ..SessionMeta::default()
+    }
+}
