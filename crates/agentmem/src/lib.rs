@@ -24,8 +24,11 @@ pub mod event;
 pub mod export;
 pub mod id;
 pub mod import;
+pub mod message;
+pub mod render;
 pub mod session;
 pub mod store;
+pub mod tokens;
 pub mod tool_interaction;
 pub mod turn;
 

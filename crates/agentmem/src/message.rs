@@ -1,0 +1,184 @@
+//! Provider-neutral messages: the shape a transcript takes before a renderer
+//! turns it into one provider's request payload.
+//!
+//! Events group into messages the way every chat API expects: an assistant
+//! message holds the text, reasoning and tool calls of one model response;
+//! each tool result is a message of its own (renderers that need results
+//! inside a user turn, like Anthropic's, merge them).
+
+use serde_json::Value;
+
+use crate::event::{Event, TraceType};
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Plain text.
+    Text(String),
+    /// An image reference: a URL, a data URI or a path.
+    Image(String),
+    /// The model asked for a tool.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    /// What a tool returned.
+    ToolResult {
+        call_id: String,
+        /// The tool's name, when known (Gemini needs it to answer a call).
+        name: Option<String>,
+        content: String,
+        is_error: bool,
+    },
+    /// Model reasoning; `opaque` is the provider item to send back verbatim.
+    Reasoning { text: String, opaque: Option<Value> },
+}
+
+/// A message: a role and its parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A message of one text part.
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Message {
+            role,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+
+    /// The text parts joined by newlines.
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                Part::Image(_) | Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// The fixed prefix of a summary message, so a later compaction recognises it.
+pub const SUMMARY_PREFIX: &str = "[SUMMARY OF EARLIER CONVERSATION]";
+
+/// Where an event goes when messages are built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    /// Joins the last message if it has the same role and can take it, else starts one.
+    Join(Role, Part),
+    /// Always starts a message of its own.
+    Alone(Role, Part),
+}
+
+/// Where `event` belongs in a message list.
+pub fn placement(event: &Event) -> Placement {
+    let text = || Part::Text(event.content.clone());
+    match event.trace_type {
+        TraceType::System => Placement::Alone(Role::System, text()),
+        TraceType::User => Placement::Alone(Role::User, text()),
+        TraceType::Assistant => Placement::Join(Role::Assistant, text()),
+        TraceType::Reasoning => Placement::Join(
+            Role::Assistant,
+            Part::Reasoning {
+                text: event.content.clone(),
+                opaque: event.opaque.clone(),
+            },
+        ),
+        TraceType::ToolCall => Placement::Join(
+            Role::Assistant,
+            Part::ToolCall {
+                id: event.tool_call_id.clone().unwrap_or_default(),
+                name: event.tool_name.clone().unwrap_or_default(),
+                arguments: event.tool_args.clone().unwrap_or(Value::Object(Default::default())),
+            },
+        ),
+        TraceType::ToolResult => Placement::Alone(
+            Role::Tool,
+            Part::ToolResult {
+                call_id: event.tool_call_id.clone().unwrap_or_default(),
+                name: event.tool_name.clone(),
+                content: event.content.clone(),
+                is_error: event.tool_error.is_some(),
+            },
+        ),
+        TraceType::Summary => Placement::Alone(Role::User, Part::Text(format!("{SUMMARY_PREFIX}\n{}", event.content))),
+        TraceType::TurnAborted => Placement::Alone(
+            Role::User,
+            Part::Text(format!(
+                "<turn_aborted>The user interrupted the previous turn before it finished.{}</turn_aborted>",
+                if event.content.is_empty() { String::new() } else { format!(" {}", event.content) }
+            )),
+        ),
+    }
+}
+
+/// Adds `event` to `messages`; returns whether it started a new message.
+///
+/// An assistant part joins the last message when that is an assistant message:
+/// the same model response. A tool result or a user message in between starts
+/// a new one.
+pub fn push_event(messages: &mut Vec<Message>, event: &Event) -> bool {
+    let started = place(messages, event);
+    if let (Some(media), Some(last)) = (&event.media, messages.last_mut()) {
+        last.parts.extend(media.images.iter().cloned().map(Part::Image));
+    }
+    started
+}
+
+fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
+    match placement(event) {
+        Placement::Join(role, part) => match messages.last_mut() {
+            Some(last) if last.role == role => {
+                last.parts.push(part);
+                false
+            }
+            _ => {
+                messages.push(Message { role, parts: vec![part] });
+                true
+            }
+        },
+        Placement::Alone(role, part) => {
+            messages.push(Message { role, parts: vec![part] });
+            true
+        }
+    }
+}
+
+/// Groups `events` into messages.
+///
+/// ```
+/// use agentmem::event::Event;
+/// use agentmem::message::{messages_from_events, Role};
+/// let messages = messages_from_events(&[
+///     Event::user("list files"),
+///     Event::assistant("Listing."),
+///     Event::tool_call("c1", "ls", serde_json::json!({})),
+///     Event::tool_result("c1", "a.rs"),
+/// ]);
+/// assert_eq!(messages.len(), 3);
+/// assert_eq!(messages[1].role, Role::Assistant);
+/// assert_eq!(messages[1].parts.len(), 2);
+/// ```
+pub fn messages_from_events(events: &[Event]) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for event in events {
+        push_event(&mut messages, event);
+    }
+    messages
+}

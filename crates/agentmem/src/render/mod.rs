@@ -1,0 +1,138 @@
+//! Renderers: provider-neutral messages in, one provider's request payload out.
+//!
+//! Each renderer follows its API's rules for where the system prompt goes, how
+//! tool calls and results are encoded, which roles must alternate, and whether
+//! reasoning items may be sent back.
+
+mod anthropic;
+mod gemini;
+mod openai_chat;
+mod openai_responses;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::message::Message;
+
+/// A provider API to render for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// OpenAI Chat Completions (and every OpenAI-compatible server).
+    OpenAiChat,
+    /// OpenAI Responses.
+    OpenAiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini generateContent.
+    Gemini,
+}
+
+impl Target {
+    /// Every target, in the order `--target` lists them.
+    pub const ALL: [Target; 4] = [Target::OpenAiChat, Target::OpenAiResponses, Target::Anthropic, Target::Gemini];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::OpenAiChat => "openai-chat",
+            Target::OpenAiResponses => "openai-responses",
+            Target::Anthropic => "anthropic",
+            Target::Gemini => "gemini",
+        }
+    }
+
+    /// Whether reasoning items go back to the model in this API: Responses
+    /// takes reasoning items (encrypted content included), Anthropic takes
+    /// signed thinking blocks; Chat Completions and Gemini take none.
+    pub fn sends_reasoning(self) -> bool {
+        match self {
+            Target::OpenAiResponses | Target::Anthropic => true,
+            Target::OpenAiChat | Target::Gemini => false,
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown target {s:?}; use openai-chat, openai-responses, anthropic or gemini"))
+    }
+}
+
+/// A tool the model may call, provider-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub parameters: Value,
+}
+
+impl ToolSchema {
+    /// Reads a tool schema in any of the common shapes: neutral
+    /// `{name, description, parameters}`, OpenAI Chat `{type: "function",
+    /// function: {…}}`, or Anthropic `{name, description, input_schema}`.
+    ///
+    /// ```
+    /// use agentmem::render::ToolSchema;
+    /// let openai = serde_json::json!({"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}});
+    /// assert_eq!(ToolSchema::from_json(&openai).unwrap().name, "ls");
+    /// ```
+    pub fn from_json(value: &Value) -> Result<ToolSchema, String> {
+        let function = value.get("function").unwrap_or(value);
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| format!("a tool schema needs a \"name\": {value}"))?;
+        Ok(ToolSchema {
+            name: name.to_owned(),
+            description: function.get("description").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            parameters: function
+                .get("parameters")
+                .or_else(|| function.get("input_schema"))
+                .or_else(|| function.get("parametersJsonSchema"))
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+        })
+    }
+
+    /// The neutral JSON form, `{name, description, parameters}`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"name": self.name, "description": self.description, "parameters": self.parameters})
+    }
+}
+
+/// What a renderer needs.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderRequest<'a> {
+    pub model: &'a str,
+    /// The system prompt (instructions and injected memory), if any.
+    pub system: Option<&'a str>,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSchema],
+    /// The most tokens the reply may use (required by Anthropic).
+    pub max_output_tokens: u64,
+}
+
+/// Renders `request` as the request body of `target`'s API.
+pub fn render(target: Target, request: &RenderRequest<'_>) -> Value {
+    match target {
+        Target::OpenAiChat => openai_chat::render(request),
+        Target::OpenAiResponses => openai_responses::render(request),
+        Target::Anthropic => anthropic::render(request),
+        Target::Gemini => gemini::render(request),
+    }
+}

@@ -1,0 +1,106 @@
+//! Tokenizers: exact BPE for OpenAI's encodings, and a fast estimate.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A way of turning text into a token count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Encoding {
+    /// GPT-4o, GPT-4.1, o-series, GPT-5: exact BPE.
+    #[default]
+    O200kBase,
+    /// GPT-4, GPT-3.5: exact BPE.
+    Cl100kBase,
+    /// One token per four characters, rounded up: for when speed matters more than exactness.
+    Approximate,
+}
+
+impl Encoding {
+    /// Every encoding, in the order `--encoding` lists them.
+    pub const ALL: [Encoding; 3] = [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::Approximate];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+            Encoding::Approximate => "approximate",
+        }
+    }
+
+    /// The encoding OpenAI uses for `model`; o200k_base for every model not
+    /// known to use cl100k_base (the best stand-in for other providers).
+    ///
+    /// ```
+    /// use agentmem::tokens::Encoding;
+    /// assert_eq!(Encoding::for_model("gpt-4-0613"), Encoding::Cl100kBase);
+    /// assert_eq!(Encoding::for_model("openai:gpt-4o-mini"), Encoding::O200kBase);
+    /// ```
+    pub fn for_model(model: &str) -> Encoding {
+        let name = model.rsplit([':', '/']).next().unwrap_or(model).to_ascii_lowercase();
+        let cl100k = name.starts_with("gpt-3.5")
+            || name.starts_with("text-embedding-3")
+            || name.starts_with("text-embedding-ada")
+            || (name.starts_with("gpt-4") && !name.starts_with("gpt-4o") && !name.starts_with("gpt-4.") && !name.starts_with("gpt-4-o"));
+        if cl100k {
+            Encoding::Cl100kBase
+        } else {
+            Encoding::O200kBase
+        }
+    }
+
+    /// The tokenizer of this encoding.
+    pub fn tokenizer(self) -> Tokenizer {
+        Tokenizer { encoding: self }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Encoding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
+            "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
+            "approximate" | "approx" | "chars/4" => Ok(Encoding::Approximate),
+            other => Err(format!("unknown encoding {other:?}; use o200k_base, cl100k_base or approximate")),
+        }
+    }
+}
+
+/// Counts tokens of text in one encoding. Cheap to copy; the BPE tables load
+/// once per process, on first use.
+///
+/// ```
+/// use agentmem::tokens::Encoding;
+/// let tokenizer = Encoding::O200kBase.tokenizer();
+/// assert_eq!(tokenizer.count("Hello, world!"), 4);
+/// assert_eq!(Encoding::Approximate.tokenizer().count("abcdefghi"), 3);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tokenizer {
+    encoding: Encoding,
+}
+
+impl Tokenizer {
+    /// The encoding this tokenizer counts in.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The number of tokens in `text`. Special-token strings such as
+    /// `<|endoftext|>` count as ordinary text, as they do in a prompt.
+    pub fn count(&self, text: &str) -> usize {
+        match self.encoding {
+            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
+            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            Encoding::Approximate => text.chars().count().div_ceil(4),
+        }
+    }
+}
