@@ -69,8 +69,67 @@ pub enum Command {
         #[arg(long)]
         turn: Option<String>,
     },
+    /// Show how a session's context stands against a model's budget, like `/context`.
+    Context {
+        id: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Print the request payload a model call would send (stats on stderr with --stats).
+    Prepare {
+        id: String,
+        #[command(flatten)]
+        model: ModelArgs,
+        /// A JSON file with the tool schemas (a list; OpenAI, Anthropic or neutral shape).
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// The system prompt.
+        #[arg(long)]
+        system: Option<String>,
+        /// Print the stats as JSON on stderr.
+        #[arg(long)]
+        stats: bool,
+    },
+    /// Count the tokens of stdin.
+    Tokens {
+        /// o200k_base, cl100k_base or approximate; defaults to the model's encoding.
+        #[arg(long)]
+        encoding: Option<String>,
+        /// Count in this model's encoding.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Look up models in the registry: context window, max output, prices.
+    Models {
+        /// Model names to look up; all known models when omitted.
+        names: Vec<String>,
+    },
     /// Measure append throughput, session open time and import speed.
     Bench(BenchArgs),
+}
+
+/// Which model, which API, and request-level budget settings.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// The model (e.g. gpt-4.1, anthropic/claude-sonnet-4-5); defaults to the
+    /// last model the session reported usage for, else AGENTMEM_MODEL, else gpt-4.1.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// openai-chat, openai-responses, anthropic or gemini; defaults to the model's provider.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Override the model's context window (tokens).
+    #[arg(long)]
+    pub context_window: Option<u64>,
+    /// Override the tokens reserved for the reply.
+    #[arg(long)]
+    pub max_output_tokens: Option<u64>,
+    /// Tokens kept free for counting error (default 13,000).
+    #[arg(long)]
+    pub safety_margin: Option<u64>,
+    /// Compaction starts at this fraction of the input budget (default 0.8).
+    #[arg(long)]
+    pub trigger_ratio: Option<f64>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = cli::Cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -19,5 +20,15 @@ fn main() -> ExitCode {
             eprintln!("agentmem: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `agentmem … | head` should end quietly when `head` stops reading, as other
+/// command-line tools do, not panic on the broken pipe.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: resetting a signal disposition to its default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -360,3 +360,71 @@ fn an_unknown_format_names_the_known_ones() {
         "{stderr}"
     );
 }
+
+#[test]
+fn context_prepare_and_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &events_ndjson(8),
+    );
+
+    let context: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["context", "s", "--model", "gpt-4.1", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(context["budget"]["context_window"], 1_047_576);
+    assert_eq!(context["model_source"], "override");
+    assert_eq!(context["events"], 8);
+    assert!(context["sections"]["tool_outputs"].as_u64().unwrap() > 0);
+    let text = stdout(&run_ok(agentmem(dir.path()).args([
+        "context",
+        "s",
+        "--model",
+        "nobody-knows-this-model",
+    ])));
+    assert!(
+        text.contains("UNKNOWN MODEL") && text.contains("200,000"),
+        "{text}"
+    );
+
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type":"function","function":{"name":"bash","description":"Run a command.","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}}]"#,
+    )
+    .unwrap();
+    let out = run_ok(
+        agentmem(dir.path())
+            .args([
+                "prepare",
+                "s",
+                "--model",
+                "claude-sonnet-4-5",
+                "--system",
+                "Be brief.",
+                "--stats",
+                "--tools",
+            ])
+            .arg(&tools),
+    );
+    let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(payload["system"], "Be brief.");
+    assert_eq!(payload["tools"][0]["name"], "bash");
+    assert_eq!(payload["messages"][0]["role"], "user");
+    let stats: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(stats["target"], "anthropic");
+    assert!(stats["sections"]["tool_schemas"].as_u64().unwrap() > 0);
+
+    let bad = agentmem(dir.path())
+        .args(["prepare", "s", "--target", "cohere"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("openai-responses"));
+
+    let count = run_with_stdin(
+        agentmem(dir.path()).args(["tokens", "--encoding", "o200k_base"]),
+        "Hello, world!",
+    );
+    assert_eq!(stdout(&count).trim(), "4");
+}

@@ -6,6 +6,15 @@
 //! # <data dir>/config.toml
 //! [storage]
 //! durability = "always"   # always | batch | os
+//!
+//! [budget]                # also in agents/<id>/config.toml and <session dir>/config.toml
+//! safety_margin = 13000
+//! trigger_ratio = 0.8
+//!
+//! [[models]]              # your own limits for a model, over the built-in registry
+//! model = "my-local-llama"
+//! context_window = 32768
+//! max_output_tokens = 4096
 //! ```
 
 use std::path::Path;
@@ -14,6 +23,8 @@ use std::str::FromStr;
 use serde::Deserialize;
 
 use crate::error::{Error, IoContext, Result};
+use crate::tokens::budget::BudgetSettings;
+use crate::tokens::registry::ModelOverride;
 
 /// The file name of the configuration inside the data directory.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -64,27 +75,40 @@ pub struct StorageConfig {
 pub struct Config {
     #[serde(default)]
     pub storage: StorageConfig,
+    #[serde(default)]
+    pub budget: BudgetSettings,
+    #[serde(default)]
+    pub models: Vec<ModelOverride>,
 }
 
 impl Config {
     /// Reads `<data_dir>/config.toml` (defaults when it is absent), then applies
     /// the environment ([`DURABILITY_ENV`]).
     pub fn load(data_dir: &Path) -> Result<Config> {
-        let path = data_dir.join(CONFIG_FILE);
-        let mut config = match std::fs::read_to_string(&path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| Error::Config {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(e) => return Err(e).io("read", &path),
-        };
+        let mut config = Config::load_file(&data_dir.join(CONFIG_FILE))?;
         if let Ok(value) = std::env::var(DURABILITY_ENV) {
             config.storage.durability = value.parse().map_err(|message| Error::Config {
                 path: DURABILITY_ENV.to_owned(),
                 message,
             })?;
         }
+        Ok(config)
+    }
+
+    /// Reads one configuration file; a missing file is the empty configuration.
+    pub fn load_file(path: &Path) -> Result<Config> {
+        let config: Config = match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| Error::Config {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(e) => return Err(e).io("read", path),
+        };
+        config.budget.validate().map_err(|message| Error::Config {
+            path: path.display().to_string(),
+            message,
+        })?;
         Ok(config)
     }
 }

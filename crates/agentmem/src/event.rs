@@ -8,6 +8,12 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+/// The tag of a subagent's own events (its prompt, tool calls and answer),
+/// recorded inline in the parent's transcript by some agents. They stay in the
+/// log, searchable and exportable, but are not part of the parent model's
+/// context: the parent saw only the subagent's final result.
+pub const SIDECHAIN_TAG: &str = "sidechain";
+
 /// What an event is. The names are the on-disk `trace_type` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -84,6 +90,10 @@ pub struct Usage {
     /// The model that reported it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// agentmem's own count of the same prompt, when it prepared it: the pair
+    /// (reported, estimated) is what the per-model calibration learns from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_prompt_tokens: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -258,6 +268,11 @@ impl Event {
             ));
         }
         Ok(())
+    }
+
+    /// Whether the event belongs in the model's context (see [`SIDECHAIN_TAG`]).
+    pub fn is_in_model_view(&self) -> bool {
+        !self.tags.iter().any(|t| t == SIDECHAIN_TAG)
     }
 
     /// Sets the id (builder style).

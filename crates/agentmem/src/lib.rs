@@ -25,11 +25,13 @@ pub mod export;
 pub mod id;
 pub mod import;
 pub mod message;
+pub mod prepare;
 pub mod render;
 pub mod session;
 pub mod store;
 pub mod tokens;
 pub mod tool_interaction;
+pub mod transcript;
 pub mod turn;
 
 pub use config::{Config, Durability};

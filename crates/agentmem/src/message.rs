@@ -67,7 +67,10 @@ impl Message {
             .iter()
             .filter_map(|p| match p {
                 Part::Text(t) => Some(t.as_str()),
-                Part::Image(_) | Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
+                Part::Image(_)
+                | Part::ToolCall { .. }
+                | Part::ToolResult { .. }
+                | Part::Reasoning { .. } => None,
             })
             .collect();
         texts.join("\n")
@@ -129,14 +132,19 @@ pub fn placement(event: &Event) -> Placement {
 }
 
 /// Adds `event` to `messages`; returns whether it started a new message.
+/// Events outside the model's view (a subagent's own) add nothing.
 ///
 /// An assistant part joins the last message when that is an assistant message:
 /// the same model response. A tool result or a user message in between starts
 /// a new one.
 pub fn push_event(messages: &mut Vec<Message>, event: &Event) -> bool {
+    if !event.is_in_model_view() {
+        return false;
+    }
     let started = place(messages, event);
     if let (Some(media), Some(last)) = (&event.media, messages.last_mut()) {
-        last.parts.extend(media.images.iter().cloned().map(Part::Image));
+        last.parts
+            .extend(media.images.iter().cloned().map(Part::Image));
     }
     started
 }
@@ -149,12 +157,18 @@ fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
                 false
             }
             _ => {
-                messages.push(Message { role, parts: vec![part] });
+                messages.push(Message {
+                    role,
+                    parts: vec![part],
+                });
                 true
             }
         },
         Placement::Alone(role, part) => {
-            messages.push(Message { role, parts: vec![part] });
+            messages.push(Message {
+                role,
+                parts: vec![part],
+            });
             true
         }
     }

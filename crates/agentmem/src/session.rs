@@ -7,17 +7,23 @@
 //! durable log and only then adds them to the in-memory transcript.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Durability;
 use crate::error::{Error, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::id::{AgentId, SessionId};
+use crate::prepare::{prepare, CalibrationTable, PrepareRequest, Prepared};
 use crate::store::jsonl::{self, AppendLog, Recovery};
 use crate::store::lock::SessionLock;
 use crate::store::meta::{title_from, ImportRecord, SessionMeta};
 use crate::store::SessionPaths;
+use crate::tokens::budget::BudgetSettings;
+use crate::tokens::registry::ModelRegistry;
+use crate::tokens::Encoding;
 use crate::tool_interaction::{tool_interactions, ToolInteraction};
+use crate::transcript::Transcript;
 use crate::turn::TurnTracker;
 
 /// How often, at most, ingest refreshes `meta.json` (it is also written on close).
@@ -36,6 +42,23 @@ pub enum Access {
 struct Writer {
     log: AppendLog,
     _lock: SessionLock,
+}
+
+/// What a session needs to prepare contexts: its layered budget settings and
+/// the model registry.
+#[derive(Debug, Clone)]
+pub struct ContextSettings {
+    /// Session over agent over data-directory settings (a request adds the top layer).
+    pub budget: BudgetSettings,
+    pub registry: Arc<ModelRegistry>,
+}
+
+/// The last prepared context, so the usage reported for it can be paired with our count.
+#[derive(Debug, Clone)]
+struct LastPrepare {
+    model: String,
+    counted_tokens: u64,
+    events: usize,
 }
 
 /// What one ingest call did.
@@ -61,6 +84,10 @@ pub struct Session {
     recoveries: Vec<Recovery>,
     meta_dirty: bool,
     meta_written: Instant,
+    settings: ContextSettings,
+    transcript: Option<Transcript>,
+    calibration: CalibrationTable,
+    last_prepare: Option<LastPrepare>,
 }
 
 impl Session {
@@ -70,6 +97,7 @@ impl Session {
         agent: AgentId,
         id: SessionId,
         access: Access,
+        settings: ContextSettings,
     ) -> Result<Session> {
         let (writer, events, recoveries) = match access {
             Access::Write(durability) => {
@@ -86,7 +114,16 @@ impl Session {
         };
         let meta = SessionMeta::read(&paths.dir)
             .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id));
+        let mut calibration = CalibrationTable::default();
+        events
+            .iter()
+            .filter_map(|e| e.usage.as_ref())
+            .for_each(|u| calibration.observe(u));
         let mut session = Session {
+            settings,
+            transcript: None,
+            calibration,
+            last_prepare: None,
             ids: events.iter().map(|e| e.id.clone()).collect(),
             turns: TurnTracker::from_events(&events),
             paths,
@@ -189,6 +226,7 @@ impl Session {
             self.assign(&mut event);
             fresh.push(event);
         }
+        self.pair_usage_with_last_prepare(&mut fresh);
         let writer = self.writer.as_mut().expect("checked above");
         if let Err(failure) = writer.log.append(&fresh) {
             fresh.truncate(failure.written);
@@ -200,6 +238,83 @@ impl Session {
         self.remember(fresh);
         self.maybe_refresh_meta()?;
         Ok(report)
+    }
+
+    /// Renders the session for a model call and measures it against the budget.
+    ///
+    /// The transcript is counted once, on first use, in the model's encoding,
+    /// and kept current as events arrive; later calls cost what was added.
+    ///
+    /// ```
+    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// use agentmem::prepare::PrepareRequest;
+    /// use agentmem::render::Target;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
+    /// let mut session = store.create_session(&Default::default(), None).unwrap();
+    /// session.ingest(vec![Event::user("What is 2 + 2?")]).unwrap();
+    /// let prepared = session.prepare(&PrepareRequest::new("gpt-4.1", Target::OpenAiChat)).unwrap();
+    /// assert_eq!(prepared.payload["messages"][0]["content"], "What is 2 + 2?");
+    /// assert!(!prepared.stats.compaction_due);
+    /// ```
+    pub fn prepare(&mut self, request: &PrepareRequest) -> Result<Prepared> {
+        request.budget.validate().map_err(|message| Error::Config {
+            path: "request".into(),
+            message,
+        })?;
+        let model = self.settings.registry.lookup(&request.model);
+        let calibration = self.calibration.get(&request.model);
+        let settings = self.settings.budget;
+        let registry = Arc::clone(&self.settings.registry);
+        let transcript = self.transcript_in(Encoding::for_model(&request.model));
+        // Usage another model reported measures another tokenizer: not an anchor here.
+        let anchor = transcript.anchor().filter(|a| {
+            a.model
+                .as_deref()
+                .is_none_or(|m| registry.lookup(m).model == model.model)
+        });
+        let prepared = prepare(transcript, &model, settings, request, anchor, calibration);
+        self.last_prepare = Some(LastPrepare {
+            model: request.model.clone(),
+            counted_tokens: prepared.stats.counted_tokens,
+            events: self.events.len(),
+        });
+        Ok(prepared)
+    }
+
+    /// The transcript counted in `encoding`, built on first use.
+    pub fn transcript_in(&mut self, encoding: Encoding) -> &Transcript {
+        let stale = self
+            .transcript
+            .as_ref()
+            .is_none_or(|t| t.encoding() != encoding);
+        if stale {
+            self.transcript = Some(Transcript::from_events(encoding, &self.events));
+        }
+        self.transcript.as_ref().expect("just built")
+    }
+
+    /// Per-model calibration factors learned so far.
+    pub fn calibration(&self) -> &CalibrationTable {
+        &self.calibration
+    }
+
+    /// Gives the first reported usage in `fresh` our count of the prompt it
+    /// measured, when that prompt is the context prepared last.
+    fn pair_usage_with_last_prepare(&mut self, fresh: &mut [Event]) {
+        let Some(last) = &self.last_prepare else {
+            return;
+        };
+        if last.events != self.events.len() {
+            return; // events arrived between the prepare and this response
+        }
+        if let Some(usage) = fresh.iter_mut().find_map(|e| e.usage.as_mut()) {
+            if usage.estimated_prompt_tokens.is_none() {
+                usage.estimated_prompt_tokens = Some(last.counted_tokens);
+                usage.model.get_or_insert_with(|| last.model.clone());
+            }
+            self.last_prepare = None;
+        }
     }
 
     /// Records that `events_added` events came from an import of `path`.
@@ -235,6 +350,13 @@ impl Session {
         if events.is_empty() {
             return;
         }
+        if let Some(transcript) = &mut self.transcript {
+            transcript.extend(&events);
+        }
+        events
+            .iter()
+            .filter_map(|e| e.usage.as_ref())
+            .for_each(|u| self.calibration.observe(u));
         for event in &events {
             self.ids.insert(event.id.clone());
             if event.trace_type == TraceType::User {

@@ -1,10 +1,14 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod bench;
+mod context;
 mod export;
 mod import;
 mod ingest;
+mod models;
+mod prepare;
 mod sessions;
+mod tokens;
 mod tools;
 
 use agentmem::id::{AgentId, SessionId};
@@ -24,13 +28,12 @@ pub struct Context {
 impl Context {
     fn new(global: &Global) -> anyhow::Result<Context> {
         let agent = AgentId::new(&global.agent)?;
-        let config = Config::load(&global.dir)?;
-        let durability = match &global.durability {
-            Some(flag) => flag.parse::<Durability>().map_err(anyhow::Error::msg)?,
-            None => config.storage.durability,
-        };
+        let mut config = Config::load(&global.dir)?;
+        if let Some(flag) = &global.durability {
+            config.storage.durability = flag.parse::<Durability>().map_err(anyhow::Error::msg)?;
+        }
         Ok(Context {
-            store: Store::open(&global.dir, durability)?,
+            store: Store::with_config(&global.dir, config),
             agent,
             json: global.json,
         })
@@ -62,6 +65,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(command) => sessions::run(&ctx, command),
         Command::Export { id, format } => export::run(&ctx, &id, format),
         Command::Tools { id, turn } => tools::run(&ctx, &id, turn.as_deref()),
+        Command::Context { id, model } => context::run(&ctx, &id, &model),
+        Command::Prepare {
+            id,
+            model,
+            tools,
+            system,
+            stats,
+        } => prepare::run(&ctx, &id, &model, tools.as_deref(), system, stats),
+        Command::Tokens { encoding, model } => {
+            tokens::run(&ctx, encoding.as_deref(), model.as_deref())
+        }
+        Command::Models { names } => models::run(&ctx, &names),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }
 }

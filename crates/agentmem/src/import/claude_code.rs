@@ -115,7 +115,7 @@ impl Line<'_> {
             .and_then(parse_rfc3339)
             .unwrap_or(0.0);
         if self.flag("isSidechain") {
-            event.tags.push("sidechain".into());
+            event.tags.push(crate::event::SIDECHAIN_TAG.into());
         }
         if self.flag("isMeta") {
             event.tags.push("meta".into());
@@ -334,6 +334,7 @@ fn usage(message: &Map<String, Value>) -> Option<Usage> {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     let cache_read = count("cache_read_input_tokens");
     Some(Usage {
+        estimated_prompt_tokens: None,
         prompt_tokens: count("input_tokens") + count("cache_creation_input_tokens") + cache_read,
         completion_tokens: count("output_tokens"),
         cached_tokens: cache_read,

@@ -31,7 +31,12 @@ pub enum Target {
 
 impl Target {
     /// Every target, in the order `--target` lists them.
-    pub const ALL: [Target; 4] = [Target::OpenAiChat, Target::OpenAiResponses, Target::Anthropic, Target::Gemini];
+    pub const ALL: [Target; 4] = [
+        Target::OpenAiChat,
+        Target::OpenAiResponses,
+        Target::Anthropic,
+        Target::Gemini,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -40,6 +45,25 @@ impl Target {
             Target::OpenAiResponses => "openai-responses",
             Target::Anthropic => "anthropic",
             Target::Gemini => "gemini",
+        }
+    }
+
+    /// The API a model is usually reached through: Anthropic for Claude,
+    /// Gemini for Gemini, OpenAI Chat Completions for everything else.
+    ///
+    /// ```
+    /// use agentmem::render::Target;
+    /// assert_eq!(Target::for_model("anthropic/claude-sonnet-4-5"), Target::Anthropic);
+    /// assert_eq!(Target::for_model("llama3.1:8b"), Target::OpenAiChat);
+    /// ```
+    pub fn for_model(model: &str) -> Target {
+        let name = model.to_ascii_lowercase();
+        if name.contains("claude") {
+            Target::Anthropic
+        } else if name.contains("gemini") {
+            Target::Gemini
+        } else {
+            Target::OpenAiChat
         }
     }
 
@@ -67,7 +91,11 @@ impl FromStr for Target {
         Target::ALL
             .into_iter()
             .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown target {s:?}; use openai-chat, openai-responses, anthropic or gemini"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown target {s:?}; use openai-chat, openai-responses, anthropic or gemini"
+                )
+            })
     }
 }
 
@@ -99,7 +127,11 @@ impl ToolSchema {
             .ok_or_else(|| format!("a tool schema needs a \"name\": {value}"))?;
         Ok(ToolSchema {
             name: name.to_owned(),
-            description: function.get("description").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            description: function
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             parameters: function
                 .get("parameters")
                 .or_else(|| function.get("input_schema"))

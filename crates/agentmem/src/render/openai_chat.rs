@@ -30,9 +30,9 @@ fn message(message: &Message) -> Option<Value> {
         Role::User => Some(json!({"role": "user", "content": user_content(&message.parts)})),
         Role::Assistant => assistant(&message.parts),
         Role::Tool => message.parts.iter().find_map(|part| match part {
-            Part::ToolResult { call_id, content, .. } => {
-                Some(json!({"role": "tool", "tool_call_id": call_id, "content": content}))
-            }
+            Part::ToolResult {
+                call_id, content, ..
+            } => Some(json!({"role": "tool", "tool_call_id": call_id, "content": content})),
             Part::Text(_) | Part::Image(_) | Part::ToolCall { .. } | Part::Reasoning { .. } => None,
         }),
     }
@@ -58,7 +58,10 @@ fn user_content(parts: &[Part]) -> Value {
 fn text_of(part: &Part) -> Option<&str> {
     match part {
         Part::Text(text) => Some(text),
-        Part::Image(_) | Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
+        Part::Image(_)
+        | Part::ToolCall { .. }
+        | Part::ToolResult { .. }
+        | Part::Reasoning { .. } => None,
     }
 }
 
@@ -67,12 +70,18 @@ fn assistant(parts: &[Part]) -> Option<Value> {
     let calls: Vec<Value> = parts
         .iter()
         .filter_map(|part| match part {
-            Part::ToolCall { id, name, arguments } => Some(json!({
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some(json!({
                 "id": id,
                 "type": "function",
                 "function": {"name": name, "arguments": arguments_text(arguments)},
             })),
-            Part::Text(_) | Part::Image(_) | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
+            Part::Text(_) | Part::Image(_) | Part::ToolResult { .. } | Part::Reasoning { .. } => {
+                None
+            }
         })
         .collect();
     if text.is_empty() && calls.is_empty() {
@@ -82,7 +91,11 @@ fn assistant(parts: &[Part]) -> Option<Value> {
     message.insert("role".into(), "assistant".into());
     message.insert(
         "content".into(),
-        if text.is_empty() { Value::Null } else { Value::String(text.join("\n")) },
+        if text.is_empty() {
+            Value::Null
+        } else {
+            Value::String(text.join("\n"))
+        },
     );
     if !calls.is_empty() {
         message.insert("tool_calls".into(), Value::Array(calls));

@@ -17,11 +17,15 @@ pub mod meta;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::Durability;
+use std::sync::Arc;
+
+use crate::config::{Config, Durability, CONFIG_FILE};
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event};
 use crate::id::{AgentId, SessionId};
-use crate::session::{Access, Session};
+use crate::session::{Access, ContextSettings, Session};
+use crate::tokens::budget::BudgetSettings;
+use crate::tokens::registry::ModelRegistry;
 use crate::turn::turn_number;
 use meta::SessionMeta;
 
@@ -55,15 +59,64 @@ impl SessionPaths {
 pub struct Store {
     root: PathBuf,
     durability: Durability,
+    config: Config,
+    registry: Arc<ModelRegistry>,
 }
 
 impl Store {
-    /// A store rooted at `root`; directories are created when a session is.
+    /// A store rooted at `root` with default settings; directories are
+    /// created when a session is.
     pub fn open(root: impl AsRef<Path>, durability: Durability) -> Result<Store> {
-        Ok(Store {
+        let mut config = Config::default();
+        config.storage.durability = durability;
+        Ok(Store::with_config(root, config))
+    }
+
+    /// A store rooted at `root` with `config` (see [`Config::load`]).
+    pub fn with_config(root: impl AsRef<Path>, config: Config) -> Store {
+        Store {
             root: root.as_ref().to_path_buf(),
-            durability,
+            durability: config.storage.durability,
+            registry: Arc::new(ModelRegistry::builtin().with_overrides(config.models.clone())),
+            config,
+        }
+    }
+
+    /// The model registry: built-in table plus the configuration's overrides.
+    pub fn registry(&self) -> &ModelRegistry {
+        &self.registry
+    }
+
+    /// The settings a session works with: its own `config.toml` over its
+    /// agent's over the data directory's.
+    fn context_settings(&self, agent: &AgentId, session: &SessionPaths) -> Result<ContextSettings> {
+        let agent_file = self
+            .root
+            .join("agents")
+            .join(agent.as_str())
+            .join(CONFIG_FILE);
+        let layers = [
+            Config::load_file(&session.dir.join(CONFIG_FILE))?.budget,
+            Config::load_file(&agent_file)?.budget,
+            self.config.budget,
+        ];
+        Ok(ContextSettings {
+            budget: layers
+                .into_iter()
+                .fold(BudgetSettings::default(), BudgetSettings::over),
+            registry: Arc::clone(&self.registry),
         })
+    }
+
+    fn load(
+        &self,
+        paths: SessionPaths,
+        agent: &AgentId,
+        id: &SessionId,
+        access: Access,
+    ) -> Result<Session> {
+        let settings = self.context_settings(agent, &paths)?;
+        Session::load(paths, agent.clone(), id.clone(), access, settings)
     }
 
     /// The data directory.
@@ -116,24 +169,19 @@ impl Store {
         };
         meta.write(&paths.dir)?;
         atomic::sync_dir(&parent)?;
-        Session::load(paths, agent.clone(), id, Access::Write(self.durability))
+        self.load(paths, agent, &id, Access::Write(self.durability))
     }
 
     /// Opens an existing session for writing (taking its lock).
     pub fn open_session(&self, agent: &AgentId, id: &SessionId) -> Result<Session> {
         let paths = self.existing(agent, id)?;
-        Session::load(
-            paths,
-            agent.clone(),
-            id.clone(),
-            Access::Write(self.durability),
-        )
+        self.load(paths, agent, id, Access::Write(self.durability))
     }
 
     /// Opens an existing session for reading only: no lock, never blocks a writer.
     pub fn read_session(&self, agent: &AgentId, id: &SessionId) -> Result<Session> {
         let paths = self.existing(agent, id)?;
-        Session::load(paths, agent.clone(), id.clone(), Access::Read)
+        self.load(paths, agent, id, Access::Read)
     }
 
     /// Opens `id` for writing, creating it if it does not exist.

@@ -37,6 +37,8 @@ pub struct TokenCounts {
     pub tool_output: u64,
     /// The part that is reasoning (sent back only where the target accepts it).
     pub reasoning: u64,
+    /// The part in system messages.
+    pub system: u64,
 }
 
 impl TokenCounts {
@@ -45,6 +47,7 @@ impl TokenCounts {
         self.total = self.total.saturating_add(other.total);
         self.tool_output = self.tool_output.saturating_add(other.tool_output);
         self.reasoning = self.reasoning.saturating_add(other.reasoning);
+        self.system = self.system.saturating_add(other.system);
     }
 
     /// Takes `other` away from these counts.
@@ -52,6 +55,7 @@ impl TokenCounts {
         self.total = self.total.saturating_sub(other.total);
         self.tool_output = self.tool_output.saturating_sub(other.tool_output);
         self.reasoning = self.reasoning.saturating_sub(other.reasoning);
+        self.system = self.system.saturating_sub(other.system);
     }
 }
 
@@ -71,6 +75,9 @@ pub fn count_message(message: &Message, tokenizer: Tokenizer) -> TokenCounts {
     for part in &message.parts {
         counts.add(count_part(part, tokenizer));
     }
+    if message.role == Role::System {
+        counts.system = counts.total;
+    }
     counts
 }
 
@@ -86,24 +93,33 @@ pub fn count_part(part: &Part, tokenizer: Tokenizer) -> TokenCounts {
             total: IMAGE_TOKENS_ESTIMATE,
             ..TokenCounts::default()
         },
-        Part::ToolCall { id, name, arguments } => TokenCounts {
-            total: TOKENS_PER_TOOL_CALL + count(id) + count(name) + count(&arguments_text(arguments)),
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => TokenCounts {
+            total: TOKENS_PER_TOOL_CALL
+                + count(id)
+                + count(name)
+                + count(&arguments_text(arguments)),
             ..TokenCounts::default()
         },
-        Part::ToolResult { call_id, content, .. } => {
+        Part::ToolResult {
+            call_id, content, ..
+        } => {
             let output = count(content);
             TokenCounts {
                 total: count(call_id) + output,
                 tool_output: output,
-                reasoning: 0,
+                ..TokenCounts::default()
             }
         }
         Part::Reasoning { text, .. } => {
             let reasoning = count(text);
             TokenCounts {
                 total: reasoning,
-                tool_output: 0,
                 reasoning,
+                ..TokenCounts::default()
             }
         }
     }
@@ -145,11 +161,24 @@ pub fn count_tool_schemas(tools: &[Value], tokenizer: Tokenizer) -> u64 {
     let mut total = FUNCTIONS_END_TOKENS;
     for tool in tools {
         let function = tool.get("function").unwrap_or(tool);
-        let field = |key: &str| function.get(key).and_then(Value::as_str).unwrap_or_default();
+        let field = |key: &str| {
+            function
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
         total += FUNCTION_INIT_TOKENS;
-        total += count(&format!("{}:{}", field("name"), field("description").trim_end_matches('.')));
-        let parameters = function.get("parameters").or_else(|| function.get("input_schema"));
-        let properties = parameters.and_then(|p| p.get("properties")).and_then(Value::as_object);
+        total += count(&format!(
+            "{}:{}",
+            field("name"),
+            field("description").trim_end_matches('.')
+        ));
+        let parameters = function
+            .get("parameters")
+            .or_else(|| function.get("input_schema"));
+        let properties = parameters
+            .and_then(|p| p.get("properties"))
+            .and_then(Value::as_object);
         if let Some(properties) = properties.filter(|p| !p.is_empty()) {
             total += PROPERTIES_INIT_TOKENS;
             for (key, property) in properties {
@@ -157,12 +186,25 @@ pub fn count_tool_schemas(tools: &[Value], tokenizer: Tokenizer) -> u64 {
                 if let Some(items) = property.get("enum").and_then(Value::as_array) {
                     total += ENUM_INIT_TOKENS;
                     for item in items {
-                        total += ENUM_ITEM_TOKENS + count(&item.as_str().map_or_else(|| item.to_string(), str::to_owned));
+                        total += ENUM_ITEM_TOKENS
+                            + count(
+                                &item
+                                    .as_str()
+                                    .map_or_else(|| item.to_string(), str::to_owned),
+                            );
                     }
                 }
-                let kind = property.get("type").map_or_else(String::new, |t| t.as_str().map_or_else(|| t.to_string(), str::to_owned));
-                let description = property.get("description").and_then(Value::as_str).unwrap_or_default();
-                total += count(&format!("{key}:{kind}:{}", description.trim_end_matches('.')));
+                let kind = property.get("type").map_or_else(String::new, |t| {
+                    t.as_str().map_or_else(|| t.to_string(), str::to_owned)
+                });
+                let description = property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                total += count(&format!(
+                    "{key}:{kind}:{}",
+                    description.trim_end_matches('.')
+                ));
             }
         }
     }

@@ -6,8 +6,11 @@
 //! counts use o200k_base and are corrected by the calibration factor learned
 //! from the usage they report.
 
+pub mod budget;
 pub mod count;
+pub mod registry;
 pub mod tokenizer;
 
 pub use count::{count_message, count_tool_schemas, TokenCounts};
+pub use registry::{ModelInfo, ModelOverride, ModelRegistry, ModelSource};
 pub use tokenizer::{Encoding, Tokenizer};

@@ -17,7 +17,11 @@ pub enum Encoding {
 
 impl Encoding {
     /// Every encoding, in the order `--encoding` lists them.
-    pub const ALL: [Encoding; 3] = [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::Approximate];
+    pub const ALL: [Encoding; 3] = [
+        Encoding::O200kBase,
+        Encoding::Cl100kBase,
+        Encoding::Approximate,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -37,11 +41,18 @@ impl Encoding {
     /// assert_eq!(Encoding::for_model("openai:gpt-4o-mini"), Encoding::O200kBase);
     /// ```
     pub fn for_model(model: &str) -> Encoding {
-        let name = model.rsplit([':', '/']).next().unwrap_or(model).to_ascii_lowercase();
+        let name = model
+            .rsplit([':', '/'])
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
         let cl100k = name.starts_with("gpt-3.5")
             || name.starts_with("text-embedding-3")
             || name.starts_with("text-embedding-ada")
-            || (name.starts_with("gpt-4") && !name.starts_with("gpt-4o") && !name.starts_with("gpt-4.") && !name.starts_with("gpt-4-o"));
+            || (name.starts_with("gpt-4")
+                && !name.starts_with("gpt-4o")
+                && !name.starts_with("gpt-4.")
+                && !name.starts_with("gpt-4-o"));
         if cl100k {
             Encoding::Cl100kBase
         } else {
@@ -69,7 +80,9 @@ impl FromStr for Encoding {
             "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
             "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
             "approximate" | "approx" | "chars/4" => Ok(Encoding::Approximate),
-            other => Err(format!("unknown encoding {other:?}; use o200k_base, cl100k_base or approximate")),
+            other => Err(format!(
+                "unknown encoding {other:?}; use o200k_base, cl100k_base or approximate"
+            )),
         }
     }
 }

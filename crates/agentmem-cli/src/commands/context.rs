@@ -1,0 +1,166 @@
+//! `agentmem context`: where a session stands against a model's budget.
+
+use agentmem::event::TraceType;
+use agentmem::prepare::{ContextStats, Sections};
+use agentmem::session::Session;
+use agentmem::tokens::registry::ModelSource;
+
+use super::Context;
+use crate::cli::ModelArgs;
+
+/// Width of the usage bar, in characters.
+const BAR_WIDTH: usize = 40;
+
+pub fn run(ctx: &Context, id: &str, args: &ModelArgs) -> anyhow::Result<()> {
+    let mut session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
+    ctx.report_recoveries(&session);
+    let request = super::prepare::request_for(&session, args)?;
+    let stats = session.prepare(&request)?.stats;
+    let extra = Extra::of(&session);
+    if ctx.json {
+        let mut value = serde_json::to_value(&stats)?;
+        value["compactions"] = extra.compactions.into();
+        value["history_bytes"] = extra.history_bytes.into();
+        value["calibration_by_model"] = session
+            .calibration()
+            .all()
+            .map(|(model, c)| {
+                (
+                    model.to_owned(),
+                    serde_json::to_value(c).unwrap_or_default(),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        return crate::output::print_json(&value);
+    }
+    print_report(&stats, &extra, &session);
+    Ok(())
+}
+
+/// Facts about the session beyond the context itself.
+struct Extra {
+    compactions: usize,
+    history_bytes: u64,
+}
+
+impl Extra {
+    fn of(session: &Session) -> Extra {
+        let size = |path: std::path::PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
+        Extra {
+            compactions: session
+                .events()
+                .iter()
+                .filter(|e| e.trace_type == TraceType::Summary)
+                .count(),
+            history_bytes: size(session.paths().raw_traces()) + size(session.paths().archive()),
+        }
+    }
+}
+
+fn print_report(stats: &ContextStats, extra: &Extra, session: &Session) {
+    let source = match stats.model_source {
+        ModelSource::Override => "agentmem's table",
+        ModelSource::Registry => "models.dev registry",
+        ModelSource::Config => "your configuration",
+        ModelSource::Unknown => "UNKNOWN MODEL: assumed 200,000-token window",
+    };
+    println!(
+        "{} via {} — window {}, reply reserve {}, safety margin {} ({source})",
+        stats.model,
+        stats.target,
+        thousands(stats.budget.context_window),
+        thousands(stats.budget.max_output_tokens),
+        thousands(stats.budget.safety_margin)
+    );
+    let used = stats.context_tokens;
+    let percent = 100.0 * used as f64 / stats.input_budget.max(1) as f64;
+    println!(
+        "{}  {} / {} tokens ({percent:.1}%), compaction at {} ({:.0}%){}",
+        bar(used, stats.trigger_tokens, stats.input_budget),
+        thousands(used),
+        thousands(stats.input_budget),
+        thousands(stats.trigger_tokens),
+        stats.budget.trigger_ratio * 100.0,
+        if stats.over_budget {
+            " — OVER BUDGET"
+        } else if stats.compaction_due {
+            " — compaction due"
+        } else {
+            ""
+        }
+    );
+    print_sections(&stats.sections, stats.counted_tokens);
+    println!(
+        "messages {} · events {} · compactions {} · history {} · counted in {}",
+        stats.messages,
+        stats.events,
+        extra.compactions,
+        bytes(extra.history_bytes),
+        stats.encoding
+    );
+    match stats.anchored_tokens {
+        Some(anchored) => println!(
+            "measured: {} (last provider-reported prompt plus what came after); counted: {}",
+            thousands(anchored),
+            thousands(stats.counted_tokens)
+        ),
+        None => println!("measured: no provider usage yet; the figure above is counted"),
+    }
+    for (model, c) in session.calibration().all() {
+        println!(
+            "calibration {model}: reported/counted ×{:.3} over {} calls",
+            c.factor, c.samples
+        );
+    }
+}
+
+fn print_sections(sections: &Sections, total: u64) {
+    let rows = [
+        ("system", sections.system),
+        ("memory", sections.memory),
+        ("tool schemas", sections.tool_schemas),
+        ("history", sections.history),
+        ("tool outputs", sections.tool_outputs),
+        ("reasoning", sections.reasoning),
+        ("reply priming", sections.reply),
+    ];
+    for (name, tokens) in rows {
+        let share = 100.0 * tokens as f64 / total.max(1) as f64;
+        println!("  {name:<14}{:>12}  {share:5.1}%", thousands(tokens));
+    }
+}
+
+/// `[████▒▒░░░]`: used, then free up to the trigger, then free past it.
+fn bar(used: u64, trigger: u64, budget: u64) -> String {
+    let cell =
+        |tokens: u64| ((tokens as f64 / budget.max(1) as f64) * BAR_WIDTH as f64).round() as usize;
+    let used_cells = cell(used).min(BAR_WIDTH);
+    let trigger_cells = cell(trigger).clamp(used_cells, BAR_WIDTH);
+    format!(
+        "[{}{}{}]",
+        "█".repeat(used_cells),
+        "▒".repeat(trigger_cells - used_cells),
+        "░".repeat(BAR_WIDTH - trigger_cells)
+    )
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} B"),
+        1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        _ => format!("{:.1} MB", n as f64 / 1e6),
+    }
+}

@@ -1,0 +1,79 @@
+//! `agentmem prepare`: the payload a model call would send.
+
+use std::path::Path;
+
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::{Target, ToolSchema};
+use agentmem::session::Session;
+use agentmem::tokens::budget::BudgetSettings;
+use anyhow::Context as _;
+
+use super::Context;
+use crate::cli::ModelArgs;
+
+pub fn run(
+    ctx: &Context,
+    id: &str,
+    args: &ModelArgs,
+    tools: Option<&Path>,
+    system: Option<String>,
+    stats: bool,
+) -> anyhow::Result<()> {
+    let mut session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
+    ctx.report_recoveries(&session);
+    let mut request = request_for(&session, args)?;
+    request.system = system;
+    if let Some(path) = tools {
+        request.tools = read_tools(path)?;
+    }
+    let prepared = session.prepare(&request)?;
+    println!("{}", serde_json::to_string_pretty(&prepared.payload)?);
+    if stats {
+        eprintln!("{}", serde_json::to_string_pretty(&prepared.stats)?);
+    }
+    Ok(())
+}
+
+/// The request the model arguments describe, with the session's defaults.
+pub fn request_for(session: &Session, args: &ModelArgs) -> anyhow::Result<PrepareRequest> {
+    let model = args
+        .model
+        .clone()
+        .or_else(|| last_reported_model(session))
+        .or_else(|| std::env::var("AGENTMEM_MODEL").ok())
+        .unwrap_or_else(|| "gpt-4.1".to_owned());
+    let target = match &args.target {
+        Some(name) => name.parse::<Target>().map_err(anyhow::Error::msg)?,
+        None => Target::for_model(&model),
+    };
+    let mut request = PrepareRequest::new(model, target);
+    request.budget = BudgetSettings {
+        context_window: args.context_window,
+        max_output_tokens: args.max_output_tokens,
+        safety_margin: args.safety_margin,
+        trigger_ratio: args.trigger_ratio,
+    };
+    Ok(request)
+}
+
+fn last_reported_model(session: &Session) -> Option<String> {
+    session
+        .events()
+        .iter()
+        .rev()
+        .find_map(|e| e.usage.as_ref()?.model.clone())
+}
+
+fn read_tools(path: &Path) -> anyhow::Result<Vec<ToolSchema>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let list = value
+        .as_array()
+        .or_else(|| value.get("tools").and_then(serde_json::Value::as_array))
+        .with_context(|| format!("{}: expected a list of tool schemas", path.display()))?;
+    list.iter()
+        .map(|tool| ToolSchema::from_json(tool).map_err(anyhow::Error::msg))
+        .collect()
+}

@@ -1,0 +1,264 @@
+//! Preparing a model call: the payload to send, and how it stands against the
+//! model's budget.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::message::{Message, Role};
+use crate::render::{render, RenderRequest, Target, ToolSchema};
+use crate::tokens::budget::{Budget, BudgetSettings};
+use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
+use crate::tokens::registry::{ModelInfo, ModelSource};
+use crate::tokens::{count_tool_schemas, Encoding};
+use crate::transcript::{Transcript, UsageAnchor};
+
+/// What to prepare a call for.
+#[derive(Debug, Clone)]
+pub struct PrepareRequest {
+    /// The model, as the user names it (`gpt-4.1`, `anthropic/claude-sonnet-4-5`, …).
+    pub model: String,
+    pub target: Target,
+    /// The system prompt, if any.
+    pub system: Option<String>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSchema>,
+    /// Budget settings for this request only (the top layer).
+    pub budget: BudgetSettings,
+}
+
+impl PrepareRequest {
+    /// A request for `model` rendered for `target`, with nothing else set.
+    pub fn new(model: impl Into<String>, target: Target) -> Self {
+        PrepareRequest {
+            model: model.into(),
+            target,
+            system: None,
+            tools: Vec::new(),
+            budget: BudgetSettings::default(),
+        }
+    }
+}
+
+/// Tokens per part of the context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Sections {
+    /// The system prompt and system messages.
+    pub system: u64,
+    /// Injected long-term memory (MEMORY.md, facts, summaries).
+    pub memory: u64,
+    /// Tool schemas.
+    pub tool_schemas: u64,
+    /// Conversation messages other than tool output.
+    pub history: u64,
+    /// Tool results.
+    pub tool_outputs: u64,
+    /// Reasoning sent back (zero for targets that do not take it).
+    pub reasoning: u64,
+    /// Reply priming.
+    pub reply: u64,
+}
+
+impl Sections {
+    /// Every section added up.
+    pub fn total(&self) -> u64 {
+        [
+            self.system,
+            self.memory,
+            self.tool_schemas,
+            self.history,
+            self.tool_outputs,
+            self.reasoning,
+            self.reply,
+        ]
+        .into_iter()
+        .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// A learned ratio of provider-reported to counted prompt tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Calibration {
+    pub factor: f64,
+    pub samples: u64,
+}
+
+/// How a prepared context stands.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextStats {
+    pub model: String,
+    /// Where the model's limits came from; `unknown` means the default window was assumed.
+    pub model_source: ModelSource,
+    pub target: String,
+    pub encoding: String,
+    pub budget: Budget,
+    pub input_budget: u64,
+    pub trigger_tokens: u64,
+    pub sections: Sections,
+    /// The exact count of the payload.
+    pub counted_tokens: u64,
+    /// The last provider-reported prompt size plus the exact count of what came after it.
+    pub anchored_tokens: Option<u64>,
+    /// What decisions use: the anchored figure when there is one, else the
+    /// count corrected by the model's calibration.
+    pub context_tokens: u64,
+    pub calibration: Option<Calibration>,
+    pub compaction_due: bool,
+    pub over_budget: bool,
+    pub messages: usize,
+    pub events: usize,
+}
+
+/// A payload ready to send, with its stats.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub payload: Value,
+    pub stats: ContextStats,
+}
+
+/// Renders `transcript` for `request` and measures it against the budget.
+///
+/// `anchor` is the last usage the provider reported for this model, if any:
+/// a measured figure that counting never overrides.
+pub fn prepare(
+    transcript: &Transcript,
+    model: &ModelInfo,
+    settings: BudgetSettings,
+    request: &PrepareRequest,
+    anchor: Option<&UsageAnchor>,
+    calibration: Option<Calibration>,
+) -> Prepared {
+    let budget = Budget::resolve(
+        model.context_window,
+        model.max_output_tokens,
+        request.budget.over(settings),
+    );
+    let tokenizer = transcript.encoding().tokenizer();
+    let tools_json: Vec<Value> = request.tools.iter().map(ToolSchema::to_json).collect();
+    let totals = transcript.totals();
+    let system_prompt = request.system.as_deref().map_or(0, |s| {
+        count_message(&Message::text(Role::System, s), tokenizer).total
+    });
+    let reasoning = if request.target.sends_reasoning() {
+        totals.reasoning
+    } else {
+        0
+    };
+    let sections = Sections {
+        system: system_prompt.saturating_add(totals.system),
+        memory: 0,
+        tool_schemas: count_tool_schemas(&tools_json, tokenizer),
+        history: totals
+            .total
+            .saturating_sub(totals.tool_output)
+            .saturating_sub(totals.reasoning)
+            .saturating_sub(totals.system),
+        tool_outputs: totals.tool_output,
+        reasoning,
+        reply: TOKENS_PER_REPLY,
+    };
+    let counted_tokens = sections.total();
+    let anchored_tokens = anchor.map(|a| {
+        a.reported_prompt_tokens
+            .saturating_add(totals.total.saturating_sub(a.transcript_tokens_before))
+    });
+    let calibrated = match calibration {
+        Some(c) if !is_exact(transcript.encoding(), &request.model) => {
+            (counted_tokens as f64 * c.factor).round() as u64
+        }
+        Some(_) | None => counted_tokens,
+    };
+    let context_tokens = anchored_tokens.unwrap_or(calibrated);
+    let payload = render(
+        request.target,
+        &RenderRequest {
+            model: &request.model,
+            system: request.system.as_deref(),
+            messages: transcript.messages(),
+            tools: &request.tools,
+            max_output_tokens: budget.max_output_tokens,
+        },
+    );
+    Prepared {
+        payload,
+        stats: ContextStats {
+            model: request.model.clone(),
+            model_source: model.source,
+            target: request.target.name().to_owned(),
+            encoding: transcript.encoding().name().to_owned(),
+            input_budget: budget.input_budget(),
+            trigger_tokens: budget.trigger_tokens(),
+            budget,
+            sections,
+            counted_tokens,
+            anchored_tokens,
+            context_tokens,
+            calibration,
+            compaction_due: context_tokens >= budget.trigger_tokens(),
+            over_budget: context_tokens > budget.input_budget(),
+            messages: transcript.messages().len(),
+            events: transcript.event_count(),
+        },
+    }
+}
+
+/// Whether our count is the provider's own (OpenAI models in their encoding).
+fn is_exact(encoding: Encoding, model: &str) -> bool {
+    encoding != Encoding::Approximate
+        && Encoding::for_model(model) == encoding
+        && is_openai_model(model)
+}
+
+fn is_openai_model(model: &str) -> bool {
+    let name = model
+        .rsplit([':', '/'])
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    ["gpt-", "o1", "o3", "o4", "chatgpt"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// Per-model calibration learned from events that carry both figures.
+#[derive(Debug, Clone, Default)]
+pub struct CalibrationTable {
+    by_model: BTreeMap<String, (f64, u64)>,
+}
+
+impl CalibrationTable {
+    /// Learns from an event's usage, when it has both the reported and our estimated prompt.
+    pub fn observe(&mut self, usage: &crate::event::Usage) {
+        let (Some(model), Some(estimated)) = (&usage.model, usage.estimated_prompt_tokens) else {
+            return;
+        };
+        if estimated == 0 || usage.prompt_tokens == 0 {
+            return;
+        }
+        let entry = self.by_model.entry(model.clone()).or_insert((0.0, 0));
+        entry.0 += usage.prompt_tokens as f64 / estimated as f64;
+        entry.1 += 1;
+    }
+
+    /// The mean factor for `model`.
+    pub fn get(&self, model: &str) -> Option<Calibration> {
+        self.by_model.get(model).map(|(sum, samples)| Calibration {
+            factor: sum / *samples as f64,
+            samples: *samples,
+        })
+    }
+
+    /// Every model's factor.
+    pub fn all(&self) -> impl Iterator<Item = (&str, Calibration)> {
+        self.by_model.iter().map(|(model, (sum, samples))| {
+            (
+                model.as_str(),
+                Calibration {
+                    factor: sum / *samples as f64,
+                    samples: *samples,
+                },
+            )
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! `Session::prepare`: exact counts, incremental upkeep, usage anchoring,
+//! calibration and layered budgets, on real files.
+
+use std::sync::LazyLock;
+
+use agentmem::config::CONFIG_FILE;
+use agentmem::event::{Event, Usage};
+use agentmem::id::{AgentId, SessionId};
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::Target;
+use agentmem::store::Store;
+use agentmem::tokens::registry::ModelSource;
+use agentmem::tokens::Encoding;
+use agentmem::transcript::Transcript;
+use agentmem::{Config, Durability};
+use serde_json::{json, Value};
+
+static O200K: LazyLock<tiktoken_rs::CoreBPE> = LazyLock::new(|| tiktoken_rs::o200k_base().unwrap());
+
+fn tiktoken(text: &str) -> u64 {
+    O200K.encode_ordinary(text).len() as u64
+}
+
+fn conversation() -> Vec<Event> {
+    vec![
+        Event::system("You are terse."),
+        Event::user("What is the capital of France? Answer in one word."),
+        Event::assistant("Paris."),
+        Event::user("And of Japan — in kanji, please: 日本の首都は？"),
+    ]
+}
+
+fn session_with(events: Vec<Event>) -> (tempfile::TempDir, agentmem::session::Session) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.ingest(events).unwrap();
+    (dir, session)
+}
+
+/// OpenAI's published rule, applied to the payload itself with tiktoken:
+/// 3 tokens a message, plus role and content, plus 3 to prime the reply.
+fn cookbook_count(payload: &Value) -> u64 {
+    let messages = payload["messages"].as_array().unwrap();
+    let per_message: u64 = messages
+        .iter()
+        .map(|m| {
+            3 + tiktoken(m["role"].as_str().unwrap()) + tiktoken(m["content"].as_str().unwrap())
+        })
+        .sum();
+    per_message + 3
+}
+
+#[test]
+fn the_count_is_openais_published_rule_applied_to_the_payload() {
+    let (_dir, mut session) = session_with(conversation());
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.system = Some("Answer geography questions.".into());
+    let prepared = session.prepare(&request).unwrap();
+    assert_eq!(prepared.payload["messages"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        prepared.stats.counted_tokens,
+        cookbook_count(&prepared.payload)
+    );
+    assert_eq!(
+        prepared.stats.sections.total(),
+        prepared.stats.counted_tokens
+    );
+    assert_eq!(prepared.stats.model_source, ModelSource::Override);
+    assert_eq!(prepared.stats.budget.context_window, 128_000);
+}
+
+#[test]
+fn upkeep_as_events_arrive_equals_a_fresh_count() {
+    let (_dir, mut session) = session_with(conversation());
+    let request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
+    session.prepare(&request).unwrap();
+    session
+        .ingest(vec![
+            Event::assistant("東京."),
+            Event::tool_call("c1", "lookup", json!({"q": "population of Tokyo"})),
+            Event::tool_result("c1", "37.4 million (metropolitan area, 2023)"),
+            Event::assistant("About 37 million people."),
+        ])
+        .unwrap();
+    let kept_up = session.prepare(&request).unwrap().stats;
+    let fresh = Transcript::from_events(Encoding::O200kBase, session.events());
+    assert_eq!(
+        session.transcript_in(Encoding::O200kBase).totals(),
+        fresh.totals()
+    );
+    assert_eq!(
+        kept_up.sections.tool_outputs,
+        tiktoken("37.4 million (metropolitan area, 2023)")
+    );
+    assert_eq!(kept_up.messages, fresh.messages().len());
+}
+
+#[test]
+fn reported_usage_anchors_the_size_and_is_never_overwritten_by_a_count() {
+    let (_dir, mut session) = session_with(conversation());
+    let request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
+    let before_reply = session.prepare(&request).unwrap().stats;
+    let mut reply = Event::assistant("東京.");
+    reply.usage = Some(Usage {
+        prompt_tokens: 5_000,
+        completion_tokens: 3,
+        ..Usage::default()
+    });
+    session.ingest(vec![reply, Event::user("Thanks!")]).unwrap();
+    let stats = session.prepare(&request).unwrap().stats;
+    let transcript_before = before_reply.counted_tokens - before_reply.sections.reply;
+    let appended = stats.counted_tokens - stats.sections.reply - transcript_before;
+    assert_eq!(stats.anchored_tokens, Some(5_000 + appended));
+    assert_eq!(
+        stats.context_tokens,
+        5_000 + appended,
+        "the measured figure decides"
+    );
+    assert!(stats.counted_tokens < 5_000);
+}
+
+#[test]
+fn calibration_learns_reported_over_counted_and_is_persisted() {
+    let (dir, mut session) = session_with(conversation());
+    let request = PrepareRequest::new("claude-sonnet-4-5", Target::Anthropic);
+    let counted = session.prepare(&request).unwrap().stats.counted_tokens;
+    let mut reply = Event::assistant("東京.");
+    reply.usage = Some(Usage {
+        prompt_tokens: counted * 2,
+        completion_tokens: 4,
+        ..Usage::default()
+    });
+    session.ingest(vec![reply]).unwrap();
+    let factor = session.calibration().get("claude-sonnet-4-5").unwrap();
+    assert_eq!((factor.factor, factor.samples), (2.0, 1));
+    let id = session.id().clone();
+    drop(session);
+
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let reopened = store.read_session(&AgentId::default(), &id).unwrap();
+    let usage = reopened.events().last().unwrap().usage.clone().unwrap();
+    assert_eq!(usage.estimated_prompt_tokens, Some(counted));
+    assert_eq!(usage.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(
+        reopened
+            .calibration()
+            .get("claude-sonnet-4-5")
+            .unwrap()
+            .factor,
+        2.0
+    );
+}
+
+#[test]
+fn usage_of_another_model_is_not_an_anchor() {
+    let mut reply = Event::assistant("ok");
+    reply.usage = Some(Usage {
+        prompt_tokens: 90_000,
+        model: Some("claude-sonnet-4-5".into()),
+        ..Usage::default()
+    });
+    let (_dir, mut session) = session_with(vec![Event::user("hi"), reply]);
+    let other = session
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap()
+        .stats;
+    assert_eq!(other.anchored_tokens, None);
+    let same = session
+        .prepare(&PrepareRequest::new(
+            "anthropic/claude-sonnet-4-5",
+            Target::Anthropic,
+        ))
+        .unwrap()
+        .stats;
+    assert!(same.anchored_tokens.unwrap() >= 90_000);
+}
+
+#[test]
+fn budgets_layer_request_over_session_over_agent_over_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = AgentId::new("coder").unwrap();
+    let session_id = SessionId::new("s1").unwrap();
+    std::fs::write(
+        dir.path().join(CONFIG_FILE),
+        "[budget]\ntrigger_ratio = 0.5\nsafety_margin = 500\n",
+    )
+    .unwrap();
+    let agent_dir = dir.path().join("agents/coder");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    std::fs::write(
+        agent_dir.join(CONFIG_FILE),
+        "[budget]\nsafety_margin = 1000\n",
+    )
+    .unwrap();
+    let store = Store::with_config(dir.path(), Config::load(dir.path()).unwrap());
+    drop(
+        store
+            .create_session(&agent, Some(session_id.clone()))
+            .unwrap(),
+    );
+    std::fs::write(
+        agent_dir.join("sessions/s1").join(CONFIG_FILE),
+        "[budget]\ncontext_window = 50000\n",
+    )
+    .unwrap();
+
+    let mut session = store.open_session(&agent, &session_id).unwrap();
+    session.ingest(vec![Event::user("hello")]).unwrap();
+    let mut request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
+    request.budget.max_output_tokens = Some(2_000);
+    let stats = session.prepare(&request).unwrap().stats;
+    assert_eq!(stats.budget.context_window, 50_000, "session layer");
+    assert_eq!(
+        stats.budget.safety_margin, 1_000,
+        "agent layer over the config file"
+    );
+    assert_eq!(stats.budget.trigger_ratio, 0.5, "config file layer");
+    assert_eq!(stats.budget.max_output_tokens, 2_000, "request layer");
+    assert_eq!(stats.input_budget, 50_000 - 2_000 - 1_000);
+    assert_eq!(stats.trigger_tokens, 23_500);
+}
+
+#[test]
+fn an_unknown_model_gets_the_default_window_and_says_so() {
+    let (_dir, mut session) = session_with(conversation());
+    let stats = session
+        .prepare(&PrepareRequest::new("my-private-model", Target::OpenAiChat))
+        .unwrap()
+        .stats;
+    assert_eq!(stats.model_source, ModelSource::Unknown);
+    assert_eq!(stats.budget.context_window, 200_000);
+}
+
+#[test]
+fn compaction_is_due_past_the_trigger() {
+    let long = "word ".repeat(3_500);
+    let (_dir, mut session) = session_with(vec![Event::user(long)]);
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(5_000);
+    request.budget.max_output_tokens = Some(1_000);
+    request.budget.safety_margin = Some(0);
+    let stats = session.prepare(&request).unwrap().stats;
+    assert_eq!(stats.trigger_tokens, 3_200);
+    assert!(stats.context_tokens > 3_500 && stats.compaction_due && !stats.over_budget);
+}

@@ -1,0 +1,74 @@
+//! Exact counts: agentmem's BPE counts against tiktoken's reference
+//! implementation (tiktoken-rs, OpenAI's rank files) on awkward text.
+
+use std::sync::LazyLock;
+
+use agentmem::tokens::Encoding;
+
+const AWKWARD: &[&str] = &[
+    "",
+    " ",
+    "Hello, world!",
+    "  leading and trailing spaces   ",
+    "tabs\tand\r\nCRLF\r\nline endings\n\n\n",
+    "I'm sure they've said we'll do it, isn't it? DON'T SHOUT",
+    "naïve café — résumé, Übergrößenträger, ça va?",
+    "日本語のテキストと中文混合, 한국어도 있어요",
+    "emoji 👩‍💻🚀🔥 and flags 🇫🇷🇯🇵 and skin tones 👍🏽",
+    "numbers 1234567890 3.14159 1e-9 0xDEADBEEF 1,000,000",
+    "<|endoftext|> <|im_start|>user\nhello<|im_end|> <|fim_prefix|>",
+    "fn main() {\n    let x: Vec<u8> = vec![0; 1024];\n    println!(\"{x:?}\");\n}\n",
+    "{\"role\":\"tool\",\"tool_call_id\":\"call_abc123\",\"content\":\"ok\"}",
+    "https://example.com/a/b?c=d&e=f#frag   /home/dev/proj/src/lib.rs:42:7",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "                                                                                                    x",
+    "\u{0}\u{1}\u{7f} control \u{200b}zero width\u{feff}",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math 𝟙𝟚𝟛 and combining e\u{301}\u{302}",
+];
+
+static O200K: LazyLock<tiktoken_rs::CoreBPE> = LazyLock::new(|| tiktoken_rs::o200k_base().unwrap());
+static CL100K: LazyLock<tiktoken_rs::CoreBPE> =
+    LazyLock::new(|| tiktoken_rs::cl100k_base().unwrap());
+
+fn assert_exact(text: &str) {
+    let (o200k, cl100k) = (&*O200K, &*CL100K);
+    assert_eq!(
+        Encoding::O200kBase.tokenizer().count(text),
+        o200k.encode_ordinary(text).len(),
+        "o200k_base on {text:?}"
+    );
+    assert_eq!(
+        Encoding::Cl100kBase.tokenizer().count(text),
+        cl100k.encode_ordinary(text).len(),
+        "cl100k_base on {text:?}"
+    );
+}
+
+#[test]
+fn counts_match_tiktoken_on_awkward_text() {
+    for text in AWKWARD {
+        assert_exact(text);
+    }
+    assert_exact(&AWKWARD.join("\n"));
+}
+
+#[test]
+fn counts_match_tiktoken_on_every_fixture() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert_exact(&text);
+        for line in text.lines() {
+            assert_exact(line);
+        }
+    }
+}
+
+#[test]
+fn the_approximation_is_a_quarter_of_the_characters() {
+    let tokenizer = Encoding::Approximate.tokenizer();
+    assert_eq!(tokenizer.count(""), 0);
+    assert_eq!(tokenizer.count("abcd"), 1);
+    assert_eq!(tokenizer.count("abcde"), 2);
+    assert_eq!(tokenizer.count("日本語のテ"), 2, "characters, not bytes");
+}
