@@ -177,4 +177,17 @@ pub struct BenchArgs {
     /// Transcript files whose import speed is measured.
     #[arg(long = "import")]
     pub import: Vec<PathBuf>,
+    /// A text file whose lines are counted in o200k_base and cl100k_base (MB/s).
+    #[arg(long)]
+    pub tokens: Option<PathBuf>,
+    /// A workload from `../shared/bench/workload.py`, replayed turn by turn:
+    /// ingest the turn, then prepare the next call (per-turn cost).
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    /// The model the workload's calls are prepared for.
+    #[arg(long, default_value = "gpt-4.1")]
+    pub model: String,
+    /// Skip the storage benchmarks (append, open, import).
+    #[arg(long)]
+    pub skip_storage: bool,
 }

@@ -12,6 +12,7 @@ use agentmem::event::Event;
 use agentmem::id::AgentId;
 use agentmem::import;
 use agentmem::store::Store;
+use agentmem::tokens::Encoding;
 use agentmem::Durability;
 use serde_json::json;
 
@@ -24,16 +25,24 @@ const EVENTS_PER_TURN: usize = 6;
 pub fn run(args: &BenchArgs, json_output: bool) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let mut rows = Vec::new();
-    for (durability, events) in [
-        (Durability::Os, args.events),
-        (Durability::Batch, args.events),
-        (Durability::Always, (args.events / 10).max(EVENTS_PER_TURN)),
-    ] {
-        rows.push(bench_append(dir.path(), durability, events)?);
+    if !args.skip_storage {
+        for (durability, events) in [
+            (Durability::Os, args.events),
+            (Durability::Batch, args.events),
+            (Durability::Always, (args.events / 10).max(EVENTS_PER_TURN)),
+        ] {
+            rows.push(bench_append(dir.path(), durability, events)?);
+        }
+        rows.extend(bench_open(dir.path(), args.open_events)?);
+        for path in &args.import {
+            rows.push(bench_import(dir.path(), path)?);
+        }
     }
-    rows.extend(bench_open(dir.path(), args.open_events)?);
-    for path in &args.import {
-        rows.push(bench_import(dir.path(), path)?);
+    if let Some(path) = &args.tokens {
+        rows.extend(bench_tokens(path)?);
+    }
+    if let Some(path) = &args.workload {
+        rows.extend(super::bench_workload::run(dir.path(), path, &args.model)?);
     }
     if json_output {
         return print_json(&rows);
@@ -129,7 +138,29 @@ fn bench_import(root: &Path, path: &Path) -> anyhow::Result<serde_json::Value> {
     }))
 }
 
-fn mb(bytes: usize) -> f64 {
+/// Counts every line of `path` (one line standing for one event's text).
+fn bench_tokens(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(path)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rows = Vec::new();
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let tokenizer = encoding.tokenizer();
+        tokenizer.count("warm up: load the tables");
+        let started = Instant::now();
+        let tokens: usize = lines.iter().map(|line| tokenizer.count(line)).sum();
+        let seconds = started.elapsed().as_secs_f64();
+        rows.push(json!({
+            "bench": format!("count {}", encoding.name()),
+            "figure": format!("{:.1} MB/s", mb(text.len()) / seconds),
+            "detail": format!("{tokens} tokens in {} lines, {:.2} MB, {:.0} ms", lines.len(), mb(text.len()), seconds * 1e3),
+            "mb_per_second": mb(text.len()) / seconds,
+            "tokens": tokens,
+        }));
+    }
+    Ok(rows)
+}
+
+pub(super) fn mb(bytes: usize) -> f64 {
     bytes as f64 / 1e6
 }
 

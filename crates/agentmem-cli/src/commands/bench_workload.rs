@@ -1,0 +1,96 @@
+//! The shared workload, replayed as an agent loop would: each turn's events
+//! are ingested into a durable session, then the next model call is prepared.
+//! Only the engine's work is timed, not reading the workload file.
+
+use std::path::Path;
+use std::time::Instant;
+
+use agentmem::event::Event;
+use agentmem::id::AgentId;
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::Target;
+use agentmem::store::Store;
+use agentmem::Durability;
+use serde_json::json;
+
+/// Turns averaged at each end of the run to show whether cost grows.
+const WINDOW_TURNS: usize = 100;
+
+pub fn run(root: &Path, workload: &Path, model: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    let turns = read_turns(workload)?;
+    let store = Store::open(root.join("workload"), Durability::Batch)?;
+    let mut session = store.create_session(&AgentId::default(), None)?;
+    let request = PrepareRequest::new(model, Target::for_model(model));
+    let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
+    for turn in turns {
+        let started = Instant::now();
+        session.ingest(turn)?;
+        let ingested = Instant::now();
+        let prepared = session.prepare(&request)?;
+        ingest_us.push((ingested - started).as_secs_f64() * 1e6);
+        prepare_us.push(ingested.elapsed().as_secs_f64() * 1e6);
+        stats_tokens.push(prepared.stats.context_tokens);
+    }
+    let total: Vec<f64> = ingest_us
+        .iter()
+        .zip(&prepare_us)
+        .map(|(a, b)| a + b)
+        .collect();
+    let mut rows = vec![
+        summary("workload ingest", &ingest_us),
+        summary("workload prepare", &prepare_us),
+        summary("workload ingest + prepare", &total),
+    ];
+    for at in [200, 2_000] {
+        if let Some(us) = total.get(at - 1) {
+            rows.push(json!({
+                "bench": format!("workload turn {at}"),
+                "figure": format!("{us:.0} µs"),
+                "detail": format!("context {} tokens", stats_tokens[at - 1]),
+            }));
+        }
+    }
+    Ok(rows)
+}
+
+fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
+    let mut sorted = per_turn_us.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let percentile = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    let window = WINDOW_TURNS.min(per_turn_us.len());
+    let first = mean(&per_turn_us[..window]);
+    let last = mean(&per_turn_us[per_turn_us.len() - window..]);
+    json!({
+        "bench": name,
+        "figure": format!("p50 {:.0} µs/turn", percentile(0.5)),
+        "detail": format!(
+            "p99 {:.0} µs, first {window} turns {first:.0} µs, last {window} {last:.0} µs (×{:.2}), {} turns, total {:.2} s",
+            percentile(0.99),
+            last / first.max(f64::MIN_POSITIVE),
+            per_turn_us.len(),
+            per_turn_us.iter().sum::<f64>() / 1e6
+        ),
+        "p50_us": percentile(0.5),
+        "p99_us": percentile(0.99),
+        "first_window_mean_us": first,
+        "last_window_mean_us": last,
+    })
+}
+
+/// The workload's events grouped by their `turn` field, in order.
+fn read_turns(path: &Path) -> anyhow::Result<Vec<Vec<Event>>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut turns: Vec<Vec<Event>> = Vec::new();
+    let mut current = None;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let event: Event = serde_json::from_str(line)?;
+        let turn = event.extra.get("turn").cloned();
+        if turn != current || turns.is_empty() {
+            turns.push(Vec::new());
+            current = turn;
+        }
+        turns.last_mut().expect("just pushed").push(event);
+    }
+    Ok(turns)
+}
