@@ -19,6 +19,7 @@
 //! ```
 
 pub mod config;
+pub mod context;
 pub mod error;
 pub mod event;
 pub mod export;
@@ -29,6 +30,7 @@ pub mod prepare;
 pub mod render;
 pub mod session;
 pub mod store;
+pub mod summarize;
 pub mod tokens;
 pub mod tool_interaction;
 pub mod transcript;

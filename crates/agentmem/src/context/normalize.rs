@@ -1,0 +1,1 @@
+//! Pair integrity (in progress).

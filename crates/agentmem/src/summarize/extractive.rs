@@ -1,0 +1,1 @@
+//! Extractive summarizer (in progress).

@@ -1,0 +1,1 @@
+//! Fidelity check (in progress).
