@@ -104,8 +104,60 @@ pub enum Command {
         /// Model names to look up; all known models when omitted.
         names: Vec<String>,
     },
+    /// Compact a session now: summary, facts and archive, with a report.
+    Compact {
+        id: String,
+        /// What the summary should favour.
+        #[arg(long)]
+        focus: Option<String>,
+        /// Re-derive the working context from the raw log (archive included), e.g. after a model switch.
+        #[arg(long)]
+        from_raw: bool,
+        /// Completed turns kept verbatim (default 4).
+        #[arg(long)]
+        keep_turns: Option<usize>,
+    },
+    /// Page through a tool output that was evicted to a file.
+    Evicted {
+        id: String,
+        call_id: String,
+        /// First line to print (0-based).
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Lines to print.
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+    },
+    /// Feed a transcript through the engine turn by turn, as an agent loop would.
+    Replay(ReplayArgs),
     /// Measure append throughput, session open time and import speed.
     Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The transcript (any importer format).
+    pub path: PathBuf,
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// The model the calls are prepared for.
+    #[arg(long, default_value = "gpt-4o")]
+    pub model: String,
+    /// openai-chat, openai-responses, anthropic or gemini; defaults to the model's provider.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// none, trim, summarize, placeholder or auto.
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// The input budget in tokens (defaults to the model's).
+    #[arg(long)]
+    pub budget: Option<u64>,
+    /// Keep the replayed session in the store under this id.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Draw context tokens per turn, with the budget, trigger and compactions, as SVG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
 }
 
 /// Which model, which API, and request-level budget settings.

@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod output;
+mod plot;
 
 use std::process::ExitCode;
 

@@ -11,6 +11,12 @@
 //! safety_margin = 13000
 //! trigger_ratio = 0.8
 //!
+//! [context]               # also per agent and per session, like [budget]
+//! strategy = "auto"       # none | trim | summarize | placeholder | auto
+//! keep_tool_results = 5
+//! raw_tail_turns = 4
+//! protected_tools = ["manage_todo_list"]
+//!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
 //! context_window = 32768
@@ -22,6 +28,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelOverride;
@@ -77,6 +84,8 @@ pub struct Config {
     pub storage: StorageConfig,
     #[serde(default)]
     pub budget: BudgetSettings,
+    #[serde(default)]
+    pub context: ContextSettingsLayer,
     #[serde(default)]
     pub models: Vec<ModelOverride>,
 }

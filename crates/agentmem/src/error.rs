@@ -61,6 +61,17 @@ pub enum Error {
     #[error("invalid configuration in {path}: {message}")]
     Config { path: String, message: String },
 
+    #[error("the summarizer failed ({failures} in a row): {message}; history is untouched, and after 3 failures compaction falls back to trimming")]
+    Summarizer { message: String, failures: u32 },
+
+    #[error(
+        "not a context-overflow error ({message}); only overflows are recovered by compaction"
+    )]
+    NotAnOverflow { message: String },
+
+    #[error("the context still overflows after {attempts} recovery attempts: {message}; shorten the latest request or raise the model's context window")]
+    OverflowUnrecoverable { attempts: u32, message: String },
+
     #[error("{action} {}: {source}", path.display())]
     Io {
         action: &'static str,
@@ -68,6 +79,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    #[error("no evicted output for tool call {call_id:?} in this session: it was never evicted, or it belongs to another session; `agentmem tools <SESSION>` lists the session's tool calls")]
+    EvictedNotFound { call_id: String },
 }
 
 /// Attaches the action and the path to an I/O error, so the message says

@@ -131,6 +131,47 @@ pub fn placement(event: &Event) -> Placement {
     }
 }
 
+/// The role of the message `event` belongs to (as [`placement`] places it,
+/// without building the part).
+pub fn role_of(event: &Event) -> Role {
+    match event.trace_type {
+        TraceType::System => Role::System,
+        TraceType::User | TraceType::Summary | TraceType::TurnAborted => Role::User,
+        TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => Role::Assistant,
+        TraceType::ToolResult => Role::Tool,
+    }
+}
+
+/// Whether `event` may join the message before it (as [`placement`] says).
+fn joins_previous(event: &Event) -> bool {
+    match event.trace_type {
+        TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => true,
+        TraceType::System
+        | TraceType::User
+        | TraceType::Summary
+        | TraceType::TurnAborted
+        | TraceType::ToolResult => false,
+    }
+}
+
+/// Whether `event` starts a new message after `previous` (the last event in
+/// the model's view before it), by the same rule as [`push_event`].
+pub fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
+    !joins_previous(event) || previous.is_none_or(|p| role_of(p) != role_of(event))
+}
+
+/// The parts `event` adds to its message: its own part, then its images.
+pub fn parts_of(event: &Event) -> Vec<Part> {
+    let own = match placement(event) {
+        Placement::Join(_, part) | Placement::Alone(_, part) => part,
+    };
+    let images = event
+        .media
+        .iter()
+        .flat_map(|m| m.images.iter().cloned().map(Part::Image));
+    std::iter::once(own).chain(images).collect()
+}
+
 /// Adds `event` to `messages`; returns whether it started a new message.
 /// Events outside the model's view (a subagent's own) add nothing.
 ///

@@ -6,13 +6,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::context::strategy::ContextSettingsLayer;
+use crate::context::tiers::Action;
 use crate::message::{Message, Role};
 use crate::render::{render, RenderRequest, Target, ToolSchema};
 use crate::tokens::budget::{Budget, BudgetSettings};
 use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
 use crate::tokens::registry::{ModelInfo, ModelSource};
-use crate::tokens::{count_tool_schemas, Encoding};
-use crate::transcript::{Transcript, UsageAnchor};
+use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
+use crate::transcript::{measure, messages_of, ViewItem};
 
 /// What to prepare a call for.
 #[derive(Debug, Clone)]
@@ -26,6 +28,8 @@ pub struct PrepareRequest {
     pub tools: Vec<ToolSchema>,
     /// Budget settings for this request only (the top layer).
     pub budget: BudgetSettings,
+    /// Strategy and pipeline settings for this request only (the top layer).
+    pub context: ContextSettingsLayer,
 }
 
 impl PrepareRequest {
@@ -37,6 +41,7 @@ impl PrepareRequest {
             system: None,
             tools: Vec::new(),
             budget: BudgetSettings::default(),
+            context: ContextSettingsLayer::default(),
         }
     }
 }
@@ -61,6 +66,19 @@ pub struct Sections {
 }
 
 impl Sections {
+    /// These sections with `other` added.
+    pub fn plus(self, other: Sections) -> Sections {
+        Sections {
+            system: self.system.saturating_add(other.system),
+            memory: self.memory.saturating_add(other.memory),
+            tool_schemas: self.tool_schemas.saturating_add(other.tool_schemas),
+            history: self.history.saturating_add(other.history),
+            tool_outputs: self.tool_outputs.saturating_add(other.tool_outputs),
+            reasoning: self.reasoning.saturating_add(other.reasoning),
+            reply: self.reply.saturating_add(other.reply),
+        }
+    }
+
     /// Every section added up.
     pub fn total(&self) -> u64 {
         [
@@ -108,6 +126,10 @@ pub struct ContextStats {
     pub over_budget: bool,
     pub messages: usize,
     pub events: usize,
+    /// Tokens the pipeline's actions saved this time.
+    pub tokens_saved: u64,
+    /// What the pipeline did, in order.
+    pub actions: Vec<Action>,
 }
 
 /// A payload ready to send, with its stats.
@@ -117,76 +139,83 @@ pub struct Prepared {
     pub stats: ContextStats,
 }
 
-/// Renders `transcript` for `request` and measures it against the budget.
-///
-/// `anchor` is the last usage the provider reported for this model, if any:
-/// a measured figure that counting never overrides.
-pub fn prepare(
-    transcript: &Transcript,
-    model: &ModelInfo,
-    settings: BudgetSettings,
-    request: &PrepareRequest,
-    anchor: Option<&UsageAnchor>,
-    calibration: Option<Calibration>,
-) -> Prepared {
-    let budget = Budget::resolve(
-        model.context_window,
-        model.max_output_tokens,
-        request.budget.over(settings),
-    );
-    let tokenizer = transcript.encoding().tokenizer();
+/// The tokens a request adds around the view: system prompt, tool schemas
+/// and reply priming.
+pub fn request_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Sections {
     let tools_json: Vec<Value> = request.tools.iter().map(ToolSchema::to_json).collect();
-    let totals = transcript.totals();
-    let system_prompt = request.system.as_deref().map_or(0, |s| {
-        count_message(&Message::text(Role::System, s), tokenizer).total
-    });
+    Sections {
+        system: request.system.as_deref().map_or(0, |s| {
+            count_message(&Message::text(Role::System, s), tokenizer).total
+        }),
+        tool_schemas: count_tool_schemas(&tools_json, tokenizer),
+        reply: TOKENS_PER_REPLY,
+        ..Sections::default()
+    }
+}
+
+/// Renders the shaped view `items` for `request` and measures it.
+///
+/// `offset` is what the provider measured beyond the view (see
+/// `Session::prepare`); when there is one, the context size is the view plus
+/// that offset — a measured figure — else the count, corrected by the
+/// model's calibration where the tokenizer is not the provider's own.
+#[allow(clippy::too_many_arguments)]
+pub fn prepare(
+    items: &[ViewItem],
+    tokenizer: Tokenizer,
+    model: &ModelInfo,
+    budget: Budget,
+    request: &PrepareRequest,
+    offset: Option<u64>,
+    calibration: Option<Calibration>,
+    actions: Vec<Action>,
+) -> Prepared {
+    let view = measure(items, tokenizer);
     let reasoning = if request.target.sends_reasoning() {
-        totals.reasoning
+        view.reasoning
     } else {
         0
     };
     let sections = Sections {
-        system: system_prompt.saturating_add(totals.system),
-        memory: 0,
-        tool_schemas: count_tool_schemas(&tools_json, tokenizer),
-        history: totals
+        system: view.system,
+        history: view
             .total
-            .saturating_sub(totals.tool_output)
-            .saturating_sub(totals.reasoning)
-            .saturating_sub(totals.system),
-        tool_outputs: totals.tool_output,
+            .saturating_sub(view.tool_output)
+            .saturating_sub(view.reasoning)
+            .saturating_sub(view.system),
+        tool_outputs: view.tool_output,
         reasoning,
-        reply: TOKENS_PER_REPLY,
-    };
+        ..Sections::default()
+    }
+    .plus(request_overhead(request, tokenizer));
     let counted_tokens = sections.total();
-    let anchored_tokens = anchor.map(|a| {
-        a.reported_prompt_tokens
-            .saturating_add(totals.total.saturating_sub(a.transcript_tokens_before))
-    });
+    let anchored_tokens = offset.map(|o| o.saturating_add(view.total));
     let calibrated = match calibration {
-        Some(c) if !is_exact(transcript.encoding(), &request.model) => {
+        Some(c) if !is_exact(tokenizer.encoding(), &request.model) => {
             (counted_tokens as f64 * c.factor).round() as u64
         }
         Some(_) | None => counted_tokens,
     };
     let context_tokens = anchored_tokens.unwrap_or(calibrated);
+    let messages = messages_of(items);
     let payload = render(
         request.target,
         &RenderRequest {
             model: &request.model,
             system: request.system.as_deref(),
-            messages: transcript.messages(),
+            messages: &messages,
             tools: &request.tools,
             max_output_tokens: budget.max_output_tokens,
         },
     );
+    let tokens_saved = actions.iter().map(Action::tokens_saved).sum();
     Prepared {
         payload,
         stats: ContextStats {
             model: request.model.clone(),
             model_source: model.source,
             target: request.target.name().to_owned(),
-            encoding: transcript.encoding().name().to_owned(),
+            encoding: tokenizer.encoding().name().to_owned(),
             input_budget: budget.input_budget(),
             trigger_tokens: budget.trigger_tokens(),
             budget,
@@ -197,8 +226,10 @@ pub fn prepare(
             calibration,
             compaction_due: context_tokens >= budget.trigger_tokens(),
             over_budget: context_tokens > budget.input_budget(),
-            messages: transcript.messages().len(),
-            events: transcript.event_count(),
+            messages: messages.len(),
+            events: items.len(),
+            tokens_saved,
+            actions,
         },
     }
 }

@@ -1,13 +1,16 @@
-//! The transcript: a session's events as messages, with token counts kept
-//! up to date as events arrive.
+//! The transcript: the model's view of a session, event by event, with token
+//! counts kept current as events arrive.
 //!
-//! Every event is counted once, when it joins the transcript; totals are
-//! running sums. So keeping the transcript current costs what the new events
-//! cost, however long the session is.
+//! The view is the compaction snapshot's base events (if any) followed by
+//! the active log's events, each as the model sees it: tool outputs cut by
+//! the write-time guard, evicted outputs replaced by their preview. Every
+//! event is counted once, when it joins; totals are running sums, so keeping
+//! the transcript current costs what the new events cost.
 
+use crate::context::guard::{self, GuardPolicy};
 use crate::event::{Event, TraceType};
-use crate::message::{push_event, Message};
-use crate::tokens::count::{count_message, count_part, TokenCounts};
+use crate::message::{messages_from_events, parts_of, role_of, starts_message, Message};
+use crate::tokens::count::{count_part, role_name, TokenCounts, TOKENS_PER_MESSAGE};
 use crate::tokens::{Encoding, Tokenizer};
 
 /// A provider-reported prompt size, and where in the transcript it was measured.
@@ -17,46 +20,50 @@ pub struct UsageAnchor {
     pub reported_prompt_tokens: u64,
     /// The transcript's token total just before the response that reported it.
     pub transcript_tokens_before: u64,
-    /// The index of the event that carried the usage.
-    pub event_index: usize,
     /// The model that reported it, when known.
     pub model: Option<String>,
 }
 
-/// Messages and their token counts.
+/// One event as the model sees it, with the tokens of its parts (message
+/// framing is added by [`measure`], since it depends on the neighbours).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewItem {
+    pub event: Event,
+    pub tokens: TokenCounts,
+}
+
+/// The model's view and its token counts.
 #[derive(Debug, Clone)]
 pub struct Transcript {
     tokenizer: Tokenizer,
-    messages: Vec<Message>,
-    counts: Vec<TokenCounts>,
+    guard: GuardPolicy,
+    items: Vec<ViewItem>,
     total: TokenCounts,
-    events: usize,
     response_start_total: u64,
     anchor: Option<UsageAnchor>,
 }
 
 impl Transcript {
-    /// An empty transcript counting in `encoding`.
-    pub fn new(encoding: Encoding) -> Self {
+    /// An empty transcript counting in `encoding`, guarding tool outputs with `guard`.
+    pub fn new(encoding: Encoding, guard: GuardPolicy) -> Self {
         Transcript {
             tokenizer: encoding.tokenizer(),
-            messages: Vec::new(),
-            counts: Vec::new(),
+            guard,
+            items: Vec::new(),
             total: TokenCounts::default(),
-            events: 0,
             response_start_total: 0,
             anchor: None,
         }
     }
 
-    /// A transcript of `events`.
+    /// A transcript of `events` with the default guard.
     pub fn from_events(encoding: Encoding, events: &[Event]) -> Self {
-        let mut transcript = Self::new(encoding);
+        let mut transcript = Self::new(encoding, GuardPolicy::default());
         transcript.extend(events);
         transcript
     }
 
-    /// Adds events appended after the ones already in the transcript.
+    /// Adds events that come after the ones already in the view.
     pub fn extend(&mut self, events: &[Event]) {
         for event in events {
             self.push(event);
@@ -65,34 +72,19 @@ impl Transcript {
 
     fn push(&mut self, event: &Event) {
         if !event.is_in_model_view() {
-            self.events += 1;
             return;
         }
         let before = self.total.total;
-        let parts_before = self.messages.last().map_or(0, |m| m.parts.len());
-        let started = push_event(&mut self.messages, event);
-        let last = self
-            .messages
-            .last()
-            .expect("push_event adds or extends a message");
-        let added = if started {
-            self.counts.push(TokenCounts::default());
-            count_message(last, self.tokenizer)
-        } else {
-            let mut added = TokenCounts::default();
-            for part in &last.parts[parts_before..] {
-                added.add(count_part(part, self.tokenizer));
+        let viewed = model_view(event, &self.guard, self.tokenizer);
+        let starts = starts_message(self.items.last().map(|i| &i.event), &viewed);
+        let tokens = event_tokens(&viewed, self.tokenizer);
+        if starts {
+            self.total.add(message_framing(&viewed, self.tokenizer));
+            if is_model_output(event) {
+                self.response_start_total = before;
             }
-            added
-        };
-        if started && is_model_output(event) {
-            self.response_start_total = before;
         }
-        self.counts
-            .last_mut()
-            .expect("a count per message")
-            .add(added);
-        self.total.add(added);
+        self.total.add(tokens);
         if let Some(usage) = &event.usage {
             self.anchor = Some(UsageAnchor {
                 reported_prompt_tokens: usage.prompt_tokens,
@@ -101,31 +93,58 @@ impl Transcript {
                 } else {
                     before
                 },
-                event_index: self.events,
                 model: usage.model.clone(),
             });
         }
-        self.events += 1;
+        self.items.push(ViewItem {
+            event: viewed,
+            tokens,
+        });
     }
 
-    /// The messages, in order.
-    pub fn messages(&self) -> &[Message] {
-        &self.messages
+    /// Drops the usage anchor: usage reported before a compaction measured a
+    /// context that no longer exists.
+    pub fn forget_anchor(&mut self) {
+        self.anchor = None;
     }
 
-    /// Token counts per message, aligned with [`Transcript::messages`].
-    pub fn message_counts(&self) -> &[TokenCounts] {
-        &self.counts
+    /// Lets `shape` change the view in place (the pipeline's tiers do: their
+    /// effect lasts, so each prepare only handles what is new), then re-adds
+    /// the totals from the item counts — no text is counted again.
+    pub fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
+        let result = shape(&mut self.items);
+        self.total = measure(&self.items, self.tokenizer);
+        result
     }
 
-    /// The running totals.
+    /// The view, event by event.
+    pub fn items(&self) -> &[ViewItem] {
+        &self.items
+    }
+
+    /// The view as messages.
+    pub fn messages(&self) -> Vec<Message> {
+        messages_of(&self.items)
+    }
+
+    /// The running totals, message framing included.
     pub fn totals(&self) -> TokenCounts {
         self.total
     }
 
-    /// How many events the transcript has taken in.
-    pub fn event_count(&self) -> usize {
-        self.events
+    /// How many events are in the view.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The tokenizer counts are made with.
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.tokenizer
     }
 
     /// The encoding counts are in.
@@ -133,9 +152,89 @@ impl Transcript {
         self.tokenizer.encoding()
     }
 
+    /// The guard policy tool outputs are cut with.
+    pub fn guard(&self) -> &GuardPolicy {
+        &self.guard
+    }
+
     /// The latest provider-reported usage, if any event carried one.
     pub fn anchor(&self) -> Option<&UsageAnchor> {
         self.anchor.as_ref()
+    }
+}
+
+/// The view's messages.
+pub fn messages_of(items: &[ViewItem]) -> Vec<Message> {
+    let events: Vec<Event> = items.iter().map(|i| i.event.clone()).collect();
+    messages_from_events(&events)
+}
+
+/// The total of a view: each item's parts plus the framing of each message.
+/// No text is tokenized again: item counts are reused, only framing is added.
+pub fn measure(items: &[ViewItem], tokenizer: Tokenizer) -> TokenCounts {
+    let mut total = TokenCounts::default();
+    let mut previous: Option<&Event> = None;
+    for item in items {
+        if starts_message(previous, &item.event) {
+            total.add(message_framing(&item.event, tokenizer));
+        }
+        total.add(item.tokens);
+        previous = Some(&item.event);
+    }
+    total
+}
+
+/// The tokens of an event's parts.
+pub fn event_tokens(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
+    let mut tokens = TokenCounts::default();
+    for part in parts_of(event) {
+        tokens.add(count_part(&part, tokenizer));
+    }
+    tokens
+}
+
+/// What starting a message costs: the fixed overhead and the role.
+fn message_framing(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
+    let role = role_of(event);
+    let total = TOKENS_PER_MESSAGE + role_tokens(role, tokenizer.encoding());
+    TokenCounts {
+        total,
+        system: if role == crate::message::Role::System {
+            total
+        } else {
+            0
+        },
+        ..TokenCounts::default()
+    }
+}
+
+/// The tokens of a role's name: one in both BPE encodings (checked by a
+/// test), a quarter of the letters in the approximation. A constant, because
+/// framing is added on every measure.
+pub fn role_tokens(role: crate::message::Role, encoding: Encoding) -> u64 {
+    match encoding {
+        Encoding::O200kBase | Encoding::Cl100kBase => 1,
+        Encoding::Approximate => role_name(role).len().div_ceil(4) as u64,
+    }
+}
+
+/// The event as the model sees it: tool output cut by the guard, or the
+/// preview of an evicted output. Pure: the same event gives the same view.
+pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
+    if event.trace_type != TraceType::ToolResult {
+        return event.clone();
+    }
+    let call_id = event.tool_call_id.as_deref().unwrap_or_default();
+    let content = match &event.tool_result_ref {
+        Some(_) => Some(guard::eviction_preview(call_id, &event.content)),
+        None => guard::truncate_for_model(&event.content, policy, tokenizer),
+    };
+    match content {
+        Some(content) => Event {
+            content,
+            ..event.clone()
+        },
+        None => event.clone(),
     }
 }
 
@@ -149,5 +248,25 @@ fn is_model_output(event: &Event) -> bool {
         | TraceType::System
         | TraceType::Summary
         | TraceType::TurnAborted => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+
+    #[test]
+    fn role_token_constants_match_the_tokenizers() {
+        for encoding in Encoding::ALL {
+            for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
+                let counted = encoding.tokenizer().count(role_name(role)) as u64;
+                assert_eq!(
+                    role_tokens(role, encoding),
+                    counted,
+                    "{role:?} in {encoding}"
+                );
+            }
+        }
     }
 }

@@ -2,12 +2,15 @@
 
 mod bench;
 mod bench_workload;
+mod compact;
 mod context;
+mod evicted;
 mod export;
 mod import;
 mod ingest;
 mod models;
 mod prepare;
+pub mod replay;
 mod sessions;
 mod tokens;
 mod tools;
@@ -78,6 +81,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             tokens::run(&ctx, encoding.as_deref(), model.as_deref())
         }
         Command::Models { names } => models::run(&ctx, &names),
+        Command::Compact {
+            id,
+            focus,
+            from_raw,
+            keep_turns,
+        } => compact::run(&ctx, &id, focus, from_raw, keep_turns),
+        Command::Evicted {
+            id,
+            call_id,
+            offset,
+            limit,
+        } => evicted::run(&ctx, &id, &call_id, offset, limit),
+        Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }
 }

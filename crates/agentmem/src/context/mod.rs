@@ -1,7 +1,15 @@
 //! The context pipeline: what keeps the model's view inside its budget.
 //!
 //! - [`guard`]: write-time truncation and eviction of tool outputs;
-//! - [`normalize`]: tool call / result pair integrity, as pure passes.
+//! - [`normalize`]: tool call / result pair integrity, as pure passes;
+//! - [`strategy`]: the strategies and their settings;
+//! - [`tiers`]: view-level shrinking (budgeting, snip, microcompact, trim);
+//! - [`compact`]: what a compaction folds into a summary, and the snapshot base;
+//! - [`overflow`]: provider context-overflow errors, classified.
 
+pub mod compact;
 pub mod guard;
 pub mod normalize;
+pub mod overflow;
+pub mod strategy;
+pub mod tiers;

@@ -1,1 +1,878 @@
-//! Pair integrity (in progress).
+//! Tool call / result pair integrity: pure, idempotent passes over the
+//! model's view of a conversation, run before every prepare.
+//!
+//! Every provider API rejects a request whose tool calls and results do not
+//! pair up: Chat Completions wants one `role: tool` message per call right
+//! after the assistant message that made the calls; Anthropic wants every
+//! `tool_use` answered by a `tool_result` in the very next user message;
+//! Responses wants every `function_call_output` to follow its `function_call`;
+//! Gemini wants as many function responses as calls in the next content.
+//! Real transcripts break this: an agent is interrupted mid-call, a result
+//! arrives after the next user message, a resumed session replays a call, a
+//! window cut leaves a result whose call is gone. The passes here repair the
+//! view so that every API accepts it. They take and give back views
+//! (`Vec<Event>`), never touch the log, and each reports what it changed:
+//!
+//! 1. [`resolve_duplicate_call_ids`]: a call id used by more than one call
+//!    keeps its **first** call and the first result after that call; every
+//!    later call reusing the id is removed together with the other results of
+//!    the id. (Renaming the later call instead would keep more, but there is
+//!    no way to tell which result answered which call: the id is all that
+//!    links them. Duplicates come from replays and double-recorded
+//!    responses, where the later call is a copy.)
+//! 2. [`remove_orphan_results`]: a result whose call is not in the view
+//!    *before* it is removed. That includes a result that comes before its
+//!    call: at that position it answers nothing, and no API accepts it there
+//!    (the call is then answered by the next pass or made "aborted"). A second
+//!    result of an answered call is removed too: the first one stays.
+//! 3. [`move_results_after_their_calls`]: a result separated from its call's
+//!    response (by a user message, the next response, a system message, …) is
+//!    moved right after that response, behind the results already there.
+//!    Results keep the order they were given in; only the others move.
+//! 4. [`ensure_call_results_present`]: a call with no result gets a synthetic
+//!    "aborted" one (see [`aborted_result`]), placed right after its
+//!    response **after** the results already there (so the results of one
+//!    response stay together, as Chat Completions and Anthropic require), in
+//!    the order of the calls.
+//!
+//! A *response* is what [`crate::message::messages_from_events`] makes one
+//! assistant message of: a run of consecutive assistant, reasoning and tool
+//! call events. Its results are the tool results that directly follow it.
+//! Events outside the model's view ([`Event::is_in_model_view`], a
+//! subagent's own) are left where they are and never count as calls or
+//! results; they do not interrupt a response or its results either, since
+//! they are not rendered.
+//!
+//! Elsewhere in the pipeline, every removal removes the pair together:
+//! strategies and tiers call [`remove_pairs`].
+//!
+//! Each pass is O(n) in the number of events (hash maps and sets, no nested
+//! scans), and [`normalize_pairs`] runs them all.
+//!
+//! ```
+//! use agentmem::context::normalize::{normalize_pairs, pairs_are_intact};
+//! use agentmem::event::Event;
+//! let mut view = vec![
+//!     Event::user("read a and b").with_id("u1"),
+//!     Event::tool_call("c1", "read", serde_json::json!({"path": "a"})).with_id("e1"),
+//!     Event::tool_call("c2", "read", serde_json::json!({"path": "b"})).with_id("e2"),
+//!     Event::user("hurry up").with_id("u2"),
+//!     Event::tool_result("c1", "A").with_id("r1"),
+//! ];
+//! let reports = normalize_pairs(&mut view);
+//! let ids: Vec<&str> = view.iter().map(|e| e.id.as_str()).collect();
+//! assert_eq!(ids, ["u1", "e1", "e2", "r1", "synthetic-aborted-c2", "u2"]);
+//! assert_eq!(reports.len(), 2); // one result moved, one synthetic result added
+//! assert!(pairs_are_intact(&view));
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+use crate::event::{Event, TraceType};
+
+/// The tag of the events these passes make.
+pub const SYNTHETIC_TAG: &str = "synthetic";
+
+/// The `source_event` of the events these passes make.
+pub const SYNTHETIC_SOURCE: &str = "engine:normalize";
+
+/// The content of a synthetic result for a call that never returned.
+pub const ABORTED_CONTENT: &str =
+    "aborted: the tool call was interrupted before it returned a result";
+
+/// The `tool_error` of a synthetic result for a call that never returned.
+pub const ABORTED_ERROR: &str = "aborted";
+
+/// What one pass changed: ids of the events it added, removed and moved, in
+/// the order it met them (events in a session's view always carry an id).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PassReport {
+    /// The pass's name, e.g. `remove_orphan_results`.
+    pub pass: &'static str,
+    /// Events the pass made (synthetic results).
+    pub added: Vec<String>,
+    /// Events the pass took out of the view.
+    pub removed: Vec<String>,
+    /// Events the pass put somewhere else in the view.
+    pub moved: Vec<String>,
+}
+
+impl PassReport {
+    /// An empty report of `pass`.
+    pub fn new(pass: &'static str) -> Self {
+        PassReport {
+            pass,
+            ..PassReport::default()
+        }
+    }
+
+    /// Whether the pass changed anything.
+    pub fn changed(&self) -> bool {
+        !(self.added.is_empty() && self.removed.is_empty() && self.moved.is_empty())
+    }
+}
+
+/// A pair-integrity pass: repairs the view in place and reports what it did.
+pub type Pass = fn(&mut Vec<Event>) -> PassReport;
+
+/// The passes [`normalize_pairs`] runs, in order: each one relies on the
+/// ones before it (a moved result must have a unique call before it; a
+/// call is "missing" its result only once results sit where they belong).
+pub const PAIR_INTEGRITY_PASSES: &[Pass] = &[
+    resolve_duplicate_call_ids,
+    remove_orphan_results,
+    move_results_after_their_calls,
+    ensure_call_results_present,
+];
+
+/// Runs [`PAIR_INTEGRITY_PASSES`] over `events`; returns the reports of the
+/// passes that changed something (none when the pairs were already intact).
+///
+/// Afterwards [`pairs_are_intact`] holds, and running it again changes nothing.
+pub fn normalize_pairs(events: &mut Vec<Event>) -> Vec<PassReport> {
+    PAIR_INTEGRITY_PASSES
+        .iter()
+        .map(|pass| pass(events))
+        .filter(PassReport::changed)
+        .collect()
+}
+
+/// What an event is to pairing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Assistant text or reasoning: part of a model response.
+    ResponsePart,
+    /// A tool call: part of a model response.
+    Call,
+    /// A tool result.
+    Result,
+    /// Anything else in view (user, system, summary, turn-aborted marker):
+    /// it ends a response and its results.
+    Other,
+    /// Outside the model's view: ignored.
+    Outside,
+}
+
+fn role(event: &Event) -> Role {
+    if !event.is_in_model_view() {
+        return Role::Outside;
+    }
+    match event.trace_type {
+        TraceType::Assistant | TraceType::Reasoning => Role::ResponsePart,
+        TraceType::ToolCall => Role::Call,
+        TraceType::ToolResult => Role::Result,
+        TraceType::User | TraceType::System | TraceType::Summary | TraceType::TurnAborted => {
+            Role::Other
+        }
+    }
+}
+
+/// The call id of a call or result; a missing one counts as `""`.
+fn call_id(event: &Event) -> &str {
+    event.tool_call_id.as_deref().unwrap_or("")
+}
+
+/// "No response".
+const NONE: usize = usize::MAX;
+
+/// Where the responses of a view are.
+struct Layout {
+    /// For each response: the index of its last in-view event or, when tool
+    /// results directly follow it, of the last of those. New results for
+    /// the response go right after it.
+    ends: Vec<usize>,
+    /// For each event: the response it is part of (calls, text, reasoning)
+    /// or whose results it directly follows (results), else [`NONE`].
+    response_of: Vec<usize>,
+}
+
+impl Layout {
+    fn of(events: &[Event]) -> Layout {
+        let mut ends = Vec::new();
+        let mut response_of = vec![NONE; events.len()];
+        let mut current = NONE;
+        let mut in_results = false;
+        for (index, event) in events.iter().enumerate() {
+            match role(event) {
+                Role::Outside => continue,
+                Role::ResponsePart | Role::Call => {
+                    if current == NONE || in_results {
+                        ends.push(index);
+                        current = ends.len() - 1;
+                        in_results = false;
+                    }
+                    ends[current] = index;
+                }
+                Role::Result => {
+                    if current == NONE {
+                        continue;
+                    }
+                    in_results = true;
+                    ends[current] = index;
+                }
+                Role::Other => {
+                    current = NONE;
+                    in_results = false;
+                    continue;
+                }
+            }
+            response_of[index] = current;
+        }
+        Layout { ends, response_of }
+    }
+}
+
+/// Keeps the events whose `remove` flag is false; returns the removed ones' ids.
+fn remove_flagged(events: &mut Vec<Event>, remove: &[bool]) -> Vec<String> {
+    let mut removed = Vec::new();
+    let mut index = 0;
+    events.retain(|event| {
+        let gone = remove[index];
+        index += 1;
+        if gone {
+            removed.push(event.id.clone());
+        }
+        !gone
+    });
+    removed
+}
+
+/// A call id used by more than one call keeps its first call and the first
+/// result after that call; later calls with the id are removed, and so are
+/// the id's other results after the first call (each later call goes
+/// together with its result). Results before the first call are left to
+/// [`remove_orphan_results`].
+pub fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
+    let mut report = PassReport::new("resolve_duplicate_call_ids");
+    let mut calls: HashMap<&str, u32> = HashMap::new();
+    for event in events.iter() {
+        if role(event) == Role::Call {
+            *calls.entry(call_id(event)).or_default() += 1;
+        }
+    }
+    if calls.values().all(|&count| count < 2) {
+        return report;
+    }
+    let mut remove = vec![false; events.len()];
+    let mut first_call_seen: HashSet<&str> = HashSet::new();
+    let mut first_result_seen: HashSet<&str> = HashSet::new();
+    for (index, event) in events.iter().enumerate() {
+        let id = call_id(event);
+        let duplicated = || calls.get(id).is_some_and(|&count| count > 1);
+        match role(event) {
+            Role::Call if duplicated() => remove[index] = !first_call_seen.insert(id),
+            Role::Result if duplicated() && first_call_seen.contains(id) => {
+                remove[index] = !first_result_seen.insert(id);
+            }
+            Role::Call | Role::Result | Role::ResponsePart | Role::Other | Role::Outside => {}
+        }
+    }
+    report.removed = remove_flagged(events, &remove);
+    report
+}
+
+/// Removes every result that answers no call before it in the view: a result
+/// whose call is gone, a result that comes before its call (at that position
+/// it answers nothing), and a second result of a call already answered.
+pub fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
+    let mut report = PassReport::new("remove_orphan_results");
+    let mut remove = vec![false; events.len()];
+    let mut any = false;
+    let mut called: HashSet<&str> = HashSet::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    for (index, event) in events.iter().enumerate() {
+        match role(event) {
+            Role::Call => {
+                called.insert(call_id(event));
+            }
+            Role::Result => {
+                let id = call_id(event);
+                if !called.contains(id) || !answered.insert(id) {
+                    remove[index] = true;
+                    any = true;
+                }
+            }
+            Role::ResponsePart | Role::Other | Role::Outside => {}
+        }
+    }
+    if any {
+        report.removed = remove_flagged(events, &remove);
+    }
+    report
+}
+
+/// Moves every result that does not directly follow its call's response
+/// (only results of that response in between) to right after that
+/// response's results, keeping the order results were given in. A result
+/// whose call is not before it is left where it is (see
+/// [`remove_orphan_results`]); with duplicate call ids the first call counts.
+pub fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassReport {
+    let mut report = PassReport::new("move_results_after_their_calls");
+    let layout = Layout::of(events);
+    let mut call_response: HashMap<&str, usize> = HashMap::new();
+    // Results to move, by the response they go to.
+    let mut arriving: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut leaving = vec![false; events.len()];
+    for (index, event) in events.iter().enumerate() {
+        match role(event) {
+            Role::Call => {
+                call_response
+                    .entry(call_id(event))
+                    .or_insert(layout.response_of[index]);
+            }
+            Role::Result => {
+                let Some(&response) = call_response.get(call_id(event)) else {
+                    continue;
+                };
+                if layout.response_of[index] != response {
+                    leaving[index] = true;
+                    arriving.entry(response).or_default().push(index);
+                }
+            }
+            Role::ResponsePart | Role::Other | Role::Outside => {}
+        }
+    }
+    if arriving.is_empty() {
+        return report;
+    }
+    let mut arriving_after: HashMap<usize, Vec<usize>> = arriving
+        .into_iter()
+        .map(|(response, results)| (layout.ends[response], results))
+        .collect();
+    let mut order = Vec::with_capacity(events.len());
+    for (index, &leaves) in leaving.iter().enumerate() {
+        if !leaves {
+            order.push(index);
+        }
+        if let Some(results) = arriving_after.remove(&index) {
+            order.extend(results);
+        }
+    }
+    let mut slots: Vec<Option<Event>> = events.drain(..).map(Some).collect();
+    for index in order {
+        let event = slots[index].take().expect("each event is placed once");
+        if leaving[index] {
+            report.moved.push(event.id.clone());
+        }
+        events.push(event);
+    }
+    report
+}
+
+/// The id of the synthetic result [`ensure_call_results_present`] makes for
+/// `call_id`.
+pub fn synthetic_result_id(call_id: &str) -> String {
+    format!("synthetic-aborted-{call_id}")
+}
+
+/// The synthetic result that answers `call`, a call that never returned:
+/// an error result "aborted" with a deterministic id (see
+/// [`synthetic_result_id`]), the call's tool name, turn, time and sequence
+/// number, tagged [`SYNTHETIC_TAG`].
+pub fn aborted_result(call: &Event) -> Event {
+    let mut result = Event::new(TraceType::ToolResult, ABORTED_CONTENT)
+        .with_id(synthetic_result_id(call_id(call)))
+        .with_ts(call.ts)
+        .with_source(SYNTHETIC_SOURCE)
+        .with_tag(SYNTHETIC_TAG);
+    result.turn_id = call.turn_id.clone();
+    result.seq = call.seq;
+    result.tool_call_id = call.tool_call_id.clone();
+    result.tool_name = call.tool_name.clone();
+    result.tool_error = Some(ABORTED_ERROR.to_owned());
+    result
+}
+
+/// Gives every call that has no result after it a synthetic "aborted" result
+/// ([`aborted_result`]), placed right after its response, behind the results
+/// already there, in the order of the calls.
+pub fn ensure_call_results_present(events: &mut Vec<Event>) -> PassReport {
+    let mut report = PassReport::new("ensure_call_results_present");
+    let mut last_result: HashMap<&str, usize> = HashMap::new();
+    for (index, event) in events.iter().enumerate() {
+        if role(event) == Role::Result {
+            last_result.insert(call_id(event), index);
+        }
+    }
+    let layout = Layout::of(events);
+    // Synthetic results, by the index they go after.
+    let mut inserts: HashMap<usize, Vec<Event>> = HashMap::new();
+    let mut made: HashMap<&str, u32> = HashMap::new();
+    for (index, event) in events.iter().enumerate() {
+        if role(event) != Role::Call {
+            continue;
+        }
+        let id = call_id(event);
+        if last_result.get(id).is_some_and(|&at| at > index) {
+            continue;
+        }
+        let mut result = aborted_result(event);
+        let count = made.entry(id).or_default();
+        *count += 1;
+        if *count > 1 {
+            // Only with duplicate call ids (run resolve_duplicate_call_ids first).
+            result.id = format!("{}-{count}", result.id);
+        }
+        let after = layout.ends[layout.response_of[index]];
+        inserts.entry(after).or_default().push(result);
+    }
+    if inserts.is_empty() {
+        return report;
+    }
+    let old = std::mem::take(events);
+    events.reserve(old.len() + inserts.values().map(Vec::len).sum::<usize>());
+    for (index, event) in old.into_iter().enumerate() {
+        events.push(event);
+        if let Some(results) = inserts.remove(&index) {
+            report.added.extend(results.iter().map(|r| r.id.clone()));
+            events.extend(results);
+        }
+    }
+    report
+}
+
+/// Removes the calls with the given ids together with their results, so no
+/// removal anywhere leaves half a pair. Events outside the model's view are
+/// left alone.
+pub fn remove_pairs(events: &mut Vec<Event>, call_ids: &HashSet<String>) -> PassReport {
+    let mut report = PassReport::new("remove_pairs");
+    if call_ids.is_empty() {
+        return report;
+    }
+    let remove: Vec<bool> = events
+        .iter()
+        .map(|event| match role(event) {
+            Role::Call | Role::Result => call_ids.contains(call_id(event)),
+            Role::ResponsePart | Role::Other | Role::Outside => false,
+        })
+        .collect();
+    if remove.contains(&true) {
+        report.removed = remove_flagged(events, &remove);
+    }
+    report
+}
+
+/// Whether the pairs are intact: every call id is used by one call, every
+/// call has exactly one result, no result lacks its call, and each result
+/// follows its call's response directly (only results of the same response
+/// in between). Events outside the model's view are ignored.
+pub fn pairs_are_intact(events: &[Event]) -> bool {
+    let mut calls: HashSet<&str> = HashSet::new();
+    // Calls of the current response still waiting for their result.
+    let mut waiting: HashSet<&str> = HashSet::new();
+    let mut in_response = false;
+    let mut in_results = false;
+    for event in events {
+        match role(event) {
+            Role::Outside => {}
+            part @ (Role::ResponsePart | Role::Call) => {
+                if !in_response || in_results {
+                    if !waiting.is_empty() {
+                        return false;
+                    }
+                    in_response = true;
+                    in_results = false;
+                }
+                if part == Role::Call {
+                    let id = call_id(event);
+                    if !calls.insert(id) {
+                        return false;
+                    }
+                    waiting.insert(id);
+                }
+            }
+            Role::Result => {
+                if !in_response || !waiting.remove(call_id(event)) {
+                    return false;
+                }
+                in_results = true;
+            }
+            Role::Other => {
+                if !waiting.is_empty() {
+                    return false;
+                }
+                in_response = false;
+                in_results = false;
+            }
+        }
+    }
+    waiting.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(id: &str) -> Event {
+        Event::user(format!("user {id}")).with_id(id)
+    }
+
+    fn text(id: &str) -> Event {
+        Event::assistant(format!("assistant {id}")).with_id(id)
+    }
+
+    fn call(id: &str, call_id: &str) -> Event {
+        let mut call = Event::tool_call(call_id, "bash", json!({"cmd": "ls"})).with_id(id);
+        call.turn_id = "turn_0007".into();
+        call.ts = 12.5;
+        call.seq = 3;
+        call
+    }
+
+    fn result(id: &str, call_id: &str) -> Event {
+        Event::tool_result(call_id, format!("output {id}")).with_id(id)
+    }
+
+    fn sidechain(event: Event) -> Event {
+        event.with_tag(crate::event::SIDECHAIN_TAG)
+    }
+
+    fn ids(events: &[Event]) -> Vec<&str> {
+        events.iter().map(|e| e.id.as_str()).collect()
+    }
+
+    fn strings(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn intact_pairs_are_left_alone_by_every_pass() {
+        let original = vec![
+            user("u1"),
+            text("a1"),
+            call("e1", "c1"),
+            call("e2", "c2"),
+            result("r2", "c2"),
+            result("r1", "c1"),
+            text("a2"),
+        ];
+        assert!(pairs_are_intact(&original));
+        for pass in PAIR_INTEGRITY_PASSES {
+            let mut events = original.clone();
+            let report = pass(&mut events);
+            assert!(!report.changed(), "{report:?}");
+            assert_eq!(events, original);
+        }
+        let mut events = original.clone();
+        assert!(normalize_pairs(&mut events).is_empty());
+    }
+
+    #[test]
+    fn a_missing_result_is_made_aborted_after_the_results_already_there() {
+        let mut events = vec![
+            user("u1"),
+            text("a1"),
+            call("e1", "c1"),
+            call("e2", "c2"),
+            call("e3", "c3"),
+            result("r2", "c2"),
+            user("u2"),
+        ];
+        let report = ensure_call_results_present(&mut events);
+        assert_eq!(
+            ids(&events),
+            [
+                "u1",
+                "a1",
+                "e1",
+                "e2",
+                "e3",
+                "r2",
+                "synthetic-aborted-c1",
+                "synthetic-aborted-c3",
+                "u2"
+            ]
+        );
+        assert_eq!(
+            report.added,
+            strings(&["synthetic-aborted-c1", "synthetic-aborted-c3"])
+        );
+        let synthetic = &events[6];
+        assert_eq!(synthetic.trace_type, TraceType::ToolResult);
+        assert_eq!(synthetic.tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(synthetic.tool_name.as_deref(), Some("bash"));
+        assert_eq!(synthetic.tool_error.as_deref(), Some("aborted"));
+        assert_eq!(synthetic.content, ABORTED_CONTENT);
+        assert_eq!(synthetic.tags, ["synthetic"]);
+        assert_eq!(synthetic.source_event, "engine:normalize");
+        assert_eq!(synthetic.turn_id, "turn_0007");
+        assert_eq!((synthetic.ts, synthetic.seq), (12.5, 3));
+        assert!(pairs_are_intact(&events));
+        assert!(!ensure_call_results_present(&mut events).changed());
+    }
+
+    #[test]
+    fn a_call_at_the_very_end_is_answered_at_the_end() {
+        let mut events = vec![user("u1"), call("e1", "c1"), text("a1")];
+        ensure_call_results_present(&mut events);
+        assert_eq!(ids(&events), ["u1", "e1", "a1", "synthetic-aborted-c1"]);
+        assert!(pairs_are_intact(&events));
+    }
+
+    #[test]
+    fn a_result_without_a_call_is_removed() {
+        let mut events = vec![
+            user("u1"),
+            result("r0", "gone"),
+            call("e1", "c1"),
+            result("r1", "c1"),
+        ];
+        let report = remove_orphan_results(&mut events);
+        assert_eq!(report.removed, strings(&["r0"]));
+        assert_eq!(ids(&events), ["u1", "e1", "r1"]);
+        assert!(!remove_orphan_results(&mut events).changed());
+    }
+
+    #[test]
+    fn a_result_before_its_call_is_an_orphan_there() {
+        let mut events = vec![
+            user("u1"),
+            result("early", "c1"),
+            call("e1", "c1"),
+            user("u2"),
+        ];
+        let reports = normalize_pairs(&mut events);
+        let passes: Vec<&str> = reports.iter().map(|r| r.pass).collect();
+        assert_eq!(
+            passes,
+            ["remove_orphan_results", "ensure_call_results_present"]
+        );
+        assert_eq!(ids(&events), ["u1", "e1", "synthetic-aborted-c1", "u2"]);
+    }
+
+    #[test]
+    fn a_second_result_of_one_call_is_removed_and_the_first_kept() {
+        let mut events = vec![
+            call("e1", "c1"),
+            result("r1", "c1"),
+            result("r1-again", "c1"),
+            user("u1"),
+            result("r1-late", "c1"),
+        ];
+        let report = remove_orphan_results(&mut events);
+        assert_eq!(report.removed, strings(&["r1-again", "r1-late"]));
+        assert_eq!(ids(&events), ["e1", "r1", "u1"]);
+    }
+
+    #[test]
+    fn a_reused_call_id_keeps_the_first_call_and_its_first_result() {
+        let mut events = vec![
+            user("u1"),
+            call("e1", "c1"),
+            result("r1", "c1"),
+            user("u2"),
+            text("a2"),
+            call("e2", "c1"),
+            result("r2", "c1"),
+            user("u3"),
+        ];
+        let report = resolve_duplicate_call_ids(&mut events);
+        assert_eq!(report.removed, strings(&["e2", "r2"]));
+        assert_eq!(ids(&events), ["u1", "e1", "r1", "u2", "a2", "u3"]);
+        assert!(pairs_are_intact(&events));
+        assert!(!resolve_duplicate_call_ids(&mut events).changed());
+    }
+
+    #[test]
+    fn a_reused_call_id_whose_only_result_is_late_keeps_it_for_the_first_call() {
+        let mut events = vec![
+            call("e1", "c1"),
+            user("u1"),
+            call("e2", "c1"),
+            result("r", "c1"),
+            user("u2"),
+        ];
+        let reports = normalize_pairs(&mut events);
+        assert_eq!(reports[0].pass, "resolve_duplicate_call_ids");
+        assert_eq!(reports[0].removed, strings(&["e2"]));
+        assert_eq!(reports[1].pass, "move_results_after_their_calls");
+        assert_eq!(reports[1].moved, strings(&["r"]));
+        assert_eq!(ids(&events), ["e1", "r", "u1", "u2"]);
+    }
+
+    #[test]
+    fn a_result_after_the_next_user_message_is_moved_back() {
+        let mut events = vec![
+            user("u1"),
+            text("a1"),
+            call("e1", "c1"),
+            user("u2"),
+            result("r1", "c1"),
+            text("a2"),
+        ];
+        let report = move_results_after_their_calls(&mut events);
+        assert_eq!(report.moved, strings(&["r1"]));
+        assert_eq!(ids(&events), ["u1", "a1", "e1", "r1", "u2", "a2"]);
+        assert!(pairs_are_intact(&events));
+        assert!(!move_results_after_their_calls(&mut events).changed());
+    }
+
+    #[test]
+    fn a_result_after_the_next_response_is_moved_behind_the_results_already_there() {
+        let mut events = vec![
+            call("e1", "c1"),
+            call("e2", "c2"),
+            result("r2", "c2"),
+            text("a2"),
+            call("e3", "c3"),
+            result("r1", "c1"),
+            result("r3", "c3"),
+        ];
+        let report = move_results_after_their_calls(&mut events);
+        assert_eq!(report.moved, strings(&["r1"]));
+        assert_eq!(ids(&events), ["e1", "e2", "r2", "r1", "a2", "e3", "r3"]);
+        assert!(pairs_are_intact(&events));
+    }
+
+    #[test]
+    fn parallel_results_keep_their_order_and_only_become_adjacent() {
+        let mut events = vec![
+            user("u1"),
+            call("e1", "c1"),
+            call("e2", "c2"),
+            call("e3", "c3"),
+            result("r3", "c3"),
+            user("u2"),
+            result("r1", "c1"),
+            text("a2"),
+            result("r2", "c2"),
+        ];
+        let reports = normalize_pairs(&mut events);
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert_eq!(reports[0].moved, strings(&["r1", "r2"]));
+        assert_eq!(
+            ids(&events),
+            ["u1", "e1", "e2", "e3", "r3", "r1", "r2", "u2", "a2"]
+        );
+        assert!(pairs_are_intact(&events));
+    }
+
+    #[test]
+    fn sidechain_events_stay_where_they_are_and_do_not_count() {
+        let mut events = vec![
+            user("u1"),
+            call("e1", "task"),
+            sidechain(user("s1")),
+            sidechain(call("s2", "inner")),
+            sidechain(result("s3", "inner")),
+            sidechain(result("s4", "nobody")),
+            result("r1", "task"),
+            call("e2", "c2"),
+            sidechain(text("s5")),
+        ];
+        assert!(!pairs_are_intact(&events));
+        let reports = normalize_pairs(&mut events);
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert_eq!(
+            ids(&events),
+            [
+                "u1",
+                "e1",
+                "s1",
+                "s2",
+                "s3",
+                "s4",
+                "r1",
+                "e2",
+                "synthetic-aborted-c2",
+                "s5"
+            ]
+        );
+        assert!(pairs_are_intact(&events));
+    }
+
+    #[test]
+    fn normalize_reports_only_passes_that_changed_something_and_is_idempotent() {
+        let mut events = vec![
+            result("orphan", "x"),
+            user("u1"),
+            call("e1", "c1"),
+            call("e2", "c2"),
+            user("u2"),
+            result("r2", "c2"),
+            call("e3", "c2"),
+            result("r2b", "c2"),
+        ];
+        let reports = normalize_pairs(&mut events);
+        let passes: Vec<&str> = reports.iter().map(|r| r.pass).collect();
+        assert_eq!(
+            passes,
+            [
+                "resolve_duplicate_call_ids",
+                "remove_orphan_results",
+                "move_results_after_their_calls",
+                "ensure_call_results_present"
+            ]
+        );
+        assert_eq!(reports[0].removed, strings(&["e3", "r2b"]));
+        assert_eq!(
+            ids(&events),
+            ["u1", "e1", "e2", "r2", "synthetic-aborted-c1", "u2"]
+        );
+        let once = events.clone();
+        assert!(normalize_pairs(&mut events).is_empty());
+        assert_eq!(events, once);
+    }
+
+    #[test]
+    fn remove_pairs_takes_calls_and_results_together() {
+        let mut events = vec![
+            user("u1"),
+            call("e1", "c1"),
+            call("e2", "c2"),
+            result("r1", "c1"),
+            result("r2", "c2"),
+            sidechain(result("s1", "c1")),
+        ];
+        let report = remove_pairs(&mut events, &HashSet::from(["c1".to_owned()]));
+        assert_eq!(report.pass, "remove_pairs");
+        assert_eq!(report.removed, strings(&["e1", "r1"]));
+        assert_eq!(ids(&events), ["u1", "e2", "r2", "s1"]);
+        assert!(pairs_are_intact(&events));
+        assert!(!remove_pairs(&mut events, &HashSet::new()).changed());
+    }
+
+    #[test]
+    fn intactness_checks_each_rule() {
+        // Unanswered at the end.
+        assert!(!pairs_are_intact(&[call("e1", "c1")]));
+        // A result separated by a user message.
+        assert!(!pairs_are_intact(&[
+            call("e1", "c1"),
+            user("u"),
+            result("r1", "c1")
+        ]));
+        // A result of an earlier response after the next one.
+        assert!(!pairs_are_intact(&[
+            call("e1", "c1"),
+            result("r0", "c0"),
+            text("a"),
+            result("r1", "c1"),
+        ]));
+        // Two results, a reused id, a result before its call.
+        assert!(!pairs_are_intact(&[
+            call("e1", "c1"),
+            result("r1", "c1"),
+            result("r1", "c1")
+        ]));
+        assert!(!pairs_are_intact(&[
+            call("e1", "c1"),
+            result("r1", "c1"),
+            call("e2", "c1"),
+            result("r2", "c1"),
+        ]));
+        assert!(!pairs_are_intact(&[
+            result("r1", "c1"),
+            call("e1", "c1"),
+            result("r2", "c1")
+        ]));
+        // Sidechain events between a call and its result do not matter.
+        assert!(pairs_are_intact(&[
+            call("e1", "c1"),
+            sidechain(user("s")),
+            result("r1", "c1")
+        ]));
+        assert!(pairs_are_intact(&[]));
+    }
+}

@@ -251,6 +251,11 @@ impl AppendLog {
         Ok(())
     }
 
+    /// When appends are synced.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
     /// The size of the log in bytes.
     pub fn len(&self) -> u64 {
         self.len

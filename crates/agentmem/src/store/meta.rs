@@ -36,9 +36,12 @@ pub struct SessionMeta {
     pub title: Option<String>,
     pub created: f64,
     pub updated: f64,
-    /// Events in the log.
+    /// Events in the history: the active log plus the archive.
     #[serde(default)]
     pub events: usize,
+    /// Events moved to the archive by compactions.
+    #[serde(default)]
+    pub archived_events: usize,
     /// Turns (user messages) in the log.
     #[serde(default)]
     pub turns: usize,

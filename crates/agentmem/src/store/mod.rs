@@ -13,6 +13,7 @@ pub mod atomic;
 pub mod jsonl;
 pub mod lock;
 pub mod meta;
+pub mod snapshot;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::{Config, Durability, CONFIG_FILE};
+use crate::context::guard::GuardPolicy;
+use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event};
 use crate::id::{AgentId, SessionId};
@@ -96,14 +99,22 @@ impl Store {
             .join(agent.as_str())
             .join(CONFIG_FILE);
         let layers = [
-            Config::load_file(&session.dir.join(CONFIG_FILE))?.budget,
-            Config::load_file(&agent_file)?.budget,
-            self.config.budget,
+            Config::load_file(&session.dir.join(CONFIG_FILE))?,
+            Config::load_file(&agent_file)?,
+            self.config.clone(),
         ];
         Ok(ContextSettings {
             budget: layers
-                .into_iter()
-                .fold(BudgetSettings::default(), BudgetSettings::over),
+                .iter()
+                .fold(BudgetSettings::default(), |upper, layer| {
+                    upper.over(layer.budget)
+                }),
+            context: layers
+                .iter()
+                .fold(ContextSettingsLayer::default(), |upper, layer| {
+                    upper.over(layer.context.clone())
+                }),
+            guard: GuardPolicy::default(),
             registry: Arc::clone(&self.registry),
         })
     }

@@ -5,20 +5,34 @@
 //! id the session already has (so retries and re-imports are idempotent),
 //! assigns what the events left empty (id, ts, turn, seq), appends them to the
 //! durable log and only then adds them to the in-memory transcript.
+//!
+//! The model's view of a session is its compaction snapshot's base followed by
+//! the active log; [`Session::prepare`] (in `prepare.rs`) shapes that view for a
+//! model call, and [`Session::compact`] (in `compaction.rs`) folds old history
+//! into the snapshot, moving the raw events to the archive.
+
+mod compaction;
+mod prepare;
+
+pub use compaction::CompactOptions;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Durability;
+use crate::context::guard::{self, GuardPolicy};
+use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::id::{AgentId, SessionId};
-use crate::prepare::{prepare, CalibrationTable, PrepareRequest, Prepared};
+use crate::prepare::CalibrationTable;
 use crate::store::jsonl::{self, AppendLog, Recovery};
 use crate::store::lock::SessionLock;
 use crate::store::meta::{title_from, ImportRecord, SessionMeta};
+use crate::store::snapshot::Snapshot;
 use crate::store::SessionPaths;
+use crate::summarize::{ExtractiveSummarizer, Summarizer};
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 use crate::tokens::Encoding;
@@ -44,13 +58,42 @@ struct Writer {
     _lock: SessionLock,
 }
 
-/// What a session needs to prepare contexts: its layered budget settings and
-/// the model registry.
+/// What a session needs to prepare contexts: its layered settings and the
+/// model registry.
 #[derive(Debug, Clone)]
 pub struct ContextSettings {
     /// Session over agent over data-directory settings (a request adds the top layer).
     pub budget: BudgetSettings,
+    /// Strategy and pipeline settings, layered the same way.
+    pub context: ContextSettingsLayer,
+    /// How tool outputs are cut and evicted when they are written.
+    pub guard: GuardPolicy,
     pub registry: Arc<ModelRegistry>,
+}
+
+/// Runs on every compaction: before (with the reason) and after (with the report).
+pub type CompactionHook = Box<dyn FnMut(&crate::context::compact::CompactReport) + Send>;
+
+/// The summarizer and what compaction remembers between runs.
+struct Compactor {
+    summarizer: Box<dyn Summarizer + Send>,
+    consecutive_failures: u32,
+    /// After a compaction that freed nothing: no automatic one until the
+    /// context grows past this many tokens (no compaction loops).
+    blocked_below: Option<u64>,
+    after_hooks: Vec<CompactionHook>,
+    /// Ids the archive already holds, while a recompaction from the raw log runs.
+    already_archived: HashSet<String>,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor")
+            .field("summarizer", &self.summarizer.name())
+            .field("consecutive_failures", &self.consecutive_failures)
+            .field("blocked_below", &self.blocked_below)
+            .finish()
+    }
 }
 
 /// The last prepared context, so the usage reported for it can be paired with our count.
@@ -59,6 +102,9 @@ struct LastPrepare {
     model: String,
     counted_tokens: u64,
     events: usize,
+    /// Tokens the provider sees that the view does not hold (a measured offset).
+    offset_tokens: u64,
+    trigger_tokens: u64,
 }
 
 /// What one ingest call did.
@@ -68,6 +114,12 @@ pub struct IngestReport {
     pub appended: usize,
     /// Events skipped because the session already had their id.
     pub duplicates: usize,
+    /// Tool outputs written to `evicted/` (the model sees a preview).
+    pub evicted: usize,
+    /// The context passed the trigger of the last prepare with these events:
+    /// prepare again before the next model call. Checked after every
+    /// ingest, so a run of tool results cannot overflow unnoticed.
+    pub compaction_due: bool,
 }
 
 /// An open session.
@@ -85,9 +137,13 @@ pub struct Session {
     meta_dirty: bool,
     meta_written: Instant,
     settings: ContextSettings,
+    snapshot: Option<Snapshot>,
     transcript: Option<Transcript>,
     calibration: CalibrationTable,
     last_prepare: Option<LastPrepare>,
+    compactor: Compactor,
+    /// Overflow recoveries since the last successful model call.
+    overflow_attempts: u32,
 }
 
 impl Session {
@@ -114,6 +170,13 @@ impl Session {
         };
         let meta = SessionMeta::read(&paths.dir)
             .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id));
+        let snapshot = Snapshot::read(&paths.dir)?;
+        let events = match &snapshot {
+            Some(snapshot) => {
+                compaction::finish_interrupted(&paths, snapshot, events, writer.is_some())?
+            }
+            None => events,
+        };
         let mut calibration = CalibrationTable::default();
         events
             .iter()
@@ -121,6 +184,15 @@ impl Session {
             .for_each(|u| calibration.observe(u));
         let mut session = Session {
             settings,
+            snapshot,
+            compactor: Compactor {
+                summarizer: Box::new(ExtractiveSummarizer::default()),
+                consecutive_failures: 0,
+                blocked_below: None,
+                after_hooks: Vec::new(),
+                already_archived: HashSet::new(),
+            },
+            overflow_attempts: 0,
             transcript: None,
             calibration,
             last_prepare: None,
@@ -164,10 +236,45 @@ impl Session {
     }
 
     /// The whole raw history: archived events first, then the active log.
+    /// An event found twice (a compaction interrupted after archiving) is given once.
     pub fn full_history(&self) -> Result<Vec<Event>> {
         let mut history = jsonl::read_log(&self.paths.archive())?.events;
         history.extend_from_slice(&self.events);
+        let mut seen = HashSet::with_capacity(history.len());
+        history.retain(|e| seen.insert(e.id.clone()));
         Ok(history)
+    }
+
+    /// The compaction snapshot, if the session was ever compacted.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    /// The model's view before any shaping: the snapshot base, then the active log.
+    pub fn view_events(&self) -> Vec<Event> {
+        let base = self.snapshot.iter().flat_map(|s| s.base.iter());
+        base.chain(&self.events).cloned().collect()
+    }
+
+    /// Replaces the summarizer compaction uses (the extractive one by default).
+    pub fn set_summarizer(&mut self, summarizer: Box<dyn Summarizer + Send>) {
+        self.compactor.summarizer = summarizer;
+        self.compactor.consecutive_failures = 0;
+    }
+
+    /// Adds a hook that runs after every compaction with its report.
+    pub fn on_compaction(&mut self, hook: CompactionHook) {
+        self.compactor.after_hooks.push(hook);
+    }
+
+    /// Adds the ids of archived events to the ids the session knows, so a
+    /// re-import of a file whose start was compacted away adds nothing twice.
+    /// Reads the archive: call it before imports, not on every ingest.
+    pub fn learn_archived_ids(&mut self) -> Result<()> {
+        for event in jsonl::read_log(&self.paths.archive())?.events {
+            self.ids.insert(event.id);
+        }
+        Ok(())
     }
 
     /// Each tool call with its result and status.
@@ -227,6 +334,7 @@ impl Session {
             fresh.push(event);
         }
         self.pair_usage_with_last_prepare(&mut fresh);
+        report.evicted = self.evict_large_outputs(&mut fresh)?;
         let writer = self.writer.as_mut().expect("checked above");
         if let Err(failure) = writer.log.append(&fresh) {
             fresh.truncate(failure.written);
@@ -237,61 +345,8 @@ impl Session {
         report.appended = fresh.len();
         self.remember(fresh);
         self.maybe_refresh_meta()?;
+        report.compaction_due = self.compaction_due();
         Ok(report)
-    }
-
-    /// Renders the session for a model call and measures it against the budget.
-    ///
-    /// The transcript is counted once, on first use, in the model's encoding,
-    /// and kept current as events arrive; later calls cost what was added.
-    ///
-    /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
-    /// use agentmem::prepare::PrepareRequest;
-    /// use agentmem::render::Target;
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
-    /// let mut session = store.create_session(&Default::default(), None).unwrap();
-    /// session.ingest(vec![Event::user("What is 2 + 2?")]).unwrap();
-    /// let prepared = session.prepare(&PrepareRequest::new("gpt-4.1", Target::OpenAiChat)).unwrap();
-    /// assert_eq!(prepared.payload["messages"][0]["content"], "What is 2 + 2?");
-    /// assert!(!prepared.stats.compaction_due);
-    /// ```
-    pub fn prepare(&mut self, request: &PrepareRequest) -> Result<Prepared> {
-        request.budget.validate().map_err(|message| Error::Config {
-            path: "request".into(),
-            message,
-        })?;
-        let model = self.settings.registry.lookup(&request.model);
-        let calibration = self.calibration.get(&request.model);
-        let settings = self.settings.budget;
-        let registry = Arc::clone(&self.settings.registry);
-        let transcript = self.transcript_in(Encoding::for_model(&request.model));
-        // Usage another model reported measures another tokenizer: not an anchor here.
-        let anchor = transcript.anchor().filter(|a| {
-            a.model
-                .as_deref()
-                .is_none_or(|m| registry.lookup(m).model == model.model)
-        });
-        let prepared = prepare(transcript, &model, settings, request, anchor, calibration);
-        self.last_prepare = Some(LastPrepare {
-            model: request.model.clone(),
-            counted_tokens: prepared.stats.counted_tokens,
-            events: self.events.len(),
-        });
-        Ok(prepared)
-    }
-
-    /// The transcript counted in `encoding`, built on first use.
-    pub fn transcript_in(&mut self, encoding: Encoding) -> &Transcript {
-        let stale = self
-            .transcript
-            .as_ref()
-            .is_none_or(|t| t.encoding() != encoding);
-        if stale {
-            self.transcript = Some(Transcript::from_events(encoding, &self.events));
-        }
-        self.transcript.as_ref().expect("just built")
     }
 
     /// Per-model calibration factors learned so far.
@@ -314,6 +369,39 @@ impl Session {
                 usage.model.get_or_insert_with(|| last.model.clone());
             }
             self.last_prepare = None;
+        }
+    }
+
+    /// Writes tool outputs over the eviction threshold to `evicted/<call id>.txt`
+    /// and points their events at the file; the log keeps the full text too.
+    fn evict_large_outputs(&mut self, fresh: &mut [Event]) -> Result<usize> {
+        let mut evicted = 0;
+        for event in fresh
+            .iter_mut()
+            .filter(|e| e.trace_type == TraceType::ToolResult)
+        {
+            let call_id = event.tool_call_id.clone().unwrap_or_default();
+            if guard::should_evict(
+                &event.content,
+                &self.settings.guard,
+                Encoding::default().tokenizer(),
+            ) {
+                guard::write_evicted(&self.paths.evicted(), &call_id, &event.content)?;
+                event.tool_result_ref =
+                    Some(format!("{}/{call_id}.txt", crate::store::EVICTED_DIR));
+                evicted += 1;
+            }
+        }
+        Ok(evicted)
+    }
+
+    /// Whether the context now passes the trigger of the last prepare.
+    fn compaction_due(&self) -> bool {
+        match (&self.transcript, &self.last_prepare) {
+            (Some(transcript), Some(last)) => {
+                transcript.totals().total.saturating_add(last.offset_tokens) >= last.trigger_tokens
+            }
+            _ => false,
         }
     }
 
@@ -357,10 +445,13 @@ impl Session {
             .iter()
             .filter_map(|e| e.usage.as_ref())
             .for_each(|u| self.calibration.observe(u));
+        if events.iter().any(|e| e.usage.is_some()) {
+            self.overflow_attempts = 0; // a model call went through
+        }
         for event in &events {
             self.ids.insert(event.id.clone());
             if event.trace_type == TraceType::User {
-                self.meta.turns += 1;
+                self.meta.turns = self.meta.turns.max(self.turns.last_turn_number() as usize);
                 if self.meta.title.is_none() {
                     self.meta.title = Some(title_from(&event.content));
                     self.meta_written = Instant::now() - META_REFRESH_INTERVAL;
@@ -371,14 +462,15 @@ impl Session {
         self.meta.created = self.meta.created.min(events[0].ts);
         self.meta.updated = self.meta.updated.max(events.last().map_or(0.0, |e| e.ts));
         self.events.extend(events);
-        self.meta.events = self.events.len();
+        self.meta.events = self.meta.archived_events + self.events.len();
         self.meta_dirty = true;
     }
 
     fn refresh_meta_counts(&mut self) {
         let fresh = crate::store::meta_for(&self.events, &self.agent, &self.id);
-        self.meta.events = fresh.events;
-        self.meta.turns = fresh.turns;
+        self.meta.events = self.meta.archived_events + fresh.events;
+        // Turn numbers keep counting across compactions.
+        self.meta.turns = fresh.turns.max(self.turns.last_turn_number() as usize);
         if self.meta.title.is_none() {
             self.meta.title = fresh.title;
         }

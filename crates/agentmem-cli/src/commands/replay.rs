@@ -1,0 +1,212 @@
+//! `agentmem replay`: a transcript fed through the engine turn by turn, as an
+//! agent loop would — ingest what happened, prepare before every model call —
+//! with one JSON line per turn and a summary.
+
+use std::time::Instant;
+
+use agentmem::context::tiers::Action;
+use agentmem::event::{Event, TraceType};
+use agentmem::import::{self, Format};
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::Target;
+use agentmem::session::Session;
+use agentmem::store::Store;
+use anyhow::Context as _;
+use serde::Serialize;
+
+use super::Context;
+use crate::cli::ReplayArgs;
+
+/// One turn of the replay.
+#[derive(Debug, Serialize)]
+pub struct TurnLine {
+    pub turn: usize,
+    pub context_tokens: u64,
+    pub budget: u64,
+    pub trigger: u64,
+    pub actions: Vec<Action>,
+    pub tokens_saved: u64,
+    pub engine_us: f64,
+    pub model_calls: usize,
+}
+
+pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.path)
+        .with_context(|| format!("cannot read {}", args.path.display()))?;
+    let format = match args.format.as_str() {
+        "auto" => import::detect_format(&args.path, &text)?,
+        name => Format::from_name(name).with_context(|| {
+            format!(
+                "unknown format {name:?}; use auto or one of: {}",
+                Format::names()
+            )
+        })?,
+    };
+    let events = import::parse(format, &args.path, &text)?.events;
+    let scratch = tempfile::tempdir()?;
+    let mut session = match &args.session {
+        Some(id) => ctx
+            .store
+            .create_session(&ctx.agent, Some(ctx.session_id(id)?))?,
+        None => {
+            Store::open(scratch.path(), ctx.store.durability())?.create_session(&ctx.agent, None)?
+        }
+    };
+    let request = request(args, &ctx.store)?;
+    let mut lines = Vec::new();
+    for (n, turn) in split_turns(events).into_iter().enumerate() {
+        let line = replay_turn(&mut session, &request, n, turn)?;
+        if ctx.json || args.plot.is_none() {
+            println!("{}", serde_json::to_string(&line)?);
+        }
+        lines.push(line);
+    }
+    let summary = summarize(&lines);
+    println!("{}", serde_json::to_string(&summary)?);
+    if let Some(path) = &args.plot {
+        std::fs::write(
+            path,
+            crate::plot::context_svg(&args.path.display().to_string(), &args.model, &lines),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("agentmem: plot written to {}", path.display());
+    }
+    session.close()?;
+    Ok(())
+}
+
+fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
+    let target = match &args.target {
+        Some(name) => name.parse::<Target>().map_err(anyhow::Error::msg)?,
+        None => Target::for_model(&args.model),
+    };
+    let mut request = PrepareRequest::new(&args.model, target);
+    if let Some(strategy) = &args.strategy {
+        request.context.strategy = Some(strategy.parse().map_err(anyhow::Error::msg)?);
+    }
+    if let Some(budget) = args.budget {
+        // An input budget of exactly `budget`: the window is the budget plus
+        // the reply reserve and the safety margin.
+        let model = store.registry().lookup(&args.model);
+        let margin = agentmem::tokens::budget::DEFAULT_SAFETY_MARGIN_TOKENS;
+        request.budget.context_window = Some(budget + model.max_output_tokens + margin);
+    }
+    Ok(request)
+}
+
+/// Events grouped by turn: a user message starts one.
+fn split_turns(events: Vec<Event>) -> Vec<Vec<Event>> {
+    let mut turns: Vec<Vec<Event>> = vec![Vec::new()];
+    for event in events {
+        let starts_turn =
+            event.trace_type == TraceType::User && !turns.last().is_some_and(Vec::is_empty);
+        if starts_turn {
+            turns.push(Vec::new());
+        }
+        turns.last_mut().expect("never empty").push(event);
+    }
+    turns.retain(|t| !t.is_empty());
+    turns
+}
+
+/// Ingests one turn and prepares before each model call in it: before each
+/// run of model output (and once at the end when the turn holds none).
+fn replay_turn(
+    session: &mut Session,
+    request: &PrepareRequest,
+    n: usize,
+    turn: Vec<Event>,
+) -> anyhow::Result<TurnLine> {
+    let mut line = TurnLine {
+        turn: n + 1,
+        context_tokens: 0,
+        budget: 0,
+        trigger: 0,
+        actions: Vec::new(),
+        tokens_saved: 0,
+        engine_us: 0.0,
+        model_calls: 0,
+    };
+    let mut pending: Vec<Event> = Vec::new();
+    let mut previous_was_output = false;
+    for event in turn {
+        let is_output = is_model_output(&event);
+        if is_output && !previous_was_output {
+            model_call(session, request, std::mem::take(&mut pending), &mut line)?;
+        }
+        previous_was_output = is_output;
+        pending.push(event);
+    }
+    let started = Instant::now();
+    session.ingest(pending)?;
+    line.engine_us += started.elapsed().as_secs_f64() * 1e6;
+    if line.model_calls == 0 {
+        model_call(session, request, Vec::new(), &mut line)?;
+    }
+    Ok(line)
+}
+
+fn model_call(
+    session: &mut Session,
+    request: &PrepareRequest,
+    events: Vec<Event>,
+    line: &mut TurnLine,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    session.ingest(events)?;
+    let prepared = session.prepare(request)?;
+    line.engine_us += started.elapsed().as_secs_f64() * 1e6;
+    let stats = prepared.stats;
+    line.context_tokens = stats.context_tokens;
+    line.budget = stats.input_budget;
+    line.trigger = stats.trigger_tokens;
+    line.tokens_saved += stats.tokens_saved;
+    line.actions.extend(
+        stats
+            .actions
+            .into_iter()
+            .filter(|a| !matches!(a, Action::PairsRepaired { .. })),
+    );
+    line.model_calls += 1;
+    Ok(())
+}
+
+fn is_model_output(event: &Event) -> bool {
+    match event.trace_type {
+        TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => true,
+        TraceType::User
+        | TraceType::ToolResult
+        | TraceType::System
+        | TraceType::Summary
+        | TraceType::TurnAborted => false,
+    }
+}
+
+/// The summary line.
+fn summarize(lines: &[TurnLine]) -> serde_json::Value {
+    let mut per_turn: Vec<f64> = lines.iter().map(|l| l.engine_us).collect();
+    per_turn.sort_by(f64::total_cmp);
+    let percentile = |p: f64| {
+        per_turn
+            .get(((per_turn.len().max(1) - 1) as f64 * p).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let compactions = lines
+        .iter()
+        .flat_map(|l| &l.actions)
+        .filter(|a| matches!(a, Action::Compacted { .. }))
+        .count();
+    serde_json::json!({
+        "summary": true,
+        "turns": lines.len(),
+        "model_calls": lines.iter().map(|l| l.model_calls).sum::<usize>(),
+        "compactions": compactions,
+        "max_context_tokens": lines.iter().map(|l| l.context_tokens).max().unwrap_or(0),
+        "turns_over_budget": lines.iter().filter(|l| l.context_tokens > l.budget).count(),
+        "tokens_saved": lines.iter().map(|l| l.tokens_saved).sum::<u64>(),
+        "engine_us_p50": percentile(0.5),
+        "engine_us_p99": percentile(0.99),
+        "engine_ms_total": per_turn.iter().sum::<f64>() / 1e3,
+    })
+}

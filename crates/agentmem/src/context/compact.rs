@@ -1,0 +1,197 @@
+//! Compaction: what to fold into a summary, and the snapshot that stands for it.
+//!
+//! The snapshot's base is, in order: the user messages kept (most recent
+//! first up to a token budget, shown in their original order), the latest
+//! result of each protected tool with its call, the turn-aborted markers, and
+//! the summary (its fixed prefix lets a later compaction recognise and replace
+//! it). The raw tail — the current turn and the last few completed ones —
+//! follows verbatim from the active log.
+
+use std::collections::{BTreeSet, HashSet};
+
+use serde::Serialize;
+
+use super::strategy::PipelineSettings;
+use super::tiers::SNAPSHOT_SOURCE;
+use crate::event::{now_ts, Event, TraceType};
+use crate::tokens::Tokenizer;
+
+/// Why a compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    /// The context passed the trigger.
+    Auto,
+    /// Someone asked (`/compact`, `agentmem compact`).
+    Manual,
+    /// The provider said the context was too long.
+    Reactive,
+    /// The working context was re-derived from the raw log.
+    FromRaw,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactReport {
+    pub reason: CompactReason,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub tokens_saved: u64,
+    pub events_compacted: usize,
+    /// Identifiers in the compacted span, and the share still in the new context or hinted.
+    pub identifiers: usize,
+    pub identifier_survival: f64,
+    pub summarizer: String,
+    /// Set when the summarizer failed too often and deterministic trimming stood in.
+    pub fallback: Option<String>,
+    pub focus: Option<String>,
+    pub duration_ms: f64,
+    /// False when the compaction would not have freed space; nothing was changed then.
+    pub applied: bool,
+}
+
+/// The active events split into what is compacted and what stays verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// Events moved to the archive and summarized, in log order.
+    pub span: Vec<Event>,
+    /// Events kept verbatim after the snapshot base, in log order.
+    pub tail: Vec<Event>,
+}
+
+/// Splits `active` (the view's events after the snapshot base) so the tail
+/// holds the current turn and the `keep_turns` completed turns before it. A
+/// late tool result whose call is compacted goes with its call.
+pub fn split_for_compaction(active: &[Event], keep_turns: usize) -> Split {
+    let mut turns: Vec<&str> = Vec::new();
+    for event in active {
+        if event.trace_type == TraceType::User && turns.last() != Some(&event.turn_id.as_str()) {
+            turns.push(&event.turn_id);
+        }
+    }
+    let first_kept_turn = turns.len().saturating_sub(keep_turns + 1);
+    let Some(first_kept) = turns.get(first_kept_turn) else {
+        return Split {
+            span: Vec::new(),
+            tail: active.to_vec(),
+        };
+    };
+    let cut = active
+        .iter()
+        .position(|e| e.trace_type == TraceType::User && e.turn_id == *first_kept)
+        .unwrap_or(0);
+    let compacted_calls: HashSet<&str> = active[..cut]
+        .iter()
+        .filter(|e| e.trace_type == TraceType::ToolCall)
+        .filter_map(|e| e.tool_call_id.as_deref())
+        .collect();
+    let (mut span, mut tail) = (active[..cut].to_vec(), Vec::new());
+    for event in &active[cut..] {
+        let answers_compacted = event.trace_type == TraceType::ToolResult
+            && event
+                .tool_call_id
+                .as_deref()
+                .is_some_and(|id| compacted_calls.contains(id));
+        if answers_compacted {
+            span.push(event.clone());
+        } else {
+            tail.push(event.clone());
+        }
+    }
+    Split { span, tail }
+}
+
+/// The new snapshot base (see the module docs).
+pub fn build_base(
+    old_base: &[Event],
+    span: &[Event],
+    summary: String,
+    settings: &PipelineSettings,
+    tokenizer: Tokenizer,
+    compaction_number: u64,
+) -> Vec<Event> {
+    let history: Vec<&Event> = old_base.iter().chain(span).collect();
+    let mut base: Vec<Event> = Vec::new();
+    base.extend(kept_user_messages(
+        &history,
+        settings.kept_user_message_tokens,
+        tokenizer,
+    ));
+    base.extend(protected_results(&history, &settings.protected_tools));
+    base.extend(
+        history
+            .iter()
+            .filter(|e| e.trace_type == TraceType::TurnAborted)
+            .map(|e| (*e).clone()),
+    );
+    let last_turn = span
+        .last()
+        .or(old_base.last())
+        .map(|e| e.turn_id.clone())
+        .unwrap_or_default();
+    let mut summary_event = Event::new(TraceType::Summary, summary)
+        .with_id(format!("summary-{compaction_number:04}"))
+        .with_ts(now_ts());
+    summary_event.turn_id = last_turn;
+    base.push(summary_event);
+    for event in &mut base {
+        event.source_event = SNAPSHOT_SOURCE.to_owned();
+    }
+    base
+}
+
+/// User messages, most recent first while they fit `budget` tokens (the
+/// latest always, whatever its size), returned in their original order.
+fn kept_user_messages(history: &[&Event], budget: u64, tokenizer: Tokenizer) -> Vec<Event> {
+    let users: Vec<&Event> = history
+        .iter()
+        .copied()
+        .filter(|e| e.trace_type == TraceType::User)
+        .collect();
+    let mut kept = BTreeSet::new();
+    let mut used = 0u64;
+    for (i, event) in users.iter().enumerate().rev() {
+        let tokens = tokenizer.count(&event.content) as u64;
+        if !kept.is_empty() && used.saturating_add(tokens) > budget {
+            break;
+        }
+        used = used.saturating_add(tokens);
+        kept.insert(i);
+    }
+    kept.into_iter().map(|i| users[i].clone()).collect()
+}
+
+/// The latest call of each protected tool, with its result.
+fn protected_results(history: &[&Event], protected: &[String]) -> Vec<Event> {
+    let mut pairs = Vec::new();
+    for tool in protected {
+        let latest_call = history.iter().rev().find(|e| {
+            e.trace_type == TraceType::ToolCall && e.tool_name.as_deref() == Some(tool.as_str())
+        });
+        let Some(call) = latest_call else { continue };
+        let result = history.iter().find(|e| {
+            e.trace_type == TraceType::ToolResult
+                && e.tool_call_id.is_some()
+                && e.tool_call_id == call.tool_call_id
+        });
+        if let Some(result) = result {
+            pairs.push((*call).clone());
+            pairs.push((*result).clone());
+        }
+    }
+    pairs
+}
+
+/// The deterministic stand-in summary used when the summarizer keeps failing:
+/// it hides nothing (the archive has it all) and says how to find it.
+pub fn fallback_summary(span: &[Event], failures: u32) -> String {
+    let turns: BTreeSet<&str> = span.iter().map(|e| e.turn_id.as_str()).collect();
+    let first = turns.first().copied().unwrap_or("?");
+    let last = turns.last().copied().unwrap_or("?");
+    format!(
+        "## Compacted without a summary\n- The summarizer failed {failures} times in a row, so {} earlier events \
+         ({first} to {last}) were trimmed from the context without being summarized.\n- Nothing was deleted: \
+         they are in the session's archive; search them with `search_conversation_history`.",
+        span.len()
+    )
+}

@@ -1,0 +1,148 @@
+//! How a session keeps its context inside the budget, and the settings each
+//! way takes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Most recent tool results microcompaction leaves whole.
+pub const DEFAULT_KEEP_TOOL_RESULTS: usize = 5;
+/// Completed turns kept verbatim after a compaction (the current turn is kept too).
+pub const DEFAULT_RAW_TAIL_TURNS: usize = 4;
+/// User messages kept through a compaction, most recent first, up to this many tokens.
+pub const DEFAULT_KEPT_USER_MESSAGE_TOKENS: u64 = 20_000;
+/// The most tokens a compaction summary may take.
+pub const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 20_000;
+/// Consecutive summarizer failures before compaction falls back to trimming.
+pub const SUMMARIZER_FAILURES_BEFORE_FALLBACK: u32 = 3;
+
+/// A way of shrinking the context once it passes the trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// Send everything; report when the budget is exceeded.
+    None,
+    /// Drop the oldest whole turns.
+    Trim,
+    /// Summarize everything but the last turns, persistently.
+    Summarize,
+    /// Replace old tool results with `⟦removed: …⟧` placeholders.
+    Placeholder,
+    /// The tiers in order, stopping as soon as the context is under the trigger:
+    /// tool-result budgeting, snip, microcompact, autocompact.
+    #[default]
+    Auto,
+}
+
+impl Strategy {
+    /// The name used in configuration and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::None => "none",
+            Strategy::Trim => "trim",
+            Strategy::Summarize => "summarize",
+            Strategy::Placeholder => "placeholder",
+            Strategy::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            Strategy::None,
+            Strategy::Trim,
+            Strategy::Summarize,
+            Strategy::Placeholder,
+            Strategy::Auto,
+        ]
+        .into_iter()
+        .find(|strategy| strategy.name() == s)
+        .ok_or_else(|| {
+            format!("unknown strategy {s:?}; use none, trim, summarize, placeholder or auto")
+        })
+    }
+}
+
+/// Pipeline settings as one layer gives them (request > session > agent > file > defaults).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSettingsLayer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
+    /// `trim`: keep at most this many turns, whatever the budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_tool_results: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_tail_turns: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_user_message_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_max_tokens: Option<u64>,
+    /// Tools whose latest result survives compaction (e.g. a todo list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected_tools: Option<Vec<String>>,
+}
+
+impl ContextSettingsLayer {
+    /// This layer, with `lower` filling what it leaves unset.
+    pub fn over(self, lower: ContextSettingsLayer) -> ContextSettingsLayer {
+        ContextSettingsLayer {
+            strategy: self.strategy.or(lower.strategy),
+            max_turns: self.max_turns.or(lower.max_turns),
+            keep_tool_results: self.keep_tool_results.or(lower.keep_tool_results),
+            raw_tail_turns: self.raw_tail_turns.or(lower.raw_tail_turns),
+            kept_user_message_tokens: self
+                .kept_user_message_tokens
+                .or(lower.kept_user_message_tokens),
+            summary_max_tokens: self.summary_max_tokens.or(lower.summary_max_tokens),
+            protected_tools: self.protected_tools.or(lower.protected_tools),
+        }
+    }
+
+    /// The settings with defaults for what no layer set.
+    pub fn resolve(&self) -> PipelineSettings {
+        PipelineSettings {
+            strategy: self.strategy.unwrap_or_default(),
+            max_turns: self.max_turns,
+            keep_tool_results: self.keep_tool_results.unwrap_or(DEFAULT_KEEP_TOOL_RESULTS),
+            raw_tail_turns: self.raw_tail_turns.unwrap_or(DEFAULT_RAW_TAIL_TURNS),
+            kept_user_message_tokens: self
+                .kept_user_message_tokens
+                .unwrap_or(DEFAULT_KEPT_USER_MESSAGE_TOKENS),
+            summary_max_tokens: self
+                .summary_max_tokens
+                .unwrap_or(DEFAULT_SUMMARY_MAX_TOKENS),
+            protected_tools: self.protected_tools.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// Resolved pipeline settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineSettings {
+    pub strategy: Strategy,
+    pub max_turns: Option<usize>,
+    pub keep_tool_results: usize,
+    pub raw_tail_turns: usize,
+    pub kept_user_message_tokens: u64,
+    pub summary_max_tokens: u64,
+    pub protected_tools: Vec<String>,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        ContextSettingsLayer::default().resolve()
+    }
+}

@@ -1,0 +1,339 @@
+//! Shrinking the model's view, one tier at a time.
+//!
+//! Every tier shares one signature, takes the view and a target, changes as
+//! little as it can to get under the target (oldest first), and reports what
+//! it did. None of them touches the log: they shape what is sent.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::guard;
+use super::normalize;
+use super::strategy::PipelineSettings;
+use crate::event::{Event, TraceType};
+use crate::tokens::Tokenizer;
+use crate::transcript::{event_tokens, measure, ViewItem};
+
+/// The least a tool result is cut to by budgeting, in tokens.
+pub const MIN_BUDGETED_RESULT_TOKENS: u64 = 500;
+/// Budgeting caps each result at the target divided by this.
+pub const RESULTS_PER_TARGET: u64 = 20;
+/// Events the engine made for a compaction snapshot carry this source.
+pub const SNAPSHOT_SOURCE: &str = "engine:compact";
+
+/// One thing the pipeline did to the view (or the session).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Tool call / result pairs were repaired for the provider.
+    PairsRepaired {
+        pass: String,
+        added: usize,
+        removed: usize,
+        moved: usize,
+    },
+    /// Large tool results were cut to a per-result budget.
+    ResultsBudgeted { results: usize, tokens_saved: u64 },
+    /// Older duplicate tool calls (same tool, same arguments) were dropped with their results.
+    Snipped { pairs: usize, tokens_saved: u64 },
+    /// Older tool results were replaced by placeholders.
+    Microcompacted { results: usize, tokens_saved: u64 },
+    /// The oldest whole turns were left out.
+    TurnsTrimmed { turns: usize, tokens_saved: u64 },
+    /// History was compacted into a summary (persisted).
+    Compacted { events: usize, tokens_saved: u64 },
+    /// A compaction was due but did not run, and why.
+    CompactionSkipped { reason: String },
+}
+
+impl Action {
+    /// The tokens this action freed.
+    pub fn tokens_saved(&self) -> u64 {
+        match self {
+            Action::ResultsBudgeted { tokens_saved, .. }
+            | Action::Snipped { tokens_saved, .. }
+            | Action::Microcompacted { tokens_saved, .. }
+            | Action::TurnsTrimmed { tokens_saved, .. }
+            | Action::Compacted { tokens_saved, .. } => *tokens_saved,
+            Action::PairsRepaired { .. } | Action::CompactionSkipped { .. } => 0,
+        }
+    }
+}
+
+/// What a tier works with.
+#[derive(Debug, Clone, Copy)]
+pub struct Shrink<'a> {
+    /// Get the view under this many tokens.
+    pub target: u64,
+    pub tokenizer: Tokenizer,
+    pub settings: &'a PipelineSettings,
+}
+
+/// A tier: shrinks `items` toward the target, reports what it did (if anything).
+pub type Tier = fn(&mut Vec<ViewItem>, &Shrink<'_>) -> Option<Action>;
+
+/// The view-level tiers of `auto`, in order.
+pub const AUTO_TIERS: &[Tier] = &[
+    budget_tool_results,
+    snip_duplicate_calls,
+    microcompact_old_results,
+];
+
+/// Applies `tiers` in order, stopping as soon as the view is under the target.
+pub fn apply_tiers(items: &mut Vec<ViewItem>, tiers: &[Tier], shrink: &Shrink<'_>) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for tier in tiers {
+        if measure(items, shrink.tokenizer).total < shrink.target {
+            break;
+        }
+        actions.extend(tier(items, shrink));
+    }
+    actions
+}
+
+/// Repairs tool call / result pairs so every provider accepts the view.
+pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Action> {
+    let mut counted: HashMap<String, crate::tokens::TokenCounts> =
+        HashMap::with_capacity(items.len());
+    let mut events: Vec<Event> = Vec::with_capacity(items.len());
+    for item in items.drain(..) {
+        counted.insert(item.event.id.clone(), item.tokens);
+        events.push(item.event);
+    }
+    let reports = normalize::normalize_pairs(&mut events);
+    items.extend(events.into_iter().map(|event| {
+        let tokens = counted
+            .get(&event.id)
+            .copied()
+            .unwrap_or_else(|| event_tokens(&event, tokenizer));
+        ViewItem { event, tokens }
+    }));
+    reports
+        .into_iter()
+        .map(|r| Action::PairsRepaired {
+            pass: r.pass.to_owned(),
+            added: r.added.len(),
+            removed: r.removed.len(),
+            moved: r.moved.len(),
+        })
+        .collect()
+}
+
+/// Tier 1: cuts tool results over a per-result budget, oldest first.
+#[allow(clippy::ptr_arg)] // every tier shares the `Tier` signature; some remove items
+pub fn budget_tool_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+    let cap = (shrink.target / RESULTS_PER_TARGET).max(MIN_BUDGETED_RESULT_TOKENS);
+    let mut total = measure(items, shrink.tokenizer).total;
+    let (mut results, mut saved) = (0, 0);
+    for item in items.iter_mut() {
+        if total < shrink.target {
+            break;
+        }
+        if item.event.trace_type != TraceType::ToolResult || item.tokens.tool_output <= cap {
+            continue;
+        }
+        let Some(cut) = guard::truncate_middle_tokens(&item.event.content, cap, shrink.tokenizer)
+        else {
+            continue;
+        };
+        let before = item.tokens.total;
+        item.event.content = cut;
+        item.tokens = event_tokens(&item.event, shrink.tokenizer);
+        let freed = before.saturating_sub(item.tokens.total);
+        total = total.saturating_sub(freed);
+        saved += freed;
+        results += 1;
+    }
+    (results > 0).then_some(Action::ResultsBudgeted {
+        results,
+        tokens_saved: saved,
+    })
+}
+
+/// Tier 2: drops older calls that a later identical call (same tool, same
+/// arguments) repeats — an old read superseded by a newer one — with their results.
+pub fn snip_duplicate_calls(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+    let mut latest: HashMap<(String, String), usize> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        if item.event.trace_type == TraceType::ToolCall && !is_snapshot(&item.event) {
+            latest.insert(call_key(&item.event), i);
+        }
+    }
+    let mut total = measure(items, shrink.tokenizer).total;
+    let mut doomed: HashSet<String> = HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        if total < shrink.target {
+            break;
+        }
+        let event = &item.event;
+        if event.trace_type != TraceType::ToolCall
+            || is_snapshot(event)
+            || latest[&call_key(event)] == i
+        {
+            continue;
+        }
+        if let Some(id) = &event.tool_call_id {
+            doomed.insert(id.clone());
+            total = total.saturating_sub(pair_tokens(items, id));
+        }
+    }
+    remove_pairs(items, &doomed, shrink.tokenizer).map(|saved| Action::Snipped {
+        pairs: doomed.len(),
+        tokens_saved: saved,
+    })
+}
+
+/// Tier 3: replaces all but the last few tool results with placeholders that
+/// keep the tool name, the call id and the size, oldest first. Results of
+/// protected tools are left whole.
+#[allow(clippy::ptr_arg)] // every tier shares the `Tier` signature; some remove items
+pub fn microcompact_old_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+    let tool_names: HashMap<String, String> = items
+        .iter()
+        .filter(|i| i.event.trace_type == TraceType::ToolCall)
+        .filter_map(|i| {
+            Some((
+                i.event.tool_call_id.clone()?,
+                i.event.tool_name.clone().unwrap_or_default(),
+            ))
+        })
+        .collect();
+    let protected = |call_id: Option<&String>| {
+        call_id
+            .and_then(|id| tool_names.get(id))
+            .is_some_and(|name| shrink.settings.protected_tools.contains(name))
+    };
+    let results: Vec<usize> = (0..items.len())
+        .filter(|&i| {
+            let event = &items[i].event;
+            event.trace_type == TraceType::ToolResult
+                && !is_placeholder(&event.content)
+                && !protected(event.tool_call_id.as_ref())
+        })
+        .collect();
+    let keep_from = results
+        .len()
+        .saturating_sub(shrink.settings.keep_tool_results);
+    let mut total = measure(items, shrink.tokenizer).total;
+    let (mut replaced, mut saved) = (0, 0);
+    for &i in &results[..keep_from] {
+        if total < shrink.target {
+            break;
+        }
+        let item = &mut items[i];
+        let call_id = item.event.tool_call_id.clone().unwrap_or_default();
+        let tool = tool_names.get(&call_id).map_or("tool", String::as_str);
+        item.event.content = placeholder(tool, &call_id, item.tokens.tool_output);
+        let before = item.tokens.total;
+        item.tokens = event_tokens(&item.event, shrink.tokenizer);
+        let freed = before.saturating_sub(item.tokens.total);
+        total = total.saturating_sub(freed);
+        saved += freed;
+        replaced += 1;
+    }
+    (replaced > 0).then_some(Action::Microcompacted {
+        results: replaced,
+        tokens_saved: saved,
+    })
+}
+
+/// `trim`: leaves out the oldest whole turns until the view is under the
+/// target (or only `max_turns` remain), never the latest turn nor the
+/// snapshot's events. Whole turns keep every pair together.
+pub fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+    let mut turns: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
+    for item in items.iter().filter(|i| is_trimmable(&i.event)) {
+        if seen.insert(item.event.turn_id.as_str()) {
+            turns.push(item.event.turn_id.as_str());
+        }
+    }
+    let mut per_turn: HashMap<&str, u64> = HashMap::new();
+    for item in items.iter().filter(|i| is_trimmable(&i.event)) {
+        *per_turn.entry(item.event.turn_id.as_str()).or_default() += item.tokens.total;
+    }
+    let must_drop = shrink
+        .settings
+        .max_turns
+        .map_or(0, |max| turns.len().saturating_sub(max));
+    let mut total = measure(items, shrink.tokenizer).total;
+    let mut dropped: HashSet<String> = HashSet::new();
+    for (n, turn) in turns.iter().enumerate().take(turns.len().saturating_sub(1)) {
+        if n >= must_drop && total < shrink.target {
+            break;
+        }
+        dropped.insert((*turn).to_owned());
+        total = total.saturating_sub(per_turn[turn]);
+    }
+    if dropped.is_empty() {
+        return None;
+    }
+    let before = measure(items, shrink.tokenizer).total;
+    items.retain(|i| !(is_trimmable(&i.event) && dropped.contains(&i.event.turn_id)));
+    let saved = before.saturating_sub(measure(items, shrink.tokenizer).total);
+    Some(Action::TurnsTrimmed {
+        turns: dropped.len(),
+        tokens_saved: saved,
+    })
+}
+
+/// The placeholder that stands for a removed tool result.
+///
+/// ```
+/// use agentmem::context::tiers::placeholder;
+/// assert_eq!(placeholder("read_file", "call_7", 1234), "⟦removed: read_file call_7 1234 tokens⟧");
+/// ```
+pub fn placeholder(tool: &str, call_id: &str, tokens: u64) -> String {
+    format!("⟦removed: {tool} {call_id} {tokens} tokens⟧")
+}
+
+fn is_placeholder(content: &str) -> bool {
+    content.starts_with("⟦removed: ")
+}
+
+fn is_snapshot(event: &Event) -> bool {
+    event.source_event == SNAPSHOT_SOURCE
+}
+
+/// Turns of the conversation proper: the preamble (system prompt) and the
+/// snapshot's events are never trimmed.
+fn is_trimmable(event: &Event) -> bool {
+    !is_snapshot(event) && event.turn_id != crate::turn::PREAMBLE_TURN
+}
+
+fn call_key(event: &Event) -> (String, String) {
+    let args = event
+        .tool_args
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    (event.tool_name.clone().unwrap_or_default(), args)
+}
+
+fn pair_tokens(items: &[ViewItem], call_id: &str) -> u64 {
+    items
+        .iter()
+        .filter(|i| i.event.tool_call_id.as_deref() == Some(call_id))
+        .map(|i| i.tokens.total)
+        .sum()
+}
+
+/// Removes calls and their results together; returns the tokens freed.
+fn remove_pairs(
+    items: &mut Vec<ViewItem>,
+    call_ids: &HashSet<String>,
+    tokenizer: Tokenizer,
+) -> Option<u64> {
+    if call_ids.is_empty() {
+        return None;
+    }
+    let before = measure(items, tokenizer).total;
+    items.retain(|i| {
+        i.event
+            .tool_call_id
+            .as_ref()
+            .is_none_or(|id| !call_ids.contains(id))
+    });
+    Some(before.saturating_sub(measure(items, tokenizer).total))
+}

@@ -1,0 +1,388 @@
+//! `Session::compact`: old history folded into a summary, raw events moved to
+//! the archive, the snapshot rewritten — atomically, and never losing data.
+//!
+//! The steps are ordered so a crash at any point leaves a readable session:
+//! 1. the compacted events are appended to `raw_traces_archive.jsonl` (fsynced);
+//! 2. `snapshot.json` is replaced atomically (it names the tail's first event);
+//! 3. `raw_traces.jsonl` is replaced atomically by the tail.
+//!
+//! A crash after 1 leaves events both archived and active (reads deduplicate
+//! by id); after 2, an active log that does not start where the snapshot says
+//! is finished on open by dropping the events the archive already holds.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use super::Session;
+use crate::config::Durability;
+use crate::context::compact::{
+    build_base, fallback_summary, split_for_compaction, CompactReason, CompactReport,
+};
+use crate::context::overflow::{ProviderError, MAX_OVERFLOW_RETRIES};
+use crate::context::strategy::{
+    ContextSettingsLayer, Strategy, SUMMARIZER_FAILURES_BEFORE_FALLBACK,
+};
+use crate::error::{Error, Result};
+use crate::event::{now_ts, Event};
+use crate::prepare::{PrepareRequest, Prepared};
+use crate::store::atomic::write_atomic;
+use crate::store::jsonl::{self, AppendLog};
+use crate::store::snapshot::Snapshot;
+use crate::store::SessionPaths;
+use crate::summarize::fidelity::check_fidelity;
+use crate::summarize::{summarize_hierarchical, SummaryRequest};
+use crate::tokens::Encoding;
+use crate::transcript::{model_view, Transcript};
+
+/// How to compact.
+#[derive(Debug, Clone)]
+pub struct CompactOptions {
+    /// What the summary should favour (`/compact focus text`).
+    pub focus: Option<String>,
+    pub reason: CompactReason,
+    /// The encoding to count in; the current transcript's when `None`.
+    pub encoding: Option<Encoding>,
+    /// Settings for this compaction only (the top layer).
+    pub context: ContextSettingsLayer,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        CompactOptions {
+            focus: None,
+            reason: CompactReason::Manual,
+            encoding: None,
+            context: ContextSettingsLayer::default(),
+        }
+    }
+}
+
+impl Session {
+    /// Compacts everything but the raw tail into the snapshot (see the module docs).
+    ///
+    /// A summarizer failure changes nothing and is returned as
+    /// [`Error::Summarizer`]; after three in a row, a deterministic trim
+    /// stands in for the summary and the report says so. A compaction that
+    /// would not free space is not applied (`applied: false`).
+    ///
+    /// ```
+    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// use agentmem::session::CompactOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
+    /// let mut session = store.create_session(&Default::default(), None).unwrap();
+    /// for turn in 0..8 {
+    ///     session.ingest(vec![
+    ///         Event::user(format!("step {turn}: please refactor src/module_{turn}.rs")),
+    ///         Event::assistant("Done. ".repeat(200)),
+    ///     ]).unwrap();
+    /// }
+    /// let report = session.compact(&CompactOptions::default()).unwrap();
+    /// assert!(report.applied && report.tokens_after < report.tokens_before);
+    /// assert_eq!(session.full_history().unwrap().len(), 16); // nothing lost
+    /// ```
+    pub fn compact(&mut self, options: &CompactOptions) -> Result<CompactReport> {
+        let started = Instant::now();
+        if self.writer.is_none() {
+            return Err(Error::ReadOnly {
+                session: self.id.to_string(),
+            });
+        }
+        let settings = options
+            .context
+            .clone()
+            .over(self.settings.context.clone())
+            .resolve();
+        let encoding = options
+            .encoding
+            .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
+            .unwrap_or_default();
+        let tokens_before = self.transcript_in(encoding).totals().total;
+        let tokenizer = encoding.tokenizer();
+        let split = split_for_compaction(&self.events, settings.raw_tail_turns);
+        let mut report = CompactReport {
+            reason: options.reason,
+            tokens_before,
+            tokens_after: tokens_before,
+            tokens_saved: 0,
+            events_compacted: 0,
+            identifiers: 0,
+            identifier_survival: 1.0,
+            summarizer: format!(
+                "{} {}",
+                self.compactor.summarizer.name(),
+                self.compactor.summarizer.version()
+            ),
+            fallback: None,
+            focus: options.focus.clone(),
+            duration_ms: 0.0,
+            applied: false,
+        };
+        if split.span.is_empty() {
+            return Ok(report);
+        }
+        let guard = self.settings.guard.clone();
+        let view_of = |events: &[Event]| -> Vec<Event> {
+            events
+                .iter()
+                .filter(|e| e.is_in_model_view())
+                .map(|e| model_view(e, &guard, tokenizer))
+                .collect()
+        };
+        let old_base = self
+            .snapshot
+            .as_ref()
+            .map(|s| s.base.clone())
+            .unwrap_or_default();
+        let span_view = view_of(&split.span);
+        let tail_view = view_of(&split.tail);
+        let mut summary = self.summarize(
+            &old_base,
+            &span_view,
+            options,
+            settings.summary_max_tokens,
+            tokenizer,
+            &mut report,
+        )?;
+        let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
+        let draft = build_base(
+            &old_base,
+            &span_view,
+            summary.clone(),
+            &settings,
+            tokenizer,
+            number,
+        );
+        let new_context: String = draft
+            .iter()
+            .chain(&tail_view)
+            .map(|e| e.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let fidelity = check_fidelity(&span_view, &new_context);
+        report.identifiers = fidelity.identifiers;
+        report.identifier_survival = fidelity.survival_rate();
+        if let Some(hints) = fidelity.lookup_hints() {
+            summary = format!("{summary}\n\n{hints}");
+        }
+        let base = build_base(&old_base, &span_view, summary, &settings, tokenizer, number);
+        let mut after = Transcript::new(encoding, guard.clone());
+        after.extend(&base);
+        after.extend(&split.tail);
+        after.forget_anchor();
+        report.tokens_after = after.totals().total;
+        report.events_compacted = split.span.len();
+        report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        if report.tokens_after >= tokens_before {
+            self.compactor.blocked_below = Some(tokens_before.saturating_add(tokens_before / 10));
+            return Ok(report);
+        }
+        report.tokens_saved = tokens_before - report.tokens_after;
+        report.applied = true;
+        self.persist_compaction(&split.span, split.tail, base, number, &report)?;
+        self.transcript = Some(after);
+        self.compactor.blocked_below = None;
+        for hook in &mut self.compactor.after_hooks {
+            hook(&report);
+        }
+        Ok(report)
+    }
+
+    /// Re-derives the working context from the raw log — archive included —
+    /// with the current settings (another strategy, or after a model switch):
+    /// the old snapshot is set aside and everything but the raw tail is
+    /// summarized afresh.
+    pub fn compact_from_raw(&mut self, options: &CompactOptions) -> Result<CompactReport> {
+        if self.writer.is_none() {
+            return Err(Error::ReadOnly {
+                session: self.id.to_string(),
+            });
+        }
+        let history = self.full_history()?;
+        self.compactor.already_archived = jsonl::read_log(&self.paths.archive())?
+            .events
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        // The whole history becomes the active log again (the archive keeps its
+        // copies; a crash from here on is finished on open like any other).
+        write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&history)?)?;
+        self.reopen_log()?;
+        self.events = history;
+        self.snapshot = None;
+        std::fs::remove_file(self.paths.dir.join(crate::store::snapshot::SNAPSHOT_FILE)).ok();
+        self.transcript = None;
+        let mut options = options.clone();
+        options.reason = CompactReason::FromRaw;
+        let report = self.compact(&options);
+        self.compactor.already_archived.clear();
+        report
+    }
+
+    /// Recovers from a provider's context-overflow error: the first attempt
+    /// compacts (reactive compaction) and prepares under a tighter budget, the
+    /// next ones leave out the oldest turns (pairs kept together) under
+    /// tighter budgets still; after three, a typed error.
+    ///
+    /// Returns the payload to retry with.
+    pub fn recover_from_overflow(
+        &mut self,
+        error: &ProviderError,
+        request: &PrepareRequest,
+    ) -> Result<Prepared> {
+        let ProviderError::ContextOverflow { message } = error else {
+            return Err(Error::NotAnOverflow {
+                message: format!("{error:?}"),
+            });
+        };
+        self.overflow_attempts += 1;
+        let attempt = self.overflow_attempts;
+        if attempt > MAX_OVERFLOW_RETRIES {
+            return Err(Error::OverflowUnrecoverable {
+                attempts: MAX_OVERFLOW_RETRIES,
+                message: message.clone(),
+            });
+        }
+        let model = self.settings.registry.lookup(&request.model);
+        let window = request
+            .budget
+            .context_window
+            .or(self.settings.budget.context_window)
+            .unwrap_or(model.context_window);
+        // The provider's count exceeded ours: assume the window is smaller
+        // than we thought, a bit more at each attempt.
+        let scale = [0.75, 0.55, 0.35][(attempt - 1) as usize];
+        let mut tighter = request.clone();
+        tighter.budget.context_window = Some((window as f64 * scale) as u64);
+        tighter.budget.max_output_tokens = Some(model.max_output_tokens.min(window / 8));
+        if attempt == 1 && self.writer.is_some() {
+            let options = CompactOptions {
+                reason: CompactReason::Reactive,
+                ..CompactOptions::default()
+            };
+            match self.compact(&options) {
+                Ok(_) | Err(Error::Summarizer { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        } else {
+            tighter.context.strategy = Some(Strategy::Trim);
+        }
+        self.prepare(&tighter)
+    }
+
+    /// Summarizes the old base and the span; counts failures, falls back after too many.
+    fn summarize(
+        &mut self,
+        old_base: &[Event],
+        span: &[Event],
+        options: &CompactOptions,
+        max_tokens: u64,
+        tokenizer: crate::tokens::Tokenizer,
+        report: &mut CompactReport,
+    ) -> Result<String> {
+        let input: Vec<Event> = old_base.iter().chain(span).cloned().collect();
+        let request = SummaryRequest {
+            events: &input,
+            focus: options.focus.as_deref(),
+            max_tokens,
+            tokenizer,
+        };
+        let text = match summarize_hierarchical(self.compactor.summarizer.as_ref(), &request) {
+            Ok(summary) => {
+                self.compactor.consecutive_failures = 0;
+                summary.render()
+            }
+            Err(error) => {
+                self.compactor.consecutive_failures += 1;
+                let failures = self.compactor.consecutive_failures;
+                if failures < SUMMARIZER_FAILURES_BEFORE_FALLBACK {
+                    return Err(Error::Summarizer {
+                        message: error.to_string(),
+                        failures,
+                    });
+                }
+                report.fallback = Some(format!(
+                    "the summarizer failed {failures} times in a row ({error}); trimmed instead"
+                ));
+                fallback_summary(span, failures)
+            }
+        };
+        Ok(match &options.focus {
+            Some(focus) => format!("Focus of this summary: {focus}\n\n{text}"),
+            None => text,
+        })
+    }
+
+    /// The three durable steps of the module docs.
+    fn persist_compaction(
+        &mut self,
+        span: &[Event],
+        tail: Vec<Event>,
+        base: Vec<Event>,
+        number: u64,
+        report: &CompactReport,
+    ) -> Result<()> {
+        let fresh: Vec<Event> = span
+            .iter()
+            .filter(|e| !self.compactor.already_archived.contains(&e.id))
+            .cloned()
+            .collect();
+        let mut archive = AppendLog::open(&self.paths.archive(), Durability::Batch)?;
+        archive.append(&fresh).map_err(|failure| failure.error)?;
+        let snapshot = Snapshot {
+            compactions: number,
+            created: now_ts(),
+            active_first_id: tail.first().map(|e| e.id.clone()),
+            tail_events: tail.len(),
+            base,
+            report: serde_json::to_value(report).unwrap_or_default(),
+        };
+        snapshot.write(&self.paths.dir)?;
+        write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&tail)?)?;
+        self.reopen_log()?;
+        self.meta.archived_events = self.meta.archived_events.saturating_add(fresh.len());
+        self.events = tail;
+        self.snapshot = Some(snapshot);
+        self.meta_dirty = true;
+        self.write_meta()
+    }
+
+    /// Reopens the append handle after the log file was replaced.
+    fn reopen_log(&mut self) -> Result<()> {
+        let writer = self.writer.as_mut().expect("callers check for a writer");
+        let durability = writer.log.durability();
+        writer.log = AppendLog::open(&self.paths.raw_traces(), durability)?;
+        Ok(())
+    }
+}
+
+/// Finishes a compaction a crash interrupted after the snapshot was written
+/// but before the active log was replaced: drops the events the archive
+/// already holds (and, for a writer, rewrites the log without them).
+pub(super) fn finish_interrupted(
+    paths: &SessionPaths,
+    snapshot: &Snapshot,
+    events: Vec<Event>,
+    writable: bool,
+) -> Result<Vec<Event>> {
+    let starts_right = match &snapshot.active_first_id {
+        Some(first) => events.first().is_some_and(|e| &e.id == first),
+        None => true,
+    };
+    if starts_right {
+        return Ok(events);
+    }
+    let archived: HashSet<String> = jsonl::read_log(&paths.archive())?
+        .events
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let kept: Vec<Event> = events
+        .into_iter()
+        .filter(|e| !archived.contains(&e.id))
+        .collect();
+    if writable {
+        write_atomic(&paths.raw_traces(), &jsonl::encode_lines(&kept)?)?;
+    }
+    Ok(kept)
+}

@@ -1,0 +1,247 @@
+//! `Session::prepare`: the model's view, shaped to fit, rendered for one API.
+
+use std::sync::Arc;
+
+use super::{CompactOptions, LastPrepare, Session};
+use crate::context::compact::CompactReason;
+use crate::context::strategy::{PipelineSettings, Strategy};
+use crate::context::tiers::{
+    apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
+    AUTO_TIERS,
+};
+use crate::error::{Error, Result};
+use crate::prepare::{prepare, request_overhead, PrepareRequest, Prepared};
+use crate::tokens::budget::Budget;
+use crate::tokens::registry::ModelInfo;
+use crate::tokens::Encoding;
+use crate::transcript::Transcript;
+
+/// Where the tiers aim once the trigger is crossed, as a percentage of it.
+pub const SHRINK_TARGET_PERCENT: u64 = 85;
+
+impl Session {
+    /// Shapes the session's context for a model call and renders it.
+    ///
+    /// When the context passes the trigger, the strategy shrinks the view
+    /// (for `auto`: budgeting, snip, microcompact, then a persistent
+    /// compaction, stopping as soon as it is under the trigger); if it still
+    /// exceeds the input budget, the oldest turns are left out so the payload
+    /// fits. View-level changes last for the session's lifetime, so each
+    /// prepare only handles what is new. Tool pairs are then repaired for the
+    /// provider on the copy that is rendered. Every step is listed in
+    /// `stats.actions`.
+    ///
+    /// ```
+    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// use agentmem::prepare::PrepareRequest;
+    /// use agentmem::render::Target;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
+    /// let mut session = store.create_session(&Default::default(), None).unwrap();
+    /// session.ingest(vec![Event::user("What is 2 + 2?")]).unwrap();
+    /// let prepared = session.prepare(&PrepareRequest::new("gpt-4.1", Target::OpenAiChat)).unwrap();
+    /// assert_eq!(prepared.payload["messages"][0]["content"], "What is 2 + 2?");
+    /// assert!(!prepared.stats.compaction_due);
+    /// ```
+    pub fn prepare(&mut self, request: &PrepareRequest) -> Result<Prepared> {
+        request.budget.validate().map_err(|message| Error::Config {
+            path: "request".into(),
+            message,
+        })?;
+        let model = self.settings.registry.lookup(&request.model);
+        let budget = Budget::resolve(
+            model.context_window,
+            model.max_output_tokens,
+            request.budget.over(self.settings.budget),
+        );
+        let settings = request
+            .context
+            .clone()
+            .over(self.settings.context.clone())
+            .resolve();
+        let encoding = Encoding::for_model(&request.model);
+        let tokenizer = encoding.tokenizer();
+        let anchor_offset = self.measured_offset(&model, encoding);
+        // What the provider counts beyond the view: measured when it can be,
+        // else the request's own system prompt, tool schemas and priming.
+        let offset = anchor_offset.unwrap_or_else(|| request_overhead(request, tokenizer).total());
+        let trigger = Shrink {
+            target: budget.trigger_tokens().saturating_sub(offset),
+            tokenizer,
+            settings: &settings,
+        };
+        let mut actions = self.shrink_to(&trigger, encoding)?;
+        let must_fit = Shrink {
+            target: budget.input_budget().saturating_sub(offset),
+            ..trigger
+        };
+        let transcript = self.transcript_in_mut(encoding);
+        if settings.strategy != Strategy::None && transcript.totals().total > must_fit.target {
+            actions.extend(transcript.reshape(|items| trim_oldest_turns(items, &must_fit)));
+        }
+        let mut items = transcript.items().to_vec();
+        actions.extend(repair_pairs(&mut items, tokenizer));
+        let calibration = self.calibration.get(&request.model);
+        let prepared = prepare(
+            &items,
+            tokenizer,
+            &model,
+            budget,
+            request,
+            anchor_offset,
+            calibration,
+            actions,
+        );
+        self.last_prepare = Some(LastPrepare {
+            model: request.model.clone(),
+            counted_tokens: prepared.stats.counted_tokens,
+            events: self.events.len(),
+            offset_tokens: offset,
+            trigger_tokens: prepared.stats.trigger_tokens,
+        });
+        Ok(prepared)
+    }
+
+    /// Brings the view under `shrink.target` with the strategy: view-level
+    /// tiers first, then (for `auto` and `summarize`) a persistent compaction,
+    /// then the tiers again on what the compaction left.
+    fn shrink_to(&mut self, trigger: &Shrink<'_>, encoding: Encoding) -> Result<Vec<Action>> {
+        let settings = trigger.settings;
+        let mut actions = Vec::new();
+        let over = |session: &mut Session| {
+            session.transcript_in(encoding).totals().total >= trigger.target
+        };
+        // Once over the trigger, shrink below it with room to spare, so the
+        // next calls do not cross it again straight away.
+        let shrink = &Shrink {
+            target: trigger.target.saturating_mul(SHRINK_TARGET_PERCENT) / 100,
+            ..*trigger
+        };
+        if settings.max_turns.is_some() || over(self) {
+            actions.extend(
+                self.transcript_in_mut(encoding)
+                    .reshape(|items| shrink_view(items, settings, shrink)),
+            );
+        }
+        let compacts = matches!(settings.strategy, Strategy::Auto | Strategy::Summarize);
+        if compacts && over(self) {
+            actions.push(self.compact_for(encoding));
+            if over(self) {
+                actions.extend(
+                    self.transcript_in_mut(encoding)
+                        .reshape(|items| shrink_view(items, settings, shrink)),
+                );
+            }
+        }
+        Ok(actions)
+    }
+
+    /// Runs an automatic compaction and says what came of it.
+    fn compact_for(&mut self, encoding: Encoding) -> Action {
+        let total = self.transcript_in(encoding).totals().total;
+        if self.writer.is_none() {
+            return Action::CompactionSkipped {
+                reason: "the session is open read-only".into(),
+            };
+        }
+        if self
+            .compactor
+            .blocked_below
+            .is_some_and(|floor| total < floor)
+        {
+            return Action::CompactionSkipped {
+                reason: "the last compaction freed nothing; waiting for the context to grow".into(),
+            };
+        }
+        let options = CompactOptions {
+            reason: CompactReason::Auto,
+            encoding: Some(encoding),
+            ..CompactOptions::default()
+        };
+        match self.compact(&options) {
+            Ok(report) if report.applied => Action::Compacted {
+                events: report.events_compacted,
+                tokens_saved: report.tokens_saved,
+            },
+            Ok(_) => Action::CompactionSkipped {
+                reason: "nothing to compact, or it would free nothing".into(),
+            },
+            Err(Error::Summarizer { message, failures }) => Action::CompactionSkipped {
+                reason: format!(
+                    "the summarizer failed ({failures} in a row): {message}; history untouched"
+                ),
+            },
+            Err(other) => Action::CompactionSkipped {
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    /// The transcript counted in `encoding`, built on first use.
+    pub fn transcript_in(&mut self, encoding: Encoding) -> &Transcript {
+        self.transcript_in_mut(encoding)
+    }
+
+    fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
+        let stale = self
+            .transcript
+            .as_ref()
+            .is_none_or(|t| t.encoding() != encoding);
+        if stale {
+            self.transcript = Some(self.build_transcript(encoding));
+        }
+        self.transcript.as_mut().expect("just built")
+    }
+
+    /// The view counted from scratch: snapshot base, the raw tail left by the
+    /// last compaction (its usage measured the old context, so it anchors
+    /// nothing), then everything after.
+    pub(super) fn build_transcript(&self, encoding: Encoding) -> Transcript {
+        let mut transcript = Transcript::new(encoding, self.settings.guard.clone());
+        let tail = self
+            .snapshot
+            .as_ref()
+            .map_or(0, |s| s.tail_events.min(self.events.len()));
+        if let Some(snapshot) = &self.snapshot {
+            transcript.extend(&snapshot.base);
+            transcript.extend(&self.events[..tail]);
+            transcript.forget_anchor();
+        }
+        transcript.extend(&self.events[tail..]);
+        transcript
+    }
+
+    /// Tokens the provider counts that the view does not hold — the hidden
+    /// system prompt of an imported agent, the provider's own framing — from
+    /// the last usage this model reported. A measured figure: counting never
+    /// overrides it.
+    fn measured_offset(&mut self, model: &ModelInfo, encoding: Encoding) -> Option<u64> {
+        let registry = Arc::clone(&self.settings.registry);
+        let transcript = self.transcript_in(encoding);
+        let anchor = transcript.anchor().filter(|a| {
+            a.model
+                .as_deref()
+                .is_none_or(|m| registry.lookup(m).model == model.model)
+        });
+        anchor.map(|a| {
+            a.reported_prompt_tokens
+                .saturating_sub(a.transcript_tokens_before)
+        })
+    }
+}
+
+/// The view-level part of each strategy.
+fn shrink_view(
+    items: &mut Vec<crate::transcript::ViewItem>,
+    settings: &PipelineSettings,
+    shrink: &Shrink<'_>,
+) -> Vec<Action> {
+    match settings.strategy {
+        Strategy::None | Strategy::Summarize => Vec::new(),
+        Strategy::Trim => trim_oldest_turns(items, shrink).into_iter().collect(),
+        Strategy::Placeholder => microcompact_old_results(items, shrink)
+            .into_iter()
+            .collect(),
+        Strategy::Auto => apply_tiers(items, AUTO_TIERS, shrink),
+    }
+}
