@@ -47,8 +47,17 @@ pub fn context_svg(source: &str, model: &str, lines: &[TurnLine]) -> String {
             WIDTH - MARGIN_RIGHT,
             MARGIN_LEFT - 8.0,
             y(tokens) + 4.0,
-            thousands(tokens as u64),
+            thousands(tokens.round() as u64),
             y = y(tokens)
+        );
+    }
+    let step = (lines.len() / 10).max(1).next_power_of_two().max(5);
+    for turn in (step..=lines.len()).step_by(step) {
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{}" text-anchor="middle">{turn}</text>"##,
+            x(turn as f64),
+            HEIGHT - MARGIN_BOTTOM + 16.0
         );
     }
     for (n, line) in lines.iter().enumerate() {
@@ -90,7 +99,7 @@ pub fn context_svg(source: &str, model: &str, lines: &[TurnLine]) -> String {
     );
     let _ = write!(
         svg,
-        r##"<text x="{MARGIN_LEFT}" y="{}" >turn</text>
+        r##"<text x="{}" y="{}" text-anchor="end">turn</text>
 <g transform="translate({},{})">
 <rect x="0" y="-12" width="12" height="3" fill="#2ca02c"/><text x="18" y="-8">context tokens</text>
 <rect x="130" y="-12" width="12" height="3" fill="#d62728"/><text x="148" y="-8">input budget</text>
@@ -100,7 +109,8 @@ pub fn context_svg(source: &str, model: &str, lines: &[TurnLine]) -> String {
 <text x="{}" y="{}" text-anchor="end">{} turns</text>
 </svg>
 "##,
-        HEIGHT - 16.0,
+        MARGIN_LEFT - 8.0,
+        HEIGHT - MARGIN_BOTTOM + 16.0,
         MARGIN_LEFT + 60.0,
         HEIGHT - 10.0,
         WIDTH - MARGIN_RIGHT,
@@ -119,7 +129,7 @@ fn escape(text: &str) -> String {
 fn thousands(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{}k", n / 1_000),
+        1_000..1_000_000 => format!("{:.0}k", n as f64 / 1e3),
         _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }

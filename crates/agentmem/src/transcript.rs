@@ -39,6 +39,8 @@ pub struct Transcript {
     guard: GuardPolicy,
     items: Vec<ViewItem>,
     total: TokenCounts,
+    /// The total as the events came, before any tier shrank the view.
+    unshrunk: u64,
     response_start_total: u64,
     anchor: Option<UsageAnchor>,
 }
@@ -51,6 +53,7 @@ impl Transcript {
             guard,
             items: Vec::new(),
             total: TokenCounts::default(),
+            unshrunk: 0,
             response_start_total: 0,
             anchor: None,
         }
@@ -85,6 +88,9 @@ impl Transcript {
             }
         }
         self.total.add(tokens);
+        self.unshrunk = self
+            .unshrunk
+            .saturating_add(self.total.total.saturating_sub(before));
         if let Some(usage) = &event.usage {
             self.anchor = Some(UsageAnchor {
                 reported_prompt_tokens: usage.prompt_tokens,
@@ -130,6 +136,12 @@ impl Transcript {
     /// The running totals, message framing included.
     pub fn totals(&self) -> TokenCounts {
         self.total
+    }
+
+    /// The total the view would have had if no tier had shrunk it: what a
+    /// compaction is measured against, since it rebuilds the view unshrunk.
+    pub fn unshrunk_total(&self) -> u64 {
+        self.unshrunk
     }
 
     /// How many events are in the view.

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::strategy::PipelineSettings;
 use super::tiers::SNAPSHOT_SOURCE;
-use crate::event::{now_ts, Event, TraceType};
+use crate::event::{Event, TraceType};
 use crate::tokens::Tokenizer;
 
 /// Why a compaction ran.
@@ -129,9 +129,12 @@ pub fn build_base(
         .or(old_base.last())
         .map(|e| e.turn_id.clone())
         .unwrap_or_default();
+    // The summary takes the time of the last event it covers, so the same
+    // history always compacts to the same snapshot.
+    let ts = span.last().or(old_base.last()).map_or(0.0, |e| e.ts);
     let mut summary_event = Event::new(TraceType::Summary, summary)
         .with_id(format!("summary-{compaction_number:04}"))
-        .with_ts(now_ts());
+        .with_ts(ts);
     summary_event.turn_id = last_turn;
     base.push(summary_event);
     for event in &mut base {

@@ -97,7 +97,7 @@ impl Session {
             .encoding
             .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
             .unwrap_or_default();
-        let tokens_before = self.transcript_in(encoding).totals().total;
+        let tokens_before = self.transcript_in(encoding).unshrunk_total();
         let tokenizer = encoding.tokenizer();
         let split = split_for_compaction(&self.events, settings.raw_tail_turns);
         let mut report = CompactReport {
@@ -307,10 +307,7 @@ impl Session {
                 fallback_summary(span, failures)
             }
         };
-        Ok(match &options.focus {
-            Some(focus) => format!("Focus of this summary: {focus}\n\n{text}"),
-            None => text,
-        })
+        Ok(text)
     }
 
     /// The three durable steps of the module docs.

@@ -138,7 +138,7 @@ impl Session {
 
     /// Runs an automatic compaction and says what came of it.
     fn compact_for(&mut self, encoding: Encoding) -> Action {
-        let total = self.transcript_in(encoding).totals().total;
+        let total = self.transcript_in(encoding).unshrunk_total();
         if self.writer.is_none() {
             return Action::CompactionSkipped {
                 reason: "the session is open read-only".into(),
