@@ -428,3 +428,117 @@ fn context_prepare_and_tokens() {
     );
     assert_eq!(stdout(&count).trim(), "4");
 }
+
+fn example(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+#[test]
+fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("context.svg");
+    let out = run_ok(
+        agentmem(dir.path())
+            .args(["--durability", "os", "replay"])
+            .arg(example("long-coding-session.jsonl"))
+            .args([
+                "--model",
+                "gpt-4o",
+                "--budget",
+                "16000",
+                "--session",
+                "kept",
+                "--json",
+                "--plot",
+            ])
+            .arg(&plot),
+    );
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (summary, turns) = lines.split_last().unwrap();
+    assert_eq!(summary["summary"], true);
+    assert_eq!(summary["turns"].as_u64().unwrap() as usize, turns.len());
+    assert!(turns.len() > 100);
+    assert_eq!(summary["turns_over_budget"], 0);
+    assert!(summary["compactions"].as_u64().unwrap() >= 1, "{summary}");
+    for turn in turns {
+        assert!(
+            turn["context_tokens"].as_u64().unwrap() <= turn["budget"].as_u64().unwrap(),
+            "{turn}"
+        );
+        assert!(turn["engine_us"].as_f64().unwrap() > 0.0);
+    }
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg")
+            && svg.contains("compaction trigger")
+            && svg.contains("stroke-dasharray=\"3,3\"")
+    );
+
+    // The replayed session was kept: its whole history is still exported.
+    let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", "kept"])));
+    let source_events = std::fs::read_to_string(example("long-coding-session.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(exported.lines().count(), source_events);
+}
+
+#[test]
+fn compact_with_focus_and_read_evicted_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "line of a very long build log with a path src/main.rs:12\n".repeat(3_000);
+    let mut input = events_ndjson(40);
+    input.push_str(&format!(
+        "{}\n",
+        json!({"trace_type": "user", "content": "show the build log"})
+    ));
+    input.push_str(&format!("{}\n", json!({"trace_type": "tool_call", "tool_call_id": "big", "tool_name": "bash", "tool_args": {"cmd": "cargo build"}})));
+    input.push_str(&format!(
+        "{}\n",
+        json!({"trace_type": "tool_result", "tool_call_id": "big", "content": huge})
+    ));
+    run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &input,
+    );
+
+    let page =
+        run_ok(agentmem(dir.path()).args(["evicted", "s", "big", "--offset", "2", "--limit", "3"]));
+    assert_eq!(stdout(&page).lines().count(), 3);
+    assert!(String::from_utf8_lossy(&page.stderr).contains("--offset 5"));
+    let missing = agentmem(dir.path())
+        .args(["evicted", "s", "nope"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    let bad = agentmem(dir.path())
+        .args(["evicted", "s", "../../etc/passwd"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid tool call id"));
+
+    let report: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["compact", "s", "--focus", "the build log", "--json"]))
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(report["applied"], true);
+    assert_eq!(report["focus"], "the build log");
+    assert!(report["tokens_saved"].as_u64().unwrap() > 0);
+    let context: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["context", "s", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(context["compactions"], 1);
+    let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", "s"])));
+    assert_eq!(
+        exported.lines().count(),
+        43,
+        "export still returns the whole history"
+    );
+}

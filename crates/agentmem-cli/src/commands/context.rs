@@ -48,11 +48,12 @@ impl Extra {
     fn of(session: &Session) -> Extra {
         let size = |path: std::path::PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
         Extra {
-            compactions: session
-                .events()
-                .iter()
-                .filter(|e| e.trace_type == TraceType::Summary)
-                .count(),
+            compactions: session.snapshot().map_or(0, |s| s.compactions as usize)
+                + session
+                    .events()
+                    .iter()
+                    .filter(|e| e.trace_type == TraceType::Summary)
+                    .count(),
             history_bytes: size(session.paths().raw_traces()) + size(session.paths().archive()),
         }
     }

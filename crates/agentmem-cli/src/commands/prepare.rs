@@ -19,7 +19,8 @@ pub fn run(
     system: Option<String>,
     stats: bool,
 ) -> anyhow::Result<()> {
-    let mut session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
+    // Opened for writing: a compaction this prepare runs is persisted.
+    let mut session = ctx.store.open_session(&ctx.agent, &ctx.session_id(id)?)?;
     ctx.report_recoveries(&session);
     let mut request = request_for(&session, args)?;
     request.system = system;
@@ -31,7 +32,7 @@ pub fn run(
     if stats {
         eprintln!("{}", serde_json::to_string_pretty(&prepared.stats)?);
     }
-    Ok(())
+    Ok(session.close()?)
 }
 
 /// The request the model arguments describe, with the session's defaults.

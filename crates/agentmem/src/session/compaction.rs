@@ -88,6 +88,9 @@ impl Session {
                 session: self.id.to_string(),
             });
         }
+        for hook in &mut self.compactor.before_hooks {
+            hook(options.reason);
+        }
         let settings = options
             .context
             .clone()

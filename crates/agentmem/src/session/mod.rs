@@ -71,8 +71,12 @@ pub struct ContextSettings {
     pub registry: Arc<ModelRegistry>,
 }
 
-/// Runs on every compaction: before (with the reason) and after (with the report).
+/// Runs after every applied compaction, with its report.
 pub type CompactionHook = Box<dyn FnMut(&crate::context::compact::CompactReport) + Send>;
+
+/// Runs before every compaction, with its reason (e.g. to flush state the
+/// agent keeps outside agentmem into the log first).
+pub type BeforeCompactionHook = Box<dyn FnMut(crate::context::compact::CompactReason) + Send>;
 
 /// The summarizer and what compaction remembers between runs.
 struct Compactor {
@@ -82,6 +86,7 @@ struct Compactor {
     /// context grows past this many tokens (no compaction loops).
     blocked_below: Option<u64>,
     after_hooks: Vec<CompactionHook>,
+    before_hooks: Vec<BeforeCompactionHook>,
     /// Ids the archive already holds, while a recompaction from the raw log runs.
     already_archived: HashSet<String>,
 }
@@ -190,6 +195,7 @@ impl Session {
                 consecutive_failures: 0,
                 blocked_below: None,
                 after_hooks: Vec::new(),
+                before_hooks: Vec::new(),
                 already_archived: HashSet::new(),
             },
             overflow_attempts: 0,
@@ -260,6 +266,11 @@ impl Session {
     pub fn set_summarizer(&mut self, summarizer: Box<dyn Summarizer + Send>) {
         self.compactor.summarizer = summarizer;
         self.compactor.consecutive_failures = 0;
+    }
+
+    /// Adds a hook that runs before every compaction with its reason.
+    pub fn before_compaction(&mut self, hook: BeforeCompactionHook) {
+        self.compactor.before_hooks.push(hook);
     }
 
     /// Adds a hook that runs after every compaction with its report.

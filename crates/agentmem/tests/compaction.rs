@@ -1,0 +1,490 @@
+//! Compaction, overflow recovery and the strategies, on real files: nothing
+//! is ever lost, crashes at each step leave a readable session, failures
+//! change nothing, and the prepared context fits.
+
+use std::sync::{Arc, Mutex};
+
+use agentmem::context::compact::CompactReason;
+use agentmem::context::overflow::{classify_provider_error, ProviderError};
+use agentmem::context::strategy::Strategy;
+use agentmem::context::tiers::Action;
+use agentmem::event::{Event, TraceType};
+use agentmem::id::{AgentId, SessionId};
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::Target;
+use agentmem::session::{CompactOptions, Session};
+use agentmem::store::snapshot::Snapshot;
+use agentmem::store::Store;
+use agentmem::summarize::{SummarizeError, Summarizer, Summary, SummaryRequest};
+use agentmem::{Durability, Error};
+use serde_json::json;
+
+fn store(dir: &tempfile::TempDir) -> Store {
+    Store::open(dir.path(), Durability::Batch).unwrap()
+}
+
+fn agent() -> AgentId {
+    AgentId::default()
+}
+
+/// `turns` turns of a coding session, with explicit ids and times.
+fn coding_turns(turns: usize) -> Vec<Event> {
+    let mut events = vec![Event::system("You are a coding agent.")
+        .with_id("sys")
+        .with_ts(1.0)];
+    for t in 0..turns {
+        let ts = 10.0 + t as f64;
+        let call = format!("call_{t}");
+        events.push(
+            Event::user(format!(
+                "Turn {t}: fix crates/mod_{t}/src/lib.rs, error E04{t:02} at line {t}0."
+            ))
+            .with_id(format!("u{t}"))
+            .with_ts(ts),
+        );
+        events.push(
+            Event::tool_call(
+                &call,
+                "read_file",
+                json!({"path": format!("crates/mod_{t}/src/lib.rs")}),
+            )
+            .with_id(format!("c{t}"))
+            .with_ts(ts),
+        );
+        events.push(
+            Event::tool_result(&call, format!("fn handler_{t}() {{}}\n").repeat(150))
+                .with_id(format!("r{t}"))
+                .with_ts(ts),
+        );
+        events.push(
+            Event::assistant(format!("Fixed mod_{t}; tests pass."))
+                .with_id(format!("a{t}"))
+                .with_ts(ts),
+        );
+    }
+    events
+}
+
+fn session_with(dir: &tempfile::TempDir, events: Vec<Event>) -> Session {
+    let mut session = store(dir)
+        .create_session(&agent(), Some(SessionId::new("s").unwrap()))
+        .unwrap();
+    session.ingest(events).unwrap();
+    session
+}
+
+fn ids(events: &[Event]) -> Vec<String> {
+    events.iter().map(|e| e.id.clone()).collect()
+}
+
+#[test]
+fn compaction_archives_history_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = coding_turns(12);
+    let mut session = session_with(&dir, original.clone());
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied, "{report:?}");
+    assert!(report.tokens_after < report.tokens_before);
+    // The tail is the current turn and the four before it: 5 turns of 4 events.
+    assert_eq!(session.events().len(), 20);
+    assert_eq!(report.events_compacted, original.len() - 20);
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&original));
+
+    let base = &session.snapshot().unwrap().base;
+    let summary = base
+        .iter()
+        .find(|e| e.trace_type == TraceType::Summary)
+        .unwrap();
+    assert!(summary.content.contains("## Goal"), "{}", summary.content);
+    assert!(
+        base.iter().any(|e| e.trace_type == TraceType::User),
+        "user messages are kept"
+    );
+    let active = std::fs::read_to_string(session.paths().raw_traces()).unwrap();
+    assert_eq!(active.lines().count(), 20, "resume reads only the tail");
+
+    let before = session.transcript_in(Default::default()).totals();
+    let id = session.id().clone();
+    drop(session);
+    let mut reopened = store(&dir).open_session(&agent(), &id).unwrap();
+    assert_eq!(reopened.transcript_in(Default::default()).totals(), before);
+    assert_eq!(ids(&reopened.full_history().unwrap()), ids(&original));
+}
+
+#[test]
+fn a_crash_between_snapshot_and_log_rewrite_is_finished_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = coding_turns(10);
+    let mut session = session_with(&dir, original.clone());
+    let log = session.paths().raw_traces();
+    let before_compaction = std::fs::read(&log).unwrap();
+    session.compact(&CompactOptions::default()).unwrap();
+    let tail = ids(session.events());
+    drop(session);
+    // The crash: archive and snapshot written, the old log still in place.
+    std::fs::write(&log, &before_compaction).unwrap();
+
+    let reader = store(&dir)
+        .read_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    assert_eq!(ids(reader.events()), tail, "readers see the finished state");
+    drop(reader);
+    let writer = store(&dir)
+        .open_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    assert_eq!(ids(writer.events()), tail);
+    assert_eq!(
+        ids(&writer.full_history().unwrap()),
+        ids(&original),
+        "no duplicates, nothing lost"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().lines().count(),
+        tail.len(),
+        "the writer finished the rewrite"
+    );
+}
+
+#[test]
+fn a_crash_after_archiving_leaves_the_previous_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = coding_turns(10);
+    let session = session_with(&dir, original.clone());
+    let archive = session.paths().archive();
+    drop(session);
+    // The crash: the span was appended to the archive, nothing else happened.
+    let span: String = original[..9]
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap() + "\n")
+        .collect();
+    std::fs::write(&archive, span).unwrap();
+
+    let session = store(&dir)
+        .open_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    assert_eq!(
+        ids(session.events()),
+        ids(&original),
+        "the view is the uncompacted log"
+    );
+    assert_eq!(
+        ids(&session.full_history().unwrap()),
+        ids(&original),
+        "archive copies are not shown twice"
+    );
+}
+
+/// A summarizer that fails on cue.
+struct Failing(Arc<Mutex<u32>>);
+
+impl Summarizer for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn version(&self) -> &str {
+        "1"
+    }
+    fn window_tokens(&self) -> u64 {
+        100_000
+    }
+    fn summarize(&self, _: &SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        *self.0.lock().unwrap() += 1;
+        Err(SummarizeError::Failed("the model is down".into()))
+    }
+}
+
+#[test]
+fn a_failing_summarizer_changes_nothing_and_falls_back_after_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(10));
+    let calls = Arc::new(Mutex::new(0));
+    session.set_summarizer(Box::new(Failing(calls.clone())));
+    let log = std::fs::read(session.paths().raw_traces()).unwrap();
+    for failures in 1..=2 {
+        let err = session.compact(&CompactOptions::default()).unwrap_err();
+        assert!(
+            matches!(err, Error::Summarizer { failures: f, .. } if f == failures),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(session.paths().raw_traces()).unwrap(),
+            log,
+            "history untouched"
+        );
+        assert!(session.snapshot().is_none());
+    }
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied);
+    assert!(
+        report.fallback.as_deref().unwrap().contains("3 times"),
+        "{report:?}"
+    );
+    let summary = &session.snapshot().unwrap().base.last().unwrap().content;
+    assert!(summary.contains("search_conversation_history"), "{summary}");
+    assert_eq!(
+        session.full_history().unwrap().len(),
+        coding_turns(10).len()
+    );
+    assert_eq!(*calls.lock().unwrap(), 3);
+}
+
+#[test]
+fn compaction_is_deterministic() {
+    let snapshot_of = || {
+        let dir = tempfile::tempdir().unwrap();
+        let mut session = session_with(&dir, coding_turns(9));
+        session
+            .compact(&CompactOptions {
+                focus: Some("error codes".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        session.snapshot().unwrap().base.clone()
+    };
+    assert_eq!(snapshot_of(), snapshot_of());
+}
+
+#[test]
+fn identifiers_survive_or_are_hinted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(10));
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.identifiers > 0);
+    let summary = session
+        .snapshot()
+        .unwrap()
+        .base
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    for t in 0..5 {
+        let path = format!("crates/mod_{t}/src/lib.rs");
+        assert!(
+            summary.contains(&path),
+            "{path} is neither kept nor hinted:\n{summary}"
+        );
+    }
+}
+
+#[test]
+fn focus_protected_tools_and_aborted_turns_survive_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = coding_turns(3);
+    events.push(
+        Event::tool_call(
+            "todo_1",
+            "manage_todo_list",
+            json!({"items": ["fix parser"]}),
+        )
+        .with_id("todo-c"),
+    );
+    events.push(Event::tool_result("todo_1", "1 item, 0 done").with_id("todo-r"));
+    events.push(Event::new(TraceType::TurnAborted, "user pressed Esc").with_id("abort"));
+    events.extend(coding_turns(12).into_iter().skip(13).map(|mut e| {
+        e.id = format!("late-{}", e.id);
+        e
+    }));
+    let mut session = store(&dir).create_session(&agent(), None).unwrap();
+    session.ingest(events).unwrap();
+    let mut options = CompactOptions {
+        focus: Some("the parser".into()),
+        ..Default::default()
+    };
+    options.context.protected_tools = Some(vec!["manage_todo_list".into()]);
+    session.compact(&options).unwrap();
+    let base = &session.snapshot().unwrap().base;
+    let base_ids = ids(base);
+    assert!(
+        base_ids.contains(&"todo-c".to_owned()) && base_ids.contains(&"todo-r".to_owned()),
+        "{base_ids:?}"
+    );
+    assert!(base_ids.contains(&"abort".to_owned()));
+    assert!(base.last().unwrap().content.contains("the parser"));
+}
+
+#[test]
+fn auto_keeps_the_context_inside_the_budget_and_compacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = store(&dir).create_session(&agent(), None).unwrap();
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(6_000);
+    request.budget.max_output_tokens = Some(500);
+    request.budget.safety_margin = Some(500);
+    let mut compacted = false;
+    let all = coding_turns(40);
+    for turn in all.chunks(4) {
+        session.ingest(turn.to_vec()).unwrap();
+        let stats = session.prepare(&request).unwrap().stats;
+        assert!(stats.context_tokens <= stats.input_budget, "{stats:?}");
+        compacted |= stats
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Compacted { .. }));
+    }
+    assert!(
+        compacted,
+        "a 40-turn session in a 5,000-token budget compacts"
+    );
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&all));
+}
+
+#[test]
+fn strategies_none_trim_and_placeholder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(20));
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(8_000);
+    request.budget.max_output_tokens = Some(500);
+    request.budget.safety_margin = Some(500);
+
+    request.context.strategy = Some(Strategy::None);
+    let none = session.prepare(&request).unwrap().stats;
+    assert!(none.over_budget && none.actions.iter().all(|a| a.tokens_saved() == 0));
+
+    request.context.strategy = Some(Strategy::Placeholder);
+    let placeholder = session.prepare(&request).unwrap();
+    assert!(placeholder
+        .payload
+        .to_string()
+        .contains("⟦removed: read_file call_0"));
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut fresh = session_with(&dir2, coding_turns(20));
+    request.context.strategy = Some(Strategy::Trim);
+    let trimmed = fresh.prepare(&request).unwrap();
+    let messages = trimmed.payload["messages"].as_array().unwrap();
+    // Whole turns only: the first message after the system prompt is a user message.
+    assert_eq!(messages[1]["role"], "user");
+    assert!(trimmed
+        .stats
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::TurnsTrimmed { .. })));
+    assert!(trimmed.stats.context_tokens <= trimmed.stats.input_budget);
+}
+
+#[test]
+fn overflow_recovery_retries_three_times_then_gives_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(12));
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let full = session.prepare(&request).unwrap().stats.context_tokens;
+    let error = classify_provider_error(
+        400,
+        r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#,
+    );
+    assert!(matches!(error, ProviderError::ContextOverflow { .. }));
+    let first = session.recover_from_overflow(&error, &request).unwrap();
+    assert!(
+        first.stats.context_tokens < full,
+        "{} !< {full}",
+        first.stats.context_tokens
+    );
+    assert!(session.snapshot().is_some(), "the first recovery compacts");
+    session.recover_from_overflow(&error, &request).unwrap();
+    session.recover_from_overflow(&error, &request).unwrap();
+    let err = session.recover_from_overflow(&error, &request).unwrap_err();
+    assert!(
+        matches!(err, Error::OverflowUnrecoverable { attempts: 3, .. }),
+        "{err}"
+    );
+
+    // A model call that goes through (usage reported) resets the count.
+    let mut answer = Event::assistant("ok");
+    answer.usage = Some(Default::default());
+    session.ingest(vec![answer]).unwrap();
+    assert!(session.recover_from_overflow(&error, &request).is_ok());
+    let other = classify_provider_error(429, "slow down");
+    assert!(matches!(
+        session.recover_from_overflow(&other, &request),
+        Err(Error::NotAnOverflow { .. })
+    ));
+}
+
+#[test]
+fn hooks_run_before_and_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(8));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (before, after) = (seen.clone(), seen.clone());
+    session.before_compaction(Box::new(move |reason| {
+        before.lock().unwrap().push(format!("before {reason:?}"))
+    }));
+    session.on_compaction(Box::new(move |report| {
+        after
+            .lock()
+            .unwrap()
+            .push(format!("after {}", report.tokens_saved > 0))
+    }));
+    session.compact(&CompactOptions::default()).unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["before Manual", "after true"]);
+    let _ = CompactReason::Auto;
+}
+
+#[test]
+fn large_outputs_are_evicted_at_ingest_and_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge =
+        "2026-11-22 INFO worker=7 request handled in 12 ms path=/api/v1/items\n".repeat(4_000);
+    let mut session = store(&dir).create_session(&agent(), None).unwrap();
+    let report = session
+        .ingest(vec![
+            Event::user("show me the log"),
+            Event::tool_call("call_log", "bash", json!({"cmd": "cat app.log"})),
+            Event::tool_result("call_log", huge.clone()),
+        ])
+        .unwrap();
+    assert_eq!(report.evicted, 1);
+    let path = session.paths().evicted().join("call_log.txt");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), huge);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    assert_eq!(
+        session.events()[2].content,
+        huge,
+        "the log keeps the full text"
+    );
+    let payload = session
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap()
+        .payload;
+    let shown = payload["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        shown.len() < 3_000 && shown.contains("read_evicted_output"),
+        "{shown}"
+    );
+    let page =
+        agentmem::context::guard::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
+            .unwrap();
+    assert_eq!(page.lines_returned, 5);
+    assert!(page.has_more);
+}
+
+#[test]
+fn recompaction_from_raw_rederives_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = coding_turns(12);
+    let mut session = session_with(&dir, original.clone());
+    session.compact(&CompactOptions::default()).unwrap();
+    let mut options = CompactOptions::default();
+    options.context.raw_tail_turns = Some(1);
+    let report = session.compact_from_raw(&options).unwrap();
+    assert_eq!(report.reason, CompactReason::FromRaw);
+    assert!(report.applied);
+    assert_eq!(session.events().len(), 8, "the current turn and one more");
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&original));
+    let archived = std::fs::read_to_string(session.paths().archive())
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(archived, original.len() - 8, "nothing archived twice");
+    let snapshot = Snapshot::read(&session.paths().dir).unwrap().unwrap();
+    assert_eq!(snapshot.compactions, 1, "the snapshot was derived afresh");
+}
