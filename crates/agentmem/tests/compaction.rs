@@ -488,3 +488,19 @@ fn recompaction_from_raw_rederives_the_context() {
     let snapshot = Snapshot::read(&session.paths().dir).unwrap().unwrap();
     assert_eq!(snapshot.compactions, 1, "the snapshot was derived afresh");
 }
+
+#[test]
+fn ingest_says_when_a_tool_result_crosses_the_trigger() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(1));
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(6_000);
+    request.budget.max_output_tokens = Some(500);
+    request.budget.safety_margin = Some(500);
+    assert!(!session.prepare(&request).unwrap().stats.compaction_due);
+    let small = session.ingest(vec![Event::tool_call("c9", "ls", json!({})), Event::tool_result("c9", "a.rs")]).unwrap();
+    assert!(!small.compaction_due);
+    let big = "error: mismatched types in crates/parser/src/lib.rs\n".repeat(300);
+    let report = session.ingest(vec![Event::tool_call("c10", "bash", json!({})), Event::tool_result("c10", big)]).unwrap();
+    assert!(report.compaction_due, "checked after each tool result, not only at turn start");
+}

@@ -1,0 +1,928 @@
+//! Property tests of the context pipeline's invariants (`Session::prepare`,
+//! the strategies, the tiers and compaction) on random agent transcripts
+//! replayed against real sessions on disk.
+//!
+//! A generated [`Spec`] is a conversation of 5–40 turns plus the settings it
+//! runs under. [`Run`] replays it as an agent loop would: each turn ingests a
+//! user message (then any tool results that arrived late, after it), prepares,
+//! ingests one or two model responses (text and/or up to three tool calls) and
+//! their results (some late, some missing, some errors), preparing again after
+//! every response that called tools. Tool outputs range from one line to about
+//! 40k tokens, so write-time truncation, eviction, the tiers and compaction all
+//! happen; budgets are small (a 3k–30k window) so shrinking happens often.
+//! Every event has an explicit id and time, so a spec always replays the same.
+//!
+//! The properties:
+//!
+//! 1. `payloads_pair_every_call_with_one_result`: every rendered payload, for
+//!    OpenAI Chat Completions and for Anthropic Messages, pairs tool calls and
+//!    results the way the API demands (see [`check_chat_pairs`] and
+//!    [`check_anthropic_pairs`]).
+//! 2. `payloads_fit_when_the_latest_user_message_fits`: for every strategy
+//!    but `none`, `context_tokens <= input_budget` whenever the latest user
+//!    message, the request's own overhead and 50 tokens of framing fit the
+//!    input budget; for `none`, `over_budget` says exactly whether
+//!    `context_tokens > input_budget`.
+//! 3. `trimming_never_splits_a_turn` (see [`check_turns_whole`]).
+//! 4. `the_log_only_grows` (see [`check_history`]), also across a reopen.
+//! 5. `the_same_input_gives_the_same_output`: two stores, the same spec, equal
+//!    payloads and stats at every prepare.
+
+use std::collections::{HashMap, HashSet};
+
+use agentmem::context::guard::GuardPolicy;
+use agentmem::context::strategy::{ContextSettingsLayer, Strategy as Shaping};
+use agentmem::context::tiers::SNAPSHOT_SOURCE;
+use agentmem::event::{Event, TraceType, Usage};
+use agentmem::id::{AgentId, SessionId};
+use agentmem::message::{messages_from_events, Role};
+use agentmem::prepare::{request_overhead, ContextStats, PrepareRequest, Prepared};
+use agentmem::render::{Target, ToolSchema};
+use agentmem::session::{CompactOptions, Session};
+use agentmem::store::Store;
+use agentmem::tokens::budget::BudgetSettings;
+use agentmem::tokens::Encoding;
+use agentmem::transcript::model_view;
+use agentmem::turn::PREAMBLE_TURN;
+use agentmem::Durability;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use serde_json::{json, Value};
+
+/// The model every request names (o200k_base, an exact count: no calibration).
+const MODEL: &str = "gpt-4.1";
+/// The request's system prompt.
+const SYSTEM: &str = "You are a coding agent. Use the tools to inspect and change the repository.";
+/// The tools the agent has; calls draw their tool from here.
+const TOOLS: [&str; 3] = ["bash", "read_file", "grep"];
+/// Reply room and safety margin of every request: input budget = window − 700.
+const MAX_OUTPUT_TOKENS: u64 = 500;
+const SAFETY_MARGIN: u64 = 200;
+/// Framing allowed around the latest user message in the fit property.
+const FRAMING_TOKENS: u64 = 50;
+/// Time of the first event; each event is one second after the one before.
+const BASE_TS: f64 = 1_750_000_000.0;
+
+// ---------------------------------------------------------------------------
+// The spec: what a generated conversation is made of.
+// ---------------------------------------------------------------------------
+
+/// When a tool result reaches the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// Right after the response that called the tool.
+    OnTime,
+    /// After the next user message (or at the very end, after the last turn).
+    Late,
+    /// Never (the call was interrupted).
+    Missing,
+}
+
+#[derive(Debug, Clone)]
+struct CallSpec {
+    /// Index into [`TOOLS`].
+    tool: usize,
+    /// Which of a few argument values: the same tool and argument repeat, so
+    /// duplicate calls (snip) happen.
+    arg: u8,
+    /// Lines of output, about 25 tokens each.
+    lines: usize,
+    arrival: Arrival,
+    /// The tool failed (an error result).
+    error: bool,
+}
+
+#[derive(Debug, Clone)]
+struct ResponseSpec {
+    /// Words of assistant text (0: the response is tool calls only).
+    text_words: usize,
+    calls: Vec<CallSpec>,
+}
+
+#[derive(Debug, Clone)]
+enum UserSpec {
+    /// A typed request of this many words.
+    Words(usize),
+    /// A pasted log of this many lines (up to ~5k tokens, so it may not fit
+    /// the smallest budgets on its own).
+    Paste(usize),
+}
+
+#[derive(Debug, Clone)]
+struct TurnSpec {
+    /// Run a manual compaction (`/compact`) before the turn starts.
+    compact_first: bool,
+    user: UserSpec,
+    responses: Vec<ResponseSpec>,
+}
+
+#[derive(Debug, Clone)]
+struct Spec {
+    context_window: u64,
+    strategy: Shaping,
+    max_turns: Option<usize>,
+    keep_tool_results: Option<usize>,
+    raw_tail_turns: Option<usize>,
+    /// Each response reports the provider's prompt size (our last count, as
+    /// an exact provider would), so the usage anchor is exercised.
+    report_usage: bool,
+    /// Drop the session and open it again from disk before this turn.
+    reopen_before_turn: Option<usize>,
+    turns: Vec<TurnSpec>,
+}
+
+fn arrival() -> impl Strategy<Value = Arrival> {
+    prop_oneof![
+        8 => Just(Arrival::OnTime),
+        1 => Just(Arrival::Late),
+        1 => Just(Arrival::Missing),
+    ]
+}
+
+/// Output sizes from one line to ~40k tokens: most are small, a few are
+/// truncated at write time (over 6k tokens), a few evicted (over 20k).
+fn output_lines() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        4 => 1usize..4,
+        4 => 4usize..40,
+        3 => 40usize..200,
+        2 => 250usize..700,
+        1 => 850usize..1600,
+    ]
+}
+
+prop_compose! {
+    fn call_spec()(
+        tool in 0..TOOLS.len(),
+        arg in 0u8..4,
+        lines in output_lines(),
+        arrival in arrival(),
+        error in prop::bool::weighted(0.15),
+    ) -> CallSpec {
+        CallSpec { tool, arg, lines, arrival, error }
+    }
+}
+
+prop_compose! {
+    fn response_spec()(
+        text_words in prop_oneof![1 => Just(0usize), 3 => 1usize..120],
+        calls in prop::collection::vec(call_spec(), 0..=3),
+    ) -> ResponseSpec {
+        // A response says something or calls something.
+        let text_words = if calls.is_empty() { text_words.max(1) } else { text_words };
+        ResponseSpec { text_words, calls }
+    }
+}
+
+fn user_spec() -> impl Strategy<Value = UserSpec> {
+    prop_oneof![
+        10 => (3usize..60).prop_map(UserSpec::Words),
+        1 => (20usize..200).prop_map(UserSpec::Paste),
+    ]
+}
+
+prop_compose! {
+    fn turn_spec()(
+        compact_first in prop::bool::weighted(0.08),
+        user in user_spec(),
+        responses in prop::collection::vec(response_spec(), 1..=2),
+    ) -> TurnSpec {
+        TurnSpec { compact_first, user, responses }
+    }
+}
+
+/// Every strategy, `auto` (the default) weighted most.
+fn any_strategy() -> BoxedStrategy<Shaping> {
+    prop_oneof![
+        4 => Just(Shaping::Auto),
+        1 => Just(Shaping::None),
+        2 => Just(Shaping::Trim),
+        1 => Just(Shaping::Summarize),
+        1 => Just(Shaping::Placeholder),
+    ]
+    .boxed()
+}
+
+prop_compose! {
+    fn spec(strategy: BoxedStrategy<Shaping>)(
+        context_window in 3_000u64..=30_000,
+        strategy in strategy,
+        max_turns in prop::option::weighted(0.3, 1usize..8),
+        keep_tool_results in prop::option::weighted(0.3, 0usize..6),
+        raw_tail_turns in prop::option::weighted(0.3, 0usize..5),
+        report_usage in any::<bool>(),
+        reopen_before_turn in prop::option::weighted(0.3, 1usize..40),
+        turns in prop::collection::vec(turn_spec(), 5..=40),
+    ) -> Spec {
+        Spec {
+            context_window,
+            strategy,
+            // `max_turns` is a `trim` setting.
+            max_turns: max_turns.filter(|_| strategy == Shaping::Trim),
+            keep_tool_results,
+            raw_tail_turns,
+            report_usage,
+            reopen_before_turn,
+            turns,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic text for the events.
+// ---------------------------------------------------------------------------
+
+const WORDS: [&str; 24] = [
+    "please",
+    "refactor",
+    "the",
+    "parser",
+    "module",
+    "so",
+    "that",
+    "errors",
+    "carry",
+    "spans",
+    "and",
+    "run",
+    "tests",
+    "again",
+    "after",
+    "fixing",
+    "src/lib.rs",
+    "config",
+    "loader",
+    "then",
+    "check",
+    "CI",
+    "output",
+    "carefully",
+];
+
+/// `n` words, varied by `seed`.
+fn words(n: usize, seed: usize) -> String {
+    (0..n)
+        .map(|i| WORDS[(seed * 7 + i * 13 + i / 5) % WORDS.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `n` lines of build/test log, varied by `seed` (about 25 tokens a line).
+fn log_lines(n: usize, seed: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let k = (i * 31 + seed * 17) % 97;
+            let level = ["INFO", "DEBUG", "WARN"][(i + seed) % 3];
+            format!(
+                "2025-06-0{}T12:{:02}:{:02}Z {level} cargo::build: compiled crate_{k} v0.{k}.{} (src/module_{k}/lib.rs) in {} ms",
+                1 + seed % 9,
+                (i / 60) % 60,
+                i % 60,
+                i % 10,
+                (i * 37 + k) % 5000
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn tool_args(call: &CallSpec) -> Value {
+    match TOOLS[call.tool] {
+        "bash" => json!({"cmd": format!("cargo test -p crate_{}", call.arg)}),
+        "read_file" => json!({"path": format!("src/module_{}/lib.rs", call.arg)}),
+        _ => json!({"pattern": format!("fn handler_{}", call.arg), "path": "src"}),
+    }
+}
+
+fn tool_schemas() -> Vec<ToolSchema> {
+    TOOLS
+        .iter()
+        .map(|name| ToolSchema {
+            name: (*name).to_owned(),
+            description: format!("The {name} tool."),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        })
+        .collect()
+}
+
+/// The request for one prepare of `spec`, rendered for `target`.
+fn request(spec: &Spec, target: Target) -> PrepareRequest {
+    PrepareRequest {
+        model: MODEL.to_owned(),
+        target,
+        system: Some(SYSTEM.to_owned()),
+        tools: tool_schemas(),
+        budget: BudgetSettings {
+            context_window: Some(spec.context_window),
+            max_output_tokens: Some(MAX_OUTPUT_TOKENS),
+            safety_margin: Some(SAFETY_MARGIN),
+            trigger_ratio: None,
+        },
+        context: ContextSettingsLayer {
+            strategy: Some(spec.strategy),
+            max_turns: spec.max_turns,
+            keep_tool_results: spec.keep_tool_results,
+            raw_tail_turns: spec.raw_tail_turns,
+            ..ContextSettingsLayer::default()
+        },
+    }
+}
+
+fn count(text: &str) -> u64 {
+    Encoding::O200kBase.tokenizer().count(text) as u64
+}
+
+// ---------------------------------------------------------------------------
+// Replaying a spec.
+// ---------------------------------------------------------------------------
+
+/// Checks a [`Run`] makes as it goes (those that need the live session).
+#[derive(Debug, Clone, Copy, Default)]
+struct Checks {
+    /// [`check_history`] after every ingest, prepare, compaction and reopen.
+    history: bool,
+    /// [`check_turns_whole`] after every prepare.
+    turns: bool,
+}
+
+/// One prepare, as the properties look at it afterwards.
+#[derive(Debug, Clone)]
+struct Record {
+    /// Where in the replay: `turn 3 start`, `turn 3 response 1`, `end`.
+    at: String,
+    target: Target,
+    payload: Value,
+    stats: ContextStats,
+    /// Tokens of the latest user message's text.
+    latest_user_tokens: u64,
+    /// What the request adds around the view (system prompt, tool schemas, priming).
+    overhead_tokens: u64,
+}
+
+/// A spec being replayed against a fresh store.
+struct Run<'a> {
+    spec: &'a Spec,
+    targets: &'a [Target],
+    checks: Checks,
+    _dir: tempfile::TempDir,
+    store: Store,
+    agent: AgentId,
+    id: SessionId,
+    /// `None` only while the session is being reopened.
+    session: Option<Session>,
+    /// Every event handed to `ingest`, in order.
+    ingested: Vec<Event>,
+    records: Vec<Record>,
+    latest_user: String,
+    /// Tool results that arrive after the next user message.
+    late: Vec<Event>,
+    next_ts: f64,
+    /// `counted_tokens` of the last prepare (what a provider reports back).
+    last_counted: u64,
+}
+
+impl<'a> Run<'a> {
+    fn new(spec: &'a Spec, targets: &'a [Target], checks: Checks) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), Durability::Os).expect("store");
+        let agent = AgentId::default();
+        let id = SessionId::new("p").expect("session id");
+        let session = store
+            .create_session(&agent, Some(id.clone()))
+            .expect("create session");
+        Run {
+            spec,
+            targets,
+            checks,
+            _dir: dir,
+            store,
+            agent,
+            id,
+            session: Some(session),
+            ingested: Vec::new(),
+            records: Vec::new(),
+            latest_user: String::new(),
+            late: Vec::new(),
+            next_ts: BASE_TS,
+            last_counted: 0,
+        }
+    }
+
+    fn session(&mut self) -> &mut Session {
+        self.session.as_mut().expect("the session is open")
+    }
+
+    /// Gives `event` its id and the next time.
+    fn stamp(&mut self, event: Event, id: String) -> Event {
+        let ts = self.next_ts;
+        self.next_ts += 1.0;
+        event.with_id(id).with_ts(ts)
+    }
+
+    /// Replays the whole spec; returns what every prepare gave.
+    fn replay(mut self) -> Result<Vec<Record>, TestCaseError> {
+        let spec = self.spec;
+        for (t, turn) in spec.turns.iter().enumerate() {
+            if spec.reopen_before_turn == Some(t) {
+                self.reopen(&format!("reopen before turn {t}"))?;
+            }
+            if turn.compact_first {
+                let report = self.session().compact(&CompactOptions::default());
+                prop_assert!(report.is_ok(), "turn {t}: manual compaction: {report:?}");
+                self.after(&format!("turn {t} manual compaction"))?;
+            }
+            let text = match turn.user {
+                UserSpec::Words(n) => words(n, t),
+                UserSpec::Paste(n) => format!("The build fails, log:\n{}", log_lines(n, t)),
+            };
+            self.latest_user = text.clone();
+            let user = self.stamp(Event::user(text), format!("u{t}"));
+            self.ingest(vec![user], &format!("turn {t} user"))?;
+            let late = std::mem::take(&mut self.late);
+            if !late.is_empty() {
+                self.ingest(late, &format!("turn {t} late results"))?;
+            }
+            self.prepare(&format!("turn {t} start"))?;
+            for (r, response) in turn.responses.iter().enumerate() {
+                self.respond(t, r, response)?;
+                if !response.calls.is_empty() {
+                    self.prepare(&format!("turn {t} response {r}"))?;
+                }
+            }
+        }
+        let late = std::mem::take(&mut self.late);
+        if !late.is_empty() {
+            self.ingest(late, "end: late results")?;
+        }
+        self.prepare("end")?;
+        if self.checks.history {
+            self.reopen("reopened at the end")?;
+        }
+        Ok(self.records)
+    }
+
+    /// Ingests response `r` of turn `t` and the results that arrive on time.
+    fn respond(
+        &mut self,
+        t: usize,
+        r: usize,
+        response: &ResponseSpec,
+    ) -> Result<(), TestCaseError> {
+        let mut events = Vec::new();
+        if response.text_words > 0 {
+            let text = words(response.text_words, t * 3 + r + 1);
+            events.push(self.stamp(Event::assistant(text), format!("a{t}_{r}")));
+        }
+        for (k, call) in response.calls.iter().enumerate() {
+            let event = Event::tool_call(
+                format!("call_{t}_{r}_{k}"),
+                TOOLS[call.tool],
+                tool_args(call),
+            );
+            events.push(self.stamp(event, format!("c{t}_{r}_{k}")));
+        }
+        if self.spec.report_usage {
+            events[0].usage = Some(Usage {
+                prompt_tokens: self.last_counted,
+                completion_tokens: 40,
+                ..Usage::default()
+            });
+        }
+        self.ingest(events, &format!("turn {t} response {r}"))?;
+        let mut on_time = Vec::new();
+        for (k, call) in response.calls.iter().enumerate() {
+            let call_id = format!("call_{t}_{r}_{k}");
+            let output = log_lines(call.lines, t * 11 + r * 5 + k);
+            let result = if call.error {
+                Event::tool_error(call_id, format!("error: exit status 101\n{output}"))
+            } else {
+                Event::tool_result(call_id, output)
+            };
+            let result = self.stamp(result, format!("r{t}_{r}_{k}"));
+            match call.arrival {
+                Arrival::OnTime => on_time.push(result),
+                Arrival::Late => self.late.push(result),
+                Arrival::Missing => {}
+            }
+        }
+        if !on_time.is_empty() {
+            self.ingest(on_time, &format!("turn {t} response {r} results"))?;
+        }
+        Ok(())
+    }
+
+    fn ingest(&mut self, events: Vec<Event>, at: &str) -> Result<(), TestCaseError> {
+        let report = self.session().ingest(events.clone());
+        prop_assert!(report.is_ok(), "{at}: ingest failed: {report:?}");
+        prop_assert_eq!(report.unwrap().appended, events.len(), "{}: appended", at);
+        self.ingested.extend(events);
+        self.after(at)
+    }
+
+    /// Prepares for every target in turn and records what came out.
+    fn prepare(&mut self, at: &str) -> Result<(), TestCaseError> {
+        let tokenizer = Encoding::O200kBase.tokenizer();
+        let latest_user_tokens = count(&self.latest_user);
+        for &target in self.targets {
+            let request = request(self.spec, target);
+            let prepared: Result<Prepared, _> = self.session().prepare(&request);
+            prop_assert!(prepared.is_ok(), "{at}: prepare failed: {prepared:?}");
+            let prepared = prepared.unwrap();
+            self.last_counted = prepared.stats.counted_tokens;
+            if self.checks.turns && target == Target::OpenAiChat {
+                let payload = prepared.payload.clone();
+                check_turns_whole(self.session(), &payload)
+                    .map_err(|e| TestCaseError::fail(format!("{at}: {e}")))?;
+            }
+            self.records.push(Record {
+                at: at.to_owned(),
+                target,
+                payload: prepared.payload,
+                stats: prepared.stats,
+                latest_user_tokens,
+                overhead_tokens: request_overhead(&request, tokenizer).total(),
+            });
+            self.after(&format!("{at} prepare {target}"))?;
+        }
+        Ok(())
+    }
+
+    /// Drops the session and opens it again from disk.
+    fn reopen(&mut self, at: &str) -> Result<(), TestCaseError> {
+        self.session = None; // releases the lock
+        let session = self.store.open_session(&self.agent, &self.id);
+        prop_assert!(session.is_ok(), "{at}: reopen failed: {session:?}");
+        self.session = session.ok();
+        self.after(at)
+    }
+
+    /// The checks that run after every step.
+    fn after(&mut self, at: &str) -> Result<(), TestCaseError> {
+        if self.checks.history {
+            let ingested = std::mem::take(&mut self.ingested);
+            let checked = check_history(self.session(), &ingested);
+            self.ingested = ingested;
+            checked.map_err(|e| TestCaseError::fail(format!("{at}: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Checks.
+// ---------------------------------------------------------------------------
+
+fn list<'v>(value: &'v Value, what: &str) -> Result<&'v [Value], TestCaseError> {
+    value
+        .as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| TestCaseError::fail(format!("{what} is not a list: {value}")))
+}
+
+fn string<'v>(value: &'v Value, key: &str) -> Result<&'v str, TestCaseError> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| TestCaseError::fail(format!("no string {key:?} in {value}")))
+}
+
+fn typ(value: &Value) -> &str {
+    value.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn sorted(mut items: Vec<String>) -> Vec<String> {
+    items.sort();
+    items
+}
+
+/// Chat Completions: every `role: tool` message answers a call of the
+/// closest preceding assistant message, with only tool messages in between,
+/// once; every call is answered before the next message that is not a tool
+/// message (and before the end); no call id is used twice.
+fn check_chat_pairs(body: &Value) -> Result<(), TestCaseError> {
+    let messages = list(&body["messages"], "messages")?;
+    let mut calls: HashSet<&str> = HashSet::new();
+    let mut open: HashSet<&str> = HashSet::new();
+    let mut previous = "";
+    for (index, message) in messages.iter().enumerate() {
+        let role = string(message, "role")?;
+        if role == "tool" {
+            let id = string(message, "tool_call_id")?;
+            prop_assert!(
+                matches!(previous, "assistant" | "tool"),
+                "message {index}: tool message after {previous}"
+            );
+            prop_assert!(
+                open.remove(id),
+                "message {index}: {id} answers no open call of the assistant message before"
+            );
+        } else {
+            prop_assert!(open.is_empty(), "message {index}: {open:?} left unanswered");
+            if let Some(tool_calls) = message.get("tool_calls") {
+                for call in list(tool_calls, "tool_calls")? {
+                    let id = string(call, "id")?;
+                    prop_assert!(calls.insert(id), "call id {id} used twice");
+                    open.insert(id);
+                }
+            }
+        }
+        previous = role;
+    }
+    prop_assert!(open.is_empty(), "{open:?} left unanswered at the end");
+    Ok(())
+}
+
+/// Anthropic: roles alternate from the user; the `tool_use` blocks of an
+/// assistant message are answered, exactly, by the `tool_result` blocks of
+/// the next user message, which come first in it; a user message answers
+/// nothing but the calls of the message before.
+fn check_anthropic_pairs(body: &Value) -> Result<(), TestCaseError> {
+    let messages = list(&body["messages"], "messages")?;
+    let blocks = |message: &Value, kind: &str, key: &str| -> Result<Vec<String>, TestCaseError> {
+        list(&message["content"], "content")?
+            .iter()
+            .filter(|b| typ(b) == kind)
+            .map(|b| string(b, key).map(str::to_owned))
+            .collect()
+    };
+    for (index, message) in messages.iter().enumerate() {
+        let role = string(message, "role")?;
+        let expected = if index % 2 == 0 { "user" } else { "assistant" };
+        prop_assert_eq!(
+            role,
+            expected,
+            "message {}: roles alternate from the user",
+            index
+        );
+        let content = list(&message["content"], "content")?;
+        prop_assert!(!content.is_empty(), "message {index}: empty content");
+        if role == "user" {
+            let results = blocks(message, "tool_result", "tool_use_id")?;
+            let leading = content
+                .iter()
+                .take_while(|b| typ(b) == "tool_result")
+                .count();
+            prop_assert_eq!(
+                leading,
+                results.len(),
+                "message {}: tool results first",
+                index
+            );
+            let calls = match index {
+                0 => Vec::new(),
+                _ => blocks(&messages[index - 1], "tool_use", "id")?,
+            };
+            prop_assert_eq!(
+                sorted(results),
+                sorted(calls),
+                "message {}: results answer exactly the calls before",
+                index
+            );
+        } else {
+            let calls = blocks(message, "tool_use", "id")?;
+            if !calls.is_empty() {
+                let next = messages.get(index + 1);
+                prop_assert!(next.is_some(), "message {index}: {calls:?} never answered");
+                let answers = blocks(next.unwrap(), "tool_result", "tool_use_id")?;
+                prop_assert_eq!(
+                    sorted(answers),
+                    sorted(calls),
+                    "message {}: calls answered in the next message",
+                    index
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first `n` ids of `events`, for failure messages.
+fn ids(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.id.as_str()).collect()
+}
+
+/// The log only grows: `full_history()` (archive, then active log) holds
+/// every event ever ingested — by id, once each, in ingest order — with its
+/// kind, text, time, tool name, call id, arguments and error byte-identical
+/// to what was ingested, and nothing else.
+fn check_history(session: &Session, ingested: &[Event]) -> Result<(), String> {
+    let history = session
+        .full_history()
+        .map_err(|e| format!("full_history: {e}"))?;
+    let mut seen = HashSet::new();
+    if let Some(dup) = history.iter().find(|e| !seen.insert(e.id.as_str())) {
+        return Err(format!("event {} is in the history twice", dup.id));
+    }
+    if history.len() != ingested.len() || ids(&history) != ids(ingested) {
+        let have: HashSet<&str> = history.iter().map(|e| e.id.as_str()).collect();
+        let missing: Vec<&str> = ids(ingested)
+            .into_iter()
+            .filter(|id| !have.contains(id))
+            .collect();
+        return Err(format!(
+            "history is not the ingested events in order: missing {missing:?}\n  ingested {:?}\n  history  {:?}",
+            ids(ingested),
+            ids(&history)
+        ));
+    }
+    for (kept, given) in history.iter().zip(ingested) {
+        let same = kept.trace_type == given.trace_type
+            && kept.content == given.content
+            && kept.ts == given.ts
+            && kept.tool_name == given.tool_name
+            && kept.tool_call_id == given.tool_call_id
+            && kept.tool_args == given.tool_args
+            && kept.tool_error == given.tool_error;
+        if !same {
+            return Err(format!("event {} changed in the history", given.id));
+        }
+    }
+    Ok(())
+}
+
+/// No turn is split (strategy `trim`), checked on the shaped view that was
+/// just rendered — the session's transcript, whose shaping persists — and on
+/// the payload:
+///
+/// - the conversation turns in the view (snapshot events and the preamble
+///   aside) are the newest turns of the active log, the latest one always;
+/// - each of those turns is whole: its events in the view are exactly the
+///   active log's in-view events of that turn (late results included, as
+///   they keep their call's turn), in log order, each with the text the model
+///   sees for it (the write-time guard's, nothing replaced);
+/// - the Chat Completions payload has exactly the view's user-side messages
+///   (user messages, summary), in order: what was rendered is that view.
+fn check_turns_whole(session: &mut Session, chat_payload: &Value) -> Result<(), String> {
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let guard = GuardPolicy::default();
+    let log: Vec<Event> = session
+        .events()
+        .iter()
+        .filter(|e| e.is_in_model_view())
+        .cloned()
+        .collect();
+    let view: Vec<Event> = session
+        .transcript_in(Encoding::O200kBase)
+        .items()
+        .iter()
+        .map(|i| i.event.clone())
+        .collect();
+    let conversational =
+        |e: &&Event| e.source_event != SNAPSHOT_SOURCE && e.turn_id != PREAMBLE_TURN;
+    let turns_of = |events: &[Event]| -> Vec<String> {
+        let mut seen = HashSet::new();
+        events
+            .iter()
+            .filter(conversational)
+            .filter(|e| seen.insert(e.turn_id.clone()))
+            .map(|e| e.turn_id.clone())
+            .collect()
+    };
+    let log_turns = turns_of(&log);
+    let view_turns = turns_of(&view);
+    let suffix = &log_turns[log_turns.len().saturating_sub(view_turns.len())..];
+    if view_turns != suffix {
+        return Err(format!(
+            "the view's turns {view_turns:?} are not the newest of the log's {log_turns:?}"
+        ));
+    }
+    if log_turns.last().is_some() && view_turns.last() != log_turns.last() {
+        return Err(format!(
+            "the latest turn is not in the view: {view_turns:?}"
+        ));
+    }
+    let mut by_turn: HashMap<&str, (Vec<&Event>, Vec<&Event>)> = HashMap::new();
+    for event in log.iter().filter(conversational) {
+        by_turn.entry(&event.turn_id).or_default().0.push(event);
+    }
+    for event in view.iter().filter(conversational) {
+        by_turn.entry(&event.turn_id).or_default().1.push(event);
+    }
+    for turn in &view_turns {
+        let (in_log, in_view) = &by_turn[turn.as_str()];
+        let log_ids: Vec<&str> = in_log.iter().map(|e| e.id.as_str()).collect();
+        let view_ids: Vec<&str> = in_view.iter().map(|e| e.id.as_str()).collect();
+        if log_ids != view_ids {
+            return Err(format!(
+                "{turn} is split: the log has {log_ids:?}, the view {view_ids:?}"
+            ));
+        }
+        for (logged, shown) in in_log.iter().zip(in_view) {
+            if model_view(logged, &guard, tokenizer).content != shown.content {
+                return Err(format!(
+                    "{turn}: event {} was changed in the view",
+                    logged.id
+                ));
+            }
+        }
+    }
+    let expected: Vec<String> = messages_from_events(&view)
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.joined_text())
+        .collect();
+    let rendered: Vec<String> = chat_payload["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    if rendered != expected {
+        return Err(format!(
+            "the payload's user messages are not the view's: {} rendered, {} in the view",
+            rendered.len(),
+            expected.len()
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The properties.
+// ---------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Property 1: pair integrity in every payload, for Chat Completions and
+    /// for Anthropic, at every prepare of the agent loop.
+    #[test]
+    fn payloads_pair_every_call_with_one_result(spec in spec(any_strategy())) {
+        let targets = [Target::OpenAiChat, Target::Anthropic];
+        let records = Run::new(&spec, &targets, Checks::default()).replay()?;
+        for record in &records {
+            let checked = match record.target {
+                Target::OpenAiChat => check_chat_pairs(&record.payload),
+                _ => check_anthropic_pairs(&record.payload),
+            };
+            checked.map_err(|e| TestCaseError::fail(format!("{} ({}): {e}", record.at, record.target)))?;
+        }
+    }
+
+    /// Property 2: the payload fits whenever the latest user message does
+    /// (strategies other than `none`); `none` reports overruns truthfully.
+    #[test]
+    fn payloads_fit_when_the_latest_user_message_fits(spec in spec(any_strategy())) {
+        let records = Run::new(&spec, &[Target::OpenAiChat], Checks::default()).replay()?;
+        for record in &records {
+            let stats = &record.stats;
+            prop_assert_eq!(stats.input_budget, spec.context_window - MAX_OUTPUT_TOKENS - SAFETY_MARGIN);
+            if spec.strategy == Shaping::None {
+                prop_assert_eq!(
+                    stats.over_budget,
+                    stats.context_tokens > stats.input_budget,
+                    "{}: over_budget {} with {} of {} tokens",
+                    record.at, stats.over_budget, stats.context_tokens, stats.input_budget
+                );
+                continue;
+            }
+            let floor = record.latest_user_tokens + record.overhead_tokens + FRAMING_TOKENS;
+            if floor <= stats.input_budget {
+                prop_assert!(
+                    stats.context_tokens <= stats.input_budget,
+                    "{}: {} tokens over the input budget {} (latest user message {} tokens, overhead {}); actions {:?}",
+                    record.at, stats.context_tokens, stats.input_budget,
+                    record.latest_user_tokens, record.overhead_tokens, stats.actions
+                );
+                prop_assert!(!stats.over_budget);
+            }
+        }
+    }
+
+    /// Property 3: with strategy `trim`, no turn is split (see `check_turns_whole`).
+    #[test]
+    fn trimming_never_splits_a_turn(spec in spec(Just(Shaping::Trim).boxed())) {
+        let checks = Checks { turns: true, ..Checks::default() };
+        Run::new(&spec, &[Target::OpenAiChat], checks).replay()?;
+    }
+
+    /// Property 4: the log only grows, whatever the strategy, through
+    /// compactions (automatic and manual) and reopening.
+    #[test]
+    fn the_log_only_grows(spec in spec(any_strategy())) {
+        let checks = Checks { history: true, ..Checks::default() };
+        Run::new(&spec, &[Target::OpenAiChat], checks).replay()?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Property 5: the same input, replayed in two separate stores, gives
+    /// equal payloads and equal stats (actions included) at every prepare.
+    #[test]
+    fn the_same_input_gives_the_same_output(spec in spec(any_strategy())) {
+        let targets = [Target::OpenAiChat];
+        let first = Run::new(&spec, &targets, Checks::default()).replay()?;
+        let second = Run::new(&spec, &targets, Checks::default()).replay()?;
+        prop_assert_eq!(first.len(), second.len());
+        for (a, b) in first.iter().zip(&second) {
+            prop_assert_eq!(&a.at, &b.at);
+            prop_assert!(a.payload == b.payload, "{}: the payloads differ", a.at);
+            prop_assert_eq!(&a.stats.actions, &b.stats.actions, "{}: actions", a.at);
+            prop_assert_eq!(&a.stats, &b.stats, "{}: stats", a.at);
+        }
+    }
+}
