@@ -498,9 +498,22 @@ fn ingest_says_when_a_tool_result_crosses_the_trigger() {
     request.budget.max_output_tokens = Some(500);
     request.budget.safety_margin = Some(500);
     assert!(!session.prepare(&request).unwrap().stats.compaction_due);
-    let small = session.ingest(vec![Event::tool_call("c9", "ls", json!({})), Event::tool_result("c9", "a.rs")]).unwrap();
+    let small = session
+        .ingest(vec![
+            Event::tool_call("c9", "ls", json!({})),
+            Event::tool_result("c9", "a.rs"),
+        ])
+        .unwrap();
     assert!(!small.compaction_due);
     let big = "error: mismatched types in crates/parser/src/lib.rs\n".repeat(300);
-    let report = session.ingest(vec![Event::tool_call("c10", "bash", json!({})), Event::tool_result("c10", big)]).unwrap();
-    assert!(report.compaction_due, "checked after each tool result, not only at turn start");
+    let report = session
+        .ingest(vec![
+            Event::tool_call("c10", "bash", json!({})),
+            Event::tool_result("c10", big),
+        ])
+        .unwrap();
+    assert!(
+        report.compaction_due,
+        "checked after each tool result, not only at turn start"
+    );
 }

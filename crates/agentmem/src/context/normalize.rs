@@ -456,7 +456,7 @@ pub fn remove_pairs(events: &mut Vec<Event>, call_ids: &HashSet<String>) -> Pass
 /// call has exactly one result, no result lacks its call, and each result
 /// follows its call's response directly (only results of the same response
 /// in between). Events outside the model's view are ignored.
-pub fn pairs_are_intact(events: &[Event]) -> bool {
+pub fn pairs_are_intact<'a>(events: impl IntoIterator<Item = &'a Event>) -> bool {
     let mut calls: HashSet<&str> = HashSet::new();
     // Calls of the current response still waiting for their result.
     let mut waiting: HashSet<&str> = HashSet::new();

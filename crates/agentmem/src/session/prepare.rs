@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::{CompactOptions, LastPrepare, Session};
 use crate::context::compact::CompactReason;
+use crate::context::normalize::pairs_are_intact;
 use crate::context::strategy::{PipelineSettings, Strategy};
 use crate::context::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
@@ -79,19 +80,35 @@ impl Session {
         if settings.strategy != Strategy::None && transcript.totals().total > must_fit.target {
             actions.extend(transcript.reshape(|items| trim_oldest_turns(items, &must_fit)));
         }
-        let mut items = transcript.items().to_vec();
-        actions.extend(repair_pairs(&mut items, tokenizer));
         let calibration = self.calibration.get(&request.model);
-        let prepared = prepare(
-            &items,
-            tokenizer,
-            &model,
-            budget,
-            request,
-            anchor_offset,
-            calibration,
-            actions,
-        );
+        let transcript = self.transcript.as_ref().expect("shaped above");
+        let intact = pairs_are_intact(transcript.items().iter().map(|i| &i.event));
+        let prepared = if intact {
+            prepare(
+                transcript.items(),
+                tokenizer,
+                &model,
+                budget,
+                request,
+                anchor_offset,
+                calibration,
+                actions,
+            )
+        } else {
+            // Repairs go on a copy: a pending call may still get its real result.
+            let mut items = transcript.items().to_vec();
+            actions.extend(repair_pairs(&mut items, tokenizer));
+            prepare(
+                &items,
+                tokenizer,
+                &model,
+                budget,
+                request,
+                anchor_offset,
+                calibration,
+                actions,
+            )
+        };
         self.last_prepare = Some(LastPrepare {
             model: request.model.clone(),
             counted_tokens: prepared.stats.counted_tokens,

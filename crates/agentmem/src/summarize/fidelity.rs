@@ -194,9 +194,14 @@ pub fn check_fidelity(compacted: &[Event], new_context: &str) -> FidelityReport 
         identifiers: found.len(),
         ..FidelityReport::default()
     };
+    let survivors = surviving(
+        found.iter().map(|e| e.identifier.as_str()),
+        &in_context,
+        new_context,
+    );
     let mut missing = Vec::new();
-    for entry in found {
-        if survives(&entry.identifier, &in_context, new_context) {
+    for (entry, survived) in found.into_iter().zip(survivors) {
+        if survived {
             report.survived += 1;
         } else {
             missing.push(entry);
@@ -218,23 +223,41 @@ pub fn check_fidelity(compacted: &[Event], new_context: &str) -> FidelityReport 
     report
 }
 
-fn survives(identifier: &str, in_context: &BTreeSet<String>, context: &str) -> bool {
-    if in_context.contains(identifier) || context.contains(identifier) {
-        return true;
+/// Which identifiers appear in the new context, as written or in their other
+/// unit spelling (`512 MB` ⇄ `512MB`). One pass over the context finds them
+/// all (Aho-Corasick), however many identifiers a span has.
+fn surviving<'a>(
+    identifiers: impl Iterator<Item = &'a str>,
+    in_context: &BTreeSet<String>,
+    context: &str,
+) -> Vec<bool> {
+    let mut survived = Vec::new();
+    let (mut patterns, mut owners) = (Vec::new(), Vec::new());
+    for (i, identifier) in identifiers.enumerate() {
+        survived.push(in_context.contains(identifier));
+        for spelling in std::iter::once(identifier.to_owned()).chain(other_spelling(identifier)) {
+            patterns.push(spelling);
+            owners.push(i);
+        }
     }
-    // `512 MB` ⇄ `512MB`.
+    if let Ok(automaton) = aho_corasick::AhoCorasick::new(&patterns) {
+        for found in automaton.find_overlapping_iter(context) {
+            survived[owners[found.pattern().as_usize()]] = true;
+        }
+    }
+    survived
+}
+
+/// `512 MB` for `512MB` and back, for numbers with units.
+fn other_spelling(identifier: &str) -> Option<String> {
     if let Some((number, unit)) = identifier.split_once(' ') {
         if is_number(number) && SPACED_UNITS.contains(&unit) {
-            return context.contains(&format!("{number}{unit}"));
+            return Some(format!("{number}{unit}"));
         }
     }
-    if let Some(split) = identifier.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        let (number, unit) = identifier.split_at(split);
-        if is_number(number) && ATTACHED_UNITS.contains(&unit) {
-            return context.contains(&format!("{number} {unit}"));
-        }
-    }
-    false
+    let split = identifier.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = identifier.split_at(split);
+    (is_number(number) && ATTACHED_UNITS.contains(&unit)).then(|| format!("{number} {unit}"))
 }
 
 /// The identifiers of one event: in its content, the strings of its tool
