@@ -7,7 +7,7 @@
 //! it). The raw tail — the current turn and the last few completed ones —
 //! follows verbatim from the active log.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -59,46 +59,47 @@ pub struct Split {
     pub tail: Vec<Event>,
 }
 
-/// Splits `active` (the view's events after the snapshot base) so the tail
-/// holds the current turn and the `keep_turns` completed turns before it. A
-/// late tool result whose call is compacted goes with its call.
+/// Splits `active` (the active log's events) so the tail holds the current
+/// turn and the `keep_turns` completed turns before it. The cut never splits
+/// a turn: when an event after it belongs to an earlier turn (a tool result
+/// that arrived after the next user message), the cut moves back to that
+/// turn's start. So the span and the tail are contiguous, the archive keeps
+/// the log's order, and every pair stays on one side.
 pub fn split_for_compaction(active: &[Event], keep_turns: usize) -> Split {
-    let mut turns: Vec<&str> = Vec::new();
-    for event in active {
-        if event.trace_type == TraceType::User && turns.last() != Some(&event.turn_id.as_str()) {
-            turns.push(&event.turn_id);
+    let mut turn_starts: HashMap<&str, usize> = HashMap::new();
+    let mut user_turns: Vec<usize> = Vec::new();
+    for (i, event) in active.iter().enumerate() {
+        turn_starts.entry(event.turn_id.as_str()).or_insert(i);
+        if event.trace_type == TraceType::User {
+            user_turns.push(i);
         }
     }
-    let first_kept_turn = turns.len().saturating_sub(keep_turns + 1);
-    let Some(first_kept) = turns.get(first_kept_turn) else {
+    let Some(&first_kept) = user_turns
+        .len()
+        .checked_sub(keep_turns + 1)
+        .and_then(|n| user_turns.get(n))
+    else {
         return Split {
             span: Vec::new(),
             tail: active.to_vec(),
         };
     };
-    let cut = active
-        .iter()
-        .position(|e| e.trace_type == TraceType::User && e.turn_id == *first_kept)
-        .unwrap_or(0);
-    let compacted_calls: HashSet<&str> = active[..cut]
-        .iter()
-        .filter(|e| e.trace_type == TraceType::ToolCall)
-        .filter_map(|e| e.tool_call_id.as_deref())
-        .collect();
-    let (mut span, mut tail) = (active[..cut].to_vec(), Vec::new());
-    for event in &active[cut..] {
-        let answers_compacted = event.trace_type == TraceType::ToolResult
-            && event
-                .tool_call_id
-                .as_deref()
-                .is_some_and(|id| compacted_calls.contains(id));
-        if answers_compacted {
-            span.push(event.clone());
-        } else {
-            tail.push(event.clone());
+    let mut cut = first_kept;
+    loop {
+        let earliest = active[cut..]
+            .iter()
+            .map(|e| turn_starts[e.turn_id.as_str()])
+            .min()
+            .unwrap_or(cut);
+        if earliest >= cut {
+            break;
         }
+        cut = earliest;
     }
-    Split { span, tail }
+    Split {
+        span: active[..cut].to_vec(),
+        tail: active[cut..].to_vec(),
+    }
 }
 
 /// The new snapshot base (see the module docs).

@@ -41,6 +41,9 @@ pub enum Action {
     Microcompacted { results: usize, tokens_saved: u64 },
     /// The oldest whole turns were left out.
     TurnsTrimmed { turns: usize, tokens_saved: u64 },
+    /// The oldest items were left out (calls with their results) because
+    /// the current turn alone was over the budget.
+    ItemsDropped { items: usize, tokens_saved: u64 },
     /// History was compacted into a summary (persisted).
     Compacted { events: usize, tokens_saved: u64 },
     /// A compaction was due but did not run, and why.
@@ -55,6 +58,7 @@ impl Action {
             | Action::Snipped { tokens_saved, .. }
             | Action::Microcompacted { tokens_saved, .. }
             | Action::TurnsTrimmed { tokens_saved, .. }
+            | Action::ItemsDropped { tokens_saved, .. }
             | Action::Compacted { tokens_saved, .. } => *tokens_saved,
             Action::PairsRepaired { .. } | Action::CompactionSkipped { .. } => 0,
         }
@@ -336,4 +340,54 @@ fn remove_pairs(
             .is_none_or(|id| !call_ids.contains(id))
     });
     Some(before.saturating_sub(measure(items, tokenizer).total))
+}
+
+/// The very last resort: leaves out items oldest first — a tool call always
+/// with its results — until the view fits, never the latest user message.
+/// Only reached when whole-turn trimming and placeholders were not enough
+/// (the current turn alone is over the budget).
+pub fn drop_oldest_items(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+    let latest_user = items
+        .iter()
+        .rposition(|i| i.event.trace_type == TraceType::User);
+    let before = measure(items, shrink.tokenizer).total;
+    let mut total = before;
+    let mut dropped_calls: HashSet<String> = HashSet::new();
+    let mut keep = vec![true; items.len()];
+    for i in 0..items.len() {
+        if total <= shrink.target {
+            break;
+        }
+        if Some(i) == latest_user || !keep[i] {
+            continue;
+        }
+        let event = &items[i].event;
+        if event.trace_type == TraceType::ToolResult {
+            continue; // leaves with its call
+        }
+        keep[i] = false;
+        total = total.saturating_sub(items[i].tokens.total);
+        if let (TraceType::ToolCall, Some(id)) = (event.trace_type, &event.tool_call_id) {
+            dropped_calls.insert(id.clone());
+            for (j, other) in items.iter().enumerate().skip(i + 1) {
+                if other.event.trace_type == TraceType::ToolResult
+                    && other.event.tool_call_id.as_ref() == Some(id)
+                {
+                    keep[j] = false;
+                    total = total.saturating_sub(other.tokens.total);
+                }
+            }
+        }
+    }
+    let dropped = keep.iter().filter(|k| !**k).count();
+    if dropped == 0 {
+        return None;
+    }
+    let mut flags = keep.into_iter();
+    items.retain(|_| flags.next().unwrap_or(true));
+    let saved = before.saturating_sub(measure(items, shrink.tokenizer).total);
+    Some(Action::ItemsDropped {
+        items: dropped,
+        tokens_saved: saved,
+    })
 }

@@ -10,12 +10,13 @@ use crate::context::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
     AUTO_TIERS,
 };
+use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
 use crate::prepare::{prepare, request_overhead, PrepareRequest, Prepared};
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
-use crate::transcript::Transcript;
+use crate::transcript::{measure, Transcript};
 
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
 pub const SHRINK_TARGET_PERCENT: u64 = 85;
@@ -76,14 +77,16 @@ impl Session {
             target: budget.input_budget().saturating_sub(offset),
             ..trigger
         };
+        let calibration = self.calibration.get(&request.model);
         let transcript = self.transcript_in_mut(encoding);
         if settings.strategy != Strategy::None && transcript.totals().total > must_fit.target {
-            actions.extend(transcript.reshape(|items| trim_oldest_turns(items, &must_fit)));
+            actions.extend(transcript.reshape(|items| fit_as_last_resort(items, &must_fit)));
         }
-        let calibration = self.calibration.get(&request.model);
-        let transcript = self.transcript.as_ref().expect("shaped above");
+        let fits =
+            settings.strategy == Strategy::None || transcript.totals().total <= must_fit.target;
         let intact = pairs_are_intact(transcript.items().iter().map(|i| &i.event));
-        let prepared = if intact {
+        let transcript = self.transcript.as_ref().expect("shaped above");
+        let prepared = if intact && fits {
             prepare(
                 transcript.items(),
                 tokenizer,
@@ -95,9 +98,13 @@ impl Session {
                 actions,
             )
         } else {
-            // Repairs go on a copy: a pending call may still get its real result.
+            // On a copy: a pending call may still get its real result, and a
+            // last-resort cut is for this call only.
             let mut items = transcript.items().to_vec();
             actions.extend(repair_pairs(&mut items, tokenizer));
+            if settings.strategy != Strategy::None {
+                actions.extend(fit_as_last_resort(&mut items, &must_fit));
+            }
             prepare(
                 &items,
                 tokenizer,
@@ -142,7 +149,7 @@ impl Session {
         }
         let compacts = matches!(settings.strategy, Strategy::Auto | Strategy::Summarize);
         if compacts && over(self) {
-            actions.push(self.compact_for(encoding));
+            actions.push(self.compact_for(encoding, trigger));
             if over(self) {
                 actions.extend(
                     self.transcript_in_mut(encoding)
@@ -154,7 +161,7 @@ impl Session {
     }
 
     /// Runs an automatic compaction and says what came of it.
-    fn compact_for(&mut self, encoding: Encoding) -> Action {
+    fn compact_for(&mut self, encoding: Encoding, trigger: &Shrink<'_>) -> Action {
         let total = self.transcript_in(encoding).unshrunk_total();
         if self.writer.is_none() {
             return Action::CompactionSkipped {
@@ -170,11 +177,17 @@ impl Session {
                 reason: "the last compaction freed nothing; waiting for the context to grow".into(),
             };
         }
-        let options = CompactOptions {
+        // The summary and the kept user messages get at most a quarter of
+        // the target each, so a small budget is not filled by the snapshot.
+        let quarter = trigger.target / 4;
+        let mut options = CompactOptions {
             reason: CompactReason::Auto,
             encoding: Some(encoding),
             ..CompactOptions::default()
         };
+        options.context.summary_max_tokens = Some(trigger.settings.summary_max_tokens.min(quarter));
+        options.context.kept_user_message_tokens =
+            Some(trigger.settings.kept_user_message_tokens.min(quarter));
         match self.compact(&options) {
             Ok(report) if report.applied => Action::Compacted {
                 events: report.events_compacted,
@@ -245,6 +258,43 @@ impl Session {
                 .saturating_sub(a.transcript_tokens_before)
         })
     }
+}
+
+/// Makes the view fit the input budget whatever it takes, short of the
+/// latest user message: the oldest whole turns first, then every tool result
+/// cut down and replaced by its placeholder, the latest ones included.
+fn fit_as_last_resort(
+    items: &mut Vec<crate::transcript::ViewItem>,
+    must_fit: &Shrink<'_>,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    let over = |items: &[crate::transcript::ViewItem]| {
+        measure(items, must_fit.tokenizer).total > must_fit.target
+    };
+    if over(items) {
+        actions.extend(trim_oldest_turns(items, must_fit));
+    }
+    if over(items) {
+        let keep_none = PipelineSettings {
+            keep_tool_results: 0,
+            protected_tools: Vec::new(),
+            ..must_fit.settings.clone()
+        };
+        let everything = Shrink {
+            settings: &keep_none,
+            ..*must_fit
+        };
+        actions.extend(budget_tool_results(items, &everything));
+        actions.extend(microcompact_old_results(items, &everything));
+    }
+    // Measured after each step: placeholders and framing can leave it a few tokens over.
+    while over(items) {
+        match drop_oldest_items(items, must_fit) {
+            Some(action) => actions.push(action),
+            None => break,
+        }
+    }
+    actions
 }
 
 /// The view-level part of each strategy.
