@@ -12,37 +12,39 @@
 //! happen; budgets are small (a 3k–30k window) so shrinking happens often.
 //! Every event has an explicit id and time, so a spec always replays the same.
 //!
-//! The properties:
+//! The properties (case counts in brackets; `PROPTEST_CASES=N` runs deeper):
 //!
-//! 1. `payloads_pair_every_call_with_one_result`: every rendered payload, for
-//!    OpenAI Chat Completions and for Anthropic Messages, pairs tool calls and
-//!    results the way the API demands (see [`check_chat_pairs`] and
-//!    [`check_anthropic_pairs`]).
-//! 2. `payloads_fit_when_the_latest_user_message_fits`: for every strategy
-//!    but `none`, `context_tokens <= input_budget` whenever the latest user
-//!    message, the request's own overhead and 50 tokens of framing fit the
-//!    input budget; for `none`, `over_budget` says exactly whether
-//!    `context_tokens > input_budget`.
-//! 3. `trimming_never_splits_a_turn` (see [`check_turns_whole`]).
-//! 4. `the_log_only_grows` (see [`check_history`]), also across a reopen.
-//! 5. `the_same_input_gives_the_same_output`: two stores, the same spec, equal
-//!    payloads and stats at every prepare.
+//! 1. `payloads_pair_every_call_with_one_result` (24): every payload, rendered
+//!    for OpenAI Chat Completions and for Anthropic Messages at every prepare,
+//!    pairs tool calls and results the way the API demands (see
+//!    [`check_chat_pairs`] and [`check_anthropic_pairs`]).
+//! 2. `payloads_fit_when_the_latest_user_message_fits` (32, all strategies,
+//!    `auto` weighted most): see [`check_fit`].
+//! 3. `trimming_never_splits_a_turn` (24, strategy `trim`): see
+//!    [`check_turns_whole`].
+//! 4. `the_log_only_grows` (24, all strategies, manual compactions and a
+//!    reopen mid-way and at the end): see [`check_history`], run after every
+//!    ingest, prepare, compaction and reopen.
+//! 5. `the_same_input_gives_the_same_output` (24): the same spec replayed in
+//!    two separate stores gives equal payloads (`serde_json::Value`) and equal
+//!    stats, `actions` included, at every prepare.
+//!
+//! `the_checks_catch_what_they_are_for` shows each check failing on a broken
+//! input, so a passing property is not a vacuous one.
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::context::guard::GuardPolicy;
 use agentmem::context::strategy::{ContextSettingsLayer, Strategy as Shaping};
-use agentmem::context::tiers::SNAPSHOT_SOURCE;
-use agentmem::event::{Event, Usage};
+use agentmem::event::{Event, TraceType, Usage};
 use agentmem::id::{AgentId, SessionId};
-use agentmem::message::{messages_from_events, Role};
+use agentmem::message::SUMMARY_PREFIX;
 use agentmem::prepare::{request_overhead, ContextStats, PrepareRequest, Prepared};
 use agentmem::render::{Target, ToolSchema};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
-use agentmem::transcript::model_view;
+use agentmem::transcript::Transcript;
 use agentmem::turn::PREAMBLE_TURN;
 use agentmem::Durability;
 use proptest::prelude::*;
@@ -78,7 +80,7 @@ enum Arrival {
     Missing,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct CallSpec {
     /// Index into [`TOOLS`].
     tool: usize,
@@ -92,7 +94,7 @@ struct CallSpec {
     error: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct ResponseSpec {
     /// Words of assistant text (0: the response is tool calls only).
     text_words: usize,
@@ -108,7 +110,7 @@ enum UserSpec {
     Paste(usize),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct TurnSpec {
     /// Run a manual compaction (`/compact`) before the turn starts.
     compact_first: bool,
@@ -129,6 +131,41 @@ struct Spec {
     /// Drop the session and open it again from disk before this turn.
     reopen_before_turn: Option<usize>,
     turns: Vec<TurnSpec>,
+}
+
+// Compact `Debug`s, so a minimal failing spec reads in a few lines:
+// `turn(user Words(3), [resp(1w), resp(0w, bash#2 52L OnTime err)])`.
+
+impl std::fmt::Debug for CallSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let error = if self.error { " err" } else { "" };
+        write!(
+            f,
+            "{}#{} {}L {:?}{error}",
+            TOOLS[self.tool], self.arg, self.lines, self.arrival
+        )
+    }
+}
+
+impl std::fmt::Debug for ResponseSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "resp({}w", self.text_words)?;
+        for call in &self.calls {
+            write!(f, ", {call:?}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl std::fmt::Debug for TurnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let compact = if self.compact_first { "compact, " } else { "" };
+        write!(
+            f,
+            "turn({compact}user {:?}, {:?})",
+            self.user, self.responses
+        )
+    }
 }
 
 fn arrival() -> impl Strategy<Value = Arrival> {
@@ -355,6 +392,9 @@ struct Record {
     stats: ContextStats,
     /// Tokens of the latest user message's text.
     latest_user_tokens: u64,
+    /// Tokens of the latest turn as the model sees it before any shaping
+    /// (write-time guard applied, message framing included).
+    latest_turn_tokens: u64,
     /// What the request adds around the view (system prompt, tool schemas, priming).
     overhead_tokens: u64,
 }
@@ -420,6 +460,10 @@ impl<'a> Run<'a> {
     }
 
     /// Replays the whole spec; returns what every prepare gave.
+    ///
+    /// Every text starts with its event's id in brackets (`[u3]`, `[a3_0]`),
+    /// and call ids name their call and result events (`call_3_0_1` for
+    /// `c3_0_1` and `r3_0_1`), so a payload maps back to the log.
     fn replay(mut self) -> Result<Vec<Record>, TestCaseError> {
         let spec = self.spec;
         for (t, turn) in spec.turns.iter().enumerate() {
@@ -432,8 +476,8 @@ impl<'a> Run<'a> {
                 self.after(&format!("turn {t} manual compaction"))?;
             }
             let text = match turn.user {
-                UserSpec::Words(n) => words(n, t),
-                UserSpec::Paste(n) => format!("The build fails, log:\n{}", log_lines(n, t)),
+                UserSpec::Words(n) => format!("[u{t}] {}", words(n, t)),
+                UserSpec::Paste(n) => format!("[u{t}] The build fails, log:\n{}", log_lines(n, t)),
             };
             self.latest_user = text.clone();
             let user = self.stamp(Event::user(text), format!("u{t}"));
@@ -470,7 +514,7 @@ impl<'a> Run<'a> {
     ) -> Result<(), TestCaseError> {
         let mut events = Vec::new();
         if response.text_words > 0 {
-            let text = words(response.text_words, t * 3 + r + 1);
+            let text = format!("[a{t}_{r}] {}", words(response.text_words, t * 3 + r + 1));
             events.push(self.stamp(Event::assistant(text), format!("a{t}_{r}")));
         }
         for (k, call) in response.calls.iter().enumerate() {
@@ -523,15 +567,18 @@ impl<'a> Run<'a> {
     fn prepare(&mut self, at: &str) -> Result<(), TestCaseError> {
         let tokenizer = Encoding::O200kBase.tokenizer();
         let latest_user_tokens = count(&self.latest_user);
+        let latest_turn_tokens = latest_turn_tokens(self.session());
         for &target in self.targets {
             let request = request(self.spec, target);
+            let overhead_tokens = request_overhead(&request, tokenizer).total();
             let prepared: Result<Prepared, _> = self.session().prepare(&request);
             prop_assert!(prepared.is_ok(), "{at}: prepare failed: {prepared:?}");
             let prepared = prepared.unwrap();
             self.last_counted = prepared.stats.counted_tokens;
             if self.checks.turns && target == Target::OpenAiChat {
                 let payload = prepared.payload.clone();
-                check_turns_whole(self.session(), &payload)
+                let over = latest_turn_tokens + overhead_tokens > prepared.stats.input_budget;
+                check_turns_whole(self.session(), &payload, over)
                     .map_err(|e| TestCaseError::fail(format!("{at}: {e}")))?;
             }
             self.records.push(Record {
@@ -540,7 +587,8 @@ impl<'a> Run<'a> {
                 payload: prepared.payload,
                 stats: prepared.stats,
                 latest_user_tokens,
-                overhead_tokens: request_overhead(&request, tokenizer).total(),
+                latest_turn_tokens,
+                overhead_tokens,
             });
             self.after(&format!("{at} prepare {target}"))?;
         }
@@ -559,13 +607,34 @@ impl<'a> Run<'a> {
     /// The checks that run after every step.
     fn after(&mut self, at: &str) -> Result<(), TestCaseError> {
         if self.checks.history {
-            let ingested = std::mem::take(&mut self.ingested);
-            let checked = check_history(self.session(), &ingested);
-            self.ingested = ingested;
-            checked.map_err(|e| TestCaseError::fail(format!("{at}: {e}")))?;
+            let session = self.session.as_ref().expect("the session is open");
+            check_history(session, &self.ingested)
+                .map_err(|e| TestCaseError::fail(format!("{at}: {e}")))?;
         }
         Ok(())
     }
+}
+
+/// The tokens of the latest turn (the turn of the last user message, in the
+/// active log: compaction always keeps it there), counted like the
+/// transcript counts them: write-time guard applied, framing included.
+fn latest_turn_tokens(session: &Session) -> u64 {
+    let events = session.events();
+    let Some(user) = events
+        .iter()
+        .rev()
+        .find(|e| e.trace_type == TraceType::User)
+    else {
+        return 0;
+    };
+    let turn: Vec<Event> = events
+        .iter()
+        .filter(|e| e.turn_id == user.turn_id)
+        .cloned()
+        .collect();
+    Transcript::from_events(Encoding::O200kBase, &turn)
+        .totals()
+        .total
 }
 
 // ---------------------------------------------------------------------------
@@ -740,101 +809,116 @@ fn check_history(session: &Session, ingested: &[Event]) -> Result<(), String> {
     Ok(())
 }
 
-/// No turn is split (strategy `trim`), checked on the shaped view that was
-/// just rendered — the session's transcript, whose shaping persists — and on
-/// the payload:
-///
-/// - the conversation turns in the view (snapshot events and the preamble
-///   aside) are the newest turns of the active log, the latest one always;
-/// - each of those turns is whole: its events in the view are exactly the
-///   active log's in-view events of that turn (late results included, as
-///   they keep their call's turn), in log order, each with the text the model
-///   sees for it (the write-time guard's, nothing replaced);
-/// - the Chat Completions payload has exactly the view's user-side messages
-///   (user messages, summary), in order: what was rendered is that view.
-fn check_turns_whole(session: &mut Session, chat_payload: &Value) -> Result<(), String> {
-    let tokenizer = Encoding::O200kBase.tokenizer();
-    let guard = GuardPolicy::default();
-    let log: Vec<Event> = session
-        .events()
-        .iter()
-        .filter(|e| e.is_in_model_view())
-        .cloned()
-        .collect();
-    let view: Vec<Event> = session
-        .transcript_in(Encoding::O200kBase)
-        .items()
-        .iter()
-        .map(|i| i.event.clone())
-        .collect();
-    let conversational =
-        |e: &&Event| e.source_event != SNAPSHOT_SOURCE && e.turn_id != PREAMBLE_TURN;
-    let turns_of = |events: &[Event]| -> Vec<String> {
-        let mut seen = HashSet::new();
-        events
-            .iter()
-            .filter(conversational)
-            .filter(|e| seen.insert(e.turn_id.clone()))
-            .map(|e| e.turn_id.clone())
-            .collect()
-    };
-    let log_turns = turns_of(&log);
-    let view_turns = turns_of(&view);
-    let suffix = &log_turns[log_turns.len().saturating_sub(view_turns.len())..];
-    if view_turns != suffix {
-        return Err(format!(
-            "the view's turns {view_turns:?} are not the newest of the log's {log_turns:?}"
-        ));
-    }
-    if log_turns.last().is_some() && view_turns.last() != log_turns.last() {
-        return Err(format!(
-            "the latest turn is not in the view: {view_turns:?}"
-        ));
-    }
-    let mut by_turn: HashMap<&str, (Vec<&Event>, Vec<&Event>)> = HashMap::new();
-    for event in log.iter().filter(conversational) {
-        by_turn.entry(&event.turn_id).or_default().0.push(event);
-    }
-    for event in view.iter().filter(conversational) {
-        by_turn.entry(&event.turn_id).or_default().1.push(event);
-    }
-    for turn in &view_turns {
-        let (in_log, in_view) = &by_turn[turn.as_str()];
-        let log_ids: Vec<&str> = in_log.iter().map(|e| e.id.as_str()).collect();
-        let view_ids: Vec<&str> = in_view.iter().map(|e| e.id.as_str()).collect();
-        if log_ids != view_ids {
-            return Err(format!(
-                "{turn} is split: the log has {log_ids:?}, the view {view_ids:?}"
-            ));
+/// The ids of the logged events a Chat Completions payload shows: user and
+/// assistant texts by the `[id]` tag each starts with (see [`Run::respond`]),
+/// tool calls and results by their call ids (`call_3_0_1` is call event
+/// `c3_0_1`, result `r3_0_1`). The summary is skipped (it may quote tags);
+/// ids of results that are not in the log (synthetic ones) are harmless.
+fn payload_event_ids(payload: &Value) -> HashSet<String> {
+    let mut ids = HashSet::new();
+    let messages = payload["messages"].as_array().map(Vec::as_slice);
+    for message in messages.unwrap_or_default() {
+        let text = message["content"].as_str().unwrap_or_default();
+        if !text.starts_with(SUMMARY_PREFIX) {
+            ids.extend(tags(text));
         }
-        for (logged, shown) in in_log.iter().zip(in_view) {
-            if model_view(logged, &guard, tokenizer).content != shown.content {
-                return Err(format!(
-                    "{turn}: event {} was changed in the view",
-                    logged.id
-                ));
+        let call_id = |v: &Value| {
+            v.as_str()
+                .and_then(|id| id.strip_prefix("call_"))
+                .map(str::to_owned)
+        };
+        if let Some(id) = call_id(&message["tool_call_id"]) {
+            ids.insert(format!("r{id}"));
+        }
+        for call in message["tool_calls"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            if let Some(id) = call_id(&call["id"]) {
+                ids.insert(format!("c{id}"));
             }
         }
     }
-    let expected: Vec<String> = messages_from_events(&view)
+    ids
+}
+
+/// The `[u3]`, `[a3_0]` tags in `text`.
+fn tags(text: &str) -> Vec<String> {
+    text.split('[')
+        .skip(1)
+        .filter_map(|rest| rest.split_once(']').map(|(tag, _)| tag))
+        .filter(|tag| {
+            let mut chars = tag.chars();
+            matches!(chars.next(), Some('u' | 'a'))
+                && !tag[1..].is_empty()
+                && chars.all(|c| c.is_ascii_digit() || c == '_')
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// No turn is split (strategy `trim`), checked on what the model is sent: the
+/// Chat Completions payload, mapped back to logged events by
+/// [`payload_event_ids`]. With `turns` the conversation turns of the active
+/// log (the preamble aside; compacted turns are in the snapshot and the
+/// archive, not here):
+///
+/// - the turns the payload shows anything of are the newest turns, the
+///   latest one always;
+/// - each of those turns is whole: every event the log holds for it (late
+///   results included, as they keep their call's turn) is in the payload.
+///   Texts are not compared: a kept result may be cut down or replaced by
+///   its placeholder (its call id stays), which splits nothing;
+/// - one exception: when the latest turn alone cannot fit
+///   (`latest_turn_over_budget`: its tokens as the guard left them, plus the
+///   request's overhead, exceed the input budget), the engine may leave out
+///   some of its events, but never its user message.
+fn check_turns_whole(
+    session: &Session,
+    chat_payload: &Value,
+    latest_turn_over_budget: bool,
+) -> Result<(), String> {
+    let shown = payload_event_ids(chat_payload);
+    let mut turns: Vec<&str> = Vec::new();
+    let mut by_turn: HashMap<&str, Vec<&Event>> = HashMap::new();
+    for event in session.events() {
+        if !event.is_in_model_view() || event.turn_id == PREAMBLE_TURN {
+            continue;
+        }
+        let events = by_turn.entry(&event.turn_id).or_default();
+        if events.is_empty() {
+            turns.push(&event.turn_id);
+        }
+        events.push(event);
+    }
+    let present: Vec<&str> = turns
         .iter()
-        .filter(|m| m.role == Role::User)
-        .map(|m| m.joined_text())
+        .copied()
+        .filter(|turn| by_turn[turn].iter().any(|e| shown.contains(&e.id)))
         .collect();
-    let rendered: Vec<String> = chat_payload["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    if rendered != expected {
+    let newest = &turns[turns.len() - present.len()..];
+    if present != newest || present.last() != turns.last() {
         return Err(format!(
-            "the payload's user messages are not the view's: {} rendered, {} in the view",
-            rendered.len(),
-            expected.len()
+            "the payload shows turns {present:?}, not the newest of {turns:?}"
         ));
+    }
+    for turn in &present {
+        let missing: Vec<&str> = by_turn[turn]
+            .iter()
+            .filter(|e| !shown.contains(&e.id))
+            .map(|e| e.id.as_str())
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let latest = Some(turn) == turns.last();
+        let user_kept = by_turn[turn]
+            .iter()
+            .any(|e| e.trace_type == TraceType::User && shown.contains(&e.id));
+        if !(latest && latest_turn_over_budget && user_kept) {
+            return Err(format!("{turn} is split: {missing:?} left out"));
+        }
     }
     Ok(())
 }
@@ -871,15 +955,17 @@ fn check_fit(spec: &Spec) -> Result<(), TestCaseError> {
             );
             continue;
         }
-        let floor = record.latest_user_tokens + record.overhead_tokens + FRAMING_TOKENS;
-        if floor <= stats.input_budget {
+        let must_fit = record.latest_user_tokens + record.overhead_tokens + FRAMING_TOKENS
+            <= stats.input_budget;
+        if must_fit {
             prop_assert!(
                 stats.context_tokens <= stats.input_budget && !stats.over_budget,
-                "{}: {} tokens for an input budget of {} (latest user message {} tokens, overhead {}); actions {:?}",
+                "{}: {} tokens for an input budget of {} (latest user message {} tokens, latest turn {}, overhead {}); actions {:?}",
                 record.at,
                 stats.context_tokens,
                 stats.input_budget,
                 record.latest_user_tokens,
+                record.latest_turn_tokens,
                 record.overhead_tokens,
                 stats.actions
             );
@@ -892,8 +978,24 @@ fn check_fit(spec: &Spec) -> Result<(), TestCaseError> {
 // The properties.
 // ---------------------------------------------------------------------------
 
+/// `cases` cases (or `PROPTEST_CASES` when set, for a deeper run), and no
+/// failure file written next to the tests: a failure is reported with its
+/// shrunk, minimal spec.
+fn config(cases: u32) -> ProptestConfig {
+    let defaults = ProptestConfig::default(); // reads PROPTEST_CASES
+    ProptestConfig {
+        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
+            defaults.cases
+        } else {
+            cases
+        },
+        failure_persistence: None,
+        ..defaults
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(config(24))]
 
     /// Property 1: pair integrity in every payload, for Chat Completions and
     /// for Anthropic, at every prepare of the agent loop.
@@ -909,37 +1011,21 @@ proptest! {
             checked.map_err(|e| TestCaseError::fail(format!("{} ({}): {e}", record.at, record.target)))?;
         }
     }
+}
 
-    /// Property 2, `auto` (the default): the payload fits whenever the latest
-    /// user message does.
+proptest! {
+    #![proptest_config(config(32))]
+
+    /// Property 2: the payload fits whenever the latest user message does
+    /// (strategies other than `none`); `none` reports overruns truthfully.
     #[test]
-    fn auto_fits_when_the_latest_user_message_fits(spec in spec(Just(Shaping::Auto).boxed())) {
+    fn payloads_fit_when_the_latest_user_message_fits(spec in spec(any_strategy())) {
         check_fit(&spec)?;
     }
+}
 
-    /// Property 2, `summarize`.
-    #[test]
-    fn summarize_fits_when_the_latest_user_message_fits(spec in spec(Just(Shaping::Summarize).boxed())) {
-        check_fit(&spec)?;
-    }
-
-    /// Property 2, `placeholder`.
-    #[test]
-    fn placeholder_fits_when_the_latest_user_message_fits(spec in spec(Just(Shaping::Placeholder).boxed())) {
-        check_fit(&spec)?;
-    }
-
-    /// Property 2, `trim`.
-    #[test]
-    fn trim_fits_when_the_latest_user_message_fits(spec in spec(Just(Shaping::Trim).boxed())) {
-        check_fit(&spec)?;
-    }
-
-    /// Property 2, `none`: nothing is shrunk, and `over_budget` tells the truth.
-    #[test]
-    fn none_reports_overruns_truthfully(spec in spec(Just(Shaping::None).boxed())) {
-        check_fit(&spec)?;
-    }
+proptest! {
+    #![proptest_config(config(24))]
 
     /// Property 3: with strategy `trim`, no turn is split (see `check_turns_whole`).
     #[test]
@@ -949,16 +1035,12 @@ proptest! {
     }
 
     /// Property 4: the log only grows, whatever the strategy, through
-    /// compactions (automatic and manual) and reopening.
+    /// compactions (automatic and manual) and reopening (see `check_history`).
     #[test]
     fn the_log_only_grows(spec in spec(any_strategy())) {
         let checks = Checks { history: true, ..Checks::default() };
         Run::new(&spec, &[Target::OpenAiChat], checks).replay()?;
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
 
     /// Property 5: the same input, replayed in two separate stores, gives
     /// equal payloads and equal stats (actions included) at every prepare.
@@ -975,4 +1057,69 @@ proptest! {
             prop_assert_eq!(&a.stats, &b.stats, "{}: stats", a.at);
         }
     }
+}
+
+/// The checks catch what they are for: each fails on a broken input and
+/// passes on the real one.
+#[test]
+fn the_checks_catch_what_they_are_for() {
+    let unanswered_chat = json!({"messages": [
+        {"role": "user", "content": "[u0] go"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_0_0_0", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        ]},
+        {"role": "user", "content": "[u1] well?"},
+    ]});
+    assert!(check_chat_pairs(&unanswered_chat).is_err());
+    let unanswered_anthropic = json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "[u0] go"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0_0_0", "name": "bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "[u1] well?"}]},
+    ]});
+    assert!(check_anthropic_pairs(&unanswered_anthropic).is_err());
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    let ingested = vec![
+        Event::user("[u0] list the files")
+            .with_id("u0")
+            .with_ts(BASE_TS),
+        Event::assistant("[a0_0] Listing.")
+            .with_id("a0_0")
+            .with_ts(BASE_TS + 1.0),
+        Event::user("[u1] and run the tests")
+            .with_id("u1")
+            .with_ts(BASE_TS + 2.0),
+        Event::tool_call("call_1_0_0", "bash", json!({"cmd": "cargo test"}))
+            .with_id("c1_0_0")
+            .with_ts(BASE_TS + 3.0),
+        Event::tool_result("call_1_0_0", "test result: ok")
+            .with_id("r1_0_0")
+            .with_ts(BASE_TS + 4.0),
+    ];
+    session.ingest(ingested.clone()).unwrap();
+
+    assert!(check_history(&session, &ingested).is_ok());
+    let mut reordered = ingested.clone();
+    reordered.swap(0, 1);
+    assert!(check_history(&session, &reordered).is_err());
+    let mut more = ingested.clone();
+    more.push(Event::user("never ingested").with_id("u9"));
+    assert!(check_history(&session, &more).is_err());
+
+    let payload = session
+        .prepare(&PrepareRequest::new(MODEL, Target::OpenAiChat))
+        .unwrap()
+        .payload;
+    assert!(check_chat_pairs(&payload).is_ok());
+    assert!(check_turns_whole(&session, &payload, false).is_ok());
+    // Leave out the first turn's answer: that turn is split.
+    let mut split = payload.clone();
+    split["messages"].as_array_mut().unwrap().remove(1);
+    assert!(check_turns_whole(&session, &split, false).is_err());
+    // Leave out the whole first turn: fine, the newest turns remain.
+    let mut trimmed = payload;
+    trimmed["messages"].as_array_mut().unwrap().drain(..2);
+    assert!(check_turns_whole(&session, &trimmed, false).is_ok());
 }
