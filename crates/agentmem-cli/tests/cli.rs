@@ -542,3 +542,27 @@ fn compact_with_focus_and_read_evicted_outputs() {
         "export still returns the whole history"
     );
 }
+
+#[test]
+fn reimport_after_compaction_adds_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let import = || -> Value {
+        let out = run_ok(
+            agentmem(dir.path())
+                .args(["--json", "import"])
+                .arg(fixture("claude-code-turn-2.jsonl")),
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = import();
+    let session = first["session"].as_str().unwrap().to_owned();
+    let report: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["compact", &session, "--keep-turns", "0", "--json"]))
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(report["applied"], true, "{report}");
+    let again = import();
+    assert_eq!(again["appended"], 0, "{again}");
+    assert_eq!(again["already_present"], first["appended"]);
+}

@@ -40,6 +40,8 @@ pub fn run(ctx: &Context, path: &Path, format: &str, session: Option<&str>) -> a
     };
     let mut session = ctx.store.open_or_create(&ctx.agent, &session_id)?;
     ctx.report_recoveries(&session);
+    // A re-import must not bring back what a compaction archived.
+    session.learn_archived_ids()?;
 
     let bar = ProgressBar::with_draw_target(
         Some(imported.events.len() as u64),
