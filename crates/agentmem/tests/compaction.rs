@@ -517,3 +517,29 @@ fn ingest_says_when_a_tool_result_crosses_the_trigger() {
         "checked after each tool result, not only at turn start"
     );
 }
+
+#[test]
+fn a_huge_output_whose_call_id_cannot_be_a_file_name_is_cut_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "a line of a very long listing\n".repeat(20_000);
+    let mut session = store(&dir).create_session(&agent(), None).unwrap();
+    let report = session
+        .ingest(vec![
+            Event::user("list everything"),
+            Event::tool_call("fc/../1", "ls", json!({})),
+            Event::tool_result("fc/../1", huge),
+        ])
+        .unwrap();
+    assert_eq!(report.evicted, 0);
+    assert!(!session.paths().evicted().exists());
+    let payload = session
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap()
+        .payload;
+    let shown = payload["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        shown.starts_with("Total output lines: 20000") && shown.contains("tokens truncated"),
+        "{}",
+        &shown[..200]
+    );
+}

@@ -334,18 +334,21 @@ impl Session {
         let mut report = IngestReport::default();
         let mut fresh = Vec::with_capacity(events.len());
         let mut batch_ids = HashSet::new();
-        for mut event in events {
+        for event in events {
             if !event.id.is_empty()
                 && (self.ids.contains(&event.id) || !batch_ids.insert(event.id.clone()))
             {
                 report.duplicates += 1;
                 continue;
             }
-            self.assign(&mut event);
             fresh.push(event);
         }
-        self.pair_usage_with_last_prepare(&mut fresh);
+        // Eviction writes files and may fail: before any state changes.
         report.evicted = self.evict_large_outputs(&mut fresh)?;
+        for event in &mut fresh {
+            self.assign(event);
+        }
+        self.pair_usage_with_last_prepare(&mut fresh);
         let writer = self.writer.as_mut().expect("checked above");
         if let Err(failure) = writer.log.append(&fresh) {
             fresh.truncate(failure.written);
@@ -392,11 +395,17 @@ impl Session {
             .filter(|e| e.trace_type == TraceType::ToolResult)
         {
             let call_id = event.tool_call_id.clone().unwrap_or_default();
-            if guard::should_evict(
-                &event.content,
-                &self.settings.guard,
-                Encoding::default().tokenizer(),
-            ) {
+            // An id that cannot be a file name is not evicted; the guard still
+            // cuts what the model sees.
+            let nameable =
+                crate::id::validate_path_id(crate::id::IdKind::ToolCall, &call_id).is_ok();
+            if nameable
+                && guard::should_evict(
+                    &event.content,
+                    &self.settings.guard,
+                    Encoding::default().tokenizer(),
+                )
+            {
                 guard::write_evicted(&self.paths.evicted(), &call_id, &event.content)?;
                 event.tool_result_ref =
                     Some(format!("{}/{call_id}.txt", crate::store::EVICTED_DIR));
