@@ -80,6 +80,19 @@ impl Message {
 /// The fixed prefix of a summary message, so a later compaction recognises it.
 pub const SUMMARY_PREFIX: &str = "[SUMMARY OF EARLIER CONVERSATION]";
 
+/// The tag of a summary shown as a shadow exchange: a user line asking for
+/// the summary, then the summary as the assistant's answer (the `summarize`
+/// strategy's form); untagged summaries are one user message.
+pub const SHADOW_PAIR_TAG: &str = "shadow_pair";
+
+/// The user line of a shadow exchange.
+pub const SHADOW_USER_LINE: &str = "Summarize the conversation so far.";
+
+/// Whether `event` is a summary shown as a shadow exchange.
+pub fn is_shadow_pair(event: &Event) -> bool {
+    event.trace_type == TraceType::Summary && event.tags.iter().any(|t| t == SHADOW_PAIR_TAG)
+}
+
 /// Where an event goes when messages are built.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Placement {
@@ -154,14 +167,41 @@ fn joins_previous(event: &Event) -> bool {
     }
 }
 
+/// The role of the last message `event` adds: the assistant's, for a
+/// shadow-pair summary; else [`role_of`].
+fn last_role_of(event: &Event) -> Role {
+    if is_shadow_pair(event) {
+        Role::Assistant
+    } else {
+        role_of(event)
+    }
+}
+
+/// How many messages `event` starts when it does not join the one before:
+/// two for a shadow-pair summary, else one.
+pub fn messages_started(event: &Event) -> usize {
+    if is_shadow_pair(event) {
+        2
+    } else {
+        1
+    }
+}
+
 /// Whether `event` starts a new message after `previous` (the last event in
 /// the model's view before it), by the same rule as [`push_event`].
 pub fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
-    !joins_previous(event) || previous.is_none_or(|p| role_of(p) != role_of(event))
+    !joins_previous(event) || previous.is_none_or(|p| last_role_of(p) != role_of(event))
 }
 
-/// The parts `event` adds to its message: its own part, then its images.
+/// The parts `event` adds to its message: its own part, then its images (a
+/// shadow-pair summary adds the user line too).
 pub fn parts_of(event: &Event) -> Vec<Part> {
+    if is_shadow_pair(event) {
+        return vec![
+            Part::Text(SHADOW_USER_LINE.to_owned()),
+            Part::Text(format!("{SUMMARY_PREFIX}\n{}", event.content)),
+        ];
+    }
     let own = match placement(event) {
         Placement::Join(_, part) | Placement::Alone(_, part) => part,
     };
@@ -191,6 +231,14 @@ pub fn push_event(messages: &mut Vec<Message>, event: &Event) -> bool {
 }
 
 fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
+    if is_shadow_pair(event) {
+        messages.push(Message::text(Role::User, SHADOW_USER_LINE));
+        messages.push(Message::text(
+            Role::Assistant,
+            format!("{SUMMARY_PREFIX}\n{}", event.content),
+        ));
+        return true;
+    }
     match placement(event) {
         Placement::Join(role, part) => match messages.last_mut() {
             Some(last) if last.role == role => {

@@ -205,10 +205,15 @@ pub fn event_tokens(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
     tokens
 }
 
-/// What starting a message costs: the fixed overhead and the role.
+/// What starting a message costs: the fixed overhead and the role (twice
+/// for a shadow-pair summary, which adds a user and an assistant message).
 fn message_framing(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
     let role = role_of(event);
-    let total = TOKENS_PER_MESSAGE + role_tokens(role, tokenizer.encoding());
+    let framing = |role| TOKENS_PER_MESSAGE + role_tokens(role, tokenizer.encoding());
+    let total = match crate::message::messages_started(event) {
+        1 => framing(role),
+        _ => framing(role) + framing(crate::message::Role::Assistant),
+    };
     TokenCounts {
         total,
         system: if role == crate::message::Role::System {

@@ -543,3 +543,61 @@ fn a_huge_output_whose_call_id_cannot_be_a_file_name_is_cut_not_refused() {
         &shown[..200]
     );
 }
+
+#[test]
+fn the_summarize_strategy_shows_the_summary_as_a_shadow_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = Vec::new();
+    for t in 0..12 {
+        events.push(
+            Event::user(format!("Question {t}: how does module {t} handle retries?"))
+                .with_id(format!("u{t}")),
+        );
+        events.push(
+            Event::assistant(format!("Module {t} retries three times with backoff. ").repeat(30))
+                .with_id(format!("a{t}")),
+        );
+    }
+    let mut session = session_with(&dir, events);
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.context.strategy = Some(Strategy::Summarize);
+    request.budget.context_window = Some(3_500);
+    request.budget.max_output_tokens = Some(300);
+    request.budget.safety_margin = Some(200);
+    let prepared = session.prepare(&request).unwrap();
+    assert!(
+        prepared
+            .stats
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Compacted { .. })),
+        "{:?}",
+        prepared.stats.actions
+    );
+    let messages = prepared.payload["messages"].as_array().unwrap();
+    let outline: Vec<String> = messages
+        .iter()
+        .map(|m| format!("{} {:.60}", m["role"], m["content"]))
+        .collect();
+    let shadow = messages
+        .iter()
+        .position(|m| m["content"] == "Summarize the conversation so far.")
+        .unwrap_or_else(|| panic!("{outline:#?} {:?}", prepared.stats.actions));
+    assert_eq!(messages[shadow]["role"], "user");
+    assert_eq!(messages[shadow + 1]["role"], "assistant");
+    assert!(messages[shadow + 1]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("[SUMMARY OF EARLIER CONVERSATION]"));
+    // The count is still exact: OpenAI's rule applied to the payload itself.
+    let tokenizer = agentmem::tokens::Encoding::O200kBase.tokenizer();
+    let by_rule: u64 = messages
+        .iter()
+        .map(|m| {
+            3 + tokenizer.count(m["role"].as_str().unwrap()) as u64
+                + tokenizer.count(m["content"].as_str().unwrap()) as u64
+        })
+        .sum::<u64>()
+        + 3;
+    assert_eq!(prepared.stats.counted_tokens, by_rule);
+}

@@ -137,6 +137,11 @@ pub fn build_base(
         .with_id(format!("summary-{compaction_number:04}"))
         .with_ts(ts);
     summary_event.turn_id = last_turn;
+    if settings.strategy == super::strategy::Strategy::Summarize {
+        summary_event
+            .tags
+            .push(crate::message::SHADOW_PAIR_TAG.to_owned());
+    }
     base.push(summary_event);
     for event in &mut base {
         event.source_event = SNAPSHOT_SOURCE.to_owned();

@@ -141,6 +141,21 @@ pub struct PipelineSettings {
     pub protected_tools: Vec<String>,
 }
 
+impl PipelineSettings {
+    /// These settings as a layer that sets every field.
+    pub fn as_layer(&self) -> ContextSettingsLayer {
+        ContextSettingsLayer {
+            strategy: Some(self.strategy),
+            max_turns: self.max_turns,
+            keep_tool_results: Some(self.keep_tool_results),
+            raw_tail_turns: Some(self.raw_tail_turns),
+            kept_user_message_tokens: Some(self.kept_user_message_tokens),
+            summary_max_tokens: Some(self.summary_max_tokens),
+            protected_tools: Some(self.protected_tools.clone()),
+        }
+    }
+}
+
 impl Default for PipelineSettings {
     fn default() -> Self {
         ContextSettingsLayer::default().resolve()

@@ -185,6 +185,7 @@ impl Session {
             encoding: Some(encoding),
             ..CompactOptions::default()
         };
+        options.context = trigger.settings.as_layer();
         options.context.summary_max_tokens = Some(trigger.settings.summary_max_tokens.min(quarter));
         options.context.kept_user_message_tokens =
             Some(trigger.settings.kept_user_message_tokens.min(quarter));
