@@ -17,6 +17,10 @@
 //! raw_tail_turns = 4
 //! protected_tools = ["manage_todo_list"]
 //!
+//! [guard]                 # how tool outputs are cut when written (also per agent / session)
+//! truncation = { policy = "tokens", limit = 5000 }   # or "bytes", or { policy = "none" }
+//! evict_over_tokens = 20000
+//!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
 //! context_window = 32768
@@ -28,6 +32,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use crate::context::guard::GuardPolicy;
 use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::tokens::budget::BudgetSettings;
@@ -86,6 +91,9 @@ pub struct Config {
     pub budget: BudgetSettings,
     #[serde(default)]
     pub context: ContextSettingsLayer,
+    /// The write-time guard; the most specific file that sets it wins.
+    #[serde(default)]
+    pub guard: Option<GuardPolicy>,
     #[serde(default)]
     pub models: Vec<ModelOverride>,
 }

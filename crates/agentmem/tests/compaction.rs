@@ -601,3 +601,32 @@ fn the_summarize_strategy_shows_the_summary_as_a_shadow_exchange() {
         + 3;
     assert_eq!(prepared.stats.counted_tokens, by_rule);
 }
+
+#[test]
+fn the_guard_policy_comes_from_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(agentmem::config::CONFIG_FILE),
+        "[guard]\ntruncation = { policy = \"bytes\", limit = 1000 }\nevict_over_tokens = 1000000\n",
+    )
+    .unwrap();
+    let store = Store::with_config(dir.path(), agentmem::Config::load(dir.path()).unwrap());
+    let mut session = store.create_session(&agent(), None).unwrap();
+    let output = "0123456789".repeat(1_000);
+    session
+        .ingest(vec![
+            Event::user("go"),
+            Event::tool_call("c", "cat", json!({})),
+            Event::tool_result("c", output),
+        ])
+        .unwrap();
+    let payload = session
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap()
+        .payload;
+    let shown = payload["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        shown.len() <= 1_200 && shown.contains("bytes truncated"),
+        "{shown}"
+    );
+}

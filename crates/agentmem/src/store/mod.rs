@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::{Config, Durability, CONFIG_FILE};
-use crate::context::guard::GuardPolicy;
 use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event};
@@ -114,7 +113,10 @@ impl Store {
                 .fold(ContextSettingsLayer::default(), |upper, layer| {
                     upper.over(layer.context.clone())
                 }),
-            guard: GuardPolicy::default(),
+            guard: layers
+                .iter()
+                .find_map(|layer| layer.guard.clone())
+                .unwrap_or_default(),
             registry: Arc::clone(&self.registry),
         })
     }
