@@ -176,8 +176,10 @@ fn a_second_writer_process_is_told_who_holds_the_session() {
         stderr.contains(&format!("locked by pid {}", first.id())),
         "{stderr}"
     );
-    // Readers are not blocked by the writer.
+    // Readers are not blocked by the writer, and prepare falls back to reading.
     run_ok(agentmem(dir.path()).args(["sessions", "show", "shared"]));
+    let prepared = run_ok(agentmem(dir.path()).args(["prepare", "shared", "--model", "gpt-4o"]));
+    assert!(String::from_utf8_lossy(&prepared.stderr).contains("preparing read-only"));
     drop(first.stdin.take());
     assert!(first.wait().unwrap().success());
 }

@@ -19,8 +19,16 @@ pub fn run(
     system: Option<String>,
     stats: bool,
 ) -> anyhow::Result<()> {
-    // Opened for writing: a compaction this prepare runs is persisted.
-    let mut session = ctx.store.open_session(&ctx.agent, &ctx.session_id(id)?)?;
+    // Opened for writing, so a compaction this prepare runs is persisted;
+    // while another process writes the session, read-only (and said so).
+    let id = ctx.session_id(id)?;
+    let mut session = match ctx.store.open_session(&ctx.agent, &id) {
+        Err(agentmem::Error::SessionLocked { pid, .. }) => {
+            eprintln!("agentmem: session {id} is being written by pid {pid}; preparing read-only (no compaction is saved)");
+            ctx.store.read_session(&ctx.agent, &id)?
+        }
+        other => other?,
+    };
     ctx.report_recoveries(&session);
     let mut request = request_for(&session, args)?;
     request.system = system;
