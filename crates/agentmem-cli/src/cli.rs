@@ -128,10 +128,37 @@ pub enum Command {
         #[arg(long, default_value_t = 200)]
         limit: usize,
     },
+    /// The agent's MEMORY.md: show, append, replace.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Feed a transcript through the engine turn by turn, as an agent loop would.
     Replay(ReplayArgs),
     /// Measure append throughput, session open time and import speed.
     Bench(BenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Print MEMORY.md (with --json: content and version hash).
+    Show,
+    /// Append a note.
+    Append {
+        /// The note (may start with `-`, as Markdown list items do).
+        #[arg(allow_hyphen_values = true)]
+        text: String,
+        /// Apply only if MEMORY.md is still at this version (from `memory show --json`).
+        #[arg(long)]
+        expect_hash: Option<String>,
+    },
+    /// Replace the one occurrence of OLD with NEW.
+    Replace {
+        #[arg(allow_hyphen_values = true)]
+        old: String,
+        #[arg(allow_hyphen_values = true)]
+        new: String,
+        #[arg(long)]
+        expect_hash: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -568,3 +568,31 @@ fn reimport_after_compaction_adds_nothing_twice() {
     assert_eq!(again["appended"], 0, "{again}");
     assert_eq!(again["already_present"], first["appended"]);
 }
+
+#[test]
+fn memory_show_append_replace_with_compare_and_swap() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(agentmem(dir.path()).args(["memory", "append", "- prefers tabs"]));
+    let shown: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["memory", "show", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(shown["content"], "- prefers tabs\n");
+    let hash = shown["hash"].as_str().unwrap().to_owned();
+    run_ok(agentmem(dir.path()).args([
+        "memory",
+        "replace",
+        "tabs",
+        "spaces",
+        "--expect-hash",
+        &hash,
+    ]));
+    let stale = agentmem(dir.path())
+        .args(["memory", "append", "- other", "--expect-hash", &hash])
+        .output()
+        .unwrap();
+    assert!(!stale.status.success());
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("changed since you read it"));
+    let text = stdout(&run_ok(agentmem(dir.path()).args(["memory", "show"])));
+    assert_eq!(text, "- prefers spaces\n");
+}

@@ -21,6 +21,11 @@
 //! truncation = { policy = "tokens", limit = 5000 }   # or "bytes", or { policy = "none" }
 //! evict_over_tokens = 20000
 //!
+//! [memory]                # what is injected into every context
+//! project_dirs = ["/etc/agentmem", "/home/me/.agentmem", "."]   # AGENT.md, MEMORY.md, .agent-context.md
+//! injected_lines = 200    # of the agent's MEMORY.md
+//! injected_tokens = 4000
+//!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
 //! context_window = 32768
@@ -35,6 +40,7 @@ use serde::Deserialize;
 use crate::context::guard::GuardPolicy;
 use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
+use crate::memory::project::MemorySettings;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelOverride;
 
@@ -94,6 +100,9 @@ pub struct Config {
     /// The write-time guard; the most specific file that sets it wins.
     #[serde(default)]
     pub guard: Option<GuardPolicy>,
+    /// Memory injected into every context; the most specific file that sets it wins.
+    #[serde(default)]
+    pub memory: Option<MemorySettings>,
     #[serde(default)]
     pub models: Vec<ModelOverride>,
 }

@@ -72,6 +72,12 @@ pub enum Error {
     #[error("the context still overflows after {attempts} recovery attempts: {message}; shorten the latest request or raise the model's context window")]
     OverflowUnrecoverable { attempts: u32, message: String },
 
+    #[error("MEMORY.md changed since you read it (expected version {expected}, found {actual}); read it again and redo the change")]
+    MemoryConflict { expected: String, actual: String },
+
+    #[error("cannot edit MEMORY.md: {message}")]
+    MemoryEdit { message: String },
+
     #[error("{action} {}: {source}", path.display())]
     Io {
         action: &'static str,

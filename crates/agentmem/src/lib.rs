@@ -25,6 +25,7 @@ pub mod event;
 pub mod export;
 pub mod id;
 pub mod import;
+pub mod memory;
 pub mod message;
 pub mod prepare;
 pub mod render;

@@ -8,6 +8,7 @@ mod evicted;
 mod export;
 mod import;
 mod ingest;
+mod memory;
 mod models;
 mod prepare;
 pub mod replay;
@@ -33,6 +34,14 @@ impl Context {
     fn new(global: &Global) -> anyhow::Result<Context> {
         let agent = AgentId::new(&global.agent)?;
         let mut config = Config::load(&global.dir)?;
+        // From the command line, project memory files are looked for where
+        // users keep them, unless the configuration names the folders.
+        config
+            .memory
+            .get_or_insert_with(|| agentmem::memory::project::MemorySettings {
+                project_dirs: agentmem::memory::project::default_project_dirs(),
+                ..Default::default()
+            });
         if let Some(flag) = &global.durability {
             config.storage.durability = flag.parse::<Durability>().map_err(anyhow::Error::msg)?;
         }
@@ -93,6 +102,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             offset,
             limit,
         } => evicted::run(&ctx, &id, &call_id, offset, limit),
+        Command::Memory(command) => memory::run(&ctx, command),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

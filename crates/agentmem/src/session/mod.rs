@@ -68,6 +68,10 @@ pub struct ContextSettings {
     pub context: ContextSettingsLayer,
     /// How tool outputs are cut and evicted when they are written.
     pub guard: GuardPolicy,
+    /// What long-term memory is injected into every context.
+    pub memory: crate::memory::project::MemorySettings,
+    /// The agent's folder (its MEMORY.md lives there).
+    pub agent_dir: std::path::PathBuf,
     pub registry: Arc<ModelRegistry>,
 }
 

@@ -12,6 +12,7 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
+use crate::memory::project::memory_block;
 use crate::prepare::{prepare, request_overhead, PrepareRequest, Prepared};
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
@@ -63,6 +64,14 @@ impl Session {
             .resolve();
         let encoding = Encoding::for_model(&request.model);
         let tokenizer = encoding.tokenizer();
+        // MEMORY.md and project files ride in the system prompt: never compacted away.
+        let memory = memory_block(
+            Some(&self.settings.agent_dir),
+            &self.settings.memory,
+            tokenizer,
+        );
+        let with_memory = with_memory(request, memory.as_deref());
+        let request = &with_memory;
         let anchor_offset = self.measured_offset(&model, encoding);
         // What the provider counts beyond the view: measured when it can be,
         // else the request's own system prompt, tool schemas and priming.
@@ -116,6 +125,11 @@ impl Session {
                 actions,
             )
         };
+        let mut prepared = prepared;
+        let memory_tokens = memory.as_deref().map_or(0, |m| tokenizer.count(m) as u64);
+        prepared.stats.sections.memory = memory_tokens;
+        prepared.stats.sections.system =
+            prepared.stats.sections.system.saturating_sub(memory_tokens);
         self.last_prepare = Some(LastPrepare {
             model: request.model.clone(),
             counted_tokens: prepared.stats.counted_tokens,
@@ -259,6 +273,18 @@ impl Session {
                 .saturating_sub(a.transcript_tokens_before)
         })
     }
+}
+
+/// The request with the memory block appended to its system prompt.
+fn with_memory(request: &PrepareRequest, memory: Option<&str>) -> PrepareRequest {
+    let mut request = request.clone();
+    if let Some(memory) = memory {
+        request.system = Some(match request.system.take() {
+            Some(system) => format!("{system}\n\n{memory}"),
+            None => memory.to_owned(),
+        });
+    }
+    request
 }
 
 /// Makes the view fit the input budget whatever it takes, short of the

@@ -117,6 +117,11 @@ impl Store {
                 .iter()
                 .find_map(|layer| layer.guard.clone())
                 .unwrap_or_default(),
+            memory: layers
+                .iter()
+                .find_map(|layer| layer.memory.clone())
+                .unwrap_or_default(),
+            agent_dir: self.root.join("agents").join(agent.as_str()),
             registry: Arc::clone(&self.registry),
         })
     }
@@ -154,6 +159,11 @@ impl Store {
         SessionPaths {
             dir: self.sessions_dir(agent).join(session.as_str()),
         }
+    }
+
+    /// The agent's MEMORY.md.
+    pub fn notebook(&self, agent: &AgentId) -> crate::memory::notebook::Notebook {
+        crate::memory::notebook::Notebook::new(&self.root.join("agents").join(agent.as_str()))
     }
 
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.

@@ -1,0 +1,10 @@
+//! Long-term memory.
+//!
+//! - [`notebook`]: the agent's `MEMORY.md`, read, appended to and edited
+//!   with compare-and-swap, injected into every context;
+//! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,
+//!   `.agent-context.md`) discovered in the working directory, the user's
+//!   agentmem folder and the system folder.
+
+pub mod notebook;
+pub mod project;

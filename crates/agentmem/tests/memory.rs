@@ -1,0 +1,69 @@
+//! Long-term memory in every context: MEMORY.md and project files.
+
+use agentmem::event::Event;
+use agentmem::id::AgentId;
+use agentmem::memory::project::MemorySettings;
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::Target;
+use agentmem::session::CompactOptions;
+use agentmem::store::Store;
+use agentmem::{Config, Durability};
+
+#[test]
+fn memory_and_project_files_are_in_every_context_and_survive_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("AGENT.md"),
+        "Always run `cargo fmt` before committing.",
+    )
+    .unwrap();
+    let mut config = Config::default();
+    config.storage.durability = Durability::Os;
+    config.memory = Some(MemorySettings {
+        project_dirs: vec![project.path().to_path_buf()],
+        injected_lines: Some(2),
+        ..Default::default()
+    });
+    let store = Store::with_config(dir.path(), config);
+    let agent = AgentId::default();
+    let notebook = store.notebook(&agent);
+    notebook.append("- The user prefers short answers.\n- Deploys go through staging.\n- Third line, not injected.", None).unwrap();
+
+    let mut session = store.create_session(&agent, None).unwrap();
+    for t in 0..10 {
+        session
+            .ingest(vec![
+                Event::user(format!("question {t}")),
+                Event::assistant("answer ".repeat(100)),
+            ])
+            .unwrap();
+    }
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.system = Some("You are helpful.".into());
+    let prepared = session.prepare(&request).unwrap();
+    let system = prepared.payload["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.starts_with("You are helpful."), "{system}");
+    assert!(
+        system.contains("# Project context (always apply)")
+            && system.contains("AGENT.md")
+            && system.contains("cargo fmt")
+    );
+    assert!(system.contains("prefers short answers") && system.contains("staging"));
+    assert!(!system.contains("Third line") && system.contains("call read_memory for the rest"));
+    assert!(
+        prepared.stats.sections.memory > 20,
+        "{:?}",
+        prepared.stats.sections
+    );
+
+    session.compact(&CompactOptions::default()).unwrap();
+    let after = session.prepare(&request).unwrap();
+    assert_eq!(
+        after.payload["messages"][0]["content"], system,
+        "memory is never compacted away"
+    );
+}
