@@ -67,3 +67,37 @@ fn memory_and_project_files_are_in_every_context_and_survive_compaction() {
         "memory is never compacted away"
     );
 }
+
+#[test]
+fn every_compaction_leaves_an_episodic_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let agent = AgentId::default();
+    let mut session = store.create_session(&agent, None).unwrap();
+    for t in 0..9 {
+        session
+            .ingest(vec![
+                Event::user(format!("fix bug {t} in src/mod_{t}.rs")),
+                Event::assistant("done ".repeat(50)),
+            ])
+            .unwrap();
+    }
+    session
+        .compact(&CompactOptions {
+            focus: Some("bugs".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let episodes =
+        agentmem::memory::episodic::read_episodes(&dir.path().join("agents/default")).unwrap();
+    assert_eq!(episodes.len(), 1);
+    let episode = &episodes[0];
+    assert_eq!(episode.session_id, session.id().as_str());
+    assert_eq!(
+        episode.turn_ids,
+        ["turn_0001", "turn_0002", "turn_0003", "turn_0004"]
+    );
+    assert!(episode.summary.contains("## Goal") && episode.summary.contains("fix bug 0"));
+    assert_eq!(episode.tags, ["compaction", "manual"]);
+    assert!(episode.salience > 0.5);
+}

@@ -2,9 +2,11 @@
 //!
 //! - [`notebook`]: the agent's `MEMORY.md`, read, appended to and edited
 //!   with compare-and-swap, injected into every context;
+//! - [`episodic`]: one summarized item per compaction, per agent;
 //! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,
 //!   `.agent-context.md`) discovered in the working directory, the user's
 //!   agentmem folder and the system folder.
 
+pub mod episodic;
 pub mod notebook;
 pub mod project;

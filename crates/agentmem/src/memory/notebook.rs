@@ -97,27 +97,28 @@ impl Notebook {
             });
         }
         let already_applied = |content: &str| !content.contains(old) && content.contains(new);
-        let next =
-            match current.content.matches(old).count() {
-                1 => current.content.replacen(old, new, 1),
-                0 if expected_hash.is_some_and(|h| h != current.hash)
-                    && already_applied(&current.content) =>
-                {
-                    return Ok(current); // a retry of an update that already applied
-                }
-                0 => {
-                    return Err(Error::MemoryEdit {
-                        message: format!(
-                            "{old:?} is not in MEMORY.md; read it again and quote the text exactly"
-                        ),
-                    })
-                }
-                n => return Err(Error::MemoryEdit {
+        let next = match current.content.matches(old).count() {
+            1 => current.content.replacen(old, new, 1),
+            0 if expected_hash.is_some_and(|h| h != current.hash)
+                && already_applied(&current.content) =>
+            {
+                return Ok(current); // a retry of an update that already applied
+            }
+            0 => {
+                return Err(Error::MemoryEdit {
+                    message: format!(
+                        "{old:?} is not in MEMORY.md; read it again and quote the text exactly"
+                    ),
+                })
+            }
+            n => {
+                return Err(Error::MemoryEdit {
                     message: format!(
                         "{old:?} occurs {n} times in MEMORY.md; quote more of it so it occurs once"
                     ),
-                }),
-            };
+                })
+            }
+        };
         self.commit(current, expected_hash, next, already_applied)
     }
 

@@ -24,6 +24,7 @@ use crate::context::strategy::{
 };
 use crate::error::{Error, Result};
 use crate::event::{now_ts, Event};
+use crate::memory::episodic::{append_episode, EpisodicItem};
 use crate::prepare::{PrepareRequest, Prepared};
 use crate::store::atomic::write_atomic;
 use crate::store::jsonl::{self, AppendLog};
@@ -182,7 +183,9 @@ impl Session {
         }
         report.tokens_saved = tokens_before - report.tokens_after;
         report.applied = true;
+        let summary_text = base.last().map(|e| e.content.clone()).unwrap_or_default();
         self.persist_compaction(&split.span, split.tail, base, number, &report)?;
+        self.remember_episode(&split.span, summary_text, number, &report)?;
         self.transcript = Some(after);
         self.compactor.blocked_below = None;
         for hook in &mut self.compactor.after_hooks {
@@ -345,6 +348,39 @@ impl Session {
         self.snapshot = Some(snapshot);
         self.meta_dirty = true;
         self.write_meta()
+    }
+
+    /// Keeps the compacted stretch as an episodic item of the agent, so other
+    /// sessions can recall it.
+    fn remember_episode(
+        &self,
+        span: &[Event],
+        summary: String,
+        number: u64,
+        report: &CompactReport,
+    ) -> Result<()> {
+        let mut turn_ids: Vec<String> = Vec::new();
+        for event in span {
+            if turn_ids.last() != Some(&event.turn_id) && !turn_ids.contains(&event.turn_id) {
+                turn_ids.push(event.turn_id.clone());
+            }
+        }
+        let reason = serde_json::to_value(report.reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned));
+        let item = EpisodicItem {
+            id: format!("ep-{}-{number:04}", self.id),
+            ts: span.last().map_or_else(now_ts, |e| e.ts),
+            session_id: self.id.to_string(),
+            turn_ids,
+            summary,
+            tags: std::iter::once("compaction".to_owned())
+                .chain(reason)
+                .collect(),
+            // A summary someone focused is one they meant to keep.
+            salience: if report.focus.is_some() { 0.8 } else { 0.5 },
+        };
+        append_episode(&self.settings.agent_dir, &item)
     }
 
     /// Reopens the append handle after the log file was replaced.
