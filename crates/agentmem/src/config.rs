@@ -26,6 +26,11 @@
 //! injected_lines = 200    # of the agent's MEMORY.md
 //! injected_tokens = 4000
 //!
+//! [redaction]             # before anything enters long-term memory; secrets always
+//! emails = true
+//! phones = true
+//! cards = true
+//!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
 //! context_window = 32768
@@ -41,6 +46,7 @@ use crate::context::guard::GuardPolicy;
 use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::memory::project::MemorySettings;
+use crate::memory::redact::RedactionPolicy;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelOverride;
 
@@ -103,6 +109,9 @@ pub struct Config {
     /// Memory injected into every context; the most specific file that sets it wins.
     #[serde(default)]
     pub memory: Option<MemorySettings>,
+    /// Personal data redacted before anything enters long-term memory (secrets always are).
+    #[serde(default)]
+    pub redaction: Option<RedactionPolicy>,
     #[serde(default)]
     pub models: Vec<ModelOverride>,
 }

@@ -101,3 +101,40 @@ fn every_compaction_leaves_an_episodic_item() {
     assert_eq!(episode.tags, ["compaction", "manual"]);
     assert!(episode.salience > 0.5);
 }
+
+#[test]
+fn secrets_planted_in_a_transcript_never_reach_summaries_or_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let agent = AgentId::default();
+    let mut session = store.create_session(&agent, None).unwrap();
+    let secret = "sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2";
+    for t in 0..9 {
+        session
+            .ingest(vec![
+                Event::user(format!("Use the key {secret} and email ops@example.com for deploy {t}; you must keep src/deploy_{t}.rs")),
+                Event::tool_call(format!("c{t}"), "bash", serde_json::json!({"cmd": format!("OPENAI_API_KEY={secret} ./deploy.sh")})),
+                Event::tool_result(format!("c{t}"), format!("Authorization: Bearer {secret}\ndeployed to https://example.com/app")),
+                Event::assistant(format!("Deployed with {secret}.")),
+            ])
+            .unwrap();
+    }
+    session.compact(&CompactOptions::default()).unwrap();
+    let summary = &session.snapshot().unwrap().base.last().unwrap().content;
+    assert!(
+        !summary.contains("sk-proj") && !summary.contains("ops@example.com"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("src/deploy_0.rs"),
+        "the rest of the summary is kept: {summary}"
+    );
+    let episodes =
+        std::fs::read_to_string(dir.path().join("agents/default/episodic.jsonl")).unwrap();
+    assert!(!episodes.contains(secret));
+    let written = store
+        .notebook(&agent)
+        .append(&format!("- deploy key is {secret}"), None)
+        .unwrap();
+    assert_eq!(written.content, "- deploy key is [REDACTED:secret]\n");
+}

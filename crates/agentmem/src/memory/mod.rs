@@ -3,6 +3,7 @@
 //! - [`notebook`]: the agent's `MEMORY.md`, read, appended to and edited
 //!   with compare-and-swap, injected into every context;
 //! - [`episodic`]: one summarized item per compaction, per agent;
+//! - [`redact`]: secrets and personal data removed before anything is kept;
 //! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,
 //!   `.agent-context.md`) discovered in the working directory, the user's
 //!   agentmem folder and the system folder.
@@ -10,3 +11,4 @@
 pub mod episodic;
 pub mod notebook;
 pub mod project;
+pub mod redact;

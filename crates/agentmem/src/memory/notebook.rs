@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 
+use super::redact::{redact, RedactionPolicy};
 use crate::error::{Error, IoContext, Result};
 use crate::render::ToolSchema;
 use crate::store::atomic::write_atomic;
@@ -33,13 +34,24 @@ pub struct MemoryVersion {
 #[derive(Debug, Clone)]
 pub struct Notebook {
     path: PathBuf,
+    redaction: RedactionPolicy,
 }
 
 impl Notebook {
-    /// The notebook of the agent whose folder is `agent_dir`.
+    /// The notebook of the agent whose folder is `agent_dir`; what is
+    /// written to it is redacted with the default policy.
     pub fn new(agent_dir: &Path) -> Notebook {
         Notebook {
             path: agent_dir.join(MEMORY_FILE),
+            redaction: RedactionPolicy::default(),
+        }
+    }
+
+    /// The same notebook, redacting writes with `policy` (secrets always).
+    pub fn with_redaction(self, policy: RedactionPolicy) -> Notebook {
+        Notebook {
+            redaction: policy,
+            ..self
         }
     }
 
@@ -71,7 +83,8 @@ impl Notebook {
     /// Appends `text` as its own line(s).
     pub fn append(&self, text: &str, expected_hash: Option<&str>) -> Result<MemoryVersion> {
         let current = self.read()?;
-        let entry = text.trim_end_matches('\n');
+        let (clean, _) = redact(text, self.redaction);
+        let entry = clean.trim_end_matches('\n');
         let next = match current.content.as_str() {
             "" => format!("{entry}\n"),
             content if content.ends_with('\n') => format!("{content}{entry}\n"),

@@ -25,6 +25,7 @@ use crate::context::strategy::{
 use crate::error::{Error, Result};
 use crate::event::{now_ts, Event};
 use crate::memory::episodic::{append_episode, EpisodicItem};
+use crate::memory::redact::redact;
 use crate::prepare::{PrepareRequest, Prepared};
 use crate::store::atomic::write_atomic;
 use crate::store::jsonl::{self, AppendLog};
@@ -140,7 +141,7 @@ impl Session {
             .unwrap_or_default();
         let span_view = view_of(&split.span);
         let tail_view = view_of(&split.tail);
-        let mut summary = self.summarize(
+        let summary = self.summarize(
             &old_base,
             &span_view,
             options,
@@ -148,6 +149,8 @@ impl Session {
             tokenizer,
             &mut report,
         )?;
+        // The summary enters long-term memory (snapshot, episodic store): no secrets.
+        let mut summary = redact(&summary, self.settings.redaction).0;
         let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
         let draft = build_base(
             &old_base,

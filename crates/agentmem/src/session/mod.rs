@@ -70,6 +70,8 @@ pub struct ContextSettings {
     pub guard: GuardPolicy,
     /// What long-term memory is injected into every context.
     pub memory: crate::memory::project::MemorySettings,
+    /// Personal data redacted from summaries and episodic items.
+    pub redaction: crate::memory::redact::RedactionPolicy,
     /// The agent's folder (its MEMORY.md lives there).
     pub agent_dir: std::path::PathBuf,
     pub registry: Arc<ModelRegistry>,

@@ -121,6 +121,10 @@ impl Store {
                 .iter()
                 .find_map(|layer| layer.memory.clone())
                 .unwrap_or_default(),
+            redaction: layers
+                .iter()
+                .find_map(|layer| layer.redaction)
+                .unwrap_or_default(),
             agent_dir: self.root.join("agents").join(agent.as_str()),
             registry: Arc::clone(&self.registry),
         })
@@ -164,6 +168,7 @@ impl Store {
     /// The agent's MEMORY.md.
     pub fn notebook(&self, agent: &AgentId) -> crate::memory::notebook::Notebook {
         crate::memory::notebook::Notebook::new(&self.root.join("agents").join(agent.as_str()))
+            .with_redaction(self.config.redaction.unwrap_or_default())
     }
 
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
