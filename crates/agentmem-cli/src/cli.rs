@@ -131,6 +131,9 @@ pub enum Command {
     /// The agent's MEMORY.md: show, append, replace.
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// The agent's semantic facts: list, add, supersede, delete.
+    #[command(subcommand)]
+    Facts(FactsCommand),
     /// Feed a transcript through the engine turn by turn, as an agent loop would.
     Replay(ReplayArgs),
     /// Measure append throughput, session open time and import speed.
@@ -159,6 +162,32 @@ pub enum MemoryCommand {
         #[arg(long)]
         expect_hash: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FactsCommand {
+    /// The facts that hold now (with --all, superseded ones too).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Add a fact (merged into an existing one that says the same).
+    Add {
+        #[arg(allow_hyphen_values = true)]
+        text: String,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long, default_value_t = 0.9)]
+        confidence: f32,
+    },
+    /// Correct a fact: the new text replaces it; the old one stays in the history.
+    Supersede {
+        id: String,
+        #[arg(allow_hyphen_values = true)]
+        text: String,
+    },
+    /// Delete a fact for good.
+    Delete { id: String },
 }
 
 #[derive(Debug, Args)]

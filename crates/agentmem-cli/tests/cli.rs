@@ -596,3 +596,43 @@ fn memory_show_append_replace_with_compare_and_swap() {
     let text = stdout(&run_ok(agentmem(dir.path()).args(["memory", "show"])));
     assert_eq!(text, "- prefers spaces\n");
 }
+
+#[test]
+fn facts_add_merge_supersede_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let added: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["facts", "add", "Deploys go through staging."])).stdout,
+    )
+    .unwrap();
+    assert_eq!(added["outcome"], "added");
+    let id = added["id"].as_str().unwrap().to_owned();
+    let merged: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["facts", "add", "deploys go through staging"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(merged, json!({"outcome": "merged", "id": id}));
+    let new_id = stdout(&run_ok(agentmem(dir.path()).args([
+        "facts",
+        "supersede",
+        &id,
+        "Deploys go through staging, then canary.",
+    ])));
+    let all: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["facts", "list", "--all", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    assert_eq!(all[0]["superseded_by"], new_id.trim());
+    let current: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["facts", "list", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(current.as_array().unwrap().len(), 1);
+    run_ok(agentmem(dir.path()).args(["facts", "delete", new_id.trim()]));
+    assert!(!agentmem(dir.path())
+        .args(["facts", "delete", "fact-9999"])
+        .output()
+        .unwrap()
+        .status
+        .success());
+}

@@ -138,3 +138,43 @@ fn secrets_planted_in_a_transcript_never_reach_summaries_or_memory() {
         .unwrap();
     assert_eq!(written.content, "- deploy key is [REDACTED:secret]\n");
 }
+
+#[test]
+fn compaction_keeps_facts_with_their_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let agent = AgentId::default();
+    let mut session = store.create_session(&agent, None).unwrap();
+    session
+        .ingest(vec![Event::user(
+            "Ground rules: never push to main, and always use snake_case.",
+        )
+        .with_id("rules")])
+        .unwrap();
+    for t in 0..8 {
+        session
+            .ingest(vec![
+                Event::user(format!("step {t}")),
+                Event::assistant("ok ".repeat(400)),
+            ])
+            .unwrap();
+    }
+    assert!(session.compact(&CompactOptions::default()).unwrap().applied);
+    let facts = agentmem::memory::facts::FactStore::new(
+        &dir.path().join("agents/default"),
+        Default::default(),
+    )
+    .current()
+    .unwrap();
+    let rule = facts
+        .iter()
+        .find(|f| f.fact.contains("never push to main"))
+        .unwrap_or_else(|| panic!("{facts:#?}"));
+    assert_eq!(rule.provenance.source_event_ids, ["rules"]);
+    assert_eq!(
+        rule.provenance.session_id.as_deref(),
+        Some(session.id().as_str())
+    );
+    assert_eq!(rule.trust, agentmem::memory::facts::Trust::User);
+    assert_eq!(rule.provenance.extractor, "extractive");
+}

@@ -6,6 +6,7 @@ mod compact;
 mod context;
 mod evicted;
 mod export;
+mod facts;
 mod import;
 mod ingest;
 mod memory;
@@ -103,6 +104,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => evicted::run(&ctx, &id, &call_id, offset, limit),
         Command::Memory(command) => memory::run(&ctx, command),
+        Command::Facts(command) => facts::run(&ctx, command),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

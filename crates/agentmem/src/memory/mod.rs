@@ -2,6 +2,7 @@
 //!
 //! - [`notebook`]: the agent's `MEMORY.md`, read, appended to and edited
 //!   with compare-and-swap, injected into every context;
+//! - [`facts`]: semantic facts with provenance, trust and validity;
 //! - [`episodic`]: one summarized item per compaction, per agent;
 //! - [`redact`]: secrets and personal data removed before anything is kept;
 //! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,
@@ -9,6 +10,7 @@
 //!   agentmem folder and the system folder.
 
 pub mod episodic;
+pub mod facts;
 pub mod notebook;
 pub mod project;
 pub mod redact;

@@ -23,8 +23,9 @@ use crate::context::strategy::{
     ContextSettingsLayer, Strategy, SUMMARIZER_FAILURES_BEFORE_FALLBACK,
 };
 use crate::error::{Error, Result};
-use crate::event::{now_ts, Event};
+use crate::event::{now_ts, Event, TraceType};
 use crate::memory::episodic::{append_episode, EpisodicItem};
+use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
 use crate::memory::redact::redact;
 use crate::prepare::{PrepareRequest, Prepared};
 use crate::store::atomic::write_atomic;
@@ -32,7 +33,7 @@ use crate::store::jsonl::{self, AppendLog};
 use crate::store::snapshot::Snapshot;
 use crate::store::SessionPaths;
 use crate::summarize::fidelity::check_fidelity;
-use crate::summarize::{summarize_hierarchical, SummaryRequest};
+use crate::summarize::{summarize_hierarchical, Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
 use crate::transcript::{model_view, Transcript};
 
@@ -141,7 +142,7 @@ impl Session {
             .unwrap_or_default();
         let span_view = view_of(&split.span);
         let tail_view = view_of(&split.tail);
-        let summary = self.summarize(
+        let (summary, facts) = self.summarize(
             &old_base,
             &span_view,
             options,
@@ -189,6 +190,7 @@ impl Session {
         let summary_text = base.last().map(|e| e.content.clone()).unwrap_or_default();
         self.persist_compaction(&split.span, split.tail, base, number, &report)?;
         self.remember_episode(&split.span, summary_text, number, &report)?;
+        self.remember_facts(facts, &split.span)?;
         self.transcript = Some(after);
         self.compactor.blocked_below = None;
         for hook in &mut self.compactor.after_hooks {
@@ -288,7 +290,7 @@ impl Session {
         max_tokens: u64,
         tokenizer: crate::tokens::Tokenizer,
         report: &mut CompactReport,
-    ) -> Result<String> {
+    ) -> Result<(String, Vec<SummaryFact>)> {
         let input: Vec<Event> = old_base.iter().chain(span).cloned().collect();
         let request = SummaryRequest {
             events: &input,
@@ -299,7 +301,7 @@ impl Session {
         let text = match summarize_hierarchical(self.compactor.summarizer.as_ref(), &request) {
             Ok(summary) => {
                 self.compactor.consecutive_failures = 0;
-                summary.render()
+                (summary.render(), summary.facts)
             }
             Err(error) => {
                 self.compactor.consecutive_failures += 1;
@@ -313,10 +315,46 @@ impl Session {
                 report.fallback = Some(format!(
                     "the summarizer failed {failures} times in a row ({error}); trimmed instead"
                 ));
-                fallback_summary(span, failures)
+                (fallback_summary(span, failures), Vec::new())
             }
         };
         Ok(text)
+    }
+
+    /// Keeps the summary's facts in the agent's semantic store, each with the
+    /// events it came from and the trust those events earn.
+    fn remember_facts(&self, facts: Vec<SummaryFact>, span: &[Event]) -> Result<()> {
+        let store = FactStore::new(&self.settings.agent_dir, self.settings.redaction);
+        for fact in facts {
+            let sources: Vec<&Event> = span
+                .iter()
+                .filter(|e| fact.source_event_ids.contains(&e.id))
+                .collect();
+            let trust = if sources.iter().any(|e| e.trace_type == TraceType::User) {
+                Trust::User
+            } else if sources
+                .iter()
+                .any(|e| e.trace_type == TraceType::ToolResult)
+            {
+                Trust::Tool
+            } else {
+                Trust::Assistant
+            };
+            store.add(NewFact {
+                fact: fact.text,
+                tags: vec![fact.kind.as_str().to_owned()],
+                confidence: fact.confidence,
+                salience: 0.5,
+                provenance: Provenance {
+                    source_event_ids: fact.source_event_ids,
+                    session_id: Some(self.id.to_string()),
+                    extractor: self.compactor.summarizer.name().to_owned(),
+                    extractor_version: self.compactor.summarizer.version().to_owned(),
+                },
+                trust,
+            })?;
+        }
+        Ok(())
     }
 
     /// The three durable steps of the module docs.

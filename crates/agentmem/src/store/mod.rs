@@ -171,6 +171,14 @@ impl Store {
             .with_redaction(self.config.redaction.unwrap_or_default())
     }
 
+    /// The agent's semantic facts.
+    pub fn facts(&self, agent: &AgentId) -> crate::memory::facts::FactStore {
+        crate::memory::facts::FactStore::new(
+            &self.root.join("agents").join(agent.as_str()),
+            self.config.redaction.unwrap_or_default(),
+        )
+    }
+
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
     pub fn create_session(&self, agent: &AgentId, id: Option<SessionId>) -> Result<Session> {
         let id = id.unwrap_or_else(SessionId::generate);
