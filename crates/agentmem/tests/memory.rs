@@ -178,3 +178,62 @@ fn compaction_keeps_facts_with_their_provenance() {
     assert_eq!(rule.trust, agentmem::memory::facts::Trust::User);
     assert_eq!(rule.provenance.extractor, "extractive");
 }
+
+#[test]
+fn a_new_session_starts_with_what_earlier_sessions_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let agent = AgentId::default();
+    let mut first = store.create_session(&agent, None).unwrap();
+    first
+        .ingest(vec![
+            Event::user("Rule: never deploy on Fridays.").with_id("rule")
+        ])
+        .unwrap();
+    for t in 0..8 {
+        first
+            .ingest(vec![
+                Event::user(format!("migrate table_{t}")),
+                Event::assistant("migrated ".repeat(300)),
+            ])
+            .unwrap();
+    }
+    assert!(first.compact(&CompactOptions::default()).unwrap().applied);
+    let first_id = first.id().to_string();
+
+    let mut second = store.create_session(&agent, None).unwrap();
+    second
+        .ingest(vec![Event::user("What should I know?")])
+        .unwrap();
+    let system = second
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap()
+        .payload["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.starts_with("# What you know from earlier sessions"),
+        "{system}"
+    );
+    assert!(system.contains("never deploy on Fridays"));
+    assert!(
+        system.contains(&format!("## Session {first_id}")) && system.contains("table_0"),
+        "{system}"
+    );
+
+    // The budget bounds it; 0 turns it off.
+    let mut config = Config::default();
+    config.memory = Some(MemorySettings {
+        cross_session_tokens: Some(0),
+        ..Default::default()
+    });
+    let quiet = Store::with_config(dir.path(), config);
+    let mut third = quiet.create_session(&agent, None).unwrap();
+    third.ingest(vec![Event::user("hi")]).unwrap();
+    let payload = third
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap()
+        .payload;
+    assert_eq!(payload["messages"][0]["role"], "user");
+}

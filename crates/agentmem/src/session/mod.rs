@@ -155,7 +155,12 @@ pub struct Session {
     compactor: Compactor,
     /// Overflow recoveries since the last successful model call.
     overflow_attempts: u32,
+    /// The memory block and the file stamp it was built from.
+    memory_cache: Option<(MemoryStamp, Encoding, Option<String>)>,
 }
+
+/// The modification stamps of the files the memory block is made of.
+type MemoryStamp = Vec<Option<(std::time::SystemTime, u64)>>;
 
 impl Session {
     /// Opens the session in `paths` (see [`crate::store::Store`] for the usual entry points).
@@ -205,6 +210,7 @@ impl Session {
                 already_archived: HashSet::new(),
             },
             overflow_attempts: 0,
+            memory_cache: None,
             transcript: None,
             calibration,
             last_prepare: None,

@@ -12,7 +12,7 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
-use crate::memory::project::memory_block;
+use crate::memory::project::{memory_block_for, memory_stamp};
 use crate::prepare::{prepare, request_overhead, PrepareRequest, Prepared};
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
@@ -65,11 +65,7 @@ impl Session {
         let encoding = Encoding::for_model(&request.model);
         let tokenizer = encoding.tokenizer();
         // MEMORY.md and project files ride in the system prompt: never compacted away.
-        let memory = memory_block(
-            Some(&self.settings.agent_dir),
-            &self.settings.memory,
-            tokenizer,
-        );
+        let memory = self.memory_block(tokenizer);
         let with_memory = with_memory(request, memory.as_deref());
         let request = &with_memory;
         let anchor_offset = self.measured_offset(&model, encoding);
@@ -220,6 +216,25 @@ impl Session {
                 reason: other.to_string(),
             },
         }
+    }
+
+    /// MEMORY.md, project files, facts and other sessions' summaries, as
+    /// injected; rebuilt only when one of their files changed.
+    fn memory_block(&mut self, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
+        let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
+        if let Some((cached, encoding, block)) = &self.memory_cache {
+            if *cached == stamp && *encoding == tokenizer.encoding() {
+                return block.clone();
+            }
+        }
+        let block = memory_block_for(
+            Some(&self.settings.agent_dir),
+            Some(self.id.as_str()),
+            &self.settings.memory,
+            tokenizer,
+        );
+        self.memory_cache = Some((stamp, tokenizer.encoding(), block.clone()));
+        block
     }
 
     /// The transcript counted in `encoding`, built on first use.
