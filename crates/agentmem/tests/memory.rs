@@ -223,11 +223,13 @@ fn a_new_session_starts_with_what_earlier_sessions_left() {
     );
 
     // The budget bounds it; 0 turns it off.
-    let mut config = Config::default();
-    config.memory = Some(MemorySettings {
-        cross_session_tokens: Some(0),
+    let config = Config {
+        memory: Some(MemorySettings {
+            cross_session_tokens: Some(0),
+            ..Default::default()
+        }),
         ..Default::default()
-    });
+    };
     let quiet = Store::with_config(dir.path(), config);
     let mut third = quiet.create_session(&agent, None).unwrap();
     third.ingest(vec![Event::user("hi")]).unwrap();
