@@ -153,23 +153,36 @@ pub fn request_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Secti
     }
 }
 
+/// What the session measured for a prepare: the provider-measured offset
+/// (if any), the request's own tokens, and the model's calibration.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    pub offset: Option<u64>,
+    /// [`request_overhead`] of the request.
+    pub overhead: Sections,
+    pub calibration: Option<Calibration>,
+}
+
 /// Renders the shaped view `items` for `request` and measures it.
 ///
 /// `offset` is what the provider measured beyond the view (see
 /// `Session::prepare`); when there is one, the context size is the view plus
 /// that offset — a measured figure — else the count, corrected by the
 /// model's calibration where the tokenizer is not the provider's own.
-#[allow(clippy::too_many_arguments)]
 pub fn prepare(
     items: &[ViewItem],
     tokenizer: Tokenizer,
     model: &ModelInfo,
     budget: Budget,
     request: &PrepareRequest,
-    offset: Option<u64>,
-    calibration: Option<Calibration>,
+    measured: Measured,
     actions: Vec<Action>,
 ) -> Prepared {
+    let Measured {
+        offset,
+        overhead,
+        calibration,
+    } = measured;
     let view = measure(items, tokenizer);
     let reasoning = if request.target.sends_reasoning() {
         view.reasoning
@@ -187,7 +200,7 @@ pub fn prepare(
         reasoning,
         ..Sections::default()
     }
-    .plus(request_overhead(request, tokenizer));
+    .plus(overhead);
     let counted_tokens = sections.total();
     let anchored_tokens = offset.map(|o| o.saturating_add(view.total));
     let calibrated = match calibration {

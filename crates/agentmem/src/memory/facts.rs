@@ -137,45 +137,55 @@ impl FactStore {
     /// assert_eq!(store.add(fact("the user prefers tabs over spaces")).unwrap(), Added::Merged(id));
     /// ```
     pub fn add(&self, new: NewFact) -> Result<Added> {
+        Ok(self.add_all(vec![new])?.remove(0))
+    }
+
+    /// Adds several facts with one read and one rewrite of the store.
+    pub fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let mut facts = self.all()?;
-        let text = redact(new.fact.trim(), self.redaction).0;
-        if text.is_empty() {
-            return Err(Error::MemoryEdit {
-                message: "a fact needs text".into(),
-            });
-        }
-        let same = facts
-            .iter_mut()
-            .find(|f| f.is_current() && same_fact(&f.fact, &text));
-        if let Some(existing) = same {
-            existing.confidence = existing.confidence.max(new.confidence);
-            existing.salience = existing.salience.max(new.salience);
-            for id in new.provenance.source_event_ids {
-                if !existing.provenance.source_event_ids.contains(&id) {
-                    existing.provenance.source_event_ids.push(id);
-                }
+        let mut words: Vec<BTreeSet<String>> = facts.iter().map(|f| word_set(&f.fact)).collect();
+        let mut outcomes = Vec::with_capacity(new.len());
+        for new in new {
+            let text = redact(new.fact.trim(), self.redaction).0;
+            if text.is_empty() {
+                return Err(Error::MemoryEdit {
+                    message: "a fact needs text".into(),
+                });
             }
-            let id = existing.id.clone();
-            self.save(&facts)?;
-            return Ok(Added::Merged(id));
+            let these = word_set(&text);
+            let same = (0..facts.len()).find(|&i| facts[i].is_current() && near(&words[i], &these));
+            if let Some(i) = same {
+                let existing = &mut facts[i];
+                existing.confidence = existing.confidence.max(new.confidence);
+                existing.salience = existing.salience.max(new.salience);
+                for id in new.provenance.source_event_ids {
+                    if !existing.provenance.source_event_ids.contains(&id) {
+                        existing.provenance.source_event_ids.push(id);
+                    }
+                }
+                outcomes.push(Added::Merged(existing.id.clone()));
+                continue;
+            }
+            let now = now_ts();
+            let id = format!("fact-{:04}-{:08x}", facts.len() + 1, fnv(&text) as u32);
+            facts.push(Fact {
+                id: id.clone(),
+                ts: now,
+                fact: text,
+                tags: new.tags,
+                confidence: new.confidence,
+                salience: new.salience,
+                provenance: new.provenance,
+                trust: new.trust,
+                valid_from: now,
+                valid_to: None,
+                superseded_by: None,
+            });
+            words.push(these);
+            outcomes.push(Added::Added(id));
         }
-        let now = now_ts();
-        let id = format!("fact-{:04}-{:08x}", facts.len() + 1, fnv(&text) as u32);
-        facts.push(Fact {
-            id: id.clone(),
-            ts: now,
-            fact: text,
-            tags: new.tags,
-            confidence: new.confidence,
-            salience: new.salience,
-            provenance: new.provenance,
-            trust: new.trust,
-            valid_from: now,
-            valid_to: None,
-            superseded_by: None,
-        });
         self.save(&facts)?;
-        Ok(Added::Added(id))
+        Ok(outcomes)
     }
 
     /// Corrects a fact: a new fact takes its place, and the old one stays in
@@ -234,17 +244,18 @@ impl FactStore {
     }
 }
 
-/// Same words (case, punctuation and order aside), or nearly.
-fn same_fact(a: &str, b: &str) -> bool {
-    let words = |s: &str| -> BTreeSet<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let (a, b) = (words(a), words(b));
-    let union = a.union(&b).count();
-    union > 0 && a.intersection(&b).count() as f64 / union as f64 >= NEAR_DUPLICATE_JACCARD
+/// The words of a fact, case and punctuation aside.
+fn word_set(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Same words (order aside), or nearly.
+fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    let union = a.union(b).count();
+    union > 0 && a.intersection(b).count() as f64 / union as f64 >= NEAR_DUPLICATE_JACCARD
 }
 
 fn fnv(text: &str) -> u64 {

@@ -325,6 +325,7 @@ impl Session {
     /// events it came from and the trust those events earn.
     fn remember_facts(&self, facts: Vec<SummaryFact>, span: &[Event]) -> Result<()> {
         let store = FactStore::new(&self.settings.agent_dir, self.settings.redaction);
+        let mut new = Vec::with_capacity(facts.len());
         for fact in facts {
             let sources: Vec<&Event> = span
                 .iter()
@@ -340,7 +341,7 @@ impl Session {
             } else {
                 Trust::Assistant
             };
-            store.add(NewFact {
+            new.push(NewFact {
                 fact: fact.text,
                 tags: vec![fact.kind.as_str().to_owned()],
                 confidence: fact.confidence,
@@ -352,7 +353,10 @@ impl Session {
                     extractor_version: self.compactor.summarizer.version().to_owned(),
                 },
                 trust,
-            })?;
+            });
+        }
+        if !new.is_empty() {
+            store.add_all(new)?;
         }
         Ok(())
     }

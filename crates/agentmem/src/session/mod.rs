@@ -156,7 +156,9 @@ pub struct Session {
     /// Overflow recoveries since the last successful model call.
     overflow_attempts: u32,
     /// The memory block and the file stamp it was built from.
-    memory_cache: Option<(MemoryStamp, Encoding, Option<String>)>,
+    memory_cache: Option<(MemoryStamp, Encoding, Option<String>, u64)>,
+    /// The request overhead and the key of the request it was counted for.
+    overhead_cache: Option<(u64, Encoding, crate::prepare::Sections)>,
 }
 
 /// The modification stamps of the files the memory block is made of.
@@ -211,6 +213,7 @@ impl Session {
             },
             overflow_attempts: 0,
             memory_cache: None,
+            overhead_cache: None,
             transcript: None,
             calibration,
             last_prepare: None,

@@ -13,7 +13,7 @@ use crate::context::tiers::{
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
 use crate::memory::project::{memory_block_for, memory_stamp};
-use crate::prepare::{prepare, request_overhead, PrepareRequest, Prepared};
+use crate::prepare::{prepare, request_overhead, Measured, PrepareRequest, Prepared, Sections};
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
@@ -71,7 +71,8 @@ impl Session {
         let anchor_offset = self.measured_offset(&model, encoding);
         // What the provider counts beyond the view: measured when it can be,
         // else the request's own system prompt, tool schemas and priming.
-        let offset = anchor_offset.unwrap_or_else(|| request_overhead(request, tokenizer).total());
+        let overhead = self.request_overhead(request, tokenizer);
+        let offset = anchor_offset.unwrap_or(overhead.total());
         let trigger = Shrink {
             target: budget.trigger_tokens().saturating_sub(offset),
             tokenizer,
@@ -91,6 +92,11 @@ impl Session {
             settings.strategy == Strategy::None || transcript.totals().total <= must_fit.target;
         let intact = pairs_are_intact(transcript.items().iter().map(|i| &i.event));
         let transcript = self.transcript.as_ref().expect("shaped above");
+        let measured = Measured {
+            offset: anchor_offset,
+            overhead,
+            calibration,
+        };
         let prepared = if intact && fits {
             prepare(
                 transcript.items(),
@@ -98,8 +104,7 @@ impl Session {
                 &model,
                 budget,
                 request,
-                anchor_offset,
-                calibration,
+                measured,
                 actions,
             )
         } else {
@@ -111,18 +116,11 @@ impl Session {
                 actions.extend(fit_as_last_resort(&mut items, &must_fit));
             }
             prepare(
-                &items,
-                tokenizer,
-                &model,
-                budget,
-                request,
-                anchor_offset,
-                calibration,
-                actions,
+                &items, tokenizer, &model, budget, request, measured, actions,
             )
         };
         let mut prepared = prepared;
-        let memory_tokens = memory.as_deref().map_or(0, |m| tokenizer.count(m) as u64);
+        let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.3);
         prepared.stats.sections.memory = memory_tokens;
         prepared.stats.sections.system =
             prepared.stats.sections.system.saturating_sub(memory_tokens);
@@ -218,11 +216,35 @@ impl Session {
         }
     }
 
+    /// The request's own tokens (system prompt with memory, tool schemas,
+    /// reply priming), counted once for as long as they stay the same.
+    fn request_overhead(
+        &mut self,
+        request: &PrepareRequest,
+        tokenizer: crate::tokens::Tokenizer,
+    ) -> Sections {
+        let tools: Vec<serde_json::Value> = request
+            .tools
+            .iter()
+            .map(crate::render::ToolSchema::to_json)
+            .collect();
+        let key = fnv(request.system.as_deref().unwrap_or_default())
+            ^ fnv(&serde_json::to_string(&tools).unwrap_or_default()).rotate_left(1);
+        if let Some((cached_key, encoding, sections)) = self.overhead_cache {
+            if cached_key == key && encoding == tokenizer.encoding() {
+                return sections;
+            }
+        }
+        let sections = request_overhead(request, tokenizer);
+        self.overhead_cache = Some((key, tokenizer.encoding(), sections));
+        sections
+    }
+
     /// MEMORY.md, project files, facts and other sessions' summaries, as
     /// injected; rebuilt only when one of their files changed.
     fn memory_block(&mut self, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
         let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
-        if let Some((cached, encoding, block)) = &self.memory_cache {
+        if let Some((cached, encoding, block, _)) = &self.memory_cache {
             if *cached == stamp && *encoding == tokenizer.encoding() {
                 return block.clone();
             }
@@ -233,7 +255,8 @@ impl Session {
             &self.settings.memory,
             tokenizer,
         );
-        self.memory_cache = Some((stamp, tokenizer.encoding(), block.clone()));
+        let tokens = block.as_deref().map_or(0, |b| tokenizer.count(b) as u64);
+        self.memory_cache = Some((stamp, tokenizer.encoding(), block.clone(), tokens));
         block
     }
 
@@ -353,4 +376,11 @@ fn shrink_view(
             .collect(),
         Strategy::Auto => apply_tiers(items, AUTO_TIERS, shrink),
     }
+}
+
+/// FNV-1a 64: a cache key, not a security hash.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
