@@ -49,6 +49,20 @@ impl TraceType {
         TraceType::TurnAborted,
     ];
 
+    /// Whether events of this type are the model's own output (text,
+    /// reasoning, tool calls): the parts of one response, which share an
+    /// assistant message and whose usage measures the prompt before them.
+    pub fn is_model_output(self) -> bool {
+        match self {
+            TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => true,
+            TraceType::User
+            | TraceType::ToolResult
+            | TraceType::System
+            | TraceType::Summary
+            | TraceType::TurnAborted => false,
+        }
+    }
+
     /// The on-disk name, e.g. `tool_call`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -23,6 +23,7 @@ pub mod context;
 pub mod error;
 pub mod event;
 pub mod export;
+pub mod hash;
 pub mod id;
 pub mod import;
 pub mod memory;

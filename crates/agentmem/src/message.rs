@@ -155,18 +155,6 @@ pub fn role_of(event: &Event) -> Role {
     }
 }
 
-/// Whether `event` may join the message before it (as [`placement`] says).
-fn joins_previous(event: &Event) -> bool {
-    match event.trace_type {
-        TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => true,
-        TraceType::System
-        | TraceType::User
-        | TraceType::Summary
-        | TraceType::TurnAborted
-        | TraceType::ToolResult => false,
-    }
-}
-
 /// The role of the last message `event` adds: the assistant's, for a
 /// shadow-pair summary; else [`role_of`].
 fn last_role_of(event: &Event) -> Role {
@@ -190,7 +178,8 @@ pub fn messages_started(event: &Event) -> usize {
 /// Whether `event` starts a new message after `previous` (the last event in
 /// the model's view before it), by the same rule as [`push_event`].
 pub fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
-    !joins_previous(event) || previous.is_none_or(|p| last_role_of(p) != role_of(event))
+    !event.trace_type.is_model_output()
+        || previous.is_none_or(|p| last_role_of(p) != role_of(event))
 }
 
 /// The parts `event` adds to its message: its own part, then its images (a

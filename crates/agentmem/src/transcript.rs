@@ -83,7 +83,7 @@ impl Transcript {
         let tokens = event_tokens(&viewed, self.tokenizer);
         if starts {
             self.total.add(message_framing(&viewed, self.tokenizer));
-            if is_model_output(event) {
+            if event.trace_type.is_model_output() {
                 self.response_start_total = before;
             }
         }
@@ -94,7 +94,7 @@ impl Transcript {
         if let Some(usage) = &event.usage {
             self.anchor = Some(UsageAnchor {
                 reported_prompt_tokens: usage.prompt_tokens,
-                transcript_tokens_before: if is_model_output(event) {
+                transcript_tokens_before: if event.trace_type.is_model_output() {
                     self.response_start_total
                 } else {
                     before
@@ -252,19 +252,6 @@ pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> 
             ..event.clone()
         },
         None => event.clone(),
-    }
-}
-
-/// Whether the event is part of a model response (its usage then measures
-/// the prompt that came before the response began).
-fn is_model_output(event: &Event) -> bool {
-    match event.trace_type {
-        TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => true,
-        TraceType::User
-        | TraceType::ToolResult
-        | TraceType::System
-        | TraceType::Summary
-        | TraceType::TurnAborted => false,
     }
 }
 

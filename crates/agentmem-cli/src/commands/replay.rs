@@ -130,7 +130,7 @@ fn replay_turn(
     let mut pending: Vec<Event> = Vec::new();
     let mut previous_was_output = false;
     for event in turn {
-        let is_output = is_model_output(&event);
+        let is_output = event.trace_type.is_model_output();
         if is_output && !previous_was_output {
             model_call(session, request, std::mem::take(&mut pending), &mut line)?;
         }
@@ -169,17 +169,6 @@ fn model_call(
     );
     line.model_calls += 1;
     Ok(())
-}
-
-fn is_model_output(event: &Event) -> bool {
-    match event.trace_type {
-        TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => true,
-        TraceType::User
-        | TraceType::ToolResult
-        | TraceType::System
-        | TraceType::Summary
-        | TraceType::TurnAborted => false,
-    }
 }
 
 /// The summary line.

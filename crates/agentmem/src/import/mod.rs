@@ -133,13 +133,6 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
 pub(crate) fn stable_id(prefix: &str, position: usize, record: &str) -> String {
     format!(
         "{prefix}-{position}-{:08x}",
-        fnv1a(record.as_bytes()) as u32
+        crate::hash::fnv1a(record.as_bytes()) as u32
     )
-}
-
-/// FNV-1a, 64-bit: a fixed, dependency-free hash for ids (not for security).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::redact::{redact, RedactionPolicy};
 use crate::error::{Error, IoContext, Result};
 use crate::event::now_ts;
+use crate::hash::fnv1a;
 use crate::store::atomic::write_atomic;
 
 /// The semantic store's file name inside the agent folder.
@@ -167,7 +168,11 @@ impl FactStore {
                 continue;
             }
             let now = now_ts();
-            let id = format!("fact-{:04}-{:08x}", facts.len() + 1, fnv(&text) as u32);
+            let id = format!(
+                "fact-{:04}-{:08x}",
+                facts.len() + 1,
+                fnv1a(text.as_bytes()) as u32
+            );
             facts.push(Fact {
                 id: id.clone(),
                 ts: now,
@@ -200,7 +205,11 @@ impl FactStore {
             })?;
         let now = now_ts();
         let clean = redact(text.trim(), self.redaction).0;
-        let new_id = format!("fact-{:04}-{:08x}", facts.len() + 1, fnv(&clean) as u32);
+        let new_id = format!(
+            "fact-{:04}-{:08x}",
+            facts.len() + 1,
+            fnv1a(clean.as_bytes()) as u32
+        );
         let replacement = Fact {
             id: new_id.clone(),
             ts: now,
@@ -256,12 +265,6 @@ fn word_set(text: &str) -> BTreeSet<String> {
 fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
     let union = a.union(b).count();
     union > 0 && a.intersection(b).count() as f64 / union as f64 >= NEAR_DUPLICATE_JACCARD
-}
-
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

@@ -171,9 +171,7 @@ pub fn first_lines(content: &str, max_lines: usize) -> (String, bool) {
 }
 
 fn version(content: String) -> MemoryVersion {
-    let hash = content.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let hash = crate::hash::fnv1a(content.as_bytes());
     MemoryVersion {
         content,
         hash: format!("{hash:016x}"),

@@ -12,6 +12,7 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
+use crate::hash::fnv1a;
 use crate::memory::project::{memory_block_for, memory_stamp};
 use crate::prepare::{prepare, request_overhead, Measured, PrepareRequest, Prepared, Sections};
 use crate::tokens::budget::Budget;
@@ -228,8 +229,8 @@ impl Session {
             .iter()
             .map(crate::render::ToolSchema::to_json)
             .collect();
-        let key = fnv(request.system.as_deref().unwrap_or_default())
-            ^ fnv(&serde_json::to_string(&tools).unwrap_or_default()).rotate_left(1);
+        let key = fnv1a(request.system.as_deref().unwrap_or_default().as_bytes())
+            ^ fnv1a(serde_json::to_string(&tools).unwrap_or_default().as_bytes()).rotate_left(1);
         if let Some((cached_key, encoding, sections)) = self.overhead_cache {
             if cached_key == key && encoding == tokenizer.encoding() {
                 return sections;
@@ -376,11 +377,4 @@ fn shrink_view(
             .collect(),
         Strategy::Auto => apply_tiers(items, AUTO_TIERS, shrink),
     }
-}
-
-/// FNV-1a 64: a cache key, not a security hash.
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
