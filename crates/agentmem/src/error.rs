@@ -86,6 +86,12 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error("{message}")]
+    BadQuery { message: String },
+
+    #[error("search index {}: {message}; delete the file to rebuild it from the logs", path.display())]
+    Index { path: PathBuf, message: String },
+
     #[error("no evicted output for tool call {call_id:?} in this session: it was never evicted, or it belongs to another session; `agentmem tools <SESSION>` lists the session's tool calls")]
     EvictedNotFound { call_id: String },
 }

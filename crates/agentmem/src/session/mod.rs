@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::id::{AgentId, SessionId};
 use crate::prepare::CalibrationTable;
+use crate::search::HistoryIndex;
 use crate::store::jsonl::{self, AppendLog, Recovery};
 use crate::store::lock::SessionLock;
 use crate::store::meta::{title_from, ImportRecord, SessionMeta};
@@ -155,14 +156,38 @@ pub struct Session {
     compactor: Compactor,
     /// Overflow recoveries since the last successful model call.
     overflow_attempts: u32,
-    /// The memory block and the file stamp it was built from.
-    memory_cache: Option<(MemoryStamp, Encoding, Option<String>, u64)>,
+    /// The memory block and what it was built from.
+    memory_cache: Option<MemoryCache>,
     /// The request overhead and the key of the request it was counted for.
     overhead_cache: Option<(u64, Encoding, crate::prepare::Sections)>,
+    /// The agent's search index, which ingest feeds.
+    index: IndexFeed,
+}
+
+/// Where ingest stands with the agent's search index.
+#[derive(Debug)]
+enum IndexFeed {
+    /// Opened at the first ingest.
+    Unopened,
+    Open(Box<HistoryIndex>),
+    /// Opening or writing failed: ingest stops feeding it, and the next search
+    /// catches up from the log (the log, not the index, is the record).
+    Failed,
 }
 
 /// The modification stamps of the files the memory block is made of.
 type MemoryStamp = Vec<Option<(std::time::SystemTime, u64)>>;
+
+/// The memory block, kept while its files, the encoding and the query that
+/// recalled its cross-session part are unchanged.
+#[derive(Debug)]
+struct MemoryCache {
+    stamp: MemoryStamp,
+    encoding: Encoding,
+    query: Option<String>,
+    block: Option<String>,
+    tokens: u64,
+}
 
 impl Session {
     /// Opens the session in `paths` (see [`crate::store::Store`] for the usual entry points).
@@ -214,6 +239,7 @@ impl Session {
             overflow_attempts: 0,
             memory_cache: None,
             overhead_cache: None,
+            index: IndexFeed::Unopened,
             transcript: None,
             calibration,
             last_prepare: None,
@@ -372,10 +398,39 @@ impl Session {
             return Err(failure.error);
         }
         report.appended = fresh.len();
+        self.feed_index(&fresh);
         self.remember(fresh);
         self.maybe_refresh_meta()?;
         report.compaction_due = self.compaction_due();
         Ok(report)
+    }
+
+    /// Adds freshly appended events to the agent's search index.
+    fn feed_index(&mut self, fresh: &[Event]) {
+        if fresh.is_empty() {
+            return;
+        }
+        let first_ord = (self.meta.archived_events + self.events.len()) as u64;
+        let session = self.id.to_string();
+        if let Some(index) = self.index_mut() {
+            if index.add_events(&session, first_ord, fresh).is_err() {
+                self.index = IndexFeed::Failed;
+            }
+        }
+    }
+
+    /// The agent's search index, opened on first use; `None` once it failed.
+    fn index_mut(&mut self) -> Option<&mut HistoryIndex> {
+        if let IndexFeed::Unopened = self.index {
+            self.index = match HistoryIndex::open(&self.settings.agent_dir) {
+                Ok(index) => IndexFeed::Open(Box::new(index)),
+                Err(_) => IndexFeed::Failed,
+            };
+        }
+        match &mut self.index {
+            IndexFeed::Open(index) => Some(index),
+            IndexFeed::Unopened | IndexFeed::Failed => None,
+        }
     }
 
     /// Per-model calibration factors learned so far.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::MemoryCache;
 use super::{CompactOptions, LastPrepare, Session};
 use crate::context::compact::CompactReason;
 use crate::context::normalize::pairs_are_intact;
@@ -121,7 +122,7 @@ impl Session {
             )
         };
         let mut prepared = prepared;
-        let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.3);
+        let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.tokens);
         prepared.stats.sections.memory = memory_tokens;
         prepared.stats.sections.system =
             prepared.stats.sections.system.saturating_sub(memory_tokens);
@@ -241,24 +242,76 @@ impl Session {
         sections
     }
 
-    /// MEMORY.md, project files, facts and other sessions' summaries, as
-    /// injected; rebuilt only when one of their files changed.
+    /// MEMORY.md, project files, and what earlier sessions left: recalled
+    /// for the latest user message when there is one, else the agent's best
+    /// facts and latest summaries. Rebuilt only when a memory file or the
+    /// latest user message changed.
     fn memory_block(&mut self, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
         let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
-        if let Some((cached, encoding, block, _)) = &self.memory_cache {
-            if *cached == stamp && *encoding == tokenizer.encoding() {
-                return block.clone();
+        let query = self
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.trace_type == crate::event::TraceType::User)
+            .map(|e| e.content.clone());
+        if let Some(cache) = &self.memory_cache {
+            if cache.stamp == stamp
+                && cache.encoding == tokenizer.encoding()
+                && cache.query == query
+            {
+                return cache.block.clone();
             }
         }
-        let block = memory_block_for(
-            Some(&self.settings.agent_dir),
-            Some(self.id.as_str()),
-            &self.settings.memory,
-            tokenizer,
-        );
+        let recalled = query
+            .as_deref()
+            .and_then(|q| self.recall_block(q, tokenizer));
+        let block = match recalled {
+            Some(recalled) => {
+                let own = memory_block_for(
+                    Some(&self.settings.agent_dir),
+                    None,
+                    &self.settings.memory,
+                    tokenizer,
+                );
+                Some(own.map_or(recalled.clone(), |own| format!("{own}\n\n{recalled}")))
+            }
+            None => memory_block_for(
+                Some(&self.settings.agent_dir),
+                Some(self.id.as_str()),
+                &self.settings.memory,
+                tokenizer,
+            ),
+        };
         let tokens = block.as_deref().map_or(0, |b| tokenizer.count(b) as u64);
-        self.memory_cache = Some((stamp, tokenizer.encoding(), block.clone(), tokens));
+        self.memory_cache = Some(MemoryCache {
+            stamp,
+            encoding: tokenizer.encoding(),
+            query,
+            block: block.clone(),
+            tokens,
+        });
         block
+    }
+
+    /// Facts, episodes and other sessions' events recalled for `query`,
+    /// under the cross-session budget; `None` when nothing matched (or the
+    /// index cannot be read: the salience-ordered block stands in).
+    fn recall_block(&mut self, query: &str, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
+        let budget = self
+            .settings
+            .memory
+            .cross_session_tokens
+            .unwrap_or(crate::memory::project::DEFAULT_CROSS_SESSION_TOKENS);
+        let heading = crate::memory::project::CROSS_SESSION_HEADING;
+        let budget = budget.checked_sub(tokenizer.count(heading) as u64 + 1)?;
+        let agent_dir = self.settings.agent_dir.clone();
+        let session = self.id.to_string();
+        let index = self.index_mut()?;
+        crate::recall::refresh_memories(index, &agent_dir).ok()?;
+        let mut request = crate::recall::RecallRequest::new(query, budget);
+        request.exclude_session = Some(session);
+        let recalled = crate::recall::recall(index, &request, tokenizer, None).ok()?;
+        (!recalled.items.is_empty()).then(|| format!("{heading}\n{}", recalled.block))
     }
 
     /// The transcript counted in `encoding`, built on first use.

@@ -179,6 +179,56 @@ impl Store {
         )
     }
 
+    /// The agent's folder (MEMORY.md, facts, episodes, the search index, sessions).
+    pub fn agent_dir(&self, agent: &AgentId) -> PathBuf {
+        self.root.join("agents").join(agent.as_str())
+    }
+
+    /// The agent's search index, caught up with every session's log: events
+    /// the index lacks are added, sessions deleted since are removed.
+    pub fn history_index(&self, agent: &AgentId) -> Result<crate::search::HistoryIndex> {
+        let mut index = crate::search::HistoryIndex::open(&self.agent_dir(agent))?;
+        let indexed: std::collections::HashMap<String, u64> =
+            index.indexed_sessions()?.into_iter().collect();
+        let sessions = self.list_sessions(agent)?;
+        for meta in &sessions {
+            if indexed.get(&meta.id).copied().unwrap_or(0) < meta.events as u64 {
+                let id = SessionId::new(&meta.id)?;
+                let history = self.read_session(agent, &id)?.full_history()?;
+                index.catch_up(&meta.id, &history)?;
+            }
+        }
+        for session in indexed.keys() {
+            if !sessions.iter().any(|meta| &meta.id == session) {
+                index.remove_session(session)?;
+            }
+        }
+        Ok(index)
+    }
+
+    /// Searches the whole raw history of `agent` (archives included).
+    pub fn search(
+        &self,
+        agent: &AgentId,
+        query: &str,
+        filter: &crate::search::SearchFilter,
+    ) -> Result<Vec<crate::search::SearchHit>> {
+        self.history_index(agent)?.search(query, filter)
+    }
+
+    /// What recall would inject for `request`: the agent's facts, episodes
+    /// and past sessions' events that score best and fit its budget.
+    pub fn recall(
+        &self,
+        agent: &AgentId,
+        request: &crate::recall::RecallRequest,
+        tokenizer: crate::tokens::Tokenizer,
+    ) -> Result<crate::recall::Recalled> {
+        let mut index = self.history_index(agent)?;
+        crate::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
+        crate::recall::recall(&index, request, tokenizer, None)
+    }
+
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
     pub fn create_session(&self, agent: &AgentId, id: Option<SessionId>) -> Result<Session> {
         let id = id.unwrap_or_else(SessionId::generate);
@@ -287,7 +337,12 @@ impl Store {
             .with_file_name(format!(".deleted-{}-{}", id, std::process::id()));
         fs::rename(&paths.dir, &doomed).io("move aside", &paths.dir)?;
         atomic::sync_dir(&self.sessions_dir(agent))?;
-        fs::remove_dir_all(&doomed).io("delete", &doomed)
+        fs::remove_dir_all(&doomed).io("delete", &doomed)?;
+        // The index forgets the session now, or at the next search if this fails.
+        if let Ok(mut index) = crate::search::HistoryIndex::open(&self.agent_dir(agent)) {
+            let _ = index.remove_session(id.as_str());
+        }
+        Ok(())
     }
 
     /// Copies a session's history up to and including `at_turn` (all of it when

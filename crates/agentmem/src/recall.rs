@@ -1,0 +1,385 @@
+//! Retrieval: the memories worth showing the model for one query — facts,
+//! episodic items and raw events of past sessions — scored by a hybrid of
+//! BM25, recency and salience (and a vector similarity, given an
+//! [`Embedder`]), deduplicated, and packed into a token budget. Never
+//! everything: what does not score or fit stays out.
+//!
+//! The rendered block is deterministic, in fixed sections:
+//!
+//! ```text
+//! [MEMORY:SEMANTIC]
+//! - fact
+//! [MEMORY:EPISODIC]
+//! - (session s1, turn_0001–turn_0012) summary
+//! [MEMORY:HISTORY]
+//! ## session s1 · 2023-05-08
+//! Caroline: I went to a support group yesterday.
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::search::index::{Candidate, DocKind, HistoryIndex};
+use crate::search::Role;
+use crate::tokens::Tokenizer;
+
+/// How many BM25 matches are scored before packing.
+pub const DEFAULT_CANDIDATES: usize = 300;
+/// The longest raw event shown in recall, in tokens (longer ones are cut).
+pub const MAX_EVENT_TOKENS: usize = 256;
+/// Two memories whose word sets overlap this much say the same thing.
+const DUPLICATE_JACCARD: f64 = 0.8;
+
+/// Turns texts into vectors, so similarity in meaning can join the score.
+/// BM25 alone works without one.
+pub trait Embedder {
+    /// One vector per text, all of the same length.
+    fn embed(&self, texts: &[&str]) -> Vec<Vec<f32>>;
+}
+
+/// How much each signal weighs in the hybrid score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Weights {
+    /// BM25, scaled so the best match is 1.
+    pub bm25: f64,
+    /// 1 for the newest candidate, halving every `half_life_days` before it.
+    pub recency: f64,
+    /// The memory's own salience (0–1).
+    pub salience: f64,
+    /// Cosine similarity to the query, when an embedder is given.
+    pub vector: f64,
+    pub half_life_days: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            bm25: 1.0,
+            recency: 0.1,
+            salience: 0.1,
+            vector: 0.5,
+            half_life_days: 30.0,
+        }
+    }
+}
+
+/// What to recall.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecallRequest {
+    pub query: String,
+    /// The rendered block's size limit, in tokens.
+    pub budget_tokens: u64,
+    /// This session's events are left out (the model already sees them).
+    pub exclude_session: Option<String>,
+    pub kinds: Vec<DocKind>,
+    pub candidates: usize,
+    pub weights: Weights,
+}
+
+impl RecallRequest {
+    /// A request for every kind of memory with the default weights.
+    pub fn new(query: impl Into<String>, budget_tokens: u64) -> RecallRequest {
+        RecallRequest {
+            query: query.into(),
+            budget_tokens,
+            exclude_session: None,
+            kinds: vec![DocKind::Fact, DocKind::Episode, DocKind::Event],
+            candidates: DEFAULT_CANDIDATES,
+            weights: Weights::default(),
+        }
+    }
+}
+
+/// One recalled memory, with where it came from and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecalledItem {
+    pub kind: DocKind,
+    /// The event, fact or episode id.
+    pub source: String,
+    pub session: String,
+    pub turn_id: String,
+    pub role: Role,
+    pub speaker: Option<String>,
+    pub ts: f64,
+    pub text: String,
+    pub score: f64,
+    pub bm25: f64,
+    pub recency: f64,
+    pub salience: f64,
+    pub vector: Option<f64>,
+    #[serde(skip)]
+    ord: u64,
+}
+
+/// What recall chose, and the block it renders to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recalled {
+    pub items: Vec<RecalledItem>,
+    /// Matches scored.
+    pub considered: usize,
+    /// Tokens of [`Recalled::block`].
+    pub tokens: u64,
+    pub block: String,
+}
+
+/// Recalls from `index` what fits `request`'s budget, best first.
+pub fn recall(
+    index: &HistoryIndex,
+    request: &RecallRequest,
+    tokenizer: Tokenizer,
+    embedder: Option<&dyn Embedder>,
+) -> Result<Recalled> {
+    let candidates = index.candidates(
+        &request.query,
+        &request.kinds,
+        request.exclude_session.as_deref(),
+        request.candidates,
+    )?;
+    let considered = candidates.len();
+    let scored = score(candidates, &request.query, &request.weights, embedder);
+    let items = pack(scored, request.budget_tokens, tokenizer);
+    let block = render(&items);
+    let tokens = if block.is_empty() {
+        0
+    } else {
+        tokenizer.count(&block) as u64
+    };
+    Ok(Recalled {
+        items,
+        considered,
+        tokens,
+        block,
+    })
+}
+
+fn score(
+    candidates: Vec<Candidate>,
+    query: &str,
+    weights: &Weights,
+    embedder: Option<&dyn Embedder>,
+) -> Vec<RecalledItem> {
+    let best_bm25 = candidates.iter().map(|c| c.bm25).fold(f64::MIN, f64::max);
+    let newest = candidates.iter().map(|c| c.ts).fold(f64::MIN, f64::max);
+    let vectors = embedder.map(|e| {
+        let texts: Vec<&str> = std::iter::once(query)
+            .chain(candidates.iter().map(|c| c.text.as_str()))
+            .collect();
+        e.embed(&texts)
+    });
+    let mut items: Vec<RecalledItem> = candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let bm25 = if best_bm25 > 0.0 {
+                c.bm25 / best_bm25
+            } else {
+                0.0
+            };
+            let age_days = (newest - c.ts).max(0.0) / 86_400.0;
+            let recency = 0.5f64.powf(age_days / weights.half_life_days.max(f64::EPSILON));
+            let vector = vectors
+                .as_ref()
+                .and_then(|v| Some(cosine(v.first()?, v.get(i + 1)?)));
+            let score = weights.bm25 * bm25
+                + weights.recency * recency
+                + weights.salience * c.salience
+                + weights.vector * vector.unwrap_or(0.0);
+            RecalledItem {
+                kind: c.kind,
+                source: c.reference,
+                session: c.session,
+                turn_id: c.turn_id,
+                role: c.role,
+                speaker: c.speaker,
+                ts: c.ts,
+                text: c.text,
+                score,
+                bm25,
+                recency,
+                salience: c.salience,
+                vector,
+                ord: c.ord,
+            }
+        })
+        .collect();
+    items.sort_by(|a, b| b.score.total_cmp(&a.score));
+    items
+}
+
+/// The best items whose rendered lines fit `budget` together, duplicates
+/// left out. Section and session headings are paid for when first used.
+fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<RecalledItem> {
+    let mut chosen: Vec<RecalledItem> = Vec::new();
+    let mut chosen_words: Vec<HashSet<String>> = Vec::new();
+    let mut headings: HashSet<String> = HashSet::new();
+    let mut used = 0u64;
+    for mut item in scored {
+        if item.kind == DocKind::Event {
+            item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
+        }
+        let words = word_set(&item.text);
+        if chosen_words
+            .iter()
+            .any(|w| jaccard(w, &words) >= DUPLICATE_JACCARD)
+        {
+            continue;
+        }
+        let new_headings: Vec<String> = headings_of(&item)
+            .into_iter()
+            .filter(|h| !headings.contains(h))
+            .collect();
+        let cost = new_headings
+            .iter()
+            .chain(std::iter::once(&line_of(&item)))
+            .map(|line| tokenizer.count(line) as u64 + 1)
+            .sum::<u64>();
+        if used.saturating_add(cost) > budget {
+            continue;
+        }
+        used += cost;
+        headings.extend(new_headings);
+        chosen_words.push(words);
+        chosen.push(item);
+    }
+    chosen
+}
+
+/// The block the model sees: facts, episodes, then raw events grouped by
+/// session and day in the order they happened.
+pub fn render(items: &[RecalledItem]) -> String {
+    let mut sections = Vec::new();
+    let facts: Vec<String> = items
+        .iter()
+        .filter(|i| i.kind == DocKind::Fact)
+        .map(line_of)
+        .collect();
+    if !facts.is_empty() {
+        sections.push(format!("[MEMORY:SEMANTIC]\n{}", facts.join("\n")));
+    }
+    let mut episodes: Vec<&RecalledItem> = items
+        .iter()
+        .filter(|i| i.kind == DocKind::Episode)
+        .collect();
+    episodes.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    if !episodes.is_empty() {
+        let lines: Vec<String> = episodes.into_iter().map(line_of).collect();
+        sections.push(format!("[MEMORY:EPISODIC]\n{}", lines.join("\n")));
+    }
+    let mut groups: BTreeMap<(String, String), Vec<&RecalledItem>> = BTreeMap::new();
+    for item in items.iter().filter(|i| i.kind == DocKind::Event) {
+        groups
+            .entry((item.session.clone(), day(item.ts)))
+            .or_default()
+            .push(item);
+    }
+    let mut groups: Vec<_> = groups.into_values().collect();
+    groups.iter_mut().for_each(|g| g.sort_by_key(|i| i.ord));
+    groups.sort_by(|a, b| a[0].ts.total_cmp(&b[0].ts).then(a[0].ord.cmp(&b[0].ord)));
+    if !groups.is_empty() {
+        let mut text = String::from("[MEMORY:HISTORY]");
+        for group in groups {
+            text.push('\n');
+            text.push_str(&session_heading(group[0]));
+            for item in group {
+                text.push('\n');
+                text.push_str(&line_of(item));
+            }
+        }
+        sections.push(text);
+    }
+    sections.join("\n")
+}
+
+fn headings_of(item: &RecalledItem) -> Vec<String> {
+    match item.kind {
+        DocKind::Fact => vec!["[MEMORY:SEMANTIC]".into()],
+        DocKind::Episode => vec!["[MEMORY:EPISODIC]".into()],
+        DocKind::Event => vec!["[MEMORY:HISTORY]".into(), session_heading(item)],
+    }
+}
+
+fn session_heading(item: &RecalledItem) -> String {
+    format!("## session {} · {}", item.session, day(item.ts))
+}
+
+fn line_of(item: &RecalledItem) -> String {
+    let text = item.text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match item.kind {
+        DocKind::Fact => format!("- {text}"),
+        DocKind::Episode => format!("- (session {}, {}) {text}", item.session, item.turn_id),
+        DocKind::Event => format!(
+            "{}: {text}",
+            item.speaker.as_deref().unwrap_or(item.role.label())
+        ),
+    }
+}
+
+fn day(ts: f64) -> String {
+    crate::event::format_ts(ts).chars().take(10).collect()
+}
+
+fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String {
+    if tokenizer.count(text) <= max_tokens {
+        return text.to_owned();
+    }
+    let mut end = text.len().min(max_tokens * 3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    while end > 0 && tokenizer.count(&text[..end]) > max_tokens {
+        end = text[..end].char_indices().nth_back(8).map_or(0, |(i, _)| i);
+    }
+    format!("{}…", &text[..end])
+}
+
+fn word_set(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    a.intersection(b).count() as f64 / a.union(b).count() as f64
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let denominator = norm(a) * norm(b);
+    if denominator == 0.0 {
+        0.0
+    } else {
+        dot / denominator
+    }
+}
+
+/// Brings the index's copy of the agent's facts and episodes up to date
+/// with their files (a no-op while the files are unchanged).
+pub fn refresh_memories(index: &mut HistoryIndex, agent_dir: &std::path::Path) -> Result<()> {
+    let stamp: Vec<_> = [
+        crate::memory::facts::SEMANTIC_FILE,
+        crate::memory::episodic::EPISODIC_FILE,
+    ]
+    .iter()
+    .map(|name| {
+        std::fs::metadata(agent_dir.join(name))
+            .ok()
+            .map(|m| (m.modified().ok(), m.len()))
+    })
+    .collect();
+    index.sync_memories(&format!("{stamp:?}"), || {
+        let facts = crate::memory::facts::FactStore::new(agent_dir, Default::default()).all()?;
+        let episodes = crate::memory::episodic::read_episodes(agent_dir)?;
+        Ok((facts, episodes))
+    })
+}

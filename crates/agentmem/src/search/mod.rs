@@ -1,0 +1,241 @@
+//! Search over an agent's whole raw history — every session, archive
+//! included — and the `search_conversation_history` tool agents call.
+//!
+//! ```
+//! use agentmem::{event::Event, search::SearchFilter, store::Store, Durability};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path(), Durability::Batch).unwrap();
+//! let agent = Default::default();
+//! let mut session = store.create_session(&agent, None).unwrap();
+//! session.ingest(vec![Event::user("The build fails with error E0502 in parser.rs")]).unwrap();
+//! let hits = store.search(&agent, "E0502 parser", &SearchFilter::default()).unwrap();
+//! assert_eq!(hits[0].turn_id, "turn_0001");
+//! ```
+
+pub mod index;
+pub mod query;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::event::TraceType;
+use crate::render::ToolSchema;
+
+pub use index::HistoryIndex;
+
+/// Excerpts a search returns unless asked otherwise.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+
+/// Who an indexed text came from, as search results label it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    /// A tool call or a tool's output.
+    Tool,
+    System,
+    /// A semantic fact (recall only).
+    Fact,
+    /// An episodic item (recall only).
+    Episode,
+}
+
+impl Role {
+    /// The role of an event of `trace_type`.
+    pub fn of(trace_type: TraceType) -> Role {
+        match trace_type {
+            TraceType::User => Role::User,
+            TraceType::Assistant | TraceType::Reasoning | TraceType::Summary => Role::Assistant,
+            TraceType::ToolCall | TraceType::ToolResult => Role::Tool,
+            TraceType::System | TraceType::TurnAborted => Role::System,
+        }
+    }
+
+    /// The stored and command-line name, e.g. `tool`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::System => "system",
+            Role::Fact => "fact",
+            Role::Episode => "episode",
+        }
+    }
+
+    /// The label shown before an excerpt, e.g. `Tool`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tool",
+            Role::System => "System",
+            Role::Fact => "Fact",
+            Role::Episode => "Episode",
+        }
+    }
+
+    /// Parses a role a user typed: `user`, `assistant`, `tool` or `system`.
+    pub fn parse(text: &str) -> Result<Role> {
+        match text.to_ascii_lowercase().as_str() {
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            "system" => Ok(Role::System),
+            other => Err(Error::BadQuery {
+                message: format!(
+                    "unknown role {other:?}; use one of: user, assistant, tool, system"
+                ),
+            }),
+        }
+    }
+
+    fn parse_stored(text: &str) -> Role {
+        match text {
+            "user" => Role::User,
+            "tool" => Role::Tool,
+            "system" => Role::System,
+            "fact" => Role::Fact,
+            "episode" => Role::Episode,
+            _ => Role::Assistant,
+        }
+    }
+}
+
+/// Which events a search looks at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchFilter {
+    /// Only this session (all of the agent's otherwise).
+    pub session: Option<String>,
+    pub role: Option<Role>,
+    /// Only events at or after this time (epoch seconds).
+    pub since: Option<f64>,
+    /// Only events before this time (epoch seconds).
+    pub until: Option<f64>,
+    /// At most this many hits.
+    pub limit: usize,
+}
+
+impl Default for SearchFilter {
+    fn default() -> Self {
+        SearchFilter {
+            session: None,
+            role: None,
+            since: None,
+            until: None,
+            limit: DEFAULT_SEARCH_LIMIT,
+        }
+    }
+}
+
+/// One event that matched, with the events around it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    pub session: String,
+    pub event_id: String,
+    pub turn_id: String,
+    /// Position in the session's full history (archive first).
+    pub ord: u64,
+    pub role: Role,
+    pub ts: f64,
+    /// BM25 relevance; higher is better.
+    pub score: f64,
+    /// The matching part of the event, matched words in `[brackets]`.
+    pub excerpt: String,
+    /// The events before and after (the hit included), one line each.
+    pub context: Vec<ContextLine>,
+}
+
+/// One event shown around a hit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextLine {
+    pub event_id: String,
+    pub turn_id: String,
+    pub role: Role,
+    /// The speaker's name, when the event carried one.
+    pub speaker: Option<String>,
+    pub text: String,
+    /// Whether this is the event that matched.
+    pub is_hit: bool,
+}
+
+impl SearchHit {
+    /// The hit as a model or a person reads it: a header, then the labelled
+    /// context lines, the hit marked with `>`.
+    pub fn render(&self) -> String {
+        let mut text = format!(
+            "session {} · {} · {}",
+            self.session,
+            self.turn_id,
+            crate::event::format_ts(self.ts)
+        );
+        for line in &self.context {
+            let mark = if line.is_hit { '>' } else { ' ' };
+            text.push_str(&format!(
+                "\n{mark} [{}] {}: {}",
+                line.turn_id,
+                line.speaker.as_deref().unwrap_or(line.role.label()),
+                line.text
+            ));
+        }
+        text
+    }
+}
+
+/// The tool schema for `search_conversation_history` (neutral form; every
+/// renderer turns it into its API's shape).
+pub fn search_tool_schema() -> ToolSchema {
+    ToolSchema {
+        name: "search_conversation_history".into(),
+        description: "Search the full history of your past conversations (compacted parts included) for words or phrases. Returns up to 10 excerpts with the lines around them, labelled User/Assistant/Tool with their turn ids.".into(),
+        parameters: json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Words to look for."},
+            "role": {"type": "string", "enum": ["user", "assistant", "tool", "system"], "description": "Only what this role said."},
+            "session": {"type": "string", "description": "Only this session."},
+            "since": {"type": "string", "description": "Only after this date (RFC 3339 or YYYY-MM-DD)."},
+            "until": {"type": "string", "description": "Only before this date (RFC 3339 or YYYY-MM-DD)."},
+        }, "required": ["query"]}),
+    }
+}
+
+/// The arguments of a `search_conversation_history` call, checked.
+pub fn parse_tool_arguments(arguments: &Value) -> Result<(String, SearchFilter)> {
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str);
+    let query = text("query")
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| Error::BadQuery {
+            message: "search_conversation_history needs a non-empty \"query\" string".into(),
+        })?;
+    let filter = SearchFilter {
+        session: text("session").map(str::to_owned),
+        role: text("role").map(Role::parse).transpose()?,
+        since: text("since").map(parse_date).transpose()?,
+        until: text("until").map(parse_date).transpose()?,
+        limit: DEFAULT_SEARCH_LIMIT,
+    };
+    Ok((query.to_owned(), filter))
+}
+
+/// The tool's answer for the model: the rendered hits, or a line saying none matched.
+pub fn render_hits(hits: &[SearchHit]) -> String {
+    if hits.is_empty() {
+        return "No match in the conversation history.".into();
+    }
+    hits.iter()
+        .map(SearchHit::render)
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// A date or time as epoch seconds: RFC 3339, or `YYYY-MM-DD` (midnight UTC).
+pub fn parse_date(text: &str) -> Result<f64> {
+    let day = time::macros::format_description!("[year]-[month]-[day]");
+    if let Ok(date) = time::Date::parse(text, &day) {
+        return Ok(date.midnight().assume_utc().unix_timestamp() as f64);
+    }
+    crate::event::parse_rfc3339(text).ok_or_else(|| Error::BadQuery {
+        message: format!("cannot read the date {text:?}; write YYYY-MM-DD or an RFC 3339 time"),
+    })
+}

@@ -1,0 +1,74 @@
+//! Free text to an FTS5 query.
+//!
+//! Every word becomes a quoted term and the terms are joined by `OR`: a
+//! question then matches the events that share most of its rarer words (BM25
+//! does the weighting), and no input — quotes, `NEAR`, `*`, a stray
+//! parenthesis — can be misread as query syntax.
+
+/// Words too common to tell one event from another.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
+    "be", "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does",
+    "doing", "during", "each", "for", "from", "had", "has", "have", "having", "he", "her", "here",
+    "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "itself", "just", "me", "might", "more", "most", "my", "myself", "no", "nor", "not", "now",
+    "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own", "same",
+    "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+    "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
+    "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "would", "you", "your", "yours", "yourself",
+];
+
+/// The distinct searchable words of `text`, lowercased, stopwords left out
+/// (unless nothing else is left), in order of first appearance.
+///
+/// ```
+/// use agentmem::search::query::terms;
+/// assert_eq!(terms("What did Caroline research?"), ["caroline", "research"]);
+/// assert_eq!(terms("what is it"), ["what", "is", "it"]);
+/// ```
+pub fn terms(text: &str) -> Vec<String> {
+    let words = words(text);
+    let content: Vec<String> = words
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .cloned()
+        .collect();
+    if content.is_empty() {
+        words
+    } else {
+        content
+    }
+}
+
+/// The FTS5 `MATCH` expression for `text`, or `None` when it has no words.
+///
+/// ```
+/// use agentmem::search::query::match_expression;
+/// assert_eq!(match_expression("error: \"E0502\" (borrow)").unwrap(), r#""error" OR "e0502" OR "borrow""#);
+/// assert!(match_expression("?!").is_none());
+/// ```
+pub fn match_expression(text: &str) -> Option<String> {
+    let terms = terms(text);
+    (!terms.is_empty()).then(|| {
+        terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
+fn words(text: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_lowercase();
+        if !seen.contains(&word) {
+            seen.push(word);
+        }
+    }
+    seen
+}
