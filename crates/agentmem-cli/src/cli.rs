@@ -134,6 +134,42 @@ pub enum Command {
     /// The agent's semantic facts: list, add, supersede, delete.
     #[command(subcommand)]
     Facts(FactsCommand),
+    /// Search the agent's whole raw history (archives included).
+    Search {
+        /// Words to look for.
+        query: String,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only what this role said: user, assistant, tool or system.
+        #[arg(long)]
+        role: Option<String>,
+        /// Only events from this date on (YYYY-MM-DD or RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only events before this date (YYYY-MM-DD or RFC 3339).
+        #[arg(long)]
+        until: Option<String>,
+        /// At most this many excerpts.
+        #[arg(long, default_value_t = agentmem::search::DEFAULT_SEARCH_LIMIT)]
+        limit: usize,
+    },
+    /// What long-term memory would be injected for QUERY, with scores and sources.
+    Recall {
+        query: String,
+        /// Token budget of the injected block.
+        #[arg(long, default_value_t = agentmem::memory::project::DEFAULT_CROSS_SESSION_TOKENS)]
+        budget: u64,
+        /// Leave this session out (the one the query comes from).
+        #[arg(long)]
+        session: Option<String>,
+        /// The model whose tokenizer counts the budget.
+        #[arg(long, default_value = "gpt-4o")]
+        model: String,
+    },
+    /// Measure memory on a public benchmark.
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Feed a transcript through the engine turn by turn, as an agent loop would.
     Replay(ReplayArgs),
     /// Measure append throughput, session open time and import speed.
@@ -161,6 +197,18 @@ pub enum MemoryCommand {
         new: String,
         #[arg(long)]
         expect_hash: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Evidence recall on LoCoMo conversations, beside trimming and plain BM25.
+    Locomo {
+        /// A LoCoMo JSON file (an array of samples).
+        path: PathBuf,
+        /// Token budget of each question's memory context (repeat for several).
+        #[arg(long = "budget", default_values_t = [2000u64])]
+        budgets: Vec<u64>,
     },
 }
 

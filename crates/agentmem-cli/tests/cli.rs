@@ -636,3 +636,105 @@ fn facts_add_merge_supersede_delete() {
         .status
         .success());
 }
+
+#[test]
+fn search_an_archived_session_and_recall_for_a_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = format!(
+        "{}\n",
+        json!({"trace_type": "user", "content": "The deploy script fails with error E4031 on the staging host"})
+    );
+    input.push_str(&events_ndjson(40));
+    run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "old"]),
+        &input,
+    );
+    let report: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["compact", "old", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(report["applied"], true);
+
+    let hits: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["search", "E4031 staging", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(hits[0]["session"], "old");
+    assert_eq!(hits[0]["turn_id"], "turn_0001");
+    assert_eq!(hits[0]["role"], "user");
+    let text = stdout(&run_ok(agentmem(dir.path()).args([
+        "search",
+        "E4031",
+        "--role",
+        "user",
+        "--session",
+        "old",
+    ])));
+    assert!(
+        text.contains("> [turn_0001] User: The deploy script fails"),
+        "{text}"
+    );
+    let none = stdout(&run_ok(
+        agentmem(dir.path()).args(["search", "E4031", "--role", "tool"]),
+    ));
+    assert!(none.contains("No match"));
+    let bad = agentmem(dir.path())
+        .args(["search", "x", "--role", "robot"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("use one of: user, assistant, tool, system")
+    );
+    let bad = agentmem(dir.path())
+        .args(["search", "x", "--since", "last tuesday"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("YYYY-MM-DD"));
+
+    let recalled: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args([
+            "recall",
+            "why does the deploy fail on staging?",
+            "--budget",
+            "200",
+            "--json",
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    assert!(recalled["tokens"].as_u64().unwrap() <= 200);
+    let items = recalled["items"].as_array().unwrap();
+    assert!(items.iter().any(|i| i["kind"] == "episode"));
+    let event = items.iter().find(|i| i["kind"] == "event").unwrap();
+    assert_eq!(event["session"], "old");
+    assert!(event["score"].as_f64().unwrap() > 0.0);
+    assert!(recalled["block"].as_str().unwrap().contains("E4031"));
+}
+
+#[test]
+fn eval_locomo_reports_recall_beside_both_baselines() {
+    let dir = tempfile::tempdir().unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentmem/tests/fixtures/locomo/mini.json");
+    let report: Value = serde_json::from_slice(
+        &run_ok(
+            agentmem(dir.path())
+                .args(["eval", "locomo", "--budget", "120", "--json"])
+                .arg(&path),
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(report["budget_tokens"], 120);
+    assert_eq!(report["questions"], 5);
+    for method in ["agentmem", "bm25", "trimming"] {
+        assert!(report[method]["recall"].is_number(), "{method}");
+    }
+    let table = stdout(&run_ok(
+        agentmem(dir.path())
+            .args(["eval", "locomo", "--budget", "120", "--budget", "1000"])
+            .arg(&path),
+    ));
+    assert_eq!(table.matches("LoCoMo evidence recall at").count(), 2);
+    assert!(table.contains("trimming") && table.contains("bm25"));
+}

@@ -21,6 +21,7 @@
 pub mod config;
 pub mod context;
 pub mod error;
+pub mod eval;
 pub mod event;
 pub mod export;
 pub mod hash;

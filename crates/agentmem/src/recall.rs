@@ -51,6 +51,10 @@ pub struct Weights {
     /// Cosine similarity to the query, when an embedder is given.
     pub vector: f64,
     pub half_life_days: f64,
+    /// The share of a matching event's score its neighbours inherit (per
+    /// step away): in a dialogue the answer is often the reply to the line
+    /// that matched, and a tool's output sits next to the call that names it.
+    pub neighbour: f64,
 }
 
 impl Default for Weights {
@@ -61,6 +65,20 @@ impl Default for Weights {
             salience: 0.1,
             vector: 0.5,
             half_life_days: 30.0,
+            neighbour: 0.8,
+        }
+    }
+}
+
+impl Weights {
+    /// BM25 alone: the plain lexical ranking, as a baseline.
+    pub fn bm25_only() -> Weights {
+        Weights {
+            recency: 0.0,
+            salience: 0.0,
+            vector: 0.0,
+            neighbour: 0.0,
+            ..Weights::default()
         }
     }
 }
@@ -109,6 +127,8 @@ pub struct RecalledItem {
     pub recency: f64,
     pub salience: f64,
     pub vector: Option<f64>,
+    /// For an event recalled as the neighbour of a match: that match's id.
+    pub next_to: Option<String>,
     #[serde(skip)]
     ord: u64,
 }
@@ -138,7 +158,10 @@ pub fn recall(
         request.candidates,
     )?;
     let considered = candidates.len();
-    let scored = score(candidates, &request.query, &request.weights, embedder);
+    let mut scored = score(candidates, &request.query, &request.weights, embedder);
+    if request.weights.neighbour > 0.0 {
+        add_neighbours(index, &mut scored, request.weights.neighbour)?;
+    }
     let items = pack(scored, request.budget_tokens, tokenizer);
     let block = render(&items);
     let tokens = if block.is_empty() {
@@ -200,12 +223,63 @@ fn score(
                 recency,
                 salience: c.salience,
                 vector,
+                next_to: None,
                 ord: c.ord,
             }
         })
         .collect();
     items.sort_by(|a, b| b.score.total_cmp(&a.score));
     items
+}
+
+/// Matches whose neighbours are looked at.
+const NEIGHBOUR_SOURCES: usize = 20;
+/// How far from a match its neighbours reach, in events.
+const NEIGHBOUR_RADIUS: u64 = 2;
+
+/// Gives the events near the best matching events a share of their
+/// score (keeping an event's own score when that is higher), then re-sorts.
+fn add_neighbours(index: &HistoryIndex, items: &mut Vec<RecalledItem>, share: f64) -> Result<()> {
+    let sources: Vec<(String, u64, f64, String)> = items
+        .iter()
+        .filter(|i| i.kind == DocKind::Event)
+        .take(NEIGHBOUR_SOURCES)
+        .map(|i| (i.session.clone(), i.ord, i.score, i.source.clone()))
+        .collect();
+    for (session, ord, score, source) in sources {
+        for neighbour in index.neighbours(&session, ord, NEIGHBOUR_RADIUS)? {
+            let distance = neighbour.ord.abs_diff(ord) as i32;
+            let inherited = share.powi(distance) * score;
+            match items.iter_mut().find(|i| {
+                i.kind == DocKind::Event && i.session == session && i.ord == neighbour.ord
+            }) {
+                Some(existing) if existing.score >= inherited => {}
+                Some(existing) => {
+                    existing.score = inherited;
+                    existing.next_to = Some(source.clone());
+                }
+                None => items.push(RecalledItem {
+                    kind: DocKind::Event,
+                    source: neighbour.reference,
+                    session: session.clone(),
+                    turn_id: neighbour.turn_id,
+                    role: neighbour.role,
+                    speaker: neighbour.speaker,
+                    ts: neighbour.ts,
+                    text: neighbour.text,
+                    score: inherited,
+                    bm25: 0.0,
+                    recency: 0.0,
+                    salience: neighbour.salience,
+                    vector: None,
+                    next_to: Some(source.clone()),
+                    ord: neighbour.ord,
+                }),
+            }
+        }
+    }
+    items.sort_by(|a, b| b.score.total_cmp(&a.score));
+    Ok(())
 }
 
 /// The best items whose rendered lines fit `budget` together, duplicates

@@ -4,6 +4,7 @@ mod bench;
 mod bench_workload;
 mod compact;
 mod context;
+mod eval;
 mod evicted;
 mod export;
 mod facts;
@@ -13,6 +14,7 @@ mod memory;
 mod models;
 mod prepare;
 pub mod replay;
+mod search;
 mod sessions;
 mod tokens;
 mod tools;
@@ -105,6 +107,31 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => evicted::run(&ctx, &id, &call_id, offset, limit),
         Command::Memory(command) => memory::run(&ctx, command),
         Command::Facts(command) => facts::run(&ctx, command),
+        Command::Search {
+            query,
+            session,
+            role,
+            since,
+            until,
+            limit,
+        } => search::search(
+            &ctx,
+            &query,
+            search::Filters {
+                session,
+                role,
+                since,
+                until,
+                limit,
+            },
+        ),
+        Command::Recall {
+            query,
+            budget,
+            session,
+            model,
+        } => search::recall(&ctx, &query, budget, session, &model),
+        Command::Eval(command) => eval::run(&ctx, command),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

@@ -322,6 +322,40 @@ impl HistoryIndex {
             .map_err(|e| self.error(e))
     }
 
+    /// The events of `session` at positions `ord - radius ..= ord + radius`
+    /// other than `ord` itself, as unscored candidates.
+    pub fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT ref, turn, ord, role, ts, salience, speaker, text FROM docs
+                 WHERE kind = 'event' AND session = ?1 AND ord BETWEEN ?2 AND ?3 AND ord <> ?4
+                 ORDER BY ord",
+            )
+            .map_err(|e| self.error(e))?;
+        let low = ord.saturating_sub(radius) as i64;
+        let high = ord.saturating_add(radius) as i64;
+        let rows = statement
+            .query_map(params![session, low, high, ord as i64], |row| {
+                Ok(Candidate {
+                    kind: DocKind::Event,
+                    reference: row.get(0)?,
+                    session: session.to_owned(),
+                    turn_id: row.get(1)?,
+                    ord: row.get::<_, i64>(2)? as u64,
+                    role: Role::parse_stored(&row.get::<_, String>(3)?),
+                    ts: row.get(4)?,
+                    salience: row.get(5)?,
+                    speaker: Some(row.get::<_, String>(6)?).filter(|s| !s.is_empty()),
+                    text: row.get(7)?,
+                    bm25: 0.0,
+                })
+            })
+            .map_err(|e| self.error(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.error(e))
+    }
+
     /// The events matching `query` within `filter`, best first, each with an
     /// excerpt and the events around it.
     pub fn search(&self, query: &str, filter: &SearchFilter) -> Result<Vec<SearchHit>> {

@@ -1,0 +1,67 @@
+//! `agentmem eval locomo`: evidence recall on LoCoMo beside two baselines.
+
+use agentmem::eval::locomo;
+use agentmem::tokens::Encoding;
+
+use super::Context;
+use crate::cli::EvalCommand;
+use crate::output::{print_json, print_table};
+
+pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
+    match command {
+        EvalCommand::Locomo { path, budgets } => {
+            let conversations = locomo::read(&path)?;
+            let scratch = std::env::temp_dir();
+            let tokenizer = Encoding::O200kBase.tokenizer();
+            let reports = budgets
+                .iter()
+                .map(|budget| locomo::evaluate(&conversations, *budget, &scratch, tokenizer))
+                .collect::<agentmem::Result<Vec<_>>>()?;
+            if ctx.json {
+                return match &reports[..] {
+                    [one] => print_json(one),
+                    many => print_json(&many),
+                };
+            }
+            reports.iter().for_each(print_report);
+            Ok(())
+        }
+    }
+}
+
+fn print_report(report: &locomo::LocomoReport) {
+    println!(
+        "LoCoMo evidence recall at {} tokens: {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
+        report.budget_tokens,
+        report.conversations,
+        report.questions,
+        report.skipped_questions,
+        report.unknown_evidence
+    );
+    let methods = [
+        ("agentmem", &report.agentmem),
+        ("bm25", &report.bm25),
+        ("trimming", &report.trimming),
+    ];
+    let rows: Vec<Vec<String>> = methods
+        .iter()
+        .map(|(name, score)| {
+            let mut row = vec![name.to_string(), format!("{:.3}", score.recall)];
+            row.extend(locomo::SCORED_CATEGORIES.iter().map(|c| {
+                score
+                    .by_category
+                    .get(c)
+                    .map_or("-".into(), |s| format!("{:.3}", s.recall))
+            }));
+            row.push(format!("{:.0}", score.mean_tokens));
+            row
+        })
+        .collect();
+    print_table(
+        &[
+            "METHOD", "RECALL", "CAT 1", "CAT 2", "CAT 3", "CAT 4", "TOKENS",
+        ],
+        &rows,
+    );
+    println!();
+}

@@ -1,0 +1,78 @@
+//! `agentmem search` and `agentmem recall`: the agent's history and memory,
+//! searched and recalled.
+
+use agentmem::recall::RecallRequest;
+use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
+use agentmem::tokens::Encoding;
+
+use super::Context;
+use crate::output::{print_json, print_table};
+
+/// The filters `agentmem search` takes, as typed.
+pub struct Filters {
+    pub session: Option<String>,
+    pub role: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: usize,
+}
+
+pub fn search(ctx: &Context, query: &str, filters: Filters) -> anyhow::Result<()> {
+    if let Some(session) = &filters.session {
+        ctx.session_id(session)?;
+    }
+    let filter = SearchFilter {
+        session: filters.session,
+        role: filters.role.as_deref().map(Role::parse).transpose()?,
+        since: filters.since.as_deref().map(parse_date).transpose()?,
+        until: filters.until.as_deref().map(parse_date).transpose()?,
+        limit: filters.limit,
+    };
+    let hits = ctx.store.search(&ctx.agent, query, &filter)?;
+    if ctx.json {
+        return print_json(&hits);
+    }
+    println!("{}", render_hits(&hits));
+    Ok(())
+}
+
+pub fn recall(
+    ctx: &Context,
+    query: &str,
+    budget: u64,
+    session: Option<String>,
+    model: &str,
+) -> anyhow::Result<()> {
+    if let Some(session) = &session {
+        ctx.session_id(session)?;
+    }
+    let mut request = RecallRequest::new(query, budget);
+    request.exclude_session = session;
+    let tokenizer = Encoding::for_model(model).tokenizer();
+    let recalled = ctx.store.recall(&ctx.agent, &request, tokenizer)?;
+    if ctx.json {
+        return print_json(&recalled);
+    }
+    let rows: Vec<Vec<String>> = recalled
+        .items
+        .iter()
+        .map(|item| {
+            vec![
+                format!("{:.3}", item.score),
+                format!("{:.2}", item.bm25),
+                format!("{:?}", item.kind).to_lowercase(),
+                format!("{}/{}", item.session, item.source),
+                item.text.chars().take(60).collect(),
+            ]
+        })
+        .collect();
+    print_table(&["SCORE", "BM25", "KIND", "SOURCE", "TEXT"], &rows);
+    println!(
+        "\n{} of {} matches, {} tokens of {budget}:\n\n{}",
+        recalled.items.len(),
+        recalled.considered,
+        recalled.tokens,
+        recalled.block
+    );
+    Ok(())
+}

@@ -1,0 +1,480 @@
+//! Evidence recall on LoCoMo, the long-conversation memory benchmark.
+//!
+//! Each conversation is ingested as an agent's sessions, in order, with
+//! their dates. Then, for every question of categories 1–4, the memory
+//! context for that question is built under a token budget, and the question
+//! counts as recalled when the text of every evidence turn is in it. Two
+//! baselines get the same budget: the most recent turns that fit (trimming),
+//! and plain BM25 over the turns.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::id::{AgentId, SessionId};
+use crate::recall::{self, RecallRequest, Recalled, Weights};
+use crate::store::Store;
+use crate::tokens::Tokenizer;
+use crate::Durability;
+
+/// The categories scored: multi-hop, temporal, open-domain, single-hop
+/// (category 5, adversarial, has no evidence to recall).
+pub const SCORED_CATEGORIES: [u8; 4] = [1, 2, 3, 4];
+
+/// One conversation of the dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    pub sample_id: String,
+    pub sessions: Vec<DatedSession>,
+    pub questions: Vec<Question>,
+}
+
+/// One session of a conversation: its start time and its turns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatedSession {
+    pub number: u32,
+    /// Epoch seconds.
+    pub ts: f64,
+    pub turns: Vec<Turn>,
+}
+
+/// One dialogue turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// e.g. `D1:3`.
+    pub dia_id: String,
+    pub speaker: String,
+    pub text: String,
+    /// The caption of a shared image, when there is one.
+    pub image_caption: Option<String>,
+}
+
+/// One question with the turns that hold its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    pub question: String,
+    pub category: u8,
+    /// Evidence ids, repaired (`D:11:26` → `D11:26`, `D30:05` → `D30:5`).
+    pub evidence: Vec<String>,
+}
+
+/// Recall of one method, overall and by category.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct MethodScore {
+    pub recalled: usize,
+    pub questions: usize,
+    pub recall: f64,
+    pub by_category: BTreeMap<u8, CategoryScore>,
+    /// Mean tokens of the contexts built.
+    pub mean_tokens: f64,
+}
+
+/// Recall within one category.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct CategoryScore {
+    pub recalled: usize,
+    pub questions: usize,
+    pub recall: f64,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LocomoReport {
+    pub budget_tokens: u64,
+    pub conversations: usize,
+    /// Questions scored (categories 1–4 with at least one evidence turn found).
+    pub questions: usize,
+    /// Questions left out: no evidence id names a turn of the conversation.
+    pub skipped_questions: usize,
+    /// Evidence ids that name no turn (after repair), ignored.
+    pub unknown_evidence: usize,
+    pub agentmem: MethodScore,
+    pub trimming: MethodScore,
+    pub bm25: MethodScore,
+    /// The questions agentmem's context missed, with the evidence it left out.
+    pub misses: Vec<Miss>,
+}
+
+/// A question whose evidence the memory context did not hold entirely.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Miss {
+    pub sample_id: String,
+    pub category: u8,
+    pub question: String,
+    /// Evidence ids whose text was not in the context.
+    pub missing: Vec<String>,
+}
+
+/// Reads a LoCoMo file: a JSON array of samples (or one sample).
+pub fn read(path: &Path) -> Result<Vec<Conversation>> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |message: String| Error::BadInput {
+        path: path.display().to_string(),
+        format: "LoCoMo".into(),
+        message,
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let samples = match value {
+        Value::Array(samples) => samples,
+        sample @ Value::Object(_) => vec![sample],
+        _ => return Err(bad("expected an array of samples".into())),
+    };
+    samples
+        .iter()
+        .enumerate()
+        .map(|(i, sample)| parse_sample(i, sample).map_err(bad))
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct RawTurn {
+    speaker: String,
+    dia_id: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    blip_caption: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawQuestion {
+    question: String,
+    #[serde(default)]
+    category: Value,
+    #[serde(default)]
+    evidence: Vec<Value>,
+}
+
+fn parse_sample(index: usize, sample: &Value) -> std::result::Result<Conversation, String> {
+    let sample_id = sample
+        .get("sample_id")
+        .and_then(Value::as_str)
+        .map_or_else(|| format!("conv-{}", index + 1), str::to_owned);
+    let conversation = sample
+        .get("conversation")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("sample {sample_id} has no \"conversation\" object"))?;
+    let mut sessions = Vec::new();
+    let mut last_ts = 0.0;
+    for number in 1.. {
+        let Some(turns) = conversation.get(&format!("session_{number}")) else {
+            break;
+        };
+        let turns: Vec<RawTurn> = serde_json::from_value(turns.clone())
+            .map_err(|e| format!("sample {sample_id}, session_{number}: {e}"))?;
+        let ts = conversation
+            .get(&format!("session_{number}_date_time"))
+            .and_then(Value::as_str)
+            .and_then(parse_session_date)
+            .unwrap_or(last_ts + 86_400.0);
+        last_ts = ts;
+        sessions.push(DatedSession {
+            number,
+            ts,
+            turns: turns
+                .into_iter()
+                .map(|t| Turn {
+                    dia_id: t.dia_id,
+                    speaker: t.speaker,
+                    text: t.text,
+                    image_caption: t.blip_caption,
+                })
+                .collect(),
+        });
+    }
+    let questions: Vec<RawQuestion> = sample
+        .get("qa")
+        .map(|qa| serde_json::from_value(qa.clone()))
+        .transpose()
+        .map_err(|e| format!("sample {sample_id}, qa: {e}"))?
+        .unwrap_or_default();
+    let questions = questions
+        .into_iter()
+        .map(|q| Question {
+            question: q.question,
+            category: q
+                .category
+                .as_u64()
+                .or_else(|| q.category.as_str()?.parse().ok())
+                .unwrap_or(0) as u8,
+            evidence: q
+                .evidence
+                .iter()
+                .filter_map(Value::as_str)
+                .flat_map(repair_evidence)
+                .collect(),
+        })
+        .collect();
+    Ok(Conversation {
+        sample_id,
+        sessions,
+        questions,
+    })
+}
+
+/// `1:56 pm on 8 May, 2023` as epoch seconds (UTC).
+fn parse_session_date(text: &str) -> Option<f64> {
+    let format = time::macros::format_description!(
+        "[hour repr:12 padding:none]:[minute] [period case_sensitive:false] on [day padding:none] [month repr:long case_sensitive:false], [year]"
+    );
+    let parsed = time::PrimitiveDateTime::parse(text.trim(), &format).ok()?;
+    Some(parsed.assume_utc().unix_timestamp() as f64)
+}
+
+/// The dataset's evidence ids, repaired: several in one string (`D8:6; D9:17`),
+/// a stray colon (`D:11:26`), leading zeros (`D30:05`).
+fn repair_evidence(raw: &str) -> Vec<String> {
+    raw.split([';', ',', ' '])
+        .filter_map(|part| {
+            let digits: Vec<u32> = part
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|d| !d.is_empty())
+                .filter_map(|d| d.parse().ok())
+                .collect();
+            match digits[..] {
+                [session, turn] if part.trim_start().starts_with('D') => {
+                    Some(format!("D{session}:{turn}"))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Runs the evaluation on `conversations` at `budget_tokens`, in a
+/// temporary store under `scratch` (removed afterwards).
+pub fn evaluate(
+    conversations: &[Conversation],
+    budget_tokens: u64,
+    scratch: &Path,
+    tokenizer: Tokenizer,
+) -> Result<LocomoReport> {
+    let mut report = LocomoReport {
+        budget_tokens,
+        conversations: conversations.len(),
+        questions: 0,
+        skipped_questions: 0,
+        unknown_evidence: 0,
+        agentmem: MethodScore::default(),
+        trimming: MethodScore::default(),
+        bm25: MethodScore::default(),
+        misses: Vec::new(),
+    };
+    for conversation in conversations {
+        let dir = ScratchDir::new(scratch, &conversation.sample_id)?;
+        let store = Store::open(dir.path(), Durability::Os)?;
+        let agent = AgentId::new(sanitize(&conversation.sample_id))?;
+        let turns = ingest(&store, &agent, conversation)?;
+        let mut index = store.history_index(&agent)?;
+        recall::refresh_memories(&mut index, &store.agent_dir(&agent))?;
+        let trimmed = trimming_block(conversation, budget_tokens, tokenizer);
+        for question in &conversation.questions {
+            if !SCORED_CATEGORIES.contains(&question.category) {
+                continue;
+            }
+            let (known, unknown): (Vec<&String>, Vec<&String>) = question
+                .evidence
+                .iter()
+                .partition(|id| turns.contains_key(id.as_str()));
+            report.unknown_evidence += unknown.len();
+            if known.is_empty() {
+                report.skipped_questions += 1;
+                continue;
+            }
+            report.questions += 1;
+            let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
+            let mut request = RecallRequest::new(&question.question, budget_tokens);
+            let ours = recall::recall(&index, &request, tokenizer, None)?;
+            request.weights = Weights::bm25_only();
+            let plain = recall::recall(&index, &request, tokenizer, None)?;
+            let block = normalize(&ours.block);
+            let missing: Vec<String> = known
+                .iter()
+                .filter(|id| !block.contains(&normalize(turns[id.as_str()])))
+                .map(|id| id.to_string())
+                .collect();
+            if !missing.is_empty() {
+                report.misses.push(Miss {
+                    sample_id: conversation.sample_id.clone(),
+                    category: question.category,
+                    question: question.question.clone(),
+                    missing,
+                });
+            }
+            tally(&mut report.agentmem, question.category, &ours, &evidence);
+            tally(&mut report.bm25, question.category, &plain, &evidence);
+            tally(&mut report.trimming, question.category, &trimmed, &evidence);
+        }
+    }
+    for score in [&mut report.agentmem, &mut report.trimming, &mut report.bm25] {
+        finish(score);
+    }
+    Ok(report)
+}
+
+/// Ingests the conversation's sessions in order; returns each turn's text by dia id.
+fn ingest<'a>(
+    store: &Store,
+    agent: &AgentId,
+    conversation: &'a Conversation,
+) -> Result<HashMap<&'a str, &'a str>> {
+    let first_speaker = conversation
+        .sessions
+        .iter()
+        .flat_map(|s| s.turns.first())
+        .map(|t| t.speaker.clone())
+        .next()
+        .unwrap_or_default();
+    let mut turns = HashMap::new();
+    for session in &conversation.sessions {
+        let id = SessionId::new(format!("session_{}", session.number))?;
+        let mut log = store.create_session(agent, Some(id))?;
+        let events = session
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(i, turn)| {
+                turns.insert(turn.dia_id.as_str(), turn.text.as_str());
+                turn_event(turn, session.ts + i as f64, turn.speaker == first_speaker)
+            })
+            .collect();
+        log.ingest(events)?;
+        log.close()?;
+    }
+    Ok(turns)
+}
+
+fn turn_event(turn: &Turn, ts: f64, is_user: bool) -> Event {
+    let content = match &turn.image_caption {
+        Some(caption) => format!("{} [shares an image: {caption}]", turn.text),
+        None => turn.text.clone(),
+    };
+    let mut event = if is_user {
+        Event::user(content)
+    } else {
+        Event::assistant(content)
+    };
+    event.id = turn.dia_id.clone();
+    event.ts = ts;
+    event
+        .extra
+        .insert("name".into(), Value::String(turn.speaker.clone()));
+    event
+}
+
+/// The trimming baseline: the most recent turns that fit the budget.
+fn trimming_block(conversation: &Conversation, budget: u64, tokenizer: Tokenizer) -> Recalled {
+    let mut lines = Vec::new();
+    let mut used = 0u64;
+    'sessions: for session in conversation.sessions.iter().rev() {
+        for turn in session.turns.iter().rev() {
+            let line = format!("{}: {}", turn.speaker, normalize(&turn.text));
+            let cost = tokenizer.count(&line) as u64 + 1;
+            if used + cost > budget {
+                break 'sessions;
+            }
+            used += cost;
+            lines.push(line);
+        }
+    }
+    lines.reverse();
+    Recalled {
+        items: Vec::new(),
+        considered: lines.len(),
+        tokens: used,
+        block: lines.join("\n"),
+    }
+}
+
+fn tally(score: &mut MethodScore, category: u8, context: &Recalled, evidence: &[&str]) {
+    let block = normalize(&context.block);
+    let hit = evidence.iter().all(|text| block.contains(&normalize(text)));
+    score.questions += 1;
+    score.recalled += usize::from(hit);
+    score.mean_tokens += context.tokens as f64;
+    let category = score.by_category.entry(category).or_default();
+    category.questions += 1;
+    category.recalled += usize::from(hit);
+}
+
+fn finish(score: &mut MethodScore) {
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    score.recall = ratio(score.recalled, score.questions);
+    score.mean_tokens = if score.questions == 0 {
+        0.0
+    } else {
+        score.mean_tokens / score.questions as f64
+    };
+    for category in score.by_category.values_mut() {
+        category.recall = ratio(category.recalled, category.questions);
+    }
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// A folder removed when dropped.
+struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    fn new(parent: &Path, name: &str) -> Result<ScratchDir> {
+        let path = parent.join(format!(
+            ".locomo-{}-{}-{}",
+            sanitize(name),
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ));
+        std::fs::create_dir_all(&path).map_err(|source| Error::Io {
+            action: "create",
+            path: path.clone(),
+            source,
+        })?;
+        Ok(ScratchDir(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_evidence_ids_are_repaired() {
+        assert_eq!(repair_evidence("D1:3"), ["D1:3"]);
+        assert_eq!(repair_evidence("D:11:26"), ["D11:26"]);
+        assert_eq!(repair_evidence("D30:05"), ["D30:5"]);
+        assert_eq!(repair_evidence("D8:6; D9:17"), ["D8:6", "D9:17"]);
+        assert!(repair_evidence("D10").is_empty());
+    }
+
+    #[test]
+    fn session_dates_are_read() {
+        let ts = parse_session_date("1:56 pm on 8 May, 2023").unwrap();
+        assert_eq!(crate::event::format_ts(ts), "2023-05-08T13:56:00.000Z");
+        assert!(parse_session_date("someday").is_none());
+    }
+}

@@ -1,0 +1,3 @@
+//! Benchmarks of what agentmem remembers, run on public datasets.
+
+pub mod locomo;

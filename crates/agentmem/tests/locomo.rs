@@ -1,0 +1,70 @@
+//! `eval locomo` on a small conversation in LoCoMo's shape, malformed
+//! evidence ids included.
+
+use std::path::Path;
+
+use agentmem::eval::locomo;
+use agentmem::tokens::Encoding;
+
+fn mini() -> Vec<locomo::Conversation> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locomo/mini.json");
+    locomo::read(&path).unwrap()
+}
+
+#[test]
+fn the_dataset_is_read_with_dates_and_repaired_evidence_ids() {
+    let conversations = mini();
+    let conversation = &conversations[0];
+    assert_eq!(conversation.sample_id, "mini-1");
+    assert_eq!(conversation.sessions.len(), 3);
+    assert_eq!(
+        agentmem::event::format_ts(conversation.sessions[1].ts),
+        "2024-03-17T19:40:00.000Z"
+    );
+    let evidence: Vec<&[String]> = conversation
+        .questions
+        .iter()
+        .map(|q| q.evidence.as_slice())
+        .collect();
+    assert_eq!(evidence[1], ["D1:6"]);
+    assert_eq!(evidence[2], ["D2:1"]);
+    assert_eq!(evidence[3], ["D2:6", "D3:11"]);
+    let image = &conversation.sessions[0].turns[2];
+    assert_eq!(
+        image.image_caption.as_deref(),
+        Some("a photo of a grey dog running on grass")
+    );
+}
+
+#[test]
+fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let report = locomo::evaluate(&mini(), 120, scratch.path(), tokenizer).unwrap();
+    // Category 5 is not scored; an empty evidence list is skipped; D9:9 names no turn.
+    assert_eq!(
+        (
+            report.questions,
+            report.skipped_questions,
+            report.unknown_evidence
+        ),
+        (5, 1, 1)
+    );
+    for score in [&report.agentmem, &report.bm25, &report.trimming] {
+        assert!(score.mean_tokens <= 120.0, "{score:?}");
+    }
+    assert_eq!(report.trimming.recalled, 0, "the evidence is all early");
+    // "Why did Ben choose the cello?" is answered by the reply after the line that matches.
+    assert_eq!(report.agentmem.by_category[&4].recall, 1.0);
+    assert_eq!(report.bm25.by_category[&4].recall, 0.5);
+    assert!(report.agentmem.recall >= report.bm25.recall);
+    assert!(report.misses.iter().all(|m| !m.missing.is_empty()));
+    assert!(
+        std::fs::read_dir(scratch.path()).unwrap().next().is_none(),
+        "scratch stores removed"
+    );
+
+    let generous = locomo::evaluate(&mini(), 1_000, scratch.path(), tokenizer).unwrap();
+    assert_eq!(generous.agentmem.recall, 1.0);
+    assert_eq!(generous.trimming.recall, 1.0);
+}
