@@ -340,6 +340,10 @@ pub struct BenchArgs {
     /// ingest the turn, then prepare the next call (per-turn cost).
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// Workload files, one session each, forming an agent history whose
+    /// search index build rate and search and recall latency are measured.
+    #[arg(long = "history", num_args = 1..)]
+    pub history: Vec<PathBuf>,
     /// The model the workload's calls are prepared for.
     #[arg(long, default_value = "gpt-4.1")]
     pub model: String,

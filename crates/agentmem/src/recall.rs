@@ -29,6 +29,10 @@ use crate::tokens::Tokenizer;
 pub const DEFAULT_CANDIDATES: usize = 300;
 /// The longest raw event shown in recall, in tokens (longer ones are cut).
 pub const MAX_EVENT_TOKENS: usize = 256;
+/// Packing stops when less than this is left of the budget...
+const MIN_USEFUL_TOKENS: u64 = 16;
+/// ...or after this many memories in a row did not fit.
+const MAX_MISFITS: usize = 64;
 /// Two memories whose word sets overlap this much say the same thing.
 const DUPLICATE_JACCARD: f64 = 0.8;
 
@@ -183,7 +187,15 @@ fn score(
     weights: &Weights,
     embedder: Option<&dyn Embedder>,
 ) -> Vec<RecalledItem> {
-    let best_bm25 = candidates.iter().map(|c| c.bm25).fold(f64::MIN, f64::max);
+    // BM25 is scaled within its table: events, and facts with episodes.
+    let best = |events: bool| {
+        candidates
+            .iter()
+            .filter(|c| (c.kind == DocKind::Event) == events)
+            .map(|c| c.bm25)
+            .fold(f64::MIN, f64::max)
+    };
+    let (best_event, best_memory) = (best(true), best(false));
     let newest = candidates.iter().map(|c| c.ts).fold(f64::MIN, f64::max);
     let vectors = embedder.map(|e| {
         let texts: Vec<&str> = std::iter::once(query)
@@ -195,6 +207,11 @@ fn score(
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
+            let best_bm25 = if c.kind == DocKind::Event {
+                best_event
+            } else {
+                best_memory
+            };
             let bm25 = if best_bm25 > 0.0 {
                 c.bm25 / best_bm25
             } else {
@@ -289,7 +306,11 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
     let mut chosen_words: Vec<HashSet<String>> = Vec::new();
     let mut headings: HashSet<String> = HashSet::new();
     let mut used = 0u64;
+    let mut misfits = 0;
     for mut item in scored {
+        if budget.saturating_sub(used) < MIN_USEFUL_TOKENS || misfits >= MAX_MISFITS {
+            break;
+        }
         if item.kind == DocKind::Event {
             item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
         }
@@ -310,8 +331,10 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
             .map(|line| tokenizer.count(line) as u64 + 1)
             .sum::<u64>();
         if used.saturating_add(cost) > budget {
+            misfits += 1;
             continue;
         }
+        misfits = 0;
         used += cost;
         headings.extend(new_headings);
         chosen_words.push(words);
@@ -395,9 +418,17 @@ fn day(ts: f64) -> String {
 }
 
 fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String {
-    if tokenizer.count(text) <= max_tokens {
+    // No token is longer than this many bytes in practice: counting a huge
+    // tool output whole just to cut it would dominate recall.
+    const MAX_BYTES_PER_TOKEN: usize = 16;
+    let mut head = text.len().min(max_tokens * MAX_BYTES_PER_TOKEN);
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    if head == text.len() && tokenizer.count(text) <= max_tokens {
         return text.to_owned();
     }
+    let text = &text[..head];
     let mut end = text.len().min(max_tokens * 3);
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -7,6 +7,7 @@ use agentmem::memory::facts::{NewFact, Provenance, Trust};
 use agentmem::prepare::PrepareRequest;
 use agentmem::recall::RecallRequest;
 use agentmem::render::Target;
+use agentmem::search::index::DocKind;
 use agentmem::search::{HistoryIndex, Role, SearchFilter};
 use agentmem::session::CompactOptions;
 use agentmem::store::Store;
@@ -118,7 +119,8 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
     session
         .ingest(vec![Event::user("deploy the billing service")])
         .unwrap();
-    // Indexed at ingest, before any search caught up.
+    session.flush_index();
+    // Indexed at ingest (in the background), before any search caught up.
     let index = HistoryIndex::open(&store.agent_dir(&agent)).unwrap();
     assert_eq!(
         index.indexed_sessions().unwrap(),
@@ -127,6 +129,7 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
     session
         .ingest(vec![Event::assistant("billing deployed to staging")])
         .unwrap();
+    session.flush_index();
     assert_eq!(index.indexed_sessions().unwrap()[0].1, 2);
     session.close().unwrap();
 
@@ -200,7 +203,7 @@ fn recall_scores_facts_episodes_and_past_events_within_the_budget() {
     let event = recalled
         .items
         .iter()
-        .find(|i| i.text.contains("test_nested_quotes"))
+        .find(|i| i.kind == DocKind::Event && i.text.contains("test_nested_quotes"))
         .unwrap();
     assert_eq!(
         (event.session.as_str(), event.turn_id.as_str()),

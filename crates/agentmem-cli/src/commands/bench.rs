@@ -3,7 +3,8 @@
 //! - append throughput per durability mode, one ingest call per agent turn
 //!   (a user message, two tool calls with results, an answer);
 //! - the time to open a session of `--open-events` events, for writing and for reading;
-//! - import speed of the given transcript files (parse, and parse + store).
+//! - import speed of the given transcript files (parse, and parse + store);
+//! - with `--history`, search index build rate and search and recall latency.
 
 use std::path::Path;
 use std::time::Instant;
@@ -41,6 +42,9 @@ pub fn run(args: &BenchArgs, json_output: bool) -> anyhow::Result<()> {
     if let Some(path) = &args.tokens {
         rows.extend(bench_tokens(path)?);
     }
+    if !args.history.is_empty() {
+        rows.extend(super::bench_search::run(dir.path(), &args.history)?);
+    }
     if let Some(path) = &args.workload {
         rows.extend(super::bench_workload::run(dir.path(), path, &args.model)?);
     }
@@ -75,15 +79,20 @@ fn bench_append(
         session.ingest(turn)?;
     }
     let seconds = started.elapsed().as_secs_f64();
+    // The search index is fed in the background; this is when it caught up.
+    session.flush_index();
+    let indexed_seconds = started.elapsed().as_secs_f64();
     let count = session.events().len();
     session.close()?;
     Ok(json!({
         "bench": format!("append ({})", format!("{durability:?}").to_lowercase()),
         "figure": format!("{:.0} events/s", count as f64 / seconds),
-        "detail": format!("{count} events, {:.1} MB of content, {:.1} MB/s, {:.1} µs/turn",
-            mb(bytes), mb(bytes) / seconds, seconds * 1e6 * EVENTS_PER_TURN as f64 / count as f64),
+        "detail": format!("{count} events, {:.1} MB of content, {:.1} MB/s, {:.1} µs/turn; search index caught up at {:.0} events/s",
+            mb(bytes), mb(bytes) / seconds, seconds * 1e6 * EVENTS_PER_TURN as f64 / count as f64,
+            count as f64 / indexed_seconds),
         "events": count,
         "events_per_second": count as f64 / seconds,
+        "indexed_events_per_second": count as f64 / indexed_seconds,
     }))
 }
 

@@ -79,7 +79,7 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
 }
 
 /// The workload's events grouped by their `turn` field, in order.
-fn read_turns(path: &Path) -> anyhow::Result<Vec<Vec<Event>>> {
+pub fn read_turns(path: &Path) -> anyhow::Result<Vec<Vec<Event>>> {
     let text = std::fs::read_to_string(path)?;
     let mut turns: Vec<Vec<Event>> = Vec::new();
     let mut current = None;

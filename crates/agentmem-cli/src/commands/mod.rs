@@ -1,6 +1,7 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod bench;
+mod bench_search;
 mod bench_workload;
 mod compact;
 mod context;

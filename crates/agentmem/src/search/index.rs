@@ -30,7 +30,7 @@ pub const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 4;
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -50,14 +50,25 @@ CREATE TABLE IF NOT EXISTS docs(
     UNIQUE(kind, session, ref)
 );
 CREATE INDEX IF NOT EXISTS docs_by_position ON docs(session, ord);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+CREATE INDEX IF NOT EXISTS docs_by_kind ON docs(kind);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
     speaker, text, content='docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
 );
-CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs BEGIN
-    INSERT INTO docs_fts(rowid, speaker, text) VALUES (new.id, new.speaker, new.text);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    speaker, text, content='docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS event_added AFTER INSERT ON docs WHEN new.kind = 'event' BEGIN
+    INSERT INTO events_fts(rowid, speaker, text) VALUES (new.id, new.speaker, new.text);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs BEGIN
-    INSERT INTO docs_fts(docs_fts, rowid, speaker, text)
+CREATE TRIGGER IF NOT EXISTS event_removed AFTER DELETE ON docs WHEN old.kind = 'event' BEGIN
+    INSERT INTO events_fts(events_fts, rowid, speaker, text)
+        VALUES ('delete', old.id, old.speaker, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_added AFTER INSERT ON docs WHEN new.kind <> 'event' BEGIN
+    INSERT INTO memories_fts(rowid, speaker, text) VALUES (new.id, new.speaker, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_removed AFTER DELETE ON docs WHEN old.kind <> 'event' BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, speaker, text)
         VALUES ('delete', old.id, old.speaker, old.text);
 END;
 CREATE TABLE IF NOT EXISTS stamps(name TEXT PRIMARY KEY, stamp TEXT NOT NULL);
@@ -139,7 +150,9 @@ impl HistoryIndex {
             .map_err(fail)?;
         if version != SCHEMA_VERSION {
             conn.execute_batch(
-                "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS stamps;",
+                "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
+                 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
+                 DROP TABLE IF EXISTS stamps;",
             )
             .map_err(fail)?;
         }
@@ -266,7 +279,25 @@ impl HistoryIndex {
         tx.commit().map_err(fail)
     }
 
-    /// Up to `limit` documents of `kinds` matching `query`, best first.
+    /// Whether the index holds anything recall could return for `session`:
+    /// another session's events or episodes, or a fact. Answered from the
+    /// indexes alone, so a session alone with its own history pays nothing
+    /// for recall.
+    pub fn has_memories_beyond(&self, session: &str) -> Result<bool> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM docs WHERE session < ?1)
+                     OR EXISTS(SELECT 1 FROM docs WHERE session > ?1)
+                     OR EXISTS(SELECT 1 FROM docs WHERE kind = 'fact')",
+                [session],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.error(e))
+    }
+
+    /// Up to `limit` documents of each of `kinds`' tables (events; facts and
+    /// episodes) matching `query`, best first within each. BM25 is computed
+    /// per table, so scores compare only within one.
     /// `exclude_session` leaves one session's events and episodes out (the
     /// current one, whose history the model already sees or has summarized).
     pub fn candidates(
@@ -276,21 +307,113 @@ impl HistoryIndex {
         exclude_session: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Candidate>> {
-        let Some(expression) = super::query::match_expression(query) else {
-            return Ok(Vec::new());
+        let mut found = Vec::new();
+        let memories: Vec<DocKind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| *k != DocKind::Event)
+            .collect();
+        if let (false, Some(expression)) = (
+            memories.is_empty(),
+            self.plan("memories_fts", query)?.for_ranking(),
+        ) {
+            found.extend(self.matches(
+                "memories_fts",
+                &expression,
+                &memories,
+                exclude_session,
+                limit,
+            )?);
+        }
+        let other_events = match exclude_session {
+            Some(session) => self.has_other_sessions(session)?,
+            None => true,
         };
+        if kinds.contains(&DocKind::Event) && other_events {
+            if let Some(expression) = self.plan("events_fts", query)?.for_ranking() {
+                found.extend(self.matches(
+                    "events_fts",
+                    &expression,
+                    &[DocKind::Event],
+                    exclude_session,
+                    limit,
+                )?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// How `text` is best asked of `table`: all its terms together, and
+    /// its terms that are not common in the index (see [`COMMON_TERM_SHARE`]).
+    fn plan(&self, table: &str, text: &str) -> Result<QueryPlan> {
+        let terms = super::query::terms(text);
+        let docs: i64 = self
+            .conn
+            .query_row("SELECT coalesce(max(id), 0) FROM docs", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| self.error(e))?;
+        let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
+        let mut rare = Vec::new();
+        for term in &terms {
+            if docs <= cap || self.documents_with(table, term, cap)? < cap {
+                rare.push(term.clone());
+            }
+        }
+        Ok(QueryPlan {
+            all: super::query::all_of(&terms),
+            rare: super::query::any_of(&rare),
+        })
+    }
+
+    /// How many documents of `table` hold `term`, counting up to `cap` only.
+    fn documents_with(&self, table: &str, term: &str, cap: i64) -> Result<i64> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ?1 LIMIT ?2)"
+            ))
+            .and_then(|mut statement| {
+                statement.query_row(params![format!("\"{term}\""), cap], |row| row.get(0))
+            })
+            .map_err(|e| self.error(e))
+    }
+
+    /// Whether any session other than `session` has indexed events or
+    /// episodes (two index lookups, whatever the index's size).
+    fn has_other_sessions(&self, session: &str) -> Result<bool> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM docs WHERE session < ?1 AND session <> '')
+                     OR EXISTS(SELECT 1 FROM docs WHERE session > ?1)",
+                [session],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.error(e))
+    }
+
+    fn matches(
+        &self,
+        table: &str,
+        expression: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Candidate>> {
         let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
         let mut statement = self
             .conn
-            .prepare_cached(
-                "SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
-                        d.speaker, d.text, bm25(docs_fts)
-                 FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
-                 WHERE docs_fts MATCH ?1
-                   AND instr(?2, ',' || d.kind || ',') > 0
-                   AND (?3 IS NULL OR d.kind = 'fact' OR d.session <> ?3)
-                 ORDER BY bm25(docs_fts) LIMIT ?4",
-            )
+            .prepare_cached(&format!(
+                "WITH top AS (
+                     SELECT {table}.rowid AS id, bm25({table}) AS score
+                     FROM {table} JOIN docs d ON d.id = {table}.rowid
+                     WHERE {table} MATCH ?1
+                       AND instr(?2, ',' || d.kind || ',') > 0
+                       AND (?3 IS NULL OR d.kind = 'fact' OR d.session <> ?3)
+                     ORDER BY score LIMIT ?4)
+                 SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
+                        d.speaker, d.text, top.score
+                 FROM top JOIN docs d ON d.id = top.id ORDER BY top.score"
+            ))
             .map_err(|e| self.error(e))?;
         let rows = statement
             .query_map(
@@ -359,22 +482,62 @@ impl HistoryIndex {
     /// The events matching `query` within `filter`, best first, each with an
     /// excerpt and the events around it.
     pub fn search(&self, query: &str, filter: &SearchFilter) -> Result<Vec<SearchHit>> {
-        let Some(expression) = super::query::match_expression(query) else {
-            return Ok(Vec::new());
+        let plan = self.plan("events_fts", query)?;
+        let mut ranked = Vec::new();
+        // Events with every word first; then, if too few, those with the rarer words.
+        for expression in [plan.all, plan.rare].into_iter().flatten() {
+            if ranked.len() >= filter.limit {
+                break;
+            }
+            for (id, hit) in self.ranked_events(&expression, filter)? {
+                if ranked.len() < filter.limit && !ranked.iter().any(|(seen, _, _)| *seen == id) {
+                    ranked.push((id, hit, expression.clone()));
+                }
+            }
+        }
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (id, mut hit, expression) in ranked {
+            hit.excerpt = self.snippet(&expression, id)?;
+            hit.context = self.around(&hit.session, hit.ord, CONTEXT_EVENTS)?;
+            hits.push(hit);
+        }
+        Ok(hits)
+    }
+
+    /// The best `filter.limit` events matching `expression` within `filter`, with their row ids.
+    fn ranked_events(
+        &self,
+        expression: &str,
+        filter: &SearchFilter,
+    ) -> Result<Vec<(i64, SearchHit)>> {
+        let filtered = filter.session.is_some()
+            || filter.role.is_some()
+            || filter.since.is_some()
+            || filter.until.is_some();
+        // Without filters, matches are ranked without reading their rows.
+        let filters = if filtered {
+            "JOIN docs d ON d.id = events_fts.rowid
+             WHERE events_fts MATCH ?1
+               AND (?2 IS NULL OR d.session = ?2)
+               AND (?3 IS NULL OR d.role = ?3)
+               AND (?4 IS NULL OR d.ts >= ?4)
+               AND (?5 IS NULL OR d.ts < ?5)"
+        } else {
+            "WHERE events_fts MATCH ?1
+               AND coalesce(?2, ?3, ?4, ?5) IS NULL"
         };
+        // Ranked on ids and scores alone; the rows' columns are read for the
+        // top few only (a sort over every match's text is slow).
         let mut statement = self
             .conn
-            .prepare_cached(
-                "SELECT d.session, d.ref, d.turn, d.ord, d.role, d.ts, bm25(docs_fts),
-                        snippet(docs_fts, 1, '[', ']', ' … ', 24)
-                 FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
-                 WHERE docs_fts MATCH ?1 AND d.kind = 'event'
-                   AND (?2 IS NULL OR d.session = ?2)
-                   AND (?3 IS NULL OR d.role = ?3)
-                   AND (?4 IS NULL OR d.ts >= ?4)
-                   AND (?5 IS NULL OR d.ts < ?5)
-                 ORDER BY bm25(docs_fts) LIMIT ?6",
-            )
+            .prepare_cached(&format!(
+                "WITH top AS (
+                     SELECT events_fts.rowid AS id, bm25(events_fts) AS score
+                     FROM events_fts {filters}
+                     ORDER BY score LIMIT ?6)
+                 SELECT d.id, d.session, d.ref, d.turn, d.ord, d.role, d.ts, top.score
+                 FROM top JOIN docs d ON d.id = top.id ORDER BY top.score"
+            ))
             .map_err(|e| self.error(e))?;
         let rows = statement
             .query_map(
@@ -387,27 +550,40 @@ impl HistoryIndex {
                     filter.limit as i64
                 ],
                 |row| {
-                    Ok(SearchHit {
-                        session: row.get(0)?,
-                        event_id: row.get(1)?,
-                        turn_id: row.get(2)?,
-                        ord: row.get::<_, i64>(3)? as u64,
-                        role: Role::parse_stored(&row.get::<_, String>(4)?),
-                        ts: row.get(5)?,
-                        score: -row.get::<_, f64>(6)?,
-                        excerpt: one_line(&row.get::<_, String>(7)?, usize::MAX),
+                    let id: i64 = row.get(0)?;
+                    let hit = SearchHit {
+                        session: row.get(1)?,
+                        event_id: row.get(2)?,
+                        turn_id: row.get(3)?,
+                        ord: row.get::<_, i64>(4)? as u64,
+                        role: Role::parse_stored(&row.get::<_, String>(5)?),
+                        ts: row.get(6)?,
+                        score: -row.get::<_, f64>(7)?,
+                        excerpt: String::new(),
                         context: Vec::new(),
-                    })
+                    };
+                    Ok((id, hit))
                 },
             )
             .map_err(|e| self.error(e))?;
-        let mut hits: Vec<SearchHit> = rows
-            .collect::<rusqlite::Result<_>>()
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.error(e))
+    }
+
+    /// The part of document `id` that matches `expression`, matched words in brackets.
+    fn snippet(&self, expression: &str, id: i64) -> Result<String> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT snippet(events_fts, 1, '[', ']', ' … ', 24) FROM events_fts
+                 WHERE events_fts MATCH ?1 AND rowid = ?2",
+            )
             .map_err(|e| self.error(e))?;
-        for hit in &mut hits {
-            hit.context = self.around(&hit.session, hit.ord, CONTEXT_EVENTS)?;
-        }
-        Ok(hits)
+        let snippet: Option<String> = statement
+            .query_row(params![expression, id], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.error(e))?;
+        Ok(one_line(&snippet.unwrap_or_default(), usize::MAX))
     }
 
     /// The events of `session` from `ord - around` to `ord + around`.
@@ -474,6 +650,28 @@ impl HistoryIndex {
 
     fn error(&self, error: rusqlite::Error) -> Error {
         index_error(&self.path, error)
+    }
+}
+
+/// A term in more than this share of the indexed documents (and in at
+/// least [`COMMON_TERM_MIN_DOCS`]) tells little apart, and an OR query with
+/// it would score most of the index: it only narrows AND queries.
+pub const COMMON_TERM_SHARE: f64 = 0.05;
+/// Below this many documents, no term counts as common.
+pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
+
+/// The ways one query is asked of a table.
+struct QueryPlan {
+    /// Every term (AND).
+    all: Option<String>,
+    /// The terms that are not common (OR).
+    rare: Option<String>,
+}
+
+impl QueryPlan {
+    /// What ranks candidates: the rarer terms, else all terms together.
+    fn for_ranking(self) -> Option<String> {
+        self.rare.or(self.all)
     }
 }
 
@@ -567,6 +765,35 @@ fn index_error(path: &Path, error: impl std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_terms_only_narrow_and_queries_in_a_large_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        let events: Vec<Event> = (0..2_500)
+            .map(|i| {
+                let text = match i {
+                    7 => "cargo build failed in the parser".to_owned(),
+                    9 => "the parser module was renamed".to_owned(),
+                    _ => format!("cargo build step {i} finished"),
+                };
+                Event::user(text).with_id(format!("e{i}"))
+            })
+            .collect();
+        index.add_events("s", 0, &events).unwrap();
+        let plan = index.plan("events_fts", "cargo parser").unwrap();
+        assert_eq!(plan.rare.as_deref(), Some("\"parser\""));
+        assert_eq!(plan.all.as_deref(), Some("\"cargo\" AND \"parser\""));
+        let hits = index
+            .search("cargo parser", &SearchFilter::default())
+            .unwrap();
+        let ids: Vec<_> = hits.iter().map(|h| h.event_id.as_str()).collect();
+        assert_eq!(ids, ["e7", "e9"], "both words first, then the rare one");
+        let candidates = index
+            .candidates("cargo parser", &[DocKind::Event], None, 10)
+            .unwrap();
+        assert_eq!(candidates.len(), 2);
+    }
 
     #[test]
     fn head_and_tail_cuts_on_char_boundaries() {

@@ -12,6 +12,7 @@
 //! assert_eq!(hits[0].turn_id, "turn_0001");
 //! ```
 
+pub mod feed;
 pub mod index;
 pub mod query;
 
@@ -22,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::event::TraceType;
 use crate::render::ToolSchema;
 
+pub use feed::IndexFeeder;
 pub use index::HistoryIndex;
 
 /// Excerpts a search returns unless asked otherwise.

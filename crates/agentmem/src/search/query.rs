@@ -5,6 +5,10 @@
 //! does the weighting), and no input — quotes, `NEAR`, `*`, a stray
 //! parenthesis — can be misread as query syntax.
 
+/// The most words a query keeps: a pasted log as a question would otherwise
+/// make every search scan most of the index.
+pub const MAX_QUERY_TERMS: usize = 32;
+
 /// Words too common to tell one event from another.
 const STOPWORDS: &[&str] = &[
     "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
@@ -20,7 +24,8 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// The distinct searchable words of `text`, lowercased, stopwords left out
-/// (unless nothing else is left), in order of first appearance.
+/// (unless nothing else is left), in order of first appearance, at most
+/// [`MAX_QUERY_TERMS`].
 ///
 /// ```
 /// use agentmem::search::query::terms;
@@ -34,11 +39,9 @@ pub fn terms(text: &str) -> Vec<String> {
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
         .cloned()
         .collect();
-    if content.is_empty() {
-        words
-    } else {
-        content
-    }
+    let mut terms = if content.is_empty() { words } else { content };
+    terms.truncate(MAX_QUERY_TERMS);
+    terms
 }
 
 /// The FTS5 `MATCH` expression for `text`, or `None` when it has no words.
@@ -49,13 +52,26 @@ pub fn terms(text: &str) -> Vec<String> {
 /// assert!(match_expression("?!").is_none());
 /// ```
 pub fn match_expression(text: &str) -> Option<String> {
-    let terms = terms(text);
+    any_of(&terms(text))
+}
+
+/// The FTS5 expression matching documents with any of `terms`.
+pub fn any_of(terms: &[String]) -> Option<String> {
+    joined(terms, " OR ")
+}
+
+/// The FTS5 expression matching documents with all of `terms`.
+pub fn all_of(terms: &[String]) -> Option<String> {
+    joined(terms, " AND ")
+}
+
+fn joined(terms: &[String], operator: &str) -> Option<String> {
     (!terms.is_empty()).then(|| {
         terms
             .iter()
             .map(|t| format!("\"{t}\""))
             .collect::<Vec<_>>()
-            .join(" OR ")
+            .join(operator)
     })
 }
 

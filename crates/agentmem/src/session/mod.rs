@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::id::{AgentId, SessionId};
 use crate::prepare::CalibrationTable;
-use crate::search::HistoryIndex;
+use crate::search::{HistoryIndex, IndexFeeder};
 use crate::store::jsonl::{self, AppendLog, Recovery};
 use crate::store::lock::SessionLock;
 use crate::store::meta::{title_from, ImportRecord, SessionMeta};
@@ -160,18 +160,19 @@ pub struct Session {
     memory_cache: Option<MemoryCache>,
     /// The request overhead and the key of the request it was counted for.
     overhead_cache: Option<(u64, Encoding, crate::prepare::Sections)>,
-    /// The agent's search index, which ingest feeds.
-    index: IndexFeed,
+    /// Indexes what ingest appends, in the background.
+    feeder: Option<IndexFeeder>,
+    /// The agent's search index, read by recall.
+    index: IndexReader,
 }
 
-/// Where ingest stands with the agent's search index.
+/// The session's read handle on the agent's search index.
 #[derive(Debug)]
-enum IndexFeed {
-    /// Opened at the first ingest.
+enum IndexReader {
+    /// Opened at the first recall.
     Unopened,
     Open(Box<HistoryIndex>),
-    /// Opening or writing failed: ingest stops feeding it, and the next search
-    /// catches up from the log (the log, not the index, is the record).
+    /// Opening failed: recall falls back to the salience-ordered block.
     Failed,
 }
 
@@ -239,7 +240,8 @@ impl Session {
             overflow_attempts: 0,
             memory_cache: None,
             overhead_cache: None,
-            index: IndexFeed::Unopened,
+            feeder: None,
+            index: IndexReader::Unopened,
             transcript: None,
             calibration,
             last_prepare: None,
@@ -405,31 +407,36 @@ impl Session {
         Ok(report)
     }
 
-    /// Adds freshly appended events to the agent's search index.
+    /// Hands freshly appended events to the background indexer.
     fn feed_index(&mut self, fresh: &[Event]) {
         if fresh.is_empty() {
             return;
         }
         let first_ord = (self.meta.archived_events + self.events.len()) as u64;
-        let session = self.id.to_string();
-        if let Some(index) = self.index_mut() {
-            if index.add_events(&session, first_ord, fresh).is_err() {
-                self.index = IndexFeed::Failed;
-            }
+        let agent_dir = &self.settings.agent_dir;
+        self.feeder
+            .get_or_insert_with(|| IndexFeeder::start(agent_dir.clone()))
+            .add(self.id.as_str(), first_ord, fresh.to_vec());
+    }
+
+    /// Waits until the events ingested so far are in the search index.
+    pub fn flush_index(&self) {
+        if let Some(feeder) = &self.feeder {
+            feeder.flush();
         }
     }
 
-    /// The agent's search index, opened on first use; `None` once it failed.
+    /// The agent's search index for reading, opened on first use; `None` once it failed.
     fn index_mut(&mut self) -> Option<&mut HistoryIndex> {
-        if let IndexFeed::Unopened = self.index {
+        if let IndexReader::Unopened = self.index {
             self.index = match HistoryIndex::open(&self.settings.agent_dir) {
-                Ok(index) => IndexFeed::Open(Box::new(index)),
-                Err(_) => IndexFeed::Failed,
+                Ok(index) => IndexReader::Open(Box::new(index)),
+                Err(_) => IndexReader::Failed,
             };
         }
         match &mut self.index {
-            IndexFeed::Open(index) => Some(index),
-            IndexFeed::Unopened | IndexFeed::Failed => None,
+            IndexReader::Open(index) => Some(index),
+            IndexReader::Unopened | IndexReader::Failed => None,
         }
     }
 

@@ -308,6 +308,9 @@ impl Session {
         let session = self.id.to_string();
         let index = self.index_mut()?;
         crate::recall::refresh_memories(index, &agent_dir).ok()?;
+        if !index.has_memories_beyond(&session).ok()? {
+            return None;
+        }
         let mut request = crate::recall::RecallRequest::new(query, budget);
         request.exclude_session = Some(session);
         let recalled = crate::recall::recall(index, &request, tokenizer, None).ok()?;

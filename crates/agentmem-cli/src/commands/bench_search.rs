@@ -1,0 +1,117 @@
+//! `agentmem bench --history FILE…`: an agent history of one session per
+//! workload file, ingested (log and search index), then searched and
+//! recalled from: the index build rate and the latency of both.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use agentmem::event::TraceType;
+use agentmem::id::AgentId;
+use agentmem::recall::RecallRequest;
+use agentmem::search::{query::terms, SearchFilter};
+use agentmem::store::Store;
+use agentmem::tokens::Encoding;
+use agentmem::Durability;
+use serde_json::json;
+
+/// Queries timed for search and for recall.
+const QUERIES: usize = 200;
+/// Words per query, taken from a user message of the history.
+const QUERY_WORDS: usize = 4;
+/// The recall budget measured, in tokens.
+const RECALL_BUDGET_TOKENS: u64 = 2_000;
+
+pub fn run(root: &Path, files: &[PathBuf]) -> anyhow::Result<Vec<serde_json::Value>> {
+    let store = Store::open(root.join("history"), Durability::Os)?;
+    let agent = AgentId::default();
+    let mut events = 0usize;
+    let mut bytes = 0usize;
+    let mut user_messages = Vec::new();
+    let mut seconds = 0.0;
+    for file in files {
+        let turns = super::bench_workload::read_turns(file)?;
+        let started = Instant::now();
+        let mut session = store.create_session(&agent, None)?;
+        for turn in turns {
+            events += turn.len();
+            bytes += turn.iter().map(|e| e.content.len()).sum::<usize>();
+            user_messages.extend(
+                turn.iter()
+                    .filter(|e| e.trace_type == TraceType::User)
+                    .map(|e| e.content.clone()),
+            );
+            session.ingest(turn)?;
+        }
+        session.flush_index();
+        session.close()?;
+        seconds += started.elapsed().as_secs_f64();
+    }
+    let index_file = store
+        .agent_dir(&agent)
+        .join(agentmem::search::index::INDEX_FILE);
+    let index_mb = std::fs::metadata(&index_file).map_or(0, |m| m.len()) as f64 / 1e6;
+    let queries: Vec<String> = (0..QUERIES)
+        .map(|i| {
+            let message = &user_messages[i * user_messages.len() / QUERIES];
+            terms(message)
+                .into_iter()
+                .skip(i % 5)
+                .take(QUERY_WORDS)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let index = store.history_index(&agent)?;
+    let mut search_ms = Vec::new();
+    let mut hits = 0;
+    for query in &queries {
+        let started = Instant::now();
+        hits += index.search(query, &SearchFilter::default())?.len();
+        search_ms.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let mut recall_ms = Vec::new();
+    for query in &queries {
+        let started = Instant::now();
+        let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
+        agentmem::recall::recall(&index, &request, tokenizer, None)?;
+        recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(vec![
+        json!({
+            "bench": "history ingest + index",
+            "figure": format!("{:.0} events/s", events as f64 / seconds),
+            "detail": format!("{events} events in {} sessions, {:.0} MB of content ({:.1} MB/s), index {index_mb:.0} MB, {seconds:.1} s",
+                files.len(), bytes as f64 / 1e6, bytes as f64 / 1e6 / seconds),
+            "events": events,
+            "events_per_second": events as f64 / seconds,
+            "index_mb": index_mb,
+        }),
+        latency(
+            "history search",
+            &search_ms,
+            &format!(
+                "{QUERIES} queries of {QUERY_WORDS} words over {events} events, {:.1} hits each",
+                hits as f64 / QUERIES as f64
+            ),
+        ),
+        latency(
+            "history recall",
+            &recall_ms,
+            &format!("{QUERIES} queries, {RECALL_BUDGET_TOKENS}-token budget"),
+        ),
+    ])
+}
+
+fn latency(name: &str, ms: &[f64], detail: &str) -> serde_json::Value {
+    let mut sorted = ms.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let percentile = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    json!({
+        "bench": name,
+        "figure": format!("p50 {:.2} ms", percentile(0.5)),
+        "detail": format!("p99 {:.2} ms; {detail}", percentile(0.99)),
+        "p50_ms": percentile(0.5),
+        "p99_ms": percentile(0.99),
+    })
+}

@@ -1,0 +1,99 @@
+//! Feeding the index off the hot path: a session's writer hands freshly
+//! appended events to a background thread, which indexes them while the
+//! agent goes on. Ingest latency then stays that of the log append.
+//!
+//! The log, not the index, is the record: if the thread cannot open or write
+//! the index it stops, and the next search catches up from the logs.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use super::HistoryIndex;
+use crate::event::Event;
+
+enum Job {
+    Add {
+        session: String,
+        first_ord: u64,
+        events: Vec<Event>,
+    },
+    /// Answered once every job sent before it is done.
+    Flush(Sender<()>),
+}
+
+/// The background indexer of one session writer. Dropping it waits for the
+/// events already handed over to be indexed.
+#[derive(Debug)]
+pub struct IndexFeeder {
+    jobs: Option<Sender<Job>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl IndexFeeder {
+    /// Starts the indexer for the index in `agent_dir`.
+    pub fn start(agent_dir: PathBuf) -> IndexFeeder {
+        let (jobs, queue) = mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("agentmem-index".into())
+            .spawn(move || work(agent_dir, queue))
+            .ok();
+        IndexFeeder {
+            jobs: worker.as_ref().map(|_| jobs),
+            worker,
+        }
+    }
+
+    /// Hands `events` (at position `first_ord` of `session`'s full history) to the indexer.
+    pub fn add(&self, session: &str, first_ord: u64, events: Vec<Event>) {
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(Job::Add {
+                session: session.to_owned(),
+                first_ord,
+                events,
+            });
+        }
+    }
+
+    /// Waits until every event handed over so far is indexed (or the indexer stopped).
+    pub fn flush(&self) {
+        if let Some(jobs) = &self.jobs {
+            let (done, wait) = mpsc::channel();
+            if jobs.send(Job::Flush(done)).is_ok() {
+                let _ = wait.recv();
+            }
+        }
+    }
+}
+
+impl Drop for IndexFeeder {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+fn work(agent_dir: PathBuf, queue: Receiver<Job>) {
+    let mut index = HistoryIndex::open(&agent_dir).ok();
+    for job in queue {
+        match job {
+            Job::Add {
+                session,
+                first_ord,
+                events,
+            } => {
+                let failed = index
+                    .as_mut()
+                    .is_some_and(|i| i.add_events(&session, first_ord, &events).is_err());
+                if failed {
+                    index = None;
+                }
+            }
+            Job::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
