@@ -310,6 +310,8 @@ pub enum SessionsCommand {
         #[arg(long)]
         new_id: Option<String>,
     },
+    /// End a session: its summary becomes an episodic memory of the agent.
+    End { id: String },
     /// Delete a session and all its files.
     Delete { id: String },
 }

@@ -709,6 +709,13 @@ fn search_an_archived_session_and_recall_for_a_query() {
     assert_eq!(event["session"], "old");
     assert!(event["score"].as_f64().unwrap() > 0.0);
     assert!(recalled["block"].as_str().unwrap().contains("E4031"));
+
+    let ended: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["sessions", "end", "old", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(ended["tags"], json!(["session-end"]));
+    assert_eq!(ended["session_id"], "old");
 }
 
 #[test]

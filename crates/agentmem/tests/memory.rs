@@ -1,5 +1,7 @@
 //! Long-term memory in every context: MEMORY.md and project files.
 
+mod common;
+
 use agentmem::event::Event;
 use agentmem::id::AgentId;
 use agentmem::memory::project::MemorySettings;
@@ -70,9 +72,7 @@ fn memory_and_project_files_are_in_every_context_and_survive_compaction() {
 
 #[test]
 fn every_compaction_leaves_an_episodic_item() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let mut session = store.create_session(&agent, None).unwrap();
     for t in 0..9 {
         session
@@ -88,8 +88,7 @@ fn every_compaction_leaves_an_episodic_item() {
             ..Default::default()
         })
         .unwrap();
-    let episodes =
-        agentmem::memory::episodic::read_episodes(&dir.path().join("agents/default")).unwrap();
+    let episodes = agentmem::memory::episodic::read_episodes(&store.agent_dir(&agent)).unwrap();
     assert_eq!(episodes.len(), 1);
     let episode = &episodes[0];
     assert_eq!(episode.session_id, session.id().as_str());
@@ -104,9 +103,7 @@ fn every_compaction_leaves_an_episodic_item() {
 
 #[test]
 fn secrets_planted_in_a_transcript_never_reach_summaries_or_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let mut session = store.create_session(&agent, None).unwrap();
     let secret = "sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2";
     for t in 0..9 {
@@ -129,8 +126,7 @@ fn secrets_planted_in_a_transcript_never_reach_summaries_or_memory() {
         summary.contains("src/deploy_0.rs"),
         "the rest of the summary is kept: {summary}"
     );
-    let episodes =
-        std::fs::read_to_string(dir.path().join("agents/default/episodic.jsonl")).unwrap();
+    let episodes = std::fs::read_to_string(store.agent_dir(&agent).join("episodic.jsonl")).unwrap();
     assert!(!episodes.contains(secret));
     let written = store
         .notebook(&agent)
@@ -141,9 +137,7 @@ fn secrets_planted_in_a_transcript_never_reach_summaries_or_memory() {
 
 #[test]
 fn compaction_keeps_facts_with_their_provenance() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let mut session = store.create_session(&agent, None).unwrap();
     session
         .ingest(vec![Event::user(
@@ -160,12 +154,10 @@ fn compaction_keeps_facts_with_their_provenance() {
             .unwrap();
     }
     assert!(session.compact(&CompactOptions::default()).unwrap().applied);
-    let facts = agentmem::memory::facts::FactStore::new(
-        &dir.path().join("agents/default"),
-        Default::default(),
-    )
-    .current()
-    .unwrap();
+    let facts =
+        agentmem::memory::facts::FactStore::new(&store.agent_dir(&agent), Default::default())
+            .current()
+            .unwrap();
     let rule = facts
         .iter()
         .find(|f| f.fact.contains("never push to main"))
@@ -181,9 +173,7 @@ fn compaction_keeps_facts_with_their_provenance() {
 
 #[test]
 fn a_new_session_starts_with_what_earlier_sessions_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let mut first = store.create_session(&agent, None).unwrap();
     first
         .ingest(vec![
@@ -230,7 +220,7 @@ fn a_new_session_starts_with_what_earlier_sessions_left() {
         }),
         ..Default::default()
     };
-    let quiet = Store::with_config(dir.path(), config);
+    let quiet = Store::with_config(store.root(), config);
     let mut third = quiet.create_session(&agent, None).unwrap();
     third.ingest(vec![Event::user("hi")]).unwrap();
     let payload = third
@@ -238,4 +228,40 @@ fn a_new_session_starts_with_what_earlier_sessions_left() {
         .unwrap()
         .payload;
     assert_eq!(payload["messages"][0]["role"], "user");
+}
+
+#[test]
+fn an_ended_session_leaves_a_summary_the_next_session_starts_with() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut first = store.create_session(&agent, None).unwrap();
+    first
+        .ingest(vec![
+            Event::user("Migrate the billing cron job to the queue worker; token sk-live-Ab12Cd34Ef56Gh78Ij90"),
+            Event::assistant("Moved billing to worker/billing.rs and removed the cron entry."),
+        ])
+        .unwrap();
+    let episode = first.end().unwrap().unwrap();
+    assert_eq!(episode.tags, ["session-end"]);
+    assert_eq!(episode.turn_ids, ["turn_0001"]);
+    assert!(episode.summary.contains("billing"));
+    assert!(!episode.summary.contains("sk-live-Ab12Cd34Ef56Gh78Ij90"));
+    assert_eq!(
+        first.end().unwrap().unwrap(),
+        episode,
+        "ending twice adds nothing"
+    );
+    first.close().unwrap();
+    let episodes = agentmem::memory::episodic::read_episodes(&store.agent_dir(&agent)).unwrap();
+    assert_eq!(episodes.len(), 1);
+
+    let mut next = store.create_session(&agent, None).unwrap();
+    let prepared = next
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap();
+    let system = prepared.payload["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("# What you know from earlier sessions"));
+    assert!(system.contains("worker/billing.rs"), "{system}");
+    let mut empty = store.create_session(&agent, None).unwrap();
+    assert!(empty.end().unwrap().is_none());
+    next.close().unwrap();
 }

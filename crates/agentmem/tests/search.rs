@@ -1,6 +1,8 @@
 //! History search and recall: archives included, incremental, restart-proof,
 //! and injected into the contexts of other sessions.
 
+mod common;
+
 use agentmem::event::Event;
 use agentmem::id::{AgentId, SessionId};
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
@@ -52,9 +54,7 @@ fn session_with_archive(store: &Store, agent: &AgentId) -> SessionId {
 
 #[test]
 fn search_finds_archived_events_with_labelled_context_and_filters() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let id = session_with_archive(&store, &agent);
     let archive = store.session_paths(&agent, &id).archive();
     assert!(std::fs::read_to_string(archive)
@@ -112,9 +112,7 @@ fn search_finds_archived_events_with_labelled_context_and_filters() {
 
 #[test]
 fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let mut session = store.create_session(&agent, None).unwrap();
     session
         .ingest(vec![Event::user("deploy the billing service")])
@@ -134,7 +132,7 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
     session.close().unwrap();
 
     // A restart: the same index answers.
-    let reopened = Store::open(dir.path(), Durability::Os).unwrap();
+    let reopened = Store::open(store.root(), Durability::Os).unwrap();
     let hits = reopened
         .search(&agent, "billing staging", &SearchFilter::default())
         .unwrap();
@@ -164,9 +162,7 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
 
 #[test]
 fn recall_scores_facts_episodes_and_past_events_within_the_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let past = session_with_archive(&store, &agent);
     store
         .facts(&agent)
@@ -229,9 +225,7 @@ fn recall_scores_facts_episodes_and_past_events_within_the_budget() {
 
 #[test]
 fn a_new_session_is_given_what_earlier_sessions_said_about_its_question() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     let mut first = store.create_session(&agent, None).unwrap();
     first
         .ingest(vec![
@@ -269,9 +263,7 @@ fn a_new_session_is_given_what_earlier_sessions_said_about_its_question() {
 
 #[test]
 fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
+    let (_dir, store, agent) = common::fresh_store();
     session_with_archive(&store, &agent);
     let mut session = store.create_session(&agent, None).unwrap();
     session

@@ -1,4 +1,4 @@
-//! `agentmem sessions list|show|create|fork|delete`.
+//! `agentmem sessions list|show|create|fork|end|delete`.
 
 use agentmem::event::format_ts;
 use agentmem::store::meta::SessionMeta;
@@ -34,6 +34,22 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
             } else {
                 println!("{}", meta.id);
                 Ok(())
+            }
+        }
+        SessionsCommand::End { id } => {
+            let mut session = ctx.store.open_session(&ctx.agent, &ctx.session_id(&id)?)?;
+            let episode = session.end()?;
+            session.close()?;
+            match (episode, ctx.json) {
+                (Some(episode), true) => print_json(&episode),
+                (Some(episode), false) => {
+                    println!("{}\n\n{}", episode.id, episode.summary);
+                    Ok(())
+                }
+                (None, _) => {
+                    eprintln!("agentmem: session {id} has nothing to summarize");
+                    Ok(())
+                }
             }
         }
         SessionsCommand::Delete { id } => {

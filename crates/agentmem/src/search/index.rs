@@ -30,7 +30,7 @@ pub const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
-const SCHEMA_VERSION: i32 = 4;
+const SCHEMA_VERSION: i32 = 5;
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -72,6 +72,7 @@ CREATE TRIGGER IF NOT EXISTS memory_removed AFTER DELETE ON docs WHEN old.kind <
         VALUES ('delete', old.id, old.speaker, old.text);
 END;
 CREATE TABLE IF NOT EXISTS stamps(name TEXT PRIMARY KEY, stamp TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(session TEXT PRIMARY KEY, events INTEGER NOT NULL);
 ";
 
 /// What an indexed document is.
@@ -152,7 +153,7 @@ impl HistoryIndex {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
                  DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
-                 DROP TABLE IF EXISTS stamps;",
+                 DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;",
             )
             .map_err(fail)?;
         }
@@ -184,13 +185,12 @@ impl HistoryIndex {
         self.add_events(session, 0, history)
     }
 
-    /// How many events of each session are indexed.
+    /// How many events of each session are indexed (kept as they are added,
+    /// so asking costs nothing however large the index).
     pub fn indexed_sessions(&self) -> Result<Vec<(String, u64)>> {
         let mut statement = self
             .conn
-            .prepare_cached(
-                "SELECT session, COUNT(*) FROM docs WHERE kind = 'event' GROUP BY session",
-            )
+            .prepare_cached("SELECT session, events FROM sessions")
             .map_err(|e| self.error(e))?;
         let rows = statement
             .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))
@@ -201,13 +201,17 @@ impl HistoryIndex {
 
     /// Removes a session's events from the index.
     pub fn remove_session(&mut self, session: &str) -> Result<()> {
-        self.conn
-            .execute(
-                "DELETE FROM docs WHERE kind = 'event' AND session = ?1",
-                [session],
-            )
-            .map_err(|e| self.error(e))?;
-        Ok(())
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| index_error(&path, e);
+        let tx = self.conn.transaction().map_err(fail)?;
+        tx.execute(
+            "DELETE FROM docs WHERE kind = 'event' AND session = ?1",
+            [session],
+        )
+        .map_err(fail)?;
+        tx.execute("DELETE FROM sessions WHERE session = ?1", [session])
+            .map_err(fail)?;
+        tx.commit().map_err(fail)
     }
 
     /// Replaces the indexed facts and episodes when `stamp` (of the files
@@ -343,16 +347,51 @@ impl HistoryIndex {
         Ok(found)
     }
 
+    /// Runs `query` on the newest [`FIRST_WINDOW_DOCS`] documents (by row
+    /// id, i.e. by indexing order), then on four times as many, and so on,
+    /// until it returns `wanted` rows or has seen the whole index. A query
+    /// whose words are everywhere is then answered from recent history at
+    /// the cost of a window, not of the whole index; a query with rare words
+    /// widens quickly, each step cheap.
+    fn newest_first<T>(
+        &self,
+        wanted: usize,
+        mut query: impl FnMut(i64) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        self.widening_from(FIRST_WINDOW_DOCS, wanted, &mut query)
+    }
+
+    fn widening_from<T>(
+        &self,
+        first_window: i64,
+        wanted: usize,
+        query: &mut impl FnMut(i64) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        let newest = self.newest_id()?;
+        let mut window = first_window;
+        loop {
+            let lowest_id = newest.saturating_sub(window).max(0);
+            let found = query(lowest_id)?;
+            if found.len() >= wanted || lowest_id == 0 {
+                return Ok(found);
+            }
+            window = window.saturating_mul(4);
+        }
+    }
+
+    fn newest_id(&self) -> Result<i64> {
+        self.conn
+            .query_row("SELECT coalesce(max(id), 0) FROM docs", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| self.error(e))
+    }
+
     /// How `text` is best asked of `table`: all its terms together, and
     /// its terms that are not common in the index (see [`COMMON_TERM_SHARE`]).
     fn plan(&self, table: &str, text: &str) -> Result<QueryPlan> {
         let terms = super::query::terms(text);
-        let docs: i64 = self
-            .conn
-            .query_row("SELECT coalesce(max(id), 0) FROM docs", [], |row| {
-                row.get(0)
-            })
-            .map_err(|e| self.error(e))?;
+        let docs = self.newest_id()?;
         let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
         let mut rare = Vec::new();
         for term in &terms {
@@ -400,13 +439,27 @@ impl HistoryIndex {
         limit: usize,
     ) -> Result<Vec<Candidate>> {
         let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        self.newest_first(limit, |lowest_id| {
+            self.matches_from(table, expression, &kinds, exclude_session, limit, lowest_id)
+        })
+    }
+
+    fn matches_from(
+        &self,
+        table: &str,
+        expression: &str,
+        kinds: &[&str],
+        exclude_session: Option<&str>,
+        limit: usize,
+        lowest_id: i64,
+    ) -> Result<Vec<Candidate>> {
         let mut statement = self
             .conn
             .prepare_cached(&format!(
                 "WITH top AS (
                      SELECT {table}.rowid AS id, bm25({table}) AS score
                      FROM {table} JOIN docs d ON d.id = {table}.rowid
-                     WHERE {table} MATCH ?1
+                     WHERE {table} MATCH ?1 AND {table}.rowid >= ?5
                        AND instr(?2, ',' || d.kind || ',') > 0
                        AND (?3 IS NULL OR d.kind = 'fact' OR d.session <> ?3)
                      ORDER BY score LIMIT ?4)
@@ -421,7 +474,8 @@ impl HistoryIndex {
                     expression,
                     format!(",{},", kinds.join(",")),
                     exclude_session,
-                    limit as i64
+                    limit as i64,
+                    lowest_id
                 ],
                 |row| {
                     Ok(Candidate {
@@ -489,7 +543,10 @@ impl HistoryIndex {
             if ranked.len() >= filter.limit {
                 break;
             }
-            for (id, hit) in self.ranked_events(&expression, filter)? {
+            let found = self.newest_first(filter.limit, |lowest_id| {
+                self.ranked_events(&expression, filter, lowest_id)
+            })?;
+            for (id, hit) in found {
                 if ranked.len() < filter.limit && !ranked.iter().any(|(seen, _, _)| *seen == id) {
                     ranked.push((id, hit, expression.clone()));
                 }
@@ -509,6 +566,7 @@ impl HistoryIndex {
         &self,
         expression: &str,
         filter: &SearchFilter,
+        lowest_id: i64,
     ) -> Result<Vec<(i64, SearchHit)>> {
         let filtered = filter.session.is_some()
             || filter.role.is_some()
@@ -517,13 +575,13 @@ impl HistoryIndex {
         // Without filters, matches are ranked without reading their rows.
         let filters = if filtered {
             "JOIN docs d ON d.id = events_fts.rowid
-             WHERE events_fts MATCH ?1
+             WHERE events_fts MATCH ?1 AND events_fts.rowid >= ?7
                AND (?2 IS NULL OR d.session = ?2)
                AND (?3 IS NULL OR d.role = ?3)
                AND (?4 IS NULL OR d.ts >= ?4)
                AND (?5 IS NULL OR d.ts < ?5)"
         } else {
-            "WHERE events_fts MATCH ?1
+            "WHERE events_fts MATCH ?1 AND events_fts.rowid >= ?7
                AND coalesce(?2, ?3, ?4, ?5) IS NULL"
         };
         // Ranked on ids and scores alone; the rows' columns are read for the
@@ -547,7 +605,8 @@ impl HistoryIndex {
                     filter.role.map(Role::as_str),
                     filter.since,
                     filter.until,
-                    filter.limit as i64
+                    filter.limit as i64,
+                    lowest_id
                 ],
                 |row| {
                     let id: i64 = row.get(0)?;
@@ -644,6 +703,12 @@ impl HistoryIndex {
                     .map_err(fail)?;
             }
         }
+        tx.execute(
+            "INSERT INTO sessions(session, events) VALUES (?1, ?2)
+             ON CONFLICT(session) DO UPDATE SET events = events + excluded.events",
+            params![session, added as i64],
+        )
+        .map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok(added)
     }
@@ -657,6 +722,8 @@ impl HistoryIndex {
 /// least [`COMMON_TERM_MIN_DOCS`]) tells little apart, and an OR query with
 /// it would score most of the index: it only narrows AND queries.
 pub const COMMON_TERM_SHARE: f64 = 0.05;
+/// Documents a query looks at first, newest first (see `newest_first`).
+pub const FIRST_WINDOW_DOCS: i64 = 50_000;
 /// Below this many documents, no term counts as common.
 pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
 
@@ -793,6 +860,25 @@ mod tests {
             .candidates("cargo parser", &[DocKind::Event], None, 10)
             .unwrap();
         assert_eq!(candidates.len(), 2);
+    }
+
+    #[test]
+    fn queries_widen_from_the_newest_documents_until_they_have_enough() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        let events: Vec<Event> = (0..2_500)
+            .map(|i| Event::user(format!("event {i}")).with_id(format!("e{i}")))
+            .collect();
+        index.add_events("s", 0, &events).unwrap();
+        let mut windows = Vec::new();
+        let found: Vec<i64> = index
+            .widening_from(100, 3, &mut |lowest| {
+                windows.push(lowest);
+                Ok((lowest..2_500).filter(|id| id % 500 == 0).collect())
+            })
+            .unwrap();
+        assert_eq!(windows, [2_400, 2_100, 900]);
+        assert_eq!(found, [1_000, 1_500, 2_000]);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::context::strategy::{
 };
 use crate::error::{Error, Result};
 use crate::event::{now_ts, Event, TraceType};
-use crate::memory::episodic::{append_episode, EpisodicItem};
+use crate::memory::episodic::{append_episode, read_episodes, EpisodicItem};
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
 use crate::memory::redact::redact;
 use crate::prepare::{PrepareRequest, Prepared};
@@ -395,6 +395,73 @@ impl Session {
         self.write_meta()
     }
 
+    /// Ends the session: summarizes what happened since its last compaction
+    /// into an episodic item of the agent (and its facts into the fact
+    /// store), so later sessions start from it. Ending again without new
+    /// events returns the same item; `None` when nothing was said.
+    ///
+    /// ```
+    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
+    /// let mut session = store.create_session(&Default::default(), None).unwrap();
+    /// session.ingest(vec![Event::user("Move the CI to GitHub Actions"), Event::assistant("Done: .github/workflows/ci.yml")]).unwrap();
+    /// let episode = session.end().unwrap().unwrap();
+    /// assert!(episode.summary.contains("GitHub Actions") && episode.tags == ["session-end"]);
+    /// ```
+    pub fn end(&mut self) -> Result<Option<EpisodicItem>> {
+        if self.writer.is_none() {
+            return Err(Error::ReadOnly {
+                session: self.id.to_string(),
+            });
+        }
+        let said = |e: &Event| matches!(e.trace_type, TraceType::User | TraceType::Assistant);
+        if !self.events.iter().any(said) {
+            return Ok(None);
+        }
+        let id = format!("ep-{}-end-{}", self.id, self.meta.events);
+        let agent_dir = self.settings.agent_dir.clone();
+        if let Some(existing) = read_episodes(&agent_dir)?.into_iter().find(|e| e.id == id) {
+            return Ok(Some(existing));
+        }
+        let span = self.events.clone();
+        // Only a fallback note would be written to it; the end has no report of its own.
+        let mut report = CompactReport {
+            reason: CompactReason::Manual,
+            tokens_before: 0,
+            tokens_after: 0,
+            tokens_saved: 0,
+            events_compacted: 0,
+            identifiers: 0,
+            identifier_survival: 1.0,
+            summarizer: String::new(),
+            fallback: None,
+            focus: None,
+            duration_ms: 0.0,
+            applied: false,
+        };
+        let (summary, facts) = self.summarize(
+            &[],
+            &span,
+            &CompactOptions::default(),
+            SESSION_SUMMARY_MAX_TOKENS,
+            Encoding::default().tokenizer(),
+            &mut report,
+        )?;
+        let item = EpisodicItem {
+            id,
+            ts: span.last().map_or_else(now_ts, |e| e.ts),
+            session_id: self.id.to_string(),
+            turn_ids: turn_ids_of(&span),
+            summary: redact(&summary, self.settings.redaction).0,
+            tags: vec!["session-end".to_owned()],
+            salience: SESSION_SUMMARY_SALIENCE,
+        };
+        append_episode(&agent_dir, &item)?;
+        self.remember_facts(facts, &span)?;
+        Ok(Some(item))
+    }
+
     /// Keeps the compacted stretch as an episodic item of the agent, so other
     /// sessions can recall it.
     fn remember_episode(
@@ -404,12 +471,7 @@ impl Session {
         number: u64,
         report: &CompactReport,
     ) -> Result<()> {
-        let mut turn_ids: Vec<String> = Vec::new();
-        for event in span {
-            if turn_ids.last() != Some(&event.turn_id) && !turn_ids.contains(&event.turn_id) {
-                turn_ids.push(event.turn_id.clone());
-            }
-        }
+        let turn_ids = turn_ids_of(span);
         let reason = serde_json::to_value(report.reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned));
@@ -435,6 +497,22 @@ impl Session {
         writer.log = AppendLog::open(&self.paths.raw_traces(), durability)?;
         Ok(())
     }
+}
+
+/// The longest session-end summary, in tokens.
+const SESSION_SUMMARY_MAX_TOKENS: u64 = 1_000;
+/// A session's own summary outranks a compaction's by default.
+const SESSION_SUMMARY_SALIENCE: f32 = 0.6;
+
+/// The distinct turns of `events`, in order.
+fn turn_ids_of(events: &[Event]) -> Vec<String> {
+    let mut turn_ids: Vec<String> = Vec::new();
+    for event in events {
+        if !turn_ids.contains(&event.turn_id) {
+            turn_ids.push(event.turn_id.clone());
+        }
+    }
+    turn_ids
 }
 
 /// Finishes a compaction a crash interrupted after the snapshot was written
