@@ -55,10 +55,12 @@ pub struct Weights {
     /// Cosine similarity to the query, when an embedder is given.
     pub vector: f64,
     pub half_life_days: f64,
-    /// The share of a matching event's score its neighbours inherit (per
-    /// step away): in a dialogue the answer is often the reply to the line
-    /// that matched, and a tool's output sits next to the call that names it.
-    pub neighbour: f64,
+    /// The share of a matching event's score the events after it inherit
+    /// (per step away): in a dialogue the answer is often the reply to the
+    /// line that matched, and a tool's output follows the call that names it.
+    pub after_match: f64,
+    /// The same for the events before a match (the question it answers).
+    pub before_match: f64,
 }
 
 impl Default for Weights {
@@ -69,7 +71,8 @@ impl Default for Weights {
             salience: 0.1,
             vector: 0.5,
             half_life_days: 30.0,
-            neighbour: 0.8,
+            after_match: 0.9,
+            before_match: 0.7,
         }
     }
 }
@@ -81,7 +84,8 @@ impl Weights {
             recency: 0.0,
             salience: 0.0,
             vector: 0.0,
-            neighbour: 0.0,
+            after_match: 0.0,
+            before_match: 0.0,
             ..Weights::default()
         }
     }
@@ -163,8 +167,8 @@ pub fn recall(
     )?;
     let considered = candidates.len();
     let mut scored = score(candidates, &request.query, &request.weights, embedder);
-    if request.weights.neighbour > 0.0 {
-        add_neighbours(index, &mut scored, request.weights.neighbour)?;
+    if request.weights.after_match > 0.0 || request.weights.before_match > 0.0 {
+        add_neighbours(index, &mut scored, &request.weights)?;
     }
     let items = pack(scored, request.budget_tokens, tokenizer);
     let block = render(&items);
@@ -256,7 +260,11 @@ const NEIGHBOUR_RADIUS: u64 = 2;
 
 /// Gives the events near the best matching events a share of their
 /// score (keeping an event's own score when that is higher), then re-sorts.
-fn add_neighbours(index: &HistoryIndex, items: &mut Vec<RecalledItem>, share: f64) -> Result<()> {
+fn add_neighbours(
+    index: &HistoryIndex,
+    items: &mut Vec<RecalledItem>,
+    weights: &Weights,
+) -> Result<()> {
     let sources: Vec<(String, u64, f64, String)> = items
         .iter()
         .filter(|i| i.kind == DocKind::Event)
@@ -266,6 +274,11 @@ fn add_neighbours(index: &HistoryIndex, items: &mut Vec<RecalledItem>, share: f6
     for (session, ord, score, source) in sources {
         for neighbour in index.neighbours(&session, ord, NEIGHBOUR_RADIUS)? {
             let distance = neighbour.ord.abs_diff(ord) as i32;
+            let share = if neighbour.ord > ord {
+                weights.after_match
+            } else {
+                weights.before_match
+            };
             let inherited = share.powi(distance) * score;
             match items.iter_mut().find(|i| {
                 i.kind == DocKind::Event && i.session == session && i.ord == neighbour.ord
