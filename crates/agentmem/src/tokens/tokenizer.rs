@@ -111,9 +111,49 @@ impl Tokenizer {
     /// `<|endoftext|>` count as ordinary text, as they do in a prompt.
     pub fn count(&self, text: &str) -> usize {
         match self.encoding {
-            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            Encoding::O200kBase => count_pieces(bpe_openai::o200k_base(), 0, text),
+            Encoding::Cl100kBase => count_pieces(bpe_openai::cl100k_base(), 1, text),
             Encoding::Approximate => text.chars().count().div_ceil(4),
         }
     }
+}
+
+/// Pieces (pre-tokenizer splits: words, numbers, punctuation runs) at most
+/// this long have their counts remembered: text repeats its words, and a
+/// remembered count skips the BPE, whose every call allocates.
+const MEMO_PIECE_MAX_BYTES: usize = 24;
+/// Remembered pieces per encoding and thread; the memo starts over when full.
+const MEMO_MAX_PIECES: usize = 1 << 16;
+
+thread_local! {
+    /// Token counts of short pieces, one map per BPE encoding.
+    static PIECE_COUNTS: std::cell::RefCell<[std::collections::HashMap<Box<str>, u32>; 2]> =
+        Default::default();
+}
+
+/// Exactly `bpe.count(text)`, with the counts of short pieces remembered.
+fn count_pieces(bpe: &bpe_openai::Tokenizer, memo: usize, text: &str) -> usize {
+    let text = bpe.normalize(text);
+    PIECE_COUNTS.with(|maps| {
+        let mut maps = maps.borrow_mut();
+        let counts = &mut maps[memo];
+        bpe.split(text.as_str())
+            .map(|piece| match piece.len() {
+                // Every byte is a token of a byte-level BPE.
+                0 | 1 => piece.len(),
+                n if n > MEMO_PIECE_MAX_BYTES => bpe.bpe.count(piece.as_bytes()),
+                _ => {
+                    if let Some(count) = counts.get(piece) {
+                        return *count as usize;
+                    }
+                    let count = bpe.bpe.count(piece.as_bytes());
+                    if counts.len() >= MEMO_MAX_PIECES {
+                        counts.clear();
+                    }
+                    counts.insert(piece.into(), count as u32);
+                    count
+                }
+            })
+            .sum()
+    })
 }
