@@ -1,0 +1,58 @@
+//! One model call of an agent loop: the session prepares its context, the
+//! client sends it, the answer is recorded as events. A context-overflow
+//! error is recovered from (reactive compaction, then trimming) and the call
+//! retried once, so an agent never sees it unless recovery fails.
+
+use agentmem::context::overflow::ProviderError;
+use agentmem::prepare::PrepareRequest;
+use agentmem::session::Session;
+
+use crate::client::Client;
+use crate::error::LlmError;
+use crate::response::Completion;
+
+/// How the answer is received.
+pub enum Delivery<'a> {
+    /// Whole, when the model is done.
+    Whole,
+    /// Streamed; each piece of visible text goes to the callback as it arrives.
+    Streamed(&'a mut dyn FnMut(&str)),
+}
+
+/// Prepares `session`'s context for `request`, calls the model and ingests
+/// its answer (with the usage the provider reported on its first event).
+pub fn call_model(
+    session: &mut Session,
+    client: &Client,
+    request: &PrepareRequest,
+    mut delivery: Delivery<'_>,
+) -> Result<Completion, LlmError> {
+    let prepared = session.prepare(request)?;
+    let completion = match send(client, &prepared.payload, &mut delivery) {
+        Err(LlmError::Overflow { status, message }) => {
+            let error = ProviderError::ContextOverflow {
+                message: format!("{status}: {message}"),
+            };
+            let retry = session.recover_from_overflow(&error, request)?;
+            send(client, &retry.payload, &mut delivery)?
+        }
+        other => other?,
+    };
+    let mut events = completion.events.clone();
+    if let (Some(first), Some(usage)) = (events.first_mut(), &completion.usage) {
+        first.usage = Some(usage.clone());
+    }
+    session.ingest(events)?;
+    Ok(completion)
+}
+
+fn send(
+    client: &Client,
+    payload: &serde_json::Value,
+    delivery: &mut Delivery<'_>,
+) -> Result<Completion, LlmError> {
+    match delivery {
+        Delivery::Whole => client.complete(payload),
+        Delivery::Streamed(on_text) => client.stream(payload, *on_text),
+    }
+}

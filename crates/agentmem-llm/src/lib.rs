@@ -1,0 +1,16 @@
+//! agentmem's network edge: clients for the provider APIs whose payloads the
+//! engine renders (OpenAI Chat Completions and every compatible server,
+//! OpenAI Responses, Anthropic Messages, Gemini generateContent). The engine
+//! crate stays free of network code; this crate sends what it prepared and
+//! turns the answers back into events.
+
+pub mod call;
+pub mod client;
+pub mod error;
+pub mod response;
+pub mod sse;
+
+pub use call::{call_model, Delivery};
+pub use client::{Client, Endpoint, RetryPolicy};
+pub use error::LlmError;
+pub use response::Completion;
