@@ -9,8 +9,10 @@ pub mod client;
 pub mod error;
 pub mod response;
 pub mod sse;
+pub mod summarizer;
 
 pub use call::{call_model, Delivery};
 pub use client::{Client, Endpoint, RetryPolicy};
 pub use error::LlmError;
 pub use response::Completion;
+pub use summarizer::LlmSummarizer;

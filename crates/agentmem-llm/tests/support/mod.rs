@@ -1,6 +1,9 @@
 //! A loopback HTTP server that speaks just enough HTTP/1.1 to stand in for a
 //! provider: it records each request and answers with the next canned reply.
 
+// Each test file uses part of it.
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
