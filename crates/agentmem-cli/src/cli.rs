@@ -167,6 +167,8 @@ pub enum Command {
         #[arg(long, default_value = "gpt-4o")]
         model: String,
     },
+    /// Talk to a model in the terminal; agentmem builds its context every turn.
+    Chat(ChatArgs),
     /// Measure memory on a public benchmark.
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -198,6 +200,32 @@ pub enum MemoryCommand {
         #[arg(long)]
         expect_hash: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The model to talk to.
+    #[arg(long, default_value = "gpt-4o")]
+    pub model: String,
+    /// The API: openai-chat, openai-responses, anthropic, gemini (default:
+    /// from the model name; openai-chat with --base-url).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// An OpenAI-compatible server, e.g. Ollama's http://localhost:11434/v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Continue this session.
+    #[arg(long)]
+    pub resume: Option<String>,
+    /// With --resume: continue in a copy, leaving the session as it was.
+    #[arg(long, requires = "resume")]
+    pub fork: bool,
+    /// The system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Print each answer when it is complete instead of as it streams.
+    #[arg(long)]
+    pub no_stream: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_search;
 mod bench_workload;
+mod chat;
 mod compact;
 mod context;
 mod eval;
@@ -133,6 +134,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             model,
         } => search::recall(&ctx, &query, budget, session, &model),
         Command::Eval(command) => eval::run(&ctx, command),
+        Command::Chat(args) => chat::run(&ctx, &args),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

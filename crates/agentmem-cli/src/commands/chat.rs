@@ -1,0 +1,228 @@
+//! `agentmem chat`: a terminal conversation whose context agentmem builds
+//! every turn. The model gets the memory tools and agentmem runs them; the
+//! session is saved as it goes, so `--resume` continues it (and `--fork`
+//! continues a copy).
+
+use std::io::{BufRead, Write};
+
+use agentmem::event::{Event, TraceType};
+use agentmem::memory::tools;
+use agentmem::prepare::PrepareRequest;
+use agentmem::render::Target;
+use agentmem::search::{render_hits, SearchFilter};
+use agentmem::session::{CompactOptions, Session};
+use agentmem_llm::{call_model, Client, Delivery, Endpoint};
+
+use super::Context;
+use crate::cli::ChatArgs;
+
+/// Model calls per user message at most (tool rounds included).
+const MAX_ROUNDS: usize = 8;
+
+const HELP: &str = "/compact [focus]  compact now\n/context          where the context stands\n/search QUERY     search this agent's history\n/memory           show MEMORY.md\n/facts            list the agent's facts\n/sessions         list the agent's sessions\n/fork             continue in a copy of this session\n/quit             leave (the session is saved)";
+
+pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
+    let target = match &args.target {
+        Some(name) => name.parse::<Target>().map_err(anyhow::Error::msg)?,
+        None if args.base_url.is_some() => Target::OpenAiChat,
+        None => Target::for_model(&args.model),
+    };
+    let endpoint = match &args.base_url {
+        Some(url) => Endpoint {
+            target,
+            ..Endpoint::openai_compatible(url, &args.model)
+        },
+        None => Endpoint::official(target, &args.model),
+    };
+    let client = Client::new(endpoint)?;
+    let mut session = open(ctx, args)?;
+    eprintln!(
+        "agentmem: session {} with {} ({}); /help lists the commands",
+        session.id(),
+        args.model,
+        target.name()
+    );
+    let mut request = PrepareRequest::new(&args.model, target);
+    request.system = args.system.clone();
+    request.tools = tools::schemas();
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        eprint!("> ");
+        let Some(line) = lines.next().transpose()? else {
+            break;
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(command) = line.strip_prefix('/') {
+            match slash(ctx, &mut session, &request, command)? {
+                Next::Continue => continue,
+                Next::Quit => break,
+            }
+        }
+        session.ingest(vec![Event::user(line)])?;
+        answer(ctx, &mut session, &client, &request, !args.no_stream)?;
+    }
+    eprintln!("agentmem: session {} saved", session.id());
+    Ok(session.close()?)
+}
+
+/// The session to talk in: a new one, the one resumed, or a fork of it.
+fn open(ctx: &Context, args: &ChatArgs) -> anyhow::Result<Session> {
+    let Some(id) = &args.resume else {
+        return Ok(ctx.store.create_session(&ctx.agent, None)?);
+    };
+    let id = ctx.session_id(id)?;
+    if args.fork {
+        let meta = ctx.store.fork_session(&ctx.agent, &id, None, None)?;
+        return Ok(ctx
+            .store
+            .open_session(&ctx.agent, &ctx.session_id(&meta.id)?)?);
+    }
+    Ok(ctx.store.open_session(&ctx.agent, &id)?)
+}
+
+/// Calls the model until it answers without asking for tools (or the rounds run out).
+fn answer(
+    ctx: &Context,
+    session: &mut Session,
+    client: &Client,
+    request: &PrepareRequest,
+    stream: bool,
+) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout();
+    for _ in 0..MAX_ROUNDS {
+        let completion = if stream {
+            let mut print = |text: &str| {
+                let _ = write!(stdout, "{text}");
+                let _ = stdout.flush();
+            };
+            call_model(session, client, request, Delivery::Streamed(&mut print))?
+        } else {
+            let completion = call_model(session, client, request, Delivery::Whole)?;
+            for event in completion.events.iter() {
+                if event.trace_type == TraceType::Assistant {
+                    write!(stdout, "{}", event.content)?;
+                }
+            }
+            completion
+        };
+        writeln!(stdout)?;
+        let calls: Vec<&Event> = completion
+            .events
+            .iter()
+            .filter(|e| e.trace_type == TraceType::ToolCall)
+            .collect();
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let mut results = Vec::new();
+        for call in calls {
+            let name = call.tool_name.as_deref().unwrap_or_default();
+            let arguments = call.tool_args.clone().unwrap_or_default();
+            let call_id = call.tool_call_id.clone().unwrap_or_default();
+            eprintln!("agentmem: running {name}");
+            results.push(match tools::run(&ctx.store, session, name, &arguments) {
+                Some(output) => Event::tool_result(call_id, output),
+                None => Event::tool_error(
+                    call_id,
+                    format!("unknown tool {name:?}: this chat offers only the memory tools"),
+                ),
+            });
+        }
+        session.ingest(results)?;
+    }
+    eprintln!("agentmem: stopped after {MAX_ROUNDS} model calls for one message");
+    Ok(())
+}
+
+/// What the loop does after a slash command.
+enum Next {
+    Continue,
+    Quit,
+}
+
+fn slash(
+    ctx: &Context,
+    session: &mut Session,
+    request: &PrepareRequest,
+    command: &str,
+) -> anyhow::Result<Next> {
+    let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
+    let rest = rest.trim();
+    match name {
+        "quit" | "exit" => return Ok(Next::Quit),
+        "compact" => {
+            let spinner = indicatif::ProgressBar::new_spinner().with_message("compacting");
+            spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+            let options = CompactOptions {
+                focus: (!rest.is_empty()).then(|| rest.to_owned()),
+                ..CompactOptions::default()
+            };
+            let report = session.compact(&options);
+            spinner.finish_and_clear();
+            let report = report?;
+            println!(
+                "compacted {} events: {} → {} tokens ({} saved){}",
+                report.events_compacted,
+                report.tokens_before,
+                report.tokens_after,
+                report.tokens_saved,
+                if report.applied {
+                    ""
+                } else {
+                    "; nothing to free, nothing changed"
+                }
+            );
+        }
+        "context" => {
+            let stats = session.prepare(request)?.stats;
+            println!(
+                "{} of {} input tokens (trigger {}); memory {}, system {}, tool schemas {}",
+                stats.context_tokens,
+                stats.input_budget,
+                stats.trigger_tokens,
+                stats.sections.memory,
+                stats.sections.system,
+                stats.sections.tool_schemas
+            );
+        }
+        "search" => {
+            let hits = ctx
+                .store
+                .search(&ctx.agent, rest, &SearchFilter::default())?;
+            println!("{}", render_hits(&hits));
+        }
+        "memory" => println!("{}", ctx.store.notebook(&ctx.agent).read()?.content),
+        "facts" => {
+            for fact in ctx.store.facts(&ctx.agent).current()? {
+                println!("- {} ({})", fact.fact, fact.id);
+            }
+        }
+        "sessions" => {
+            for meta in ctx.store.list_sessions(&ctx.agent)? {
+                let mark = if meta.id == session.id().as_str() {
+                    '*'
+                } else {
+                    ' '
+                };
+                println!("{mark} {} {}", meta.id, meta.title.unwrap_or_default());
+            }
+        }
+        "fork" => {
+            let meta = ctx
+                .store
+                .fork_session(&ctx.agent, session.id(), None, None)?;
+            let fork = ctx
+                .store
+                .open_session(&ctx.agent, &ctx.session_id(&meta.id)?)?;
+            let left = std::mem::replace(session, fork);
+            println!("now in {} (forked from {})", meta.id, left.id());
+            left.close()?;
+        }
+        _ => println!("{HELP}"),
+    }
+    Ok(Next::Continue)
+}

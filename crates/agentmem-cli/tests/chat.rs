@@ -1,0 +1,167 @@
+//! `agentmem chat` end to end against a loopback OpenAI-compatible server:
+//! memory tools run by agentmem, slash commands, resume and fork.
+
+#[path = "../../agentmem-llm/tests/support/mod.rs"]
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+use support::{Loopback, Reply};
+
+fn chat(dir: &Path, server: &Loopback, extra: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir)
+        .args(["chat", "--model", "llama3.1", "--no-stream", "--base-url"])
+        .arg(format!("{}/v1", server.url))
+        .args(extra)
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn answer(message: Value) -> Reply {
+    Reply::json(
+        200,
+        json!({"id": "c", "object": "chat.completion", "model": "llama3.1",
+               "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+    )
+}
+
+fn session_id(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    stderr
+        .split("session ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Loopback::start(vec![
+        answer(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "write_memory", "arguments": "{\"text\": \"- The user indents with tabs.\"}"}}
+        ]})),
+        answer(json!({"role": "assistant", "content": "Noted: tabs."})),
+        answer(json!({"role": "assistant", "content": "You use tabs."})),
+        answer(json!({"role": "assistant", "content": "Still tabs, in the fork."})),
+    ]);
+    let first = chat(
+        dir.path(),
+        &server,
+        &[],
+        "Remember that I indent with tabs.\n/search indent tabs\n/memory\n/quit\n",
+    );
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.contains("Noted: tabs."), "{stdout}");
+    assert!(
+        stdout.contains("> [turn_0001] User: Remember that I indent with tabs."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("- The user indents with tabs."),
+        "/memory shows MEMORY.md"
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert!(
+        requests[0].header("authorization").is_none(),
+        "no key, none sent"
+    );
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "read_memory",
+            "write_memory",
+            "update_memory",
+            "search_conversation_history",
+            "read_evicted_output"
+        ]
+    );
+    let second = requests[1].body["messages"].as_array().unwrap();
+    let result = second.last().unwrap();
+    assert_eq!(
+        (result["role"].as_str(), result["tool_call_id"].as_str()),
+        (Some("tool"), Some("call_1"))
+    );
+    assert!(result["content"].as_str().unwrap().starts_with("Appended."));
+
+    let id = session_id(&first);
+    let resumed = chat(
+        dir.path(),
+        &server,
+        &["--resume", &id],
+        "Which indentation do I use?\n",
+    );
+    assert!(String::from_utf8_lossy(&resumed.stdout).contains("You use tabs."));
+    let requests = server.requests();
+    let before: &Vec<Value> = requests[1].body["messages"].as_array().unwrap();
+    let after: &Vec<Value> = requests[2].body["messages"].as_array().unwrap();
+    let system = |m: &Value| m["role"] == "system";
+    let history = |messages: &[Value]| {
+        messages
+            .iter()
+            .filter(|m| !system(m))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let (before, after) = (history(before), history(after));
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "the resumed history starts with the old one"
+    );
+    let system_prompt = requests[2].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system_prompt.contains("MEMORY.md")
+            && system_prompt.contains("- The user indents with tabs."),
+        "MEMORY.md is injected: {system_prompt}"
+    );
+
+    let forked = chat(
+        dir.path(),
+        &server,
+        &["--resume", &id, "--fork"],
+        "And now?\n",
+    );
+    let fork_id = session_id(&forked);
+    assert_ne!(fork_id, id);
+    let requests = server.requests();
+    let fork_history = history(requests[3].body["messages"].as_array().unwrap());
+    assert_eq!(
+        fork_history[..after.len()],
+        after[..],
+        "the fork continues the same history"
+    );
+}
