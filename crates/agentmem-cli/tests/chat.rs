@@ -165,3 +165,109 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
         "the fork continues the same history"
     );
 }
+
+/// Runs `agentmem` with its standard streams on a pseudo-terminal, types
+/// `input`, and returns everything the terminal showed.
+#[cfg(unix)]
+fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
+    use std::fs::File;
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two new descriptors into the pointers it is given.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0, "openpty failed");
+    // SAFETY: both descriptors were just opened and are owned here only.
+    let (mut terminal, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
+    let mut child = {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentmem"));
+        command
+            .arg("--dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("OPENAI_API_KEY")
+            .stdin(slave.try_clone().unwrap())
+            .stdout(slave.try_clone().unwrap())
+            .stderr(slave);
+        command.spawn().unwrap()
+    };
+    terminal.write_all(input.as_bytes()).unwrap();
+    let mut shown = Vec::new();
+    // Reading ends with EIO once the child has exited and the terminal is closed.
+    let _ = terminal.read_to_end(&mut shown);
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        String::from_utf8_lossy(&shown)
+    );
+    String::from_utf8_lossy(&shown).into_owned()
+}
+
+/// An answer long enough that compacting it frees space.
+fn long(first: &str) -> String {
+    format!(
+        "{first} {}",
+        "Details follow about the module layout. ".repeat(60)
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_focus() {
+    let dir = tempfile::tempdir().unwrap();
+    let overflow = Reply::json(
+        400,
+        json!({"error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}}),
+    );
+    let server = Loopback::start(vec![
+        Reply::json(429, json!({"error": {"message": "slow down"}}))
+            .with_header("retry-after", "0"),
+        answer(json!({"role": "assistant", "content": long("The parser is in src/parse.rs.")})),
+        overflow,
+        answer(json!({"role": "assistant", "content": long("Recovered and answered.")})),
+        answer(json!({"role": "assistant", "content": long("Tokens come from src/lex.rs.")})),
+        answer(json!({"role": "assistant", "content": long("Errors are in src/error.rs.")})),
+        answer(json!({"role": "assistant", "content": long("Tests live in tests/parse.rs.")})),
+        answer(json!({"role": "assistant", "content": long("The grammar is in docs/grammar.md.")})),
+    ]);
+    let args: Vec<String> = ["chat", "--model", "llama3.1", "--no-stream", "--base-url"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("{}/v1", server.url)])
+        .collect();
+    let shown = in_terminal(
+        dir.path(),
+        &args,
+        "Where is the parser?\nAnd the lexer?\nTokens?\nErrors?\nTests?\nGrammar?\n/compact the parser\n/context\n/quit\n",
+    );
+    assert!(shown.contains("The parser is in src/parse.rs."), "{shown}");
+    assert!(shown.contains("Recovered and answered."), "{shown}");
+    assert!(shown.contains("input tokens (trigger"), "{shown}");
+    assert_eq!(
+        server.requests().len(),
+        8,
+        "429 retried once, overflow retried once"
+    );
+    let sessions = dir.path().join("agents/default/sessions");
+    let session = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let snapshot = std::fs::read_to_string(session.join("snapshot.json"))
+        .unwrap_or_else(|_| panic!("no compaction: {shown}"));
+    assert!(
+        snapshot.contains("Focus of this summary: the parser"),
+        "{snapshot}"
+    );
+}
