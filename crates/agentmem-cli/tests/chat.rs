@@ -271,3 +271,44 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
         "{snapshot}"
     );
 }
+
+#[test]
+fn the_api_key_is_sent_but_never_written_under_the_data_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-test-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1";
+    let server = Loopback::start(vec![answer(json!({"role": "assistant", "content": "Hi."}))]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["chat", "--model", "gpt-4o", "--no-stream", "--base-url"])
+        .arg(format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    let bearer = format!("Bearer {key}");
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(bearer.as_str())
+    );
+    let mut stack = vec![dir.path().to_path_buf()];
+    let mut files = 0;
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            files += 1;
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                "the key is in {}",
+                path.display()
+            );
+        }
+    }
+    assert!(files >= 3, "the session was written ({files} files)");
+}

@@ -317,3 +317,71 @@ fn gemini_is_called_at_its_model_url_with_its_key_header() {
     );
     assert_eq!(session.events().last().unwrap().content, "Bonjour");
 }
+
+#[test]
+fn gemini_and_openai_responses_stream_from_their_own_endpoints() {
+    let server = Loopback::start(vec![
+        Reply::sse(&[
+            (
+                None,
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Bon"}]}}]}),
+            ),
+            (
+                None,
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "jour"}]}, "finishReason": "STOP"}],
+                          "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 2}}),
+            ),
+        ]),
+        Reply::sse(&[
+            (
+                Some("response.output_text.delta"),
+                json!({"type": "response.output_text.delta", "delta": "Hel"}),
+            ),
+            (
+                Some("response.output_text.delta"),
+                json!({"type": "response.output_text.delta", "delta": "lo"}),
+            ),
+            (
+                Some("response.completed"),
+                json!({"type": "response.completed", "response": {
+                "id": "resp_1", "status": "completed", "model": "gpt-4.1",
+                "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello"}]}],
+                "usage": {"input_tokens": 11, "output_tokens": 2}}}),
+            ),
+        ]),
+    ]);
+    let mut gemini = endpoint(Target::Gemini, &server, "AM_TEST_KEY_GEMINI_STREAM");
+    gemini.model = "gemini-2.5-flash".into();
+    let mut pieces = Vec::new();
+    let completion = Client::new(gemini)
+        .unwrap()
+        .stream(&json!({"contents": []}), &mut |t| pieces.push(t.to_owned()))
+        .unwrap();
+    assert_eq!(pieces, ["Bon", "jour"]);
+    assert_eq!(completion.events[0].content, "Bonjour");
+    assert_eq!(
+        server.requests()[0].path,
+        "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+
+    let responses = endpoint(
+        Target::OpenAiResponses,
+        &server,
+        "AM_TEST_KEY_RESPONSES_STREAM",
+    );
+    let mut pieces = Vec::new();
+    let completion = Client::new(responses)
+        .unwrap()
+        .stream(&json!({"model": "gpt-4.1", "input": []}), &mut |t| {
+            pieces.push(t.to_owned())
+        })
+        .unwrap();
+    assert_eq!(pieces, ["Hel", "lo"]);
+    assert_eq!(completion.events[0].content, "Hello");
+    assert_eq!(completion.usage.unwrap().prompt_tokens, 11);
+    let sent = &server.requests()[1];
+    assert_eq!(
+        (sent.path.as_str(), &sent.body["stream"]),
+        ("/v1/responses", &json!(true))
+    );
+}
