@@ -238,6 +238,8 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
         answer(json!({"role": "assistant", "content": long("Errors are in src/error.rs.")})),
         answer(json!({"role": "assistant", "content": long("Tests live in tests/parse.rs.")})),
         answer(json!({"role": "assistant", "content": long("The grammar is in docs/grammar.md.")})),
+        answer(json!({"role": "assistant", "content": "After the checkpoint."})),
+        answer(json!({"role": "assistant", "content": "Resumed after the checkpoint."})),
     ]);
     let args: Vec<String> = ["chat", "--model", "llama3.1", "--no-stream", "--base-url"]
         .iter()
@@ -247,14 +249,14 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
     let shown = in_terminal(
         dir.path(),
         &args,
-        "Where is the parser?\nAnd the lexer?\nTokens?\nErrors?\nTests?\nGrammar?\n/compact the parser\n/context\n/quit\n",
+        "Where is the parser?\nAnd the lexer?\nTokens?\nErrors?\nTests?\nGrammar?\n/compact the parser\n/context\nNext?\n/quit\n",
     );
     assert!(shown.contains("The parser is in src/parse.rs."), "{shown}");
     assert!(shown.contains("Recovered and answered."), "{shown}");
     assert!(shown.contains("input tokens (trigger"), "{shown}");
     assert_eq!(
         server.requests().len(),
-        8,
+        9,
         "429 retried once, overflow retried once"
     );
     let sessions = dir.path().join("agents/default/sessions");
@@ -270,6 +272,31 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
         snapshot.contains("Focus of this summary: the parser"),
         "{snapshot}"
     );
+
+    // After the compaction the summary rides with its prefix, tool pairs
+    // intact, and a resumed chat sends that history again as its prefix.
+    let compacted = history(&server.requests()[8].body);
+    assert!(compacted.iter().any(|m| m["content"]
+        .to_string()
+        .contains("[SUMMARY OF EARLIER CONVERSATION]")));
+    let id = session.file_name().unwrap().to_str().unwrap().to_owned();
+    let mut resume = args.clone();
+    resume.extend(["--resume".to_owned(), id]);
+    in_terminal(dir.path(), &resume, "Still there?\n/quit\n");
+    let resumed = history(&server.requests()[9].body);
+    assert_eq!(resumed[..compacted.len()], compacted[..]);
+}
+
+/// The messages of a request other than the system prompt (which carries
+/// memory that may change between calls).
+fn history(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .cloned()
+        .collect()
 }
 
 #[test]
