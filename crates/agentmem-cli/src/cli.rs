@@ -226,6 +226,14 @@ pub struct ChatArgs {
     /// Print each answer when it is complete instead of as it streams.
     #[arg(long)]
     pub no_stream: bool,
+    /// The environment variable holding the API key (default: the
+    /// provider's usual one, e.g. OPENAI_API_KEY).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Compact with this (cheaper) model's summaries instead of the
+    /// built-in extractive summarizer; same endpoint.
+    #[arg(long)]
+    pub summarizer_model: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -339,3 +339,37 @@ fn the_api_key_is_sent_but_never_written_under_the_data_folder() {
     }
     assert!(files >= 3, "the session was written ({files} files)");
 }
+
+#[test]
+fn compact_in_chat_uses_the_summarizer_model_when_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut replies: Vec<Reply> = (0..6)
+        .map(|i| answer(json!({"role": "assistant", "content": long(&format!("Answer {i}."))})))
+        .collect();
+    let summary = json!({"sections": {"Goal": ["Map the code base"], "Next steps": ["Read src/parse.rs"]}, "facts": []});
+    replies.push(answer(
+        json!({"role": "assistant", "content": summary.to_string()}),
+    ));
+    let server = Loopback::start(replies);
+    chat(
+        dir.path(),
+        &server,
+        &["--summarizer-model", "llama3.2:1b"],
+        "One?\nTwo?\nThree?\nFour?\nFive?\nSix?\n/compact\n/quit\n",
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 7);
+    assert_eq!(requests[6].body["model"], "llama3.2:1b");
+    let sessions = dir.path().join("agents/default/sessions");
+    let session = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let snapshot = std::fs::read_to_string(session.join("snapshot.json")).unwrap();
+    assert!(
+        snapshot.contains("Map the code base") && snapshot.contains("llm:llama3.2:1b"),
+        "{snapshot}"
+    );
+}

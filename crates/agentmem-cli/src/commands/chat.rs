@@ -11,7 +11,7 @@ use agentmem::prepare::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::search::{render_hits, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
-use agentmem_llm::{call_model, Client, Delivery, Endpoint};
+use agentmem_llm::{call_model, Client, Delivery, Endpoint, LlmSummarizer};
 
 use super::Context;
 use crate::cli::ChatArgs;
@@ -27,15 +27,27 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
         None if args.base_url.is_some() => Target::OpenAiChat,
         None => Target::for_model(&args.model),
     };
-    let endpoint = match &args.base_url {
+    let mut endpoint = match &args.base_url {
         Some(url) => Endpoint {
             target,
             ..Endpoint::openai_compatible(url, &args.model)
         },
         None => Endpoint::official(target, &args.model),
     };
-    let client = Client::new(endpoint)?;
+    if let Some(env) = &args.api_key_env {
+        endpoint.api_key_env = env.clone();
+    }
+    let client = Client::new(endpoint.clone())?;
     let mut session = open(ctx, args)?;
+    if let Some(model) = &args.summarizer_model {
+        let window = ctx.store.registry().lookup(model).context_window;
+        let summarizer_endpoint = Endpoint {
+            model: model.clone(),
+            ..endpoint
+        };
+        let summarizer = LlmSummarizer::new(Client::new(summarizer_endpoint)?, model, window);
+        session.set_summarizer(Box::new(summarizer));
+    }
     eprintln!(
         "agentmem: session {} with {} ({}); /help lists the commands",
         session.id(),
