@@ -212,6 +212,13 @@ fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
     String::from_utf8_lossy(&shown).into_owned()
 }
 
+/// The folder of the one session in the data folder `dir`.
+fn only_session(dir: &Path) -> std::path::PathBuf {
+    let sessions = dir.join("agents/default/sessions");
+    let mut entries = std::fs::read_dir(sessions).unwrap();
+    entries.next().unwrap().unwrap().path()
+}
+
 /// An answer long enough that compacting it frees space.
 fn long(first: &str) -> String {
     format!(
@@ -259,13 +266,7 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
         9,
         "429 retried once, overflow retried once"
     );
-    let sessions = dir.path().join("agents/default/sessions");
-    let session = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let session = only_session(dir.path());
     let snapshot = std::fs::read_to_string(session.join("snapshot.json"))
         .unwrap_or_else(|_| panic!("no compaction: {shown}"));
     assert!(
@@ -360,14 +361,7 @@ fn compact_in_chat_uses_the_summarizer_model_when_one_is_named() {
     let requests = server.requests();
     assert_eq!(requests.len(), 7);
     assert_eq!(requests[6].body["model"], "llama3.2:1b");
-    let sessions = dir.path().join("agents/default/sessions");
-    let session = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let snapshot = std::fs::read_to_string(session.join("snapshot.json")).unwrap();
+    let snapshot = std::fs::read_to_string(only_session(dir.path()).join("snapshot.json")).unwrap();
     assert!(
         snapshot.contains("Map the code base") && snapshot.contains("llm:llama3.2:1b"),
         "{snapshot}"
