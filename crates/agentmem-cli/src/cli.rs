@@ -204,9 +204,9 @@ pub enum MemoryCommand {
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// The model to talk to.
-    #[arg(long, default_value = "gpt-4o")]
-    pub model: String,
+    /// The model to talk to (default: `[llm] model` of config.toml, else gpt-4o).
+    #[arg(long)]
+    pub model: Option<String>,
     /// The API: openai-chat, openai-responses, anthropic, gemini (default:
     /// from the model name; openai-chat with --base-url).
     #[arg(long)]

@@ -367,3 +367,38 @@ fn compact_in_chat_uses_the_summarizer_model_when_one_is_named() {
         "{snapshot}"
     );
 }
+
+#[test]
+fn the_configuration_names_the_model_the_server_and_the_key_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Loopback::start(vec![answer(
+        json!({"role": "assistant", "content": "Configured."}),
+    )]);
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[llm]\nmodel = \"qwen2.5-coder\"\nbase_url = \"{}/v1\"\napi_key_env = \"AM_CHAT_CONFIG_KEY\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["chat", "--no-stream"])
+        .env("AM_CHAT_CONFIG_KEY", "from-the-named-variable")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Configured."));
+    let sent = &server.requests()[0];
+    assert_eq!(sent.body["model"], "qwen2.5-coder");
+    assert_eq!(
+        sent.header("authorization"),
+        Some("Bearer from-the-named-variable")
+    );
+}

@@ -31,6 +31,12 @@
 //! phones = true
 //! cards = true
 //!
+//! [llm]                   # what `agentmem chat` talks to (its flags win)
+//! model = "gpt-4.1"
+//! base_url = "http://localhost:11434/v1"   # an OpenAI-compatible server
+//! api_key_env = "WORK_OPENAI_KEY"          # the variable holding the key (never the key)
+//! summarizer_model = "gpt-4.1-mini"
+//!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
 //! context_window = 32768
@@ -114,6 +120,20 @@ pub struct Config {
     pub redaction: Option<RedactionPolicy>,
     #[serde(default)]
     pub models: Vec<ModelOverride>,
+    /// The model endpoint of `agentmem chat`.
+    #[serde(default)]
+    pub llm: LlmSettings,
+}
+
+/// Where model calls go. Keys are never configured, only the name of the
+/// environment variable that holds one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub summarizer_model: Option<String>,
 }
 
 impl Config {

@@ -21,25 +21,40 @@ const MAX_ROUNDS: usize = 8;
 
 const HELP: &str = "/compact [focus]  compact now\n/context          where the context stands\n/search QUERY     search this agent's history\n/memory           show MEMORY.md\n/facts            list the agent's facts\n/sessions         list the agent's sessions\n/fork             continue in a copy of this session\n/quit             leave (the session is saved)";
 
+/// The model when neither the flag nor the configuration names one.
+const DEFAULT_MODEL: &str = "gpt-4o";
+
 pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
+    // Flags over `[llm]` of config.toml.
+    let settings = &ctx.store.config().llm;
+    let model = args
+        .model
+        .clone()
+        .or_else(|| settings.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    let base_url = args.base_url.clone().or_else(|| settings.base_url.clone());
     let target = match &args.target {
         Some(name) => name.parse::<Target>().map_err(anyhow::Error::msg)?,
-        None if args.base_url.is_some() => Target::OpenAiChat,
-        None => Target::for_model(&args.model),
+        None if base_url.is_some() => Target::OpenAiChat,
+        None => Target::for_model(&model),
     };
-    let mut endpoint = match &args.base_url {
+    let mut endpoint = match &base_url {
         Some(url) => Endpoint {
             target,
-            ..Endpoint::openai_compatible(url, &args.model)
+            ..Endpoint::openai_compatible(url, &model)
         },
-        None => Endpoint::official(target, &args.model),
+        None => Endpoint::official(target, &model),
     };
-    if let Some(env) = &args.api_key_env {
+    if let Some(env) = args.api_key_env.as_ref().or(settings.api_key_env.as_ref()) {
         endpoint.api_key_env = env.clone();
     }
     let client = Client::new(endpoint.clone())?;
     let mut session = open(ctx, args)?;
-    if let Some(model) = &args.summarizer_model {
+    let summarizer_model = args
+        .summarizer_model
+        .as_ref()
+        .or(settings.summarizer_model.as_ref());
+    if let Some(model) = summarizer_model {
         let window = ctx.store.registry().lookup(model).context_window;
         let summarizer_endpoint = Endpoint {
             model: model.clone(),
@@ -51,10 +66,10 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
     eprintln!(
         "agentmem: session {} with {} ({}); /help lists the commands",
         session.id(),
-        args.model,
+        model,
         target.name()
     );
-    let mut request = PrepareRequest::new(&args.model, target);
+    let mut request = PrepareRequest::new(&model, target);
     request.system = args.system.clone();
     request.tools = tools::schemas();
     let stdin = std::io::stdin();

@@ -179,6 +179,11 @@ impl Store {
         )
     }
 
+    /// The configuration the store was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The agent's folder (MEMORY.md, facts, episodes, the search index, sessions).
     pub fn agent_dir(&self, agent: &AgentId) -> PathBuf {
         self.root.join("agents").join(agent.as_str())
