@@ -328,10 +328,7 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
             item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
         }
         let words = word_set(&item.text);
-        if chosen_words
-            .iter()
-            .any(|w| jaccard(w, &words) >= DUPLICATE_JACCARD)
-        {
+        if chosen_words.iter().any(|w| near_duplicates(w, &words)) {
             continue;
         }
         let new_headings: Vec<String> = headings_of(&item)
@@ -459,11 +456,19 @@ fn word_set(text: &str) -> HashSet<String> {
         .collect()
 }
 
-fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
+/// Whether two word sets overlap by [`DUPLICATE_JACCARD`] or more. Sets
+/// whose sizes alone rule that out are not compared (most pairs).
+fn near_duplicates(a: &HashSet<String>, b: &HashSet<String>) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if large.is_empty() {
+        return true;
     }
-    a.intersection(b).count() as f64 / a.union(b).count() as f64
+    if (small.len() as f64) < DUPLICATE_JACCARD * large.len() as f64 {
+        return false;
+    }
+    let shared = small.iter().filter(|w| large.contains(*w)).count();
+    let union = a.len() + b.len() - shared;
+    shared as f64 >= DUPLICATE_JACCARD * union as f64
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

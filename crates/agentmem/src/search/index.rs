@@ -284,15 +284,14 @@ impl HistoryIndex {
     }
 
     /// Whether the index holds anything recall could return for `session`:
-    /// another session's events or episodes, or a fact. Answered from the
+    /// what other sessions left, or facts given by hand. Answered from the
     /// indexes alone, so a session alone with its own history pays nothing
     /// for recall.
     pub fn has_memories_beyond(&self, session: &str) -> Result<bool> {
         self.conn
             .query_row(
                 "SELECT EXISTS(SELECT 1 FROM docs WHERE session < ?1)
-                     OR EXISTS(SELECT 1 FROM docs WHERE session > ?1)
-                     OR EXISTS(SELECT 1 FROM docs WHERE kind = 'fact')",
+                     OR EXISTS(SELECT 1 FROM docs WHERE session > ?1)",
                 [session],
                 |row| row.get(0),
             )
@@ -302,8 +301,9 @@ impl HistoryIndex {
     /// Up to `limit` documents of each of `kinds`' tables (events; facts and
     /// episodes) matching `query`, best first within each. BM25 is computed
     /// per table, so scores compare only within one.
-    /// `exclude_session` leaves one session's events and episodes out (the
-    /// current one, whose history the model already sees or has summarized).
+    /// `exclude_session` leaves out what one session left — its events,
+    /// episodes and the facts drawn from it — for the session asking: its
+    /// history is in its view or in its summary already.
     pub fn candidates(
         &self,
         query: &str,
@@ -461,7 +461,7 @@ impl HistoryIndex {
                      FROM {table} JOIN docs d ON d.id = {table}.rowid
                      WHERE {table} MATCH ?1 AND {table}.rowid >= ?5
                        AND instr(?2, ',' || d.kind || ',') > 0
-                       AND (?3 IS NULL OR d.kind = 'fact' OR d.session <> ?3)
+                       AND (?3 IS NULL OR d.session <> ?3)
                      ORDER BY score LIMIT ?4)
                  SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
                         d.speaker, d.text, top.score

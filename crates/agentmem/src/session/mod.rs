@@ -186,6 +186,11 @@ struct MemoryCache {
     stamp: MemoryStamp,
     encoding: Encoding,
     query: Option<String>,
+    /// Project files and MEMORY.md.
+    own: Option<String>,
+    /// The same, with the agent's best facts and latest summaries.
+    with_cross_session: Option<String>,
+    /// What is injected: `own` with what was recalled, or `with_cross_session`.
     block: Option<String>,
     tokens: u64,
 }

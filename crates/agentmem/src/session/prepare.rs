@@ -254,39 +254,47 @@ impl Session {
             .rev()
             .find(|e| e.trace_type == crate::event::TraceType::User)
             .map(|e| e.content.clone());
+        let encoding = tokenizer.encoding();
+        let files_unchanged = self
+            .memory_cache
+            .as_ref()
+            .is_some_and(|c| c.stamp == stamp && c.encoding == encoding);
         if let Some(cache) = &self.memory_cache {
-            if cache.stamp == stamp
-                && cache.encoding == tokenizer.encoding()
-                && cache.query == query
-            {
+            if files_unchanged && cache.query == query {
                 return cache.block.clone();
             }
         }
+        // The parts made of files alone are rebuilt only when a file changed.
+        let (own, with_cross_session) = match (&self.memory_cache, files_unchanged) {
+            (Some(cache), true) => (cache.own.clone(), cache.with_cross_session.clone()),
+            _ => {
+                let build = |session: Option<&str>| {
+                    let settings = &self.settings.memory;
+                    memory_block_for(Some(&self.settings.agent_dir), session, settings, tokenizer)
+                };
+                (build(None), build(Some(self.id.as_str())))
+            }
+        };
         let recalled = query
             .as_deref()
             .and_then(|q| self.recall_block(q, tokenizer));
         let block = match recalled {
-            Some(recalled) => {
-                let own = memory_block_for(
-                    Some(&self.settings.agent_dir),
-                    None,
-                    &self.settings.memory,
-                    tokenizer,
-                );
-                Some(own.map_or(recalled.clone(), |own| format!("{own}\n\n{recalled}")))
-            }
-            None => memory_block_for(
-                Some(&self.settings.agent_dir),
-                Some(self.id.as_str()),
-                &self.settings.memory,
-                tokenizer,
-            ),
+            Some(recalled) => Some(match &own {
+                Some(own) => format!("{own}\n\n{recalled}"),
+                None => recalled,
+            }),
+            None => with_cross_session.clone(),
         };
-        let tokens = block.as_deref().map_or(0, |b| tokenizer.count(b) as u64);
+        let tokens = match &self.memory_cache {
+            Some(cache) if cache.block == block && cache.encoding == encoding => cache.tokens,
+            _ => block.as_deref().map_or(0, |b| tokenizer.count(b) as u64),
+        };
         self.memory_cache = Some(MemoryCache {
             stamp,
-            encoding: tokenizer.encoding(),
+            encoding,
             query,
+            own,
+            with_cross_session,
             block: block.clone(),
             tokens,
         });
@@ -307,10 +315,14 @@ impl Session {
         let agent_dir = self.settings.agent_dir.clone();
         let session = self.id.to_string();
         let index = self.index_mut()?;
-        crate::recall::refresh_memories(index, &agent_dir).ok()?;
+        // Alone with its own history (whose facts its summary holds), a
+        // session has nothing to recall and does not refresh the index's
+        // copy of the facts after each of its compactions; facts given by
+        // hand are in the block that stands in.
         if !index.has_memories_beyond(&session).ok()? {
             return None;
         }
+        crate::recall::refresh_memories(index, &agent_dir).ok()?;
         let mut request = crate::recall::RecallRequest::new(query, budget);
         request.exclude_session = Some(session);
         let recalled = crate::recall::recall(index, &request, tokenizer, None).ok()?;
