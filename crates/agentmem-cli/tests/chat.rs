@@ -106,6 +106,8 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
             "write_memory",
             "update_memory",
             "search_conversation_history",
+            "recall",
+            "remember_fact",
             "read_evicted_output"
         ]
     );

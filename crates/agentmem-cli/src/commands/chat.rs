@@ -151,7 +151,12 @@ fn answer(
             let arguments = call.tool_args.clone().unwrap_or_default();
             let call_id = call.tool_call_id.clone().unwrap_or_default();
             eprintln!("agentmem: running {name}");
-            results.push(match tools::run(&ctx.store, session, name, &arguments) {
+            let context = tools::ToolContext {
+                store: &ctx.store,
+                agent: &ctx.agent,
+                session: Some(session.id()),
+            };
+            results.push(match tools::run(&context, name, &arguments) {
                 Some(output) => Event::tool_result(call_id, output),
                 None => Event::tool_error(
                     call_id,
