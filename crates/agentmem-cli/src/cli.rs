@@ -169,6 +169,13 @@ pub enum Command {
     },
     /// Talk to a model in the terminal; agentmem builds its context every turn.
     Chat(ChatArgs),
+    /// Serve the memory tools over the Model Context Protocol on stdio.
+    Mcp {
+        /// The session whose model uses the tools (its evicted outputs are
+        /// read, its own history is left out of recall).
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Measure memory on a public benchmark.
     #[command(subcommand)]
     Eval(EvalCommand),

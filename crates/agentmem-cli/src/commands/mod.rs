@@ -12,6 +12,7 @@ mod export;
 mod facts;
 mod import;
 mod ingest;
+mod mcp;
 mod memory;
 mod models;
 mod prepare;
@@ -135,6 +136,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => search::recall(&ctx, &query, budget, session, &model),
         Command::Eval(command) => eval::run(&ctx, command),
         Command::Chat(args) => chat::run(&ctx, &args),
+        Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

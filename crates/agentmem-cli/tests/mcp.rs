@@ -1,0 +1,172 @@
+//! `agentmem mcp` through a scripted MCP client exchange on stdio.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+/// Sends `messages` (one per line) and returns the server's replies, in order.
+fn exchange(dir: &Path, args: &[&str], messages: &[String]) -> Vec<Value> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir)
+        .arg("mcp")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input: String = messages.iter().map(|m| format!("{m}\n")).collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn request(id: u64, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> String {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+}
+
+fn text(reply: &Value) -> &str {
+    reply["result"]["content"][0]["text"].as_str().unwrap()
+}
+
+#[test]
+fn a_client_initializes_lists_the_tools_and_calls_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ingest = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["ingest", "--session", "past"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    ingest
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"trace_type\":\"user\",\"content\":\"The staging database listens on port 6432.\"}\n")
+        .unwrap();
+    assert!(ingest.wait().unwrap().success());
+
+    let replies = exchange(
+        dir.path(),
+        &["--session", "current"],
+        &[
+            request(
+                1,
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test-client", "version": "1"}}),
+            ),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+            request(2, "tools/list", json!({})),
+            call(
+                3,
+                "write_memory",
+                json!({"text": "- Deploys go through staging."}),
+            ),
+            call(4, "read_memory", json!({})),
+            call(
+                5,
+                "remember_fact",
+                json!({"fact": "The team deploys on Tuesdays."}),
+            ),
+            call(
+                6,
+                "remember_fact",
+                json!({"fact": "The team deploys on Tuesdays"}),
+            ),
+            call(
+                7,
+                "search_conversation_history",
+                json!({"query": "staging port"}),
+            ),
+            call(
+                8,
+                "recall",
+                json!({"query": "which port does staging use?"}),
+            ),
+            call(
+                9,
+                "update_memory",
+                json!({"old": "nowhere to be found", "new": "x"}),
+            ),
+            call(10, "bash", json!({})),
+            "{not json".to_owned(),
+            request(11, "resources/list", json!({})),
+            request(12, "ping", json!({})),
+        ],
+    );
+    assert_eq!(replies.len(), 13, "the notification is not answered");
+    let init = &replies[0]["result"];
+    assert_eq!(init["protocolVersion"], "2025-06-18");
+    assert_eq!(init["serverInfo"]["name"], "agentmem");
+    assert!(init["capabilities"]["tools"].is_object());
+
+    let names: Vec<&str> = replies[1]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in [
+        "read_memory",
+        "write_memory",
+        "update_memory",
+        "search_conversation_history",
+        "recall",
+        "read_evicted_output",
+        "remember_fact",
+    ] {
+        assert!(names.contains(&tool), "{tool} missing from {names:?}");
+    }
+    assert!(replies[1]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["inputSchema"]["type"] == "object"));
+
+    assert!(text(&replies[2]).starts_with("Appended."));
+    assert!(text(&replies[3]).contains("- Deploys go through staging."));
+    assert!(text(&replies[4]).starts_with("Remembered as fact"));
+    assert!(text(&replies[5]).starts_with("Already known: merged"));
+    assert!(text(&replies[6])
+        .contains("> [turn_0001] User: The staging database listens on port 6432."));
+    assert!(
+        text(&replies[7]).contains("port 6432"),
+        "{}",
+        text(&replies[7])
+    );
+    assert_eq!(
+        replies[8]["result"]["isError"], true,
+        "a tool's mistake is a result the model reads"
+    );
+    assert_eq!(replies[9]["error"]["code"], -32602);
+    assert_eq!(replies[10]["error"]["code"], -32700);
+    assert_eq!(replies[11]["error"]["code"], -32601);
+    assert_eq!(replies[12]["result"], json!({}));
+}
