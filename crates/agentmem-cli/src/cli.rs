@@ -169,6 +169,13 @@ pub enum Command {
     },
     /// Talk to a model in the terminal; agentmem builds its context every turn.
     Chat(ChatArgs),
+    /// Serve the engine to an agent in another language: one JSON command a
+    /// line on stdin, one JSON result a line on stdout.
+    Serve {
+        /// Commands on stdin, results on stdout (the HTTP API comes next).
+        #[arg(long, required = true)]
+        stdio: bool,
+    },
     /// Serve the memory tools over the Model Context Protocol on stdio.
     Mcp {
         /// The session whose model uses the tools (its evicted outputs are

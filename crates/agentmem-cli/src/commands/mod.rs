@@ -18,6 +18,7 @@ mod models;
 mod prepare;
 pub mod replay;
 mod search;
+mod serve;
 mod sessions;
 mod tokens;
 mod tools;
@@ -137,6 +138,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(command) => eval::run(&ctx, command),
         Command::Chat(args) => chat::run(&ctx, &args),
         Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),
+        Command::Serve { stdio: _ } => serve::run(&ctx),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

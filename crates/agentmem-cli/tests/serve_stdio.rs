@@ -1,0 +1,121 @@
+//! `agentmem serve --stdio`: a whole agent loop as JSON lines, the way an
+//! agent in another language drives agentmem as a child process.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+fn run(dir: &std::path::Path, commands: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir)
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input: String = commands.iter().map(|c| format!("{c}\n")).collect();
+    input.push_str("{broken\n");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_agent_loop_over_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut history = Vec::new();
+    for t in 0..10 {
+        history.push(json!({"id": format!("u{t}"), "trace_type": "user", "content": format!("Step {t}: fix the flaky test in parser_{t}.rs")}));
+        history.push(json!({"id": format!("a{t}"), "trace_type": "assistant", "content": "Fixed the race in the parser. ".repeat(40)}));
+    }
+    let overflow = r#"{"error":{"message":"maximum context length is 128000 tokens","code":"context_length_exceeded"}}"#;
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "create_session", "session": "loop"}),
+            json!({"id": 2, "op": "append", "session": "loop", "events": history}),
+            json!({"id": 3, "op": "append", "session": "loop", "events": [history[0]]}),
+            json!({"id": 4, "op": "prepare", "session": "loop", "model": "gpt-4o", "system": "Be brief.",
+                   "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]}),
+            json!({"id": 5, "op": "compact", "session": "loop", "focus": "the parser"}),
+            json!({"id": 6, "op": "recover_overflow", "session": "loop", "model": "gpt-4o", "status": 400, "error_body": overflow}),
+            json!({"id": 7, "op": "search", "query": "flaky parser_3"}),
+            json!({"id": 8, "op": "tool", "name": "write_memory", "arguments": {"text": "- Parser tests are flaky under load."}}),
+            json!({"id": 9, "op": "append", "session": "loop", "events": "not a list"}),
+            json!({"id": 10, "op": "launch_rockets"}),
+            json!({"id": 11, "op": "end_session", "session": "loop"}),
+            json!({"id": 12, "op": "sessions"}),
+        ],
+    );
+    assert_eq!(replies.len(), 13);
+    for (i, reply) in replies.iter().take(12).enumerate() {
+        assert_eq!(reply["id"], json!(i + 1), "answers come in order");
+    }
+    assert_eq!(replies[0]["result"]["session"], "loop");
+    assert_eq!(replies[1]["result"]["appended"], 20);
+    assert_eq!(
+        replies[2]["result"]["duplicates"], 1,
+        "appends are idempotent by event id"
+    );
+    let payload = &replies[3]["result"]["payload"];
+    assert_eq!(
+        payload["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .split("\n\n")
+            .next(),
+        Some("Be brief.")
+    );
+    assert_eq!(payload["tools"][0]["function"]["name"], "bash");
+    assert!(
+        replies[3]["result"]["stats"]["context_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(replies[4]["result"]["applied"], true);
+    assert_eq!(replies[4]["result"]["focus"], "the parser");
+    assert!(replies[5]["ok"].as_bool().unwrap(), "{}", replies[5]);
+    assert!(replies[5]["result"]["payload"]["messages"].is_array());
+    assert_eq!(
+        replies[6]["result"][0]["event_id"], "u3",
+        "archived events are searched too"
+    );
+    assert!(replies[7]["result"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Appended."));
+    assert_eq!(replies[8]["ok"], false);
+    assert!(replies[8]["error"].as_str().unwrap().contains("events"));
+    assert!(replies[9]["error"]
+        .as_str()
+        .unwrap()
+        .contains("unknown op \"launch_rockets\""));
+    assert!(replies[10]["result"]["summary"].is_string());
+    let sessions = replies[11]["result"].as_array().unwrap();
+    assert_eq!(
+        sessions[0]["events"], 20,
+        "the failed append changed nothing"
+    );
+    assert!(replies[12]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("not JSON"));
+}
