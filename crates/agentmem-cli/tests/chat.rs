@@ -1,42 +1,22 @@
 //! `agentmem chat` end to end against a loopback OpenAI-compatible server:
 //! memory tools run by agentmem, slash commands, resume and fork.
 
+mod common;
 #[path = "../../agentmem-llm/tests/support/mod.rs"]
 mod support;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 use support::{Loopback, Reply};
 
 fn chat(dir: &Path, server: &Loopback, extra: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
-        .arg("--dir")
-        .arg(dir)
-        .args(["chat", "--model", "llama3.1", "--no-stream", "--base-url"])
-        .arg(format!("{}/v1", server.url))
-        .args(extra)
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    let mut arguments = common::args(&["chat", "--model", "llama3.1", "--no-stream", "--base-url"]);
+    arguments.push(format!("{}/v1", server.url));
+    arguments.extend(common::args(extra));
+    common::agentmem_with_input(dir, &arguments, &[("OPENAI_API_KEY", None)], input)
 }
 
 fn answer(message: Value) -> Reply {
@@ -307,19 +287,14 @@ fn the_api_key_is_sent_but_never_written_under_the_data_folder() {
     let dir = tempfile::tempdir().unwrap();
     let key = "sk-test-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1";
     let server = Loopback::start(vec![answer(json!({"role": "assistant", "content": "Hi."}))]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
-        .arg("--dir")
-        .arg(dir.path())
-        .args(["chat", "--model", "gpt-4o", "--no-stream", "--base-url"])
-        .arg(format!("{}/v1", server.url))
-        .env("OPENAI_API_KEY", key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
-    assert!(child.wait_with_output().unwrap().status.success());
+    let mut arguments = common::args(&["chat", "--model", "gpt-4o", "--no-stream", "--base-url"]);
+    arguments.push(format!("{}/v1", server.url));
+    common::agentmem_with_input(
+        dir.path(),
+        &arguments,
+        &[("OPENAI_API_KEY", Some(key))],
+        "hello\n",
+    );
     let bearer = format!("Bearer {key}");
     assert_eq!(
         server.requests()[0].header("authorization"),
@@ -384,18 +359,12 @@ fn the_configuration_names_the_model_the_server_and_the_key_variable() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
-        .arg("--dir")
-        .arg(dir.path())
-        .args(["chat", "--no-stream"])
-        .env("AM_CHAT_CONFIG_KEY", "from-the-named-variable")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["chat", "--no-stream"]),
+        &[("AM_CHAT_CONFIG_KEY", Some("from-the-named-variable"))],
+        "hi\n",
+    );
     assert!(String::from_utf8_lossy(&output.stdout).contains("Configured."));
     let sent = &server.requests()[0];
     assert_eq!(sent.body["model"], "qwen2.5-coder");

@@ -1,36 +1,17 @@
 //! `agentmem mcp` through a scripted MCP client exchange on stdio.
 
-use std::io::Write;
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
 /// Sends `messages` (one per line) and returns the server's replies, in order.
-fn exchange(dir: &Path, args: &[&str], messages: &[String]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
-        .arg("--dir")
-        .arg(dir)
-        .arg("mcp")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+fn exchange(dir: &Path, extra: &[&str], messages: &[String]) -> Vec<Value> {
     let input: String = messages.iter().map(|m| format!("{m}\n")).collect();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let mut arguments = common::args(&["mcp"]);
+    arguments.extend(common::args(extra));
+    let output = common::agentmem_with_input(dir, &arguments, &[], &input);
     String::from_utf8(output.stdout)
         .unwrap()
         .lines()
@@ -57,21 +38,12 @@ fn text(reply: &Value) -> &str {
 #[test]
 fn a_client_initializes_lists_the_tools_and_calls_them() {
     let dir = tempfile::tempdir().unwrap();
-    let mut ingest = Command::new(env!("CARGO_BIN_EXE_agentmem"))
-        .arg("--dir")
-        .arg(dir.path())
-        .args(["ingest", "--session", "past"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    ingest
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"trace_type\":\"user\",\"content\":\"The staging database listens on port 6432.\"}\n")
-        .unwrap();
-    assert!(ingest.wait().unwrap().success());
+    common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["ingest", "--session", "past"]),
+        &[],
+        "{\"trace_type\":\"user\",\"content\":\"The staging database listens on port 6432.\"}\n",
+    );
 
     let replies = exchange(
         dir.path(),

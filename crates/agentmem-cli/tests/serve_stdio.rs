@@ -1,35 +1,15 @@
 //! `agentmem serve --stdio`: a whole agent loop as JSON lines, the way an
 //! agent in another language drives agentmem as a child process.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
 use serde_json::{json, Value};
 
 fn run(dir: &std::path::Path, commands: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
-        .arg("--dir")
-        .arg(dir)
-        .args(["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let mut input: String = commands.iter().map(|c| format!("{c}\n")).collect();
     input.push_str("{broken\n");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output =
+        common::agentmem_with_input(dir, &common::args(&["serve", "--stdio"]), &[], &input);
     String::from_utf8(output.stdout)
         .unwrap()
         .lines()

@@ -7,8 +7,6 @@
 //! `isError: true` (the model reads it); a malformed message is a JSON-RPC
 //! error, and the server goes on reading.
 
-use std::io::{BufRead, Write};
-
 use agentmem::memory::tools::{self, ToolContext};
 use serde_json::{json, Value};
 
@@ -31,19 +29,7 @@ pub fn run(ctx: &Context, session: Option<&str>) -> anyhow::Result<()> {
         agent: &ctx.agent,
         session: session.as_ref(),
     };
-    let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(reply) = handle(&context, &line) {
-            writeln!(stdout, "{reply}")?;
-            stdout.flush()?;
-        }
-    }
-    Ok(())
+    super::json_lines::answer_lines(|line| handle(&context, line))
 }
 
 /// The answer to one message; `None` for notifications.

@@ -12,6 +12,7 @@ mod export;
 mod facts;
 mod import;
 mod ingest;
+mod json_lines;
 mod mcp;
 mod memory;
 mod models;

@@ -8,7 +8,6 @@
 //! stdin ends, so an agent loop pays for opening a session once.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
 
 use agentmem::context::overflow::classify_provider_error;
 use agentmem::event::Event;
@@ -44,14 +43,8 @@ pub const OPERATIONS: [&str; 13] = [
 
 pub fn run(ctx: &Context) -> anyhow::Result<()> {
     let mut open: HashMap<SessionId, Session> = HashMap::new();
-    let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (id, outcome) = match serde_json::from_str::<Value>(&line) {
+    super::json_lines::answer_lines(|line| {
+        let (id, outcome) = match serde_json::from_str::<Value>(line) {
             Ok(command) => (
                 command.get("id").cloned(),
                 execute(ctx, &mut open, &command),
@@ -65,9 +58,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<()> {
         if let Some(id) = id {
             reply["id"] = id;
         }
-        writeln!(stdout, "{reply}")?;
-        stdout.flush()?;
-    }
+        Some(reply)
+    })?;
     for (_, session) in open {
         session.close()?;
     }
