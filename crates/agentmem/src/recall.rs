@@ -16,11 +16,12 @@
 //! Caroline: I went to a support group yesterday.
 //! ```
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::memory::facts::{near, word_set};
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
 use crate::search::Role;
 use crate::tokens::Tokenizer;
@@ -33,8 +34,6 @@ pub const MAX_EVENT_TOKENS: usize = 256;
 const MIN_USEFUL_TOKENS: u64 = 16;
 /// ...or after this many memories in a row did not fit.
 const MAX_MISFITS: usize = 64;
-/// Two memories whose word sets overlap this much say the same thing.
-const DUPLICATE_JACCARD: f64 = 0.8;
 
 /// Turns texts into vectors, so similarity in meaning can join the score.
 /// BM25 alone works without one.
@@ -316,7 +315,7 @@ fn add_neighbours(
 /// left out. Section and session headings are paid for when first used.
 fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<RecalledItem> {
     let mut chosen: Vec<RecalledItem> = Vec::new();
-    let mut chosen_words: Vec<HashSet<String>> = Vec::new();
+    let mut chosen_words: Vec<BTreeSet<String>> = Vec::new();
     let mut headings: HashSet<String> = HashSet::new();
     let mut used = 0u64;
     let mut misfits = 0;
@@ -328,7 +327,7 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
             item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
         }
         let words = word_set(&item.text);
-        if chosen_words.iter().any(|w| near_duplicates(w, &words)) {
+        if chosen_words.iter().any(|w| near(w, &words)) {
             continue;
         }
         let new_headings: Vec<String> = headings_of(&item)
@@ -447,28 +446,6 @@ fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String 
         end = text[..end].char_indices().nth_back(8).map_or(0, |(i, _)| i);
     }
     format!("{}…", &text[..end])
-}
-
-fn word_set(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Whether two word sets overlap by [`DUPLICATE_JACCARD`] or more. Sets
-/// whose sizes alone rule that out are not compared (most pairs).
-fn near_duplicates(a: &HashSet<String>, b: &HashSet<String>) -> bool {
-    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if large.is_empty() {
-        return true;
-    }
-    if (small.len() as f64) < DUPLICATE_JACCARD * large.len() as f64 {
-        return false;
-    }
-    let shared = small.iter().filter(|w| large.contains(*w)).count();
-    let union = a.len() + b.len() - shared;
-    shared as f64 >= DUPLICATE_JACCARD * union as f64
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

@@ -253,18 +253,28 @@ impl FactStore {
     }
 }
 
-/// The words of a fact, case and punctuation aside.
-fn word_set(text: &str) -> BTreeSet<String> {
+/// The words of a text, case and punctuation aside.
+pub(crate) fn word_set(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect()
 }
 
-/// Same words (order aside), or nearly.
-fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
-    let union = a.union(b).count();
-    union > 0 && a.intersection(b).count() as f64 / union as f64 >= NEAR_DUPLICATE_JACCARD
+/// Same words (order aside), or nearly: a Jaccard overlap of at least
+/// [`NEAR_DUPLICATE_JACCARD`]. Sets whose sizes alone rule that out are not
+/// compared (most pairs, when many texts are checked against each other).
+pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if large.is_empty() {
+        return true;
+    }
+    if (small.len() as f64) < NEAR_DUPLICATE_JACCARD * large.len() as f64 {
+        return false;
+    }
+    let shared = small.iter().filter(|w| large.contains(*w)).count();
+    let union = a.len() + b.len() - shared;
+    shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64
 }
 
 #[cfg(test)]
