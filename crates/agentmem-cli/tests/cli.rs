@@ -1,5 +1,7 @@
 //! The `agentmem` binary end to end: real processes on a real data directory.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -26,22 +28,6 @@ fn run_ok(command: &mut Command) -> Output {
     output
 }
 
-fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
@@ -61,7 +47,7 @@ fn events_ndjson(n: usize) -> String {
 #[test]
 fn ingest_list_show_export_and_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run_with_stdin(
+    let out = common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "s1"]),
         &events_ndjson(8),
     );
@@ -115,7 +101,7 @@ fn ingest_list_show_export_and_tools() {
 fn malformed_stdin_lines_are_reported_and_the_rest_ingested() {
     let dir = tempfile::tempdir().unwrap();
     let input = "{\"trace_type\":\"user\",\"content\":\"a\"}\nnot json\n{\"trace_type\":\"tool_result\",\"content\":\"orphan\"}\n";
-    let out = run_with_stdin(
+    let out = common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "s"]),
         input,
     );
@@ -166,7 +152,7 @@ fn a_second_writer_process_is_told_who_holds_the_session() {
     let mut first_out = BufReader::new(first.stdout.take().unwrap());
     let mut line = String::new();
     first_out.read_line(&mut line).unwrap(); // the session id: the lock is held now
-    let second = run_with_stdin(
+    let second = common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "shared"]),
         "",
     );
@@ -244,7 +230,7 @@ fn sigkill_during_ingest_loses_no_acknowledged_event() {
             );
         }
         // The session opens for writing again (the lock died with the process).
-        run_with_stdin(
+        common::run_with_stdin(
             agentmem(dir.path()).args(["ingest", "--session", &session]),
             &input[0],
         );
@@ -254,7 +240,7 @@ fn sigkill_during_ingest_loses_no_acknowledged_event() {
 #[test]
 fn fork_then_append_to_both_sides() {
     let dir = tempfile::tempdir().unwrap();
-    run_with_stdin(
+    common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "origin"]),
         &events_ndjson(12),
     );
@@ -268,11 +254,11 @@ fn fork_then_append_to_both_sides() {
         "branch",
     ]));
     assert_eq!(stdout(&fork).trim(), "branch");
-    run_with_stdin(
+    common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "branch"]),
         "{\"trace_type\":\"user\",\"content\":\"branch only\"}\n",
     );
-    run_with_stdin(
+    common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "origin"]),
         "{\"trace_type\":\"user\",\"content\":\"origin only\"}\n",
     );
@@ -366,7 +352,7 @@ fn an_unknown_format_names_the_known_ones() {
 #[test]
 fn context_prepare_and_tokens() {
     let dir = tempfile::tempdir().unwrap();
-    run_with_stdin(
+    common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "s"]),
         &events_ndjson(8),
     );
@@ -424,7 +410,7 @@ fn context_prepare_and_tokens() {
         .unwrap();
     assert!(String::from_utf8_lossy(&bad.stderr).contains("openai-responses"));
 
-    let count = run_with_stdin(
+    let count = common::run_with_stdin(
         agentmem(dir.path()).args(["tokens", "--encoding", "o200k_base"]),
         "Hello, world!",
     );
@@ -504,7 +490,7 @@ fn compact_with_focus_and_read_evicted_outputs() {
         "{}\n",
         json!({"trace_type": "tool_result", "tool_call_id": "big", "content": huge})
     ));
-    run_with_stdin(
+    common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "s"]),
         &input,
     );
@@ -645,7 +631,7 @@ fn search_an_archived_session_and_recall_for_a_query() {
         json!({"trace_type": "user", "content": "The deploy script fails with error E4031 on the staging host"})
     );
     input.push_str(&events_ndjson(40));
-    run_with_stdin(
+    common::run_with_stdin(
         agentmem(dir.path()).args(["ingest", "--session", "old"]),
         &input,
     );

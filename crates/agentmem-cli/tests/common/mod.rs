@@ -7,6 +7,23 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+/// Runs `command` with `stdin` as its input and waits for it, whatever its exit.
+pub fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// `agentmem --dir DIR ARGS…` with `input` on stdin, waited for; fails the
 /// test when it exits unsuccessfully. `env` sets (`Some`) or removes (`None`)
 /// variables.
@@ -24,19 +41,7 @@ pub fn agentmem_with_input(
             None => command.env_remove(name),
         };
     }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = run_with_stdin(&mut command, input);
     assert!(
         output.status.success(),
         "agentmem {args:?} failed: {}",
