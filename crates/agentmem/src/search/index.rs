@@ -288,14 +288,16 @@ impl HistoryIndex {
     /// indexes alone, so a session alone with its own history pays nothing
     /// for recall.
     pub fn has_memories_beyond(&self, session: &str) -> Result<bool> {
-        self.conn
+        // Facts given by hand name no session.
+        let unattributed: bool = self
+            .conn
             .query_row(
-                "SELECT EXISTS(SELECT 1 FROM docs WHERE session < ?1)
-                     OR EXISTS(SELECT 1 FROM docs WHERE session > ?1)",
-                [session],
+                "SELECT EXISTS(SELECT 1 FROM docs WHERE session = '')",
+                [],
                 |row| row.get(0),
             )
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        Ok(unattributed || self.has_other_sessions(session)?)
     }
 
     /// Up to `limit` documents of each of `kinds`' tables (events; facts and
