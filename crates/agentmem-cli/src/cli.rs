@@ -169,13 +169,10 @@ pub enum Command {
     },
     /// Talk to a model in the terminal; agentmem builds its context every turn.
     Chat(ChatArgs),
-    /// Serve the engine to an agent in another language: one JSON command a
-    /// line on stdin, one JSON result a line on stdout.
-    Serve {
-        /// Commands on stdin, results on stdout (the HTTP API comes next).
-        #[arg(long, required = true)]
-        stdio: bool,
-    },
+    /// Serve the engine to agents in any language: an HTTP JSON API (with
+    /// MCP at /mcp, /healthz, /metrics and /openapi.json), or with --stdio
+    /// one JSON command a line on stdin and one result a line on stdout.
+    Serve(ServeArgs),
     /// Serve the memory tools over the Model Context Protocol on stdio.
     Mcp {
         /// The session whose model uses the tools (its evicted outputs are
@@ -214,6 +211,25 @@ pub enum MemoryCommand {
         #[arg(long)]
         expect_hash: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Commands on stdin, results on stdout, instead of HTTP.
+    #[arg(long)]
+    pub stdio: bool,
+    /// The address to listen on; anything but loopback needs --token-file.
+    #[arg(long, default_value = agentmem_server::http::DEFAULT_ADDR)]
+    pub addr: std::net::SocketAddr,
+    /// A file holding the bearer token every request must present.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The largest request body accepted.
+    #[arg(long, default_value_t = agentmem_server::http::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Requests answered at the same time.
+    #[arg(long, default_value_t = agentmem_server::http::DEFAULT_WORKER_THREADS)]
+    pub threads: usize,
 }
 
 #[derive(Debug, Args)]
@@ -399,6 +415,16 @@ pub struct BenchArgs {
     /// The model the workload's calls are prepared for.
     #[arg(long, default_value = "gpt-4.1")]
     pub model: String,
+    /// Load-test the HTTP API: concurrent clients on separate sessions,
+    /// then on one shared session, over loopback.
+    #[arg(long)]
+    pub serve: bool,
+    /// Concurrent clients of the --serve load test.
+    #[arg(long, default_value_t = 8)]
+    pub clients: usize,
+    /// Turns each --serve client appends and prepares, per phase.
+    #[arg(long, default_value_t = 50)]
+    pub turns: usize,
     /// Skip the storage benchmarks (append, open, import).
     #[arg(long)]
     pub skip_storage: bool,

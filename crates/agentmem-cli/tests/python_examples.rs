@@ -43,3 +43,17 @@ fn the_python_mcp_client_lists_and_calls_the_tools() {
     assert!(out.contains("remember_fact: Remembered as fact"), "{out}");
     assert!(out.contains("recall: [MEMORY:SEMANTIC]"), "{out}");
 }
+
+#[test]
+fn the_python_agent_loop_runs_over_http() {
+    let out = run_example("agent_loop_http.py");
+    assert!(out.contains("health: ok"), "{out}");
+    assert!(out.contains("turn 3: I see 6 messages"), "{out}");
+    assert!(out.contains("retry: appended 0, duplicates 1"), "{out}");
+    assert!(out.contains("search found user-1 in turn_0002"), "{out}");
+    assert!(out.contains("stale edit refused: 409 conflict"), "{out}");
+    assert!(out.contains("memory at the same hash"), "{out}");
+    assert!(out.contains("forked what-if with 6 events"), "{out}");
+    assert!(out.contains("remember_fact: Remembered as fact"), "{out}");
+    assert!(out.contains("ended; episode ep-"), "{out}");
+}

@@ -45,6 +45,14 @@ pub fn run(args: &BenchArgs, json_output: bool) -> anyhow::Result<()> {
     if !args.history.is_empty() {
         rows.extend(super::bench_search::run(dir.path(), &args.history)?);
     }
+    if args.serve {
+        rows.extend(super::bench_serve::run(
+            dir.path(),
+            args.clients,
+            args.turns,
+            &args.model,
+        )?);
+    }
     if let Some(path) = &args.workload {
         rows.extend(super::bench_workload::run(dir.path(), path, &args.model)?);
     }

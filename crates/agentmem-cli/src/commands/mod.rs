@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_search;
+mod bench_serve;
 mod bench_workload;
 mod chat;
 mod compact;
@@ -139,7 +140,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(command) => eval::run(&ctx, command),
         Command::Chat(args) => chat::run(&ctx, &args),
         Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),
-        Command::Serve { stdio: _ } => serve::run(&ctx),
+        Command::Serve(args) => serve::run(ctx, &args),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.json),
     }

@@ -1,0 +1,324 @@
+//! A load test against a running server: concurrent clients walk agent
+//! loops (append a turn, prepare the next call) on sessions of their own and
+//! then all on one shared session; afterwards every session's log is read
+//! back to prove that no event was lost or written twice.
+//!
+//! Every client also sends one batch twice, as a client retrying after a
+//! timeout would: the retry must be recognised by its event ids.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// `http://host:port` of the server.
+    pub base_url: String,
+    pub token: Option<String>,
+    pub clients: usize,
+    /// Turns each client appends (and prepares after) in each phase.
+    pub turns_per_client: usize,
+    /// A phase stops starting turns after this long.
+    pub max_duration: Duration,
+    pub model: String,
+}
+
+/// How one phase went.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseReport {
+    pub phase: &'static str,
+    pub clients: usize,
+    pub sessions: usize,
+    pub requests: usize,
+    pub seconds: f64,
+    pub requests_per_second: f64,
+    pub events_per_second: f64,
+    pub append_p50_ms: f64,
+    pub append_p99_ms: f64,
+    pub prepare_p50_ms: f64,
+    pub prepare_p99_ms: f64,
+    pub errors: usize,
+    /// Events the clients sent once (retries not counted).
+    pub events_sent: usize,
+    /// Events the logs hold afterwards.
+    pub events_logged: usize,
+    pub events_lost: usize,
+    pub events_duplicated: usize,
+}
+
+/// Why the load test could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("request to {url} failed: {message}")]
+    Request { url: String, message: String },
+    #[error("{url} answered {status}: {body}")]
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+}
+
+/// Runs the separate-sessions phase, then the shared-session phase.
+pub fn run(options: &LoadOptions) -> Result<Vec<PhaseReport>, LoadError> {
+    let client = Client::new(options);
+    let run_id = format!("load-{}", std::process::id());
+    let separate: Vec<String> = (0..options.clients)
+        .map(|c| format!("{run_id}-client-{c}"))
+        .collect();
+    let shared = vec![format!("{run_id}-shared"); options.clients];
+    Ok(vec![
+        phase(&client, options, "separate_sessions", &separate)?,
+        phase(&client, options, "shared_session", &shared)?,
+    ])
+}
+
+/// Client `c` works on `sessions[c]`; sessions may repeat (shared).
+fn phase(
+    client: &Client,
+    options: &LoadOptions,
+    name: &'static str,
+    sessions: &[String],
+) -> Result<PhaseReport, LoadError> {
+    let mut distinct: Vec<&String> = sessions.iter().collect();
+    distinct.dedup();
+    for session in &distinct {
+        client.call("POST", "/v1/sessions", &json!({"session": session}))?;
+    }
+    let started = Instant::now();
+    let outcomes: Vec<ClientOutcome> = std::thread::scope(|scope| {
+        let workers: Vec<_> = sessions
+            .iter()
+            .enumerate()
+            .map(|(c, session)| {
+                scope.spawn(move || walk(client, options, name, c, session, started))
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a load client panicked"))
+            .collect()
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    let mut sent: HashMap<&str, Vec<String>> = HashMap::new();
+    for (outcome, session) in outcomes.iter().zip(sessions) {
+        sent.entry(session)
+            .or_default()
+            .extend(outcome.event_ids.iter().cloned());
+    }
+    let mut audit = Audit::default();
+    for (session, ids) in &sent {
+        audit.compare(ids, &client.logged_ids(session)?);
+    }
+    let appends: Vec<f64> = outcomes
+        .iter()
+        .flat_map(|o| o.append_ms.iter().copied())
+        .collect();
+    let prepares: Vec<f64> = outcomes
+        .iter()
+        .flat_map(|o| o.prepare_ms.iter().copied())
+        .collect();
+    let requests = appends.len() + prepares.len();
+    Ok(PhaseReport {
+        phase: name,
+        clients: sessions.len(),
+        sessions: distinct.len(),
+        requests,
+        seconds,
+        requests_per_second: requests as f64 / seconds,
+        events_per_second: audit.sent as f64 / seconds,
+        append_p50_ms: percentile(&appends, 0.50),
+        append_p99_ms: percentile(&appends, 0.99),
+        prepare_p50_ms: percentile(&prepares, 0.50),
+        prepare_p99_ms: percentile(&prepares, 0.99),
+        errors: outcomes.iter().map(|o| o.errors).sum(),
+        events_sent: audit.sent,
+        events_logged: audit.logged,
+        events_lost: audit.lost,
+        events_duplicated: audit.duplicated,
+    })
+}
+
+#[derive(Debug, Default)]
+struct ClientOutcome {
+    event_ids: Vec<String>,
+    append_ms: Vec<f64>,
+    prepare_ms: Vec<f64>,
+    errors: usize,
+}
+
+/// One client's agent loop: a turn of four events, then a prepare.
+fn walk(
+    client: &Client,
+    options: &LoadOptions,
+    phase: &str,
+    c: usize,
+    session: &str,
+    started: Instant,
+) -> ClientOutcome {
+    let mut outcome = ClientOutcome::default();
+    let events_path = format!("/v1/sessions/{session}/events");
+    let prepare_path = format!("/v1/sessions/{session}/prepare");
+    for turn in 0..options.turns_per_client {
+        if started.elapsed() > options.max_duration {
+            break;
+        }
+        let batch = turn_events(phase, c, turn);
+        let (elapsed, ok) = client.timed("POST", &events_path, &json!({"events": batch}));
+        outcome.append_ms.push(elapsed);
+        if ok {
+            outcome.event_ids.extend(
+                batch
+                    .iter()
+                    .map(|e| e["id"].as_str().unwrap_or_default().to_owned()),
+            );
+        } else {
+            outcome.errors += 1;
+        }
+        if turn == 0 {
+            // The retry of a batch that already landed.
+            let (_, ok) = client.timed("POST", &events_path, &json!({"events": batch}));
+            outcome.errors += usize::from(!ok);
+        }
+        let (elapsed, ok) = client.timed("POST", &prepare_path, &json!({"model": options.model}));
+        outcome.prepare_ms.push(elapsed);
+        outcome.errors += usize::from(!ok);
+    }
+    outcome
+}
+
+/// A user message, a tool call with its result, and the assistant's answer,
+/// with ids unique to the phase, client and turn.
+fn turn_events(phase: &str, c: usize, turn: usize) -> Vec<Value> {
+    let id = |k: &str| format!("{phase}-c{c}-t{turn}-{k}");
+    let call_id = format!("call_{c}_{turn}");
+    vec![
+        json!({"id": id("user"), "trace_type": "user", "content": format!("client {c} asks for step {turn}: list the files touched by the failing test")}),
+        json!({"id": id("call"), "trace_type": "tool_call", "tool_name": "shell", "tool_call_id": call_id, "tool_args": {"cmd": format!("grep -rn step_{turn} src")}}),
+        json!({"id": id("result"), "trace_type": "tool_result", "tool_name": "shell", "tool_call_id": call_id, "content": format!("src/step_{turn}.rs:12: fn step_{turn}() {{}}\n").repeat(20)}),
+        json!({"id": id("answer"), "trace_type": "assistant", "content": format!("Step {turn} touches src/step_{turn}.rs; next I will run the test again.")}),
+    ]
+}
+
+/// Sent ids against logged ids.
+#[derive(Debug, Default)]
+struct Audit {
+    sent: usize,
+    logged: usize,
+    lost: usize,
+    duplicated: usize,
+}
+
+impl Audit {
+    fn compare(&mut self, sent: &[String], logged: &[String]) {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for id in logged {
+            *counts.entry(id).or_default() += 1;
+        }
+        self.sent += sent.len();
+        self.logged += logged.len();
+        self.lost += sent
+            .iter()
+            .filter(|id| !counts.contains_key(id.as_str()))
+            .count();
+        self.duplicated += counts.values().map(|n| n.saturating_sub(1)).sum::<usize>();
+    }
+}
+
+fn percentile(samples: &[f64], q: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// A small JSON client over one keep-alive connection pool.
+struct Client {
+    agent: ureq::Agent,
+    base_url: String,
+    token: Option<String>,
+}
+
+impl Client {
+    fn new(options: &LoadOptions) -> Client {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .max_idle_connections_per_host(options.clients.max(1))
+            .build();
+        Client {
+            agent: config.into(),
+            base_url: options.base_url.trim_end_matches('/').to_owned(),
+            token: options.token.clone(),
+        }
+    }
+
+    /// Milliseconds taken, and whether the answer was a success.
+    fn timed(&self, method: &str, path: &str, body: &Value) -> (f64, bool) {
+        let started = Instant::now();
+        let ok = self.call(method, path, body).is_ok();
+        (started.elapsed().as_secs_f64() * 1e3, ok)
+    }
+
+    fn call(&self, method: &str, path: &str, body: &Value) -> Result<Value, LoadError> {
+        let url = format!("{}{path}", self.base_url);
+        let failed = |e: ureq::Error| LoadError::Request {
+            url: url.clone(),
+            message: e.to_string(),
+        };
+        let authorization = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut response = if method == "GET" {
+            let mut request = self.agent.get(&url);
+            if let Some(value) = &authorization {
+                request = request.header("authorization", value);
+            }
+            request.call().map_err(failed)?
+        } else {
+            let mut request = self
+                .agent
+                .post(&url)
+                .header("content-type", "application/json");
+            if let Some(value) = &authorization {
+                request = request.header("authorization", value);
+            }
+            request.send(body.to_string()).map_err(failed)?
+        };
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().map_err(failed)?;
+        if !(200..300).contains(&status) {
+            return Err(LoadError::Status {
+                url,
+                status,
+                body: text,
+            });
+        }
+        serde_json::from_str(&text).map_err(|e| LoadError::Request {
+            url,
+            message: format!("not JSON: {e}"),
+        })
+    }
+
+    /// The ids of every event in the session's history.
+    fn logged_ids(&self, session: &str) -> Result<Vec<String>, LoadError> {
+        let history = self.call(
+            "GET",
+            &format!("/v1/sessions/{session}/events"),
+            &Value::Null,
+        )?;
+        Ok(history["events"]
+            .as_array()
+            .map(|events| {
+                events
+                    .iter()
+                    .filter_map(|e| e["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}

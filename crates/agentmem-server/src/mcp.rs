@@ -1,0 +1,125 @@
+//! The memory tools as a Model Context Protocol server: JSON-RPC 2.0
+//! messages in, answers out, whatever carries them (lines on stdio, or
+//! POST bodies of the streamable HTTP transport).
+//!
+//! Implemented: `initialize`, `notifications/initialized`, `ping`,
+//! `tools/list`, `tools/call`. A tool's own failure is a result with
+//! `isError: true` (the model reads it); a malformed message is a JSON-RPC
+//! error, and the server goes on.
+//!
+//! ```
+//! use agentmem::memory::tools::ToolContext;
+//! use agentmem::{store::Store, Durability};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path(), Durability::Batch).unwrap();
+//! let agent = Default::default();
+//! let context = ToolContext { store: &store, agent: &agent, session: None };
+//! let answer = agentmem_server::mcp::answer_line(&context, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+//! assert!(answer["result"]["tools"].as_array().unwrap().len() >= 7);
+//! ```
+
+use agentmem::memory::tools::{self, ToolContext};
+use serde_json::{json, Value};
+
+/// The protocol revision answered when the client asks for one we do not know.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// Revisions whose tool messages this server speaks.
+pub const KNOWN_VERSIONS: [&str; 3] = ["2024-11-05", "2025-03-26", "2025-06-18"];
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+/// The answer to one message given as text; `None` for notifications.
+pub fn answer_line(context: &ToolContext<'_>, line: &str) -> Option<Value> {
+    match serde_json::from_str(line) {
+        Ok(message) => answer(context, &message),
+        Err(e) => Some(parse_error(&e)),
+    }
+}
+
+/// The answer to a message that is not JSON.
+pub fn parse_error(error: &serde_json::Error) -> Value {
+    self::error(Value::Null, PARSE_ERROR, &format!("not JSON: {error}"))
+}
+
+/// The answer to one message; `None` for notifications (and responses).
+pub fn answer(context: &ToolContext<'_>, message: &Value) -> Option<Value> {
+    let id = message.get("id").cloned();
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        // A response from the client (we send no requests) needs no answer.
+        if message.get("result").is_some() || message.get("error").is_some() {
+            return None;
+        }
+        return Some(error(
+            id.unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            "no \"method\"",
+        ));
+    };
+    // A message without an id is a notification: nothing is answered.
+    let id = id?;
+    let params = message.get("params").cloned().unwrap_or(json!({}));
+    Some(match method {
+        "initialize" => success(id, initialize(&params)),
+        "ping" => success(id, json!({})),
+        "tools/list" => success(id, json!({"tools": tool_list()})),
+        "tools/call" => match call(context, &params) {
+            Ok(result) => success(id, result),
+            Err(message) => error(id, INVALID_PARAMS, &message),
+        },
+        other => error(id, METHOD_NOT_FOUND, &format!("unknown method {other:?}")),
+    })
+}
+
+fn initialize(params: &Value) -> Value {
+    let asked = params.get("protocolVersion").and_then(Value::as_str);
+    let version = asked
+        .filter(|v| KNOWN_VERSIONS.contains(v))
+        .unwrap_or(PROTOCOL_VERSION);
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "agentmem", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Long-term memory for this agent: a notebook (MEMORY.md), facts, and search and recall over every past conversation."
+    })
+}
+
+fn tool_list() -> Vec<Value> {
+    tools::schemas()
+        .into_iter()
+        .map(|schema| {
+            let mut input_schema = schema.parameters;
+            if schema.name == "read_evicted_output" {
+                // Outside a session's loop the tool must be told whose output it reads.
+                input_schema["properties"]["session"] =
+                    json!({"type": "string", "description": "The session the output belongs to."});
+                if let Some(map) = input_schema.as_object_mut() {
+                    map.remove("additionalProperties");
+                }
+            }
+            json!({"name": schema.name, "description": schema.description, "inputSchema": input_schema})
+        })
+        .collect()
+}
+
+fn call(context: &ToolContext<'_>, params: &Value) -> Result<Value, String> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("tools/call needs a \"name\"")?;
+    let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+    let text = tools::run(context, name, &arguments)
+        .ok_or_else(|| format!("unknown tool {name:?}; tools/list names the tools"))?;
+    let is_error = text.starts_with("error: ");
+    Ok(json!({"content": [{"type": "text", "text": text}], "isError": is_error}))
+}
+
+fn success(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}

@@ -1,0 +1,506 @@
+//! The operations every transport offers (HTTP, JSON lines on stdio), over
+//! one store and one agent.
+//!
+//! Sessions a request writes to stay open, their writer lock held, so an
+//! agent loop pays for opening a session once. Each open session sits behind
+//! its own mutex: requests on one session run one after another and never
+//! interleave their writes, while requests on different sessions run in
+//! parallel.
+//!
+//! ```
+//! use agentmem::{store::Store, Durability};
+//! use agentmem_server::service::{Op, Service};
+//! use serde_json::json;
+//! let dir = tempfile::tempdir().unwrap();
+//! let service = Service::new(Store::open(dir.path(), Durability::Batch).unwrap(), Default::default());
+//! service.execute(Op::CreateSession, &json!({"session": "s1"})).unwrap();
+//! let events = json!([{"trace_type": "user", "content": "fix the build"}]);
+//! let appended = service.execute(Op::Append, &json!({"session": "s1", "events": events})).unwrap();
+//! assert_eq!(appended["appended"], 1);
+//! let prepared = service.execute(Op::Prepare, &json!({"session": "s1", "model": "gpt-4o"})).unwrap();
+//! assert_eq!(prepared["payload"]["messages"][0]["content"], "fix the build");
+//! ```
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agentmem::context::overflow::classify_provider_error;
+use agentmem::event::Event;
+use agentmem::id::{AgentId, SessionId};
+use agentmem::memory::facts::{NewFact, Provenance, Trust};
+use agentmem::memory::tools::{self, ToolContext};
+use agentmem::prepare::{PrepareRequest, Prepared};
+use agentmem::recall::RecallRequest;
+use agentmem::render::{Target, ToolSchema};
+use agentmem::search::{Role, SearchFilter};
+use agentmem::session::{CompactOptions, Session};
+use agentmem::store::Store;
+use agentmem::tokens::Encoding;
+use serde_json::{json, Value};
+
+use crate::error::{ErrorKind, ServiceError};
+use crate::metrics::Metrics;
+
+/// Results a search returns when the request does not say.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+/// Tokens recall fills when the request does not say.
+pub const DEFAULT_RECALL_BUDGET_TOKENS: u64 = 2_000;
+/// HTTP status assumed for an overflow error reported without one.
+const DEFAULT_OVERFLOW_STATUS: u16 = 400;
+
+/// An operation, as JSON lines name it in `op`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    CreateSession,
+    Sessions,
+    ResumeSession,
+    Fork,
+    DeleteSession,
+    Append,
+    Events,
+    Prepare,
+    Compact,
+    RecoverOverflow,
+    EndSession,
+    Search,
+    Recall,
+    ReadMemory,
+    AppendMemory,
+    ReplaceMemory,
+    Facts,
+    RememberFact,
+    Tool,
+    Tools,
+}
+
+impl Op {
+    /// Every operation, in the order the documentation lists them.
+    pub const ALL: [Op; 20] = [
+        Op::CreateSession,
+        Op::Sessions,
+        Op::ResumeSession,
+        Op::Fork,
+        Op::DeleteSession,
+        Op::Append,
+        Op::Events,
+        Op::Prepare,
+        Op::Compact,
+        Op::RecoverOverflow,
+        Op::EndSession,
+        Op::Search,
+        Op::Recall,
+        Op::ReadMemory,
+        Op::AppendMemory,
+        Op::ReplaceMemory,
+        Op::Facts,
+        Op::RememberFact,
+        Op::Tool,
+        Op::Tools,
+    ];
+
+    /// The name in `op` and in metrics labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::CreateSession => "create_session",
+            Op::Sessions => "sessions",
+            Op::ResumeSession => "resume_session",
+            Op::Fork => "fork",
+            Op::DeleteSession => "delete_session",
+            Op::Append => "append",
+            Op::Events => "events",
+            Op::Prepare => "prepare",
+            Op::Compact => "compact",
+            Op::RecoverOverflow => "recover_overflow",
+            Op::EndSession => "end_session",
+            Op::Search => "search",
+            Op::Recall => "recall",
+            Op::ReadMemory => "read_memory",
+            Op::AppendMemory => "append_memory",
+            Op::ReplaceMemory => "replace_memory",
+            Op::Facts => "facts",
+            Op::RememberFact => "remember_fact",
+            Op::Tool => "tool",
+            Op::Tools => "tools",
+        }
+    }
+}
+
+impl FromStr for Op {
+    type Err = ServiceError;
+
+    fn from_str(name: &str) -> Result<Op, ServiceError> {
+        Op::ALL
+            .into_iter()
+            .find(|op| op.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Op::ALL.iter().map(|op| op.name()).collect();
+                ServiceError::new(
+                    ErrorKind::UnknownOperation,
+                    format!("unknown op {name:?}; use one of: {}", known.join(", ")),
+                )
+            })
+    }
+}
+
+/// A session slot: empty until a request opens the session for writing.
+type Slot = Arc<Mutex<Option<Session>>>;
+
+/// The engine behind every transport: one store, one agent, open sessions.
+pub struct Service {
+    store: Store,
+    agent: AgentId,
+    open: Mutex<HashMap<SessionId, Slot>>,
+    metrics: Metrics,
+}
+
+impl Service {
+    /// A service over `store` for `agent`; nothing is opened yet.
+    pub fn new(store: Store, agent: AgentId) -> Service {
+        Service {
+            store,
+            agent,
+            open: Mutex::new(HashMap::new()),
+            metrics: Metrics::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn agent(&self) -> &AgentId {
+        &self.agent
+    }
+
+    /// Request counts, latencies and what the pipeline saved.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Runs `op` with the arguments of the JSON object `args`.
+    pub fn execute(&self, op: Op, args: &Value) -> Result<Value, ServiceError> {
+        if !args.is_object() {
+            return Err(ServiceError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        match op {
+            Op::CreateSession => self.create_session(args),
+            Op::Sessions => Ok(serde_json::to_value(
+                self.store.list_sessions(&self.agent)?,
+            )?),
+            Op::ResumeSession => self.with_session(args, |session| {
+                Ok(json!({
+                    "meta": session.current_meta(),
+                    "turn": session.current_turn(),
+                    "calibration": session.calibration().all()
+                        .map(|(model, c)| json!({"model": model, "factor": c.factor, "samples": c.samples}))
+                        .collect::<Vec<_>>(),
+                }))
+            }),
+            Op::Fork => self.fork(args),
+            Op::DeleteSession => self.delete_session(args),
+            Op::Append => self.append(args),
+            Op::Events => self.events(args),
+            Op::Prepare => {
+                let request = prepare_request(args)?;
+                self.with_session(args, |session| {
+                    self.prepared(session.prepare(&request)?)
+                })
+            }
+            Op::Compact => self.compact(args),
+            Op::RecoverOverflow => self.recover_overflow(args),
+            Op::EndSession => self.with_session(args, |session| Ok(serde_json::to_value(session.end()?)?)),
+            Op::Search => self.search(args),
+            Op::Recall => self.recall(args),
+            Op::ReadMemory => Ok(serde_json::to_value(
+                self.store.notebook(&self.agent).read()?,
+            )?),
+            Op::AppendMemory => {
+                let version = self
+                    .store
+                    .notebook(&self.agent)
+                    .append(required_str(args, "text")?, optional_str(args, "expected_hash"))?;
+                Ok(serde_json::to_value(version)?)
+            }
+            Op::ReplaceMemory => {
+                let version = self.store.notebook(&self.agent).update(
+                    required_str(args, "old")?,
+                    optional_str(args, "new").unwrap_or_default(),
+                    optional_str(args, "expected_hash"),
+                )?;
+                Ok(serde_json::to_value(version)?)
+            }
+            Op::Facts => {
+                let facts = self.store.facts(&self.agent);
+                let listed = match args.get("all").and_then(Value::as_bool) {
+                    Some(true) => facts.all()?,
+                    Some(false) | None => facts.current()?,
+                };
+                Ok(serde_json::to_value(listed)?)
+            }
+            Op::RememberFact => self.remember_fact(args),
+            Op::Tool => self.tool(args),
+            Op::Tools => Ok(json!(tools::schemas()
+                .iter()
+                .map(ToolSchema::to_json)
+                .collect::<Vec<_>>())),
+        }
+    }
+
+    /// Sessions held open for writing.
+    pub fn open_sessions(&self) -> usize {
+        let slots: Vec<Slot> = lock(&self.open).values().cloned().collect();
+        slots.iter().filter(|slot| lock(slot).is_some()).count()
+    }
+
+    /// Closes every open session, writing pending metadata and releasing locks.
+    pub fn close(&self) -> Result<(), ServiceError> {
+        let slots: Vec<Slot> = lock(&self.open).drain().map(|(_, slot)| slot).collect();
+        for slot in slots {
+            if let Some(session) = lock(&slot).take() {
+                session.close()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn create_session(&self, args: &Value) -> Result<Value, ServiceError> {
+        let id = optional_str(args, "session")
+            .map(SessionId::new)
+            .transpose()?;
+        let session = self.store.create_session(&self.agent, id)?;
+        let id = session.id().clone();
+        let meta = session.current_meta();
+        *lock(&self.slot(&id)) = Some(session);
+        Ok(json!({"session": id.as_str(), "meta": meta}))
+    }
+
+    fn fork(&self, args: &Value) -> Result<Value, ServiceError> {
+        let source = session_id(args)?;
+        let new_id = optional_str(args, "new_session")
+            .map(SessionId::new)
+            .transpose()?;
+        // Held so no write to the source lands halfway through the copy.
+        let slot = self.slot(&source);
+        let _source = lock(&slot);
+        let meta =
+            self.store
+                .fork_session(&self.agent, &source, optional_str(args, "at_turn"), new_id)?;
+        Ok(serde_json::to_value(meta)?)
+    }
+
+    fn delete_session(&self, args: &Value) -> Result<Value, ServiceError> {
+        let id = session_id(args)?;
+        let slot = self.slot(&id);
+        let mut open = lock(&slot);
+        if let Some(session) = open.take() {
+            session.close()?;
+        }
+        self.store.delete_session(&self.agent, &id)?;
+        lock(&self.open).remove(&id);
+        Ok(json!({"deleted": id.as_str()}))
+    }
+
+    fn append(&self, args: &Value) -> Result<Value, ServiceError> {
+        let events = args
+            .get("events")
+            .ok_or_else(|| ServiceError::bad_request("\"events\": a list of events is needed"))?;
+        let events: Vec<Event> = serde_json::from_value(events.clone()).map_err(|e| {
+            ServiceError::bad_request(format!("\"events\" are not agentmem events: {e}"))
+        })?;
+        let report = self.with_session(args, |session| Ok(session.ingest(events)?))?;
+        self.metrics
+            .count_events(report.appended, report.duplicates);
+        Ok(json!({
+            "appended": report.appended,
+            "duplicates": report.duplicates,
+            "evicted": report.evicted,
+            "compaction_due": report.compaction_due,
+        }))
+    }
+
+    /// The session's whole history, archive included, from `after_seq` on.
+    fn events(&self, args: &Value) -> Result<Value, ServiceError> {
+        let after = optional_u64(args, "after_seq")?;
+        let limit = optional_u64(args, "limit")?.map_or(usize::MAX, |n| n as usize);
+        let history = self.with_session(args, |session| Ok(session.full_history()?))?;
+        let events: Vec<&Event> = history
+            .iter()
+            .filter(|e| after.is_none_or(|after| e.seq > after))
+            .take(limit)
+            .collect();
+        Ok(json!({"events": events}))
+    }
+
+    fn compact(&self, args: &Value) -> Result<Value, ServiceError> {
+        let options = CompactOptions {
+            focus: optional_str(args, "focus").map(str::to_owned),
+            ..CompactOptions::default()
+        };
+        let report = self.with_session(args, |session| Ok(session.compact(&options)?))?;
+        if report.applied {
+            self.metrics.count_compaction(report.tokens_saved);
+        }
+        Ok(serde_json::to_value(report)?)
+    }
+
+    fn recover_overflow(&self, args: &Value) -> Result<Value, ServiceError> {
+        let request = prepare_request(args)?;
+        let status = match args.get("status").and_then(Value::as_u64) {
+            Some(status) => u16::try_from(status)
+                .map_err(|_| ServiceError::bad_request("\"status\" is an HTTP status code"))?,
+            None => DEFAULT_OVERFLOW_STATUS,
+        };
+        let error = classify_provider_error(status, required_str(args, "error_body")?);
+        self.with_session(args, |session| {
+            self.prepared(session.recover_from_overflow(&error, &request)?)
+        })
+    }
+
+    fn search(&self, args: &Value) -> Result<Value, ServiceError> {
+        let date = |key| {
+            optional_str(args, key)
+                .map(agentmem::search::parse_date)
+                .transpose()
+        };
+        let filter = SearchFilter {
+            session: optional_str(args, "session").map(str::to_owned),
+            role: optional_str(args, "role").map(Role::parse).transpose()?,
+            since: date("since")?,
+            until: date("until")?,
+            limit: optional_u64(args, "limit")?.map_or(DEFAULT_SEARCH_LIMIT, |n| n as usize),
+        };
+        let hits = self
+            .store
+            .search(&self.agent, required_str(args, "query")?, &filter)?;
+        Ok(serde_json::to_value(hits)?)
+    }
+
+    fn recall(&self, args: &Value) -> Result<Value, ServiceError> {
+        let budget = optional_u64(args, "budget")?.unwrap_or(DEFAULT_RECALL_BUDGET_TOKENS);
+        let mut request = RecallRequest::new(required_str(args, "query")?, budget);
+        request.exclude_session = optional_str(args, "session").map(str::to_owned);
+        let recalled = self
+            .store
+            .recall(&self.agent, &request, Encoding::default().tokenizer())?;
+        Ok(serde_json::to_value(recalled)?)
+    }
+
+    fn remember_fact(&self, args: &Value) -> Result<Value, ServiceError> {
+        let tags = match args.get("tags") {
+            None => Vec::new(),
+            Some(tags) => serde_json::from_value(tags.clone())
+                .map_err(|_| ServiceError::bad_request("\"tags\" must be a list of strings"))?,
+        };
+        let added = self.store.facts(&self.agent).add(NewFact {
+            fact: required_str(args, "fact")?.to_owned(),
+            tags,
+            confidence: 0.9,
+            salience: 0.7,
+            provenance: Provenance {
+                session_id: optional_str(args, "session").map(str::to_owned),
+                extractor: "api".into(),
+                ..Provenance::default()
+            },
+            trust: Trust::User,
+        })?;
+        Ok(serde_json::to_value(added)?)
+    }
+
+    fn tool(&self, args: &Value) -> Result<Value, ServiceError> {
+        let session = optional_str(args, "session")
+            .map(SessionId::new)
+            .transpose()?;
+        let context = ToolContext {
+            store: &self.store,
+            agent: &self.agent,
+            session: session.as_ref(),
+        };
+        let name = required_str(args, "name")?;
+        let arguments = args.get("arguments").cloned().unwrap_or(json!({}));
+        let text = tools::run(&context, name, &arguments).ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::UnknownOperation,
+                format!("unknown tool {name:?}; the tools operation lists them"),
+            )
+        })?;
+        Ok(json!({"text": text}))
+    }
+
+    fn prepared(&self, prepared: Prepared) -> Result<Value, ServiceError> {
+        self.metrics.count_prepare(&prepared.stats);
+        Ok(json!({"payload": prepared.payload, "stats": serde_json::to_value(&prepared.stats)?}))
+    }
+
+    /// Runs `work` on the session `args` names, opened for writing once and
+    /// locked for the duration, so its writes never interleave with another
+    /// request's.
+    fn with_session<T>(
+        &self,
+        args: &Value,
+        work: impl FnOnce(&mut Session) -> Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        let id = session_id(args)?;
+        let slot = self.slot(&id);
+        let mut open = lock(&slot);
+        let session = match open.as_mut() {
+            Some(session) => session,
+            None => open.insert(self.store.open_session(&self.agent, &id)?),
+        };
+        work(session)
+    }
+
+    /// The slot of session `id`, made on first use.
+    fn slot(&self, id: &SessionId) -> Slot {
+        lock(&self.open).entry(id.clone()).or_default().clone()
+    }
+}
+
+/// A poisoned lock only means another request panicked mid-way; the
+/// session's own files stay consistent (appends are atomic), so go on.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
+    let model = required_str(args, "model")?;
+    let target = match optional_str(args, "target") {
+        Some(name) => name.parse::<Target>().map_err(ServiceError::bad_request)?,
+        None => Target::for_model(model),
+    };
+    let mut request = PrepareRequest::new(model, target);
+    request.system = optional_str(args, "system").map(str::to_owned);
+    if let Some(tools) = args.get("tools") {
+        request.tools = tools
+            .as_array()
+            .ok_or_else(|| ServiceError::bad_request("\"tools\": a list of tool schemas"))?
+            .iter()
+            .map(|tool| ToolSchema::from_json(tool).map_err(ServiceError::bad_request))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(request)
+}
+
+fn session_id(args: &Value) -> Result<SessionId, ServiceError> {
+    Ok(SessionId::new(required_str(args, "session")?)?)
+}
+
+fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ServiceError> {
+    optional_str(args, key)
+        .ok_or_else(|| ServiceError::bad_request(format!("the request needs a \"{key}\" string")))
+}
+
+fn optional_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn optional_u64(args: &Value, key: &str) -> Result<Option<u64>, ServiceError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+            ServiceError::bad_request(format!("\"{key}\" must be a non-negative integer"))
+        }),
+    }
+}

@@ -1,0 +1,446 @@
+//! The HTTP API end to end on loopback: an agent loop, the errors a client
+//! can meet (with nothing changed), the token, MCP over streamable HTTP,
+//! metrics, and the OpenAPI document against the route table.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use agentmem_server::http::routes::ROUTES;
+use agentmem_server::http::{HttpServer, ServeError, ServerOptions};
+use serde_json::{json, Value};
+use support::TestServer;
+
+fn events(session: &TestServer, id: &str) -> Vec<Value> {
+    let (status, body) = session.call("GET", &format!("/v1/sessions/{id}/events"), None);
+    assert_eq!(status, 200, "{body}");
+    body["events"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_client_walks_a_whole_agent_loop() {
+    let server = TestServer::start();
+    let (status, created) = server.call("POST", "/v1/sessions", Some(&json!({"session": "s1"})));
+    assert_eq!(status, 201, "{created}");
+
+    let turn = json!({"events": [
+        {"id": "u1", "trace_type": "user", "content": "The build fails in src/parser.rs with E0308"},
+        {"id": "c1", "trace_type": "tool_call", "tool_name": "shell", "tool_call_id": "call_1", "tool_args": {"cmd": "cargo build"}},
+        {"id": "r1", "trace_type": "tool_result", "tool_name": "shell", "tool_call_id": "call_1", "content": "error[E0308]: mismatched types --> src/parser.rs:42"},
+    ]});
+    let (status, appended) = server.call("POST", "/v1/sessions/s1/events", Some(&turn));
+    assert_eq!(
+        (status, appended["appended"].as_u64()),
+        (200, Some(3)),
+        "{appended}"
+    );
+    // A retry of the same batch is recognised by its ids.
+    let (_, retried) = server.call("POST", "/v1/sessions/s1/events", Some(&turn));
+    assert_eq!(
+        (retried["appended"].as_u64(), retried["duplicates"].as_u64()),
+        (Some(0), Some(3))
+    );
+
+    let (status, prepared) = server.call(
+        "POST",
+        "/v1/sessions/s1/prepare",
+        Some(&json!({"model": "claude-sonnet-4-5", "system": "Be brief."})),
+    );
+    assert_eq!(status, 200, "{prepared}");
+    assert_eq!(
+        prepared["payload"]["system"], "Be brief.",
+        "Anthropic shape: {prepared}"
+    );
+    let counted = prepared["stats"]["counted_tokens"].as_u64().unwrap();
+
+    // Usage rides on the answer's first event, and the calibration learns from it.
+    let answer = json!({"events": [{"id": "a1", "trace_type": "assistant", "content": "Line 42 returns a String where &str is expected.",
+        "usage": {"prompt_tokens": counted + 10, "completion_tokens": 12, "model": "claude-sonnet-4-5"}}]});
+    assert_eq!(
+        server
+            .call("POST", "/v1/sessions/s1/events", Some(&answer))
+            .0,
+        200
+    );
+    let (_, resumed) = server.call("GET", "/v1/sessions/s1", None);
+    assert_eq!(resumed["meta"]["events"], 4, "{resumed}");
+    assert_eq!(
+        resumed["calibration"][0]["model"], "claude-sonnet-4-5",
+        "{resumed}"
+    );
+
+    let (status, compacted) = server.call(
+        "POST",
+        "/v1/sessions/s1/compact",
+        Some(&json!({"focus": "the parser error"})),
+    );
+    assert_eq!(status, 200, "{compacted}");
+    assert_eq!(compacted["focus"], "the parser error");
+
+    let (status, recovered) = server.call(
+        "POST",
+        "/v1/sessions/s1/recover",
+        Some(&json!({"model": "gpt-4o", "status": 400, "error_body": "{\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"maximum context length is 128000 tokens\"}}"})),
+    );
+    assert_eq!(status, 200, "{recovered}");
+    assert!(recovered["payload"]["messages"].is_array());
+
+    let (_, hits) = server.call("POST", "/v1/search", Some(&json!({"query": "E0308"})));
+    assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
+
+    let (_, memory) = server.call(
+        "POST",
+        "/v1/memory",
+        Some(&json!({"text": "- The parser lives in src/parser.rs."})),
+    );
+    let stale = json!({"text": "- another note", "expected_hash": "0000000000000000"});
+    let (status, conflict) = server.call("POST", "/v1/memory", Some(&stale));
+    assert_eq!(
+        (status, conflict["error"]["kind"].as_str()),
+        (409, Some("conflict"))
+    );
+    let (_, read) = server.call("GET", "/v1/memory", None);
+    assert_eq!(
+        read["hash"], memory["hash"],
+        "a refused edit changes nothing"
+    );
+
+    let (_, fact) = server.call(
+        "POST",
+        "/v1/facts",
+        Some(&json!({"fact": "The user wants small commits.", "tags": ["preference"]})),
+    );
+    assert_eq!(fact["outcome"], "added", "{fact}");
+    let (_, facts) = server.call("GET", "/v1/facts?all=true", None);
+    assert_eq!(facts.as_array().unwrap().len(), 1);
+    let (_, recalled) = server.call(
+        "POST",
+        "/v1/recall",
+        Some(&json!({"query": "small commits", "budget": 500})),
+    );
+    assert!(
+        recalled["block"]
+            .as_str()
+            .unwrap()
+            .contains("small commits"),
+        "{recalled}"
+    );
+
+    let (_, tools) = server.call("GET", "/v1/tools", None);
+    assert!(tools.as_array().unwrap().len() >= 7);
+    let (_, read_tool) = server.call(
+        "POST",
+        "/v1/tools/read_memory",
+        Some(&json!({"arguments": {}})),
+    );
+    assert!(read_tool["text"]
+        .as_str()
+        .unwrap()
+        .contains("src/parser.rs"));
+
+    let (status, fork) = server.call(
+        "POST",
+        "/v1/sessions/s1/fork",
+        Some(&json!({"new_session": "s1-fork"})),
+    );
+    assert_eq!(status, 200, "{fork}");
+    assert_eq!(
+        events(&server, "s1-fork").len(),
+        4,
+        "the fork has the whole history"
+    );
+    assert_eq!(server.call("POST", "/v1/sessions/s1/end", None).0, 200);
+
+    let (_, listed) = server.call("GET", "/v1/sessions", None);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(server.call("DELETE", "/v1/sessions/s1-fork", None).0, 200);
+    assert_eq!(server.call("GET", "/v1/sessions/s1-fork", None).0, 404);
+}
+
+#[test]
+fn bad_requests_get_clear_errors_and_change_nothing() {
+    let server = TestServer::start();
+    server.call("POST", "/v1/sessions", Some(&json!({"session": "s1"})));
+    let expect = |(status, body): (u16, Value), want: u16, kind: &str| {
+        assert_eq!(status, want, "{body}");
+        assert_eq!(body["error"]["kind"], kind, "{body}");
+        assert!(!body["error"]["message"].as_str().unwrap().is_empty());
+    };
+    let (status, text) = server.raw("POST", "/v1/sessions/s1/events", &[], b"{\"events\": [");
+    expect(
+        (status, serde_json::from_str(&text).unwrap()),
+        400,
+        "bad_request",
+    );
+    let invalid = json!({"events": [
+        {"id": "ok", "trace_type": "user", "content": "fine"},
+        {"id": "bad", "trace_type": "tool_result", "content": "no call id"},
+    ]});
+    expect(
+        server.call("POST", "/v1/sessions/s1/events", Some(&invalid)),
+        400,
+        "bad_request",
+    );
+    expect(
+        server.call(
+            "POST",
+            "/v1/sessions/s1/events",
+            Some(&json!({"events": "x"})),
+        ),
+        400,
+        "bad_request",
+    );
+    expect(
+        server.call("POST", "/v1/sessions/s1/events", Some(&json!([1]))),
+        400,
+        "bad_request",
+    );
+    expect(
+        server.call(
+            "POST",
+            "/v1/sessions/..%2Fetc/events",
+            Some(&json!({"events": []})),
+        ),
+        400,
+        "bad_request",
+    );
+    expect(
+        server.call(
+            "POST",
+            "/v1/sessions/nope/prepare",
+            Some(&json!({"model": "gpt-4o"})),
+        ),
+        404,
+        "not_found",
+    );
+    expect(
+        server.call("POST", "/v1/sessions/s1/prepare", Some(&json!({}))),
+        400,
+        "bad_request",
+    );
+    expect(
+        server.call("POST", "/v1/sessions", Some(&json!({"session": "s1"}))),
+        409,
+        "conflict",
+    );
+    expect(
+        server.call("GET", "/v1/nothing", None),
+        404,
+        "unknown_operation",
+    );
+    expect(
+        server.call("PUT", "/v1/sessions", None),
+        405,
+        "method_not_allowed",
+    );
+    expect(
+        server.call(
+            "POST",
+            "/v1/sessions/s1/events",
+            Some(&json!({"session": "s2", "events": []})),
+        ),
+        400,
+        "bad_request",
+    );
+
+    let huge = format!(
+        "{{\"events\": [{{\"trace_type\": \"user\", \"content\": \"{}\"}}]}}",
+        "x".repeat(9 * 1024 * 1024)
+    );
+    let (status, text) = server.raw("POST", "/v1/sessions/s1/events", &[], huge.as_bytes());
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("--max-body-bytes"), "{text}");
+
+    assert!(
+        events(&server, "s1").is_empty(),
+        "no refused request wrote anything"
+    );
+}
+
+#[test]
+fn only_this_machine_may_call_a_loopback_server() {
+    let server = TestServer::start();
+    let (status, text) = server.raw(
+        "GET",
+        "/v1/sessions",
+        &[("Host", "attacker.example:7077")],
+        b"",
+    );
+    assert_eq!(status, 403, "DNS rebinding is refused: {text}");
+    let (status, text) = server.raw(
+        "POST",
+        "/v1/memory",
+        &[("Origin", "https://attacker.example")],
+        br#"{"text": "x"}"#,
+    );
+    assert_eq!(status, 403, "a cross-site request is refused: {text}");
+    let (status, _) = server.raw(
+        "GET",
+        "/v1/memory",
+        &[("Origin", "http://localhost:3000")],
+        b"",
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_token_is_required_beyond_loopback_and_checked_when_set() {
+    let refused = HttpServer::bind(
+        std::sync::Arc::new(agentmem_server::service::Service::new(
+            agentmem::store::Store::open(
+                tempfile::tempdir().unwrap().path(),
+                agentmem::Durability::Batch,
+            )
+            .unwrap(),
+            Default::default(),
+        )),
+        ServerOptions {
+            addr: "0.0.0.0:0".parse().unwrap(),
+            ..ServerOptions::default()
+        },
+    );
+    assert!(matches!(refused, Err(ServeError::TokenRequired { .. })));
+
+    let server = TestServer::with_options(ServerOptions {
+        addr: "0.0.0.0:0".parse().unwrap(),
+        token: Some("s3cret-token-for-tests".into()),
+        ..ServerOptions::default()
+    });
+    let (status, text) = server.raw("GET", "/v1/sessions", &[], b"");
+    assert_eq!(status, 401, "{text}");
+    assert!(text.contains("Authorization: Bearer"), "{text}");
+    let (status, _) = server.raw(
+        "GET",
+        "/v1/sessions",
+        &[("Authorization", "Bearer wrong")],
+        b"",
+    );
+    assert_eq!(status, 401);
+    let (status, _) = server.raw(
+        "GET",
+        "/v1/sessions",
+        &[("Authorization", "Bearer s3cret-token-for-tests")],
+        b"",
+    );
+    assert_eq!(status, 200);
+    let (status, _) = server.raw(
+        "POST",
+        "/mcp",
+        &[],
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(status, 401, "MCP needs the token too");
+    assert_eq!(
+        server.raw("GET", "/healthz", &[], b"").0,
+        200,
+        "liveness needs no token"
+    );
+}
+
+#[test]
+fn an_mcp_client_initializes_lists_and_calls_tools_over_http() {
+    let server = TestServer::start();
+    let post =
+        |body: &str, headers: &[(&str, &str)]| server.raw("POST", "/mcp", headers, body.as_bytes());
+    let (status, text) = post(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#,
+        &[("Accept", "application/json, text/event-stream")],
+    );
+    assert_eq!(status, 200, "{text}");
+    let init: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    let version = [("MCP-Protocol-Version", "2025-06-18")];
+    let (status, text) = post(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        &version,
+    );
+    assert_eq!((status, text.as_str()), (202, ""));
+    let (_, text) = post(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        &version,
+    );
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let schemas = agentmem::memory::tools::schemas();
+    let expected: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, expected, "every memory tool, in order");
+    let (_, text) = post(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_memory","arguments":{"text":"- Deploys go out on Tuesdays."}}}"#,
+        &version,
+    );
+    let called: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(called["result"]["isError"], false, "{called}");
+    let (_, memory) = server.call("GET", "/v1/memory", None);
+    assert!(memory["content"].as_str().unwrap().contains("Tuesdays"));
+
+    let (status, _) = post(
+        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        &[("MCP-Protocol-Version", "1999-01-01")],
+    );
+    assert_eq!(status, 400, "an unknown protocol version is refused");
+    let (status, text) = post("{not json", &version);
+    assert_eq!(status, 400);
+    assert!(text.contains("-32700"), "{text}");
+    assert_eq!(
+        server.raw("GET", "/mcp", &[], b"").0,
+        405,
+        "no server-sent stream is offered"
+    );
+}
+
+#[test]
+fn metrics_count_requests_compactions_and_events() {
+    let server = TestServer::start();
+    server.call("POST", "/v1/sessions", Some(&json!({"session": "m"})));
+    server.call(
+        "POST",
+        "/v1/sessions/m/events",
+        Some(&json!({"events": [{"trace_type": "user", "content": "hello there, general"}]})),
+    );
+    server.call("POST", "/v1/sessions/m/compact", Some(&json!({})));
+    server.call("GET", "/v1/nothing", None);
+    let (status, text) = server.raw("GET", "/metrics", &[], b"");
+    assert_eq!(status, 200);
+    assert!(
+        text.contains("agentmem_requests_total{operation=\"append\",status=\"200\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("agentmem_requests_total{operation=\"unrouted\",status=\"404\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("agentmem_events_appended_total 1"), "{text}");
+    assert!(text.contains("agentmem_request_duration_seconds_bucket{operation=\"create_session\",status=\"201\",le=\"+Inf\"} 1"), "{text}");
+    assert!(text.contains("agentmem_open_sessions 1"), "{text}");
+}
+
+#[test]
+fn the_openapi_document_describes_every_route_and_no_other() {
+    let server = TestServer::start();
+    let (status, text) = server.raw("GET", "/openapi.json", &[], b"");
+    assert_eq!(status, 200);
+    let document: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let documented: BTreeSet<(String, String)> = document["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| *k != "parameters")
+                .map(move |m| (m.to_uppercase(), path.clone()))
+        })
+        .collect();
+    let routed: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|r| (r.method.to_owned(), r.path.to_owned()))
+        .collect();
+    assert_eq!(documented, routed);
+}
