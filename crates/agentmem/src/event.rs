@@ -70,6 +70,22 @@ impl TraceType {
         }
     }
 
+    /// Whether events of this type change the session's working memory:
+    /// the model sees their effect (the current state), never the events.
+    pub fn is_state_update(self) -> bool {
+        match self {
+            TraceType::WorkingMemory => true,
+            TraceType::User
+            | TraceType::Assistant
+            | TraceType::ToolCall
+            | TraceType::ToolResult
+            | TraceType::System
+            | TraceType::Reasoning
+            | TraceType::Summary
+            | TraceType::TurnAborted => false,
+        }
+    }
+
     /// The on-disk name, e.g. `tool_call`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -291,11 +307,17 @@ impl Event {
             | TraceType::TurnAborted
             | TraceType::WorkingMemory => false,
         };
-        if self.trace_type == TraceType::WorkingMemory && self.working_memory.is_none() {
-            return Err(
-                "a working_memory event needs its \"working_memory\" update (kind and patch)"
-                    .into(),
-            );
+        match (self.trace_type, &self.working_memory) {
+            (TraceType::WorkingMemory, None) => {
+                return Err("a working_memory event needs its \"working_memory\" update (kind and patch)".into())
+            }
+            (TraceType::WorkingMemory, Some(_)) | (_, None) => {}
+            (other, Some(_)) => {
+                return Err(format!(
+                    "a {} event cannot carry a working-memory update; send it as a working_memory event",
+                    other.as_str()
+                ))
+            }
         }
         if needs_call_id && self.tool_call_id.as_deref().is_none_or(str::is_empty) {
             return Err(format!(
@@ -312,22 +334,20 @@ impl Event {
         Ok(())
     }
 
+    /// The working-memory update this event makes, if it is one.
+    pub fn state_update(&self) -> Option<&crate::working::StateUpdate> {
+        if self.trace_type.is_state_update() {
+            self.working_memory.as_ref()
+        } else {
+            None
+        }
+    }
+
     /// Whether the event belongs in the model's context: not a subagent's
     /// own (see [`SIDECHAIN_TAG`]), and not a working-memory update, whose
     /// effect the model sees as the current state in a section of its own.
     pub fn is_in_model_view(&self) -> bool {
-        let shown_as_itself = match self.trace_type {
-            TraceType::WorkingMemory => false,
-            TraceType::User
-            | TraceType::Assistant
-            | TraceType::ToolCall
-            | TraceType::ToolResult
-            | TraceType::System
-            | TraceType::Reasoning
-            | TraceType::Summary
-            | TraceType::TurnAborted => true,
-        };
-        shown_as_itself && !self.tags.iter().any(|t| t == SIDECHAIN_TAG)
+        !self.trace_type.is_state_update() && !self.tags.iter().any(|t| t == SIDECHAIN_TAG)
     }
 
     /// Sets the id (builder style).

@@ -444,6 +444,13 @@ fn an_update_without_a_version_is_numbered_by_the_session() {
         .clone()
         .unwrap();
     assert_eq!((stored.version, &stored.hash), (1, &state.hash));
+    assert_eq!(session.events().last().unwrap().content, stored.describe());
+    let mut smuggled = Event::user("not an update");
+    smuggled.working_memory = Some(stored);
+    assert!(matches!(
+        session.ingest(vec![smuggled]),
+        Err(Error::InvalidEvent { .. })
+    ));
     let without_patch = Event::new(TraceType::WorkingMemory, "lost");
     assert!(matches!(
         session.ingest(vec![without_patch]),

@@ -127,13 +127,13 @@ impl Session {
         fresh: &mut [Event],
         batch_index: &[usize],
     ) -> Result<Option<WorkingMemory>> {
-        if !fresh.iter().any(|e| e.working_memory.is_some()) {
+        if !fresh.iter().any(|e| e.state_update().is_some()) {
             return Ok(None);
         }
         let schema = self.working_memory_schema()?;
         let mut state = self.working.clone();
         for (position, event) in fresh.iter_mut().enumerate() {
-            let Some(update) = &mut event.working_memory else {
+            let Some(update) = event.state_update() else {
                 continue;
             };
             state = state
@@ -142,8 +142,16 @@ impl Session {
                     index: batch_index[position],
                     reason: error.to_string(),
                 })?;
-            update.version = state.version;
-            update.hash = state.hash.clone();
+            let update = StateUpdate {
+                version: state.version,
+                hash: state.hash.clone(),
+                ..update.clone()
+            };
+            // An update written without words gets them, so search finds it.
+            if event.content.is_empty() {
+                event.content = update.describe();
+            }
+            event.working_memory = Some(update);
         }
         Ok(Some(state))
     }

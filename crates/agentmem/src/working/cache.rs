@@ -101,7 +101,7 @@ fn last_recorded(snapshot: Option<&Snapshot>, active: &[Event]) -> Option<(u64, 
     let in_log = active
         .iter()
         .rev()
-        .find_map(|e| e.working_memory.as_ref())
+        .find_map(Event::state_update)
         .map(|u| (u.version, u.hash.clone()));
     let in_snapshot = snapshot
         .and_then(|s| s.working_memory.as_ref())

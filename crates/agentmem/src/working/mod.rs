@@ -273,7 +273,7 @@ pub fn replay<'a>(
         ..Replayed::default()
     };
     for event in events {
-        let Some(update) = &event.working_memory else {
+        let Some(update) = event.state_update() else {
             continue;
         };
         if update.version != 0 && update.version <= replayed.state.version {
