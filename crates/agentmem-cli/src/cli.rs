@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 /// agentmem: durable memory and context for LLM agents.
 #[derive(Debug, Parser)]
@@ -131,6 +131,8 @@ pub enum Command {
     /// The agent's MEMORY.md: show, append, replace.
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// A session's working memory: show it, patch it, set its schema, list its versions.
+    State(StateArgs),
     /// The agent's semantic facts: list, add, supersede, delete.
     #[command(subcommand)]
     Facts(FactsCommand),
@@ -141,7 +143,7 @@ pub enum Command {
         /// Only this session.
         #[arg(long)]
         session: Option<String>,
-        /// Only what this role said: user, assistant, tool or system.
+        /// Only what this role said: user, assistant, tool, system, or state (working-memory updates).
         #[arg(long)]
         role: Option<String>,
         /// Only events from this date on (YYYY-MM-DD or RFC 3339).
@@ -187,6 +189,38 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Measure append throughput, session open time and import speed.
     Bench(BenchArgs),
+}
+
+/// `agentmem state ID`: shows the state unless one action is given.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("action").args(["patch", "schema", "no_schema", "history"])))]
+pub struct StateArgs {
+    pub id: String,
+    /// Apply this patch: a JSON Merge Patch object or a JSON Patch list of operations (`-` reads stdin).
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// Apply the patch only if the state is still at this version (compare-and-swap).
+    #[arg(long, value_name = "N", requires = "patch")]
+    pub expect_version: Option<u64>,
+    /// Set the JSON Schema every update must keep to (checked, with the current state, first).
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<PathBuf>,
+    /// Remove the schema.
+    #[arg(long)]
+    pub no_schema: bool,
+    /// Whose schema --schema and --no-schema set: this session's, or the agent's (for every session without its own).
+    #[arg(long, value_enum, default_value = "session")]
+    pub scope: StateScope,
+    /// List every version with the event that made it.
+    #[arg(long)]
+    pub history: bool,
+}
+
+/// Where a working-memory schema applies.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StateScope {
+    Session,
+    Agent,
 }
 
 #[derive(Debug, Subcommand)]

@@ -88,7 +88,9 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
             "search_conversation_history",
             "recall",
             "remember_fact",
-            "read_evicted_output"
+            "read_evicted_output",
+            "get_working_memory",
+            "update_working_memory"
         ]
     );
     let second = requests[1].body["messages"].as_array().unwrap();
@@ -146,6 +148,68 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
         after[..],
         "the fork continues the same history"
     );
+}
+
+#[test]
+fn the_model_keeps_its_task_state_in_the_session_it_talks_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"patch": {"plan": [{"step": "review auth", "status": "doing"}]}, "expected_version": 0});
+    let update = |id: &str| {
+        answer(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "update_working_memory", "arguments": plan.to_string()}}
+        ]}))
+    };
+    let server = Loopback::start(vec![
+        update("call_1"),
+        // The same change again, made against the version it already moved past.
+        update("call_2"),
+        answer(json!({"role": "assistant", "content": "Planned."})),
+        answer(json!({"role": "assistant", "content": "Still reviewing auth."})),
+    ]);
+    let output = chat(
+        dir.path(),
+        &server,
+        &[],
+        "Plan the review.\n/state\nWhat next?\n",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("version 1") && stdout.contains("review auth"),
+        "/state shows it: {stdout}"
+    );
+
+    let requests = server.requests();
+    let last_message = |i: usize| {
+        requests[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone()
+    };
+    let applied = last_message(1)["content"].as_str().unwrap().to_owned();
+    assert!(applied.contains("now at version 1"), "{applied}");
+    let refused = last_message(2)["content"].as_str().unwrap().to_owned();
+    assert!(
+        refused.starts_with("error:") && refused.contains("found 1"),
+        "{refused}"
+    );
+    let system = requests[3].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("# Working memory (version 1)") && system.contains("review auth"),
+        "{system}"
+    );
+
+    let id = session_id(&output);
+    let state = common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["state", &id, "--json"]),
+        &[],
+        "",
+    );
+    let state: Value = serde_json::from_slice(&state.stdout).unwrap();
+    assert_eq!(state["version"], 1);
+    assert_eq!(state["document"]["plan"][0]["status"], "doing");
 }
 
 /// Runs `agentmem` with its standard streams on a pseudo-terminal, types

@@ -583,6 +583,114 @@ fn memory_show_append_replace_with_compare_and_swap() {
     assert_eq!(text, "- prefers spaces\n");
 }
 
+/// `agentmem state ID --json`, parsed.
+fn state_json(dir: &Path, id: &str) -> Value {
+    serde_json::from_slice(&run_ok(agentmem(dir).args(["state", id, "--json"])).stdout).unwrap()
+}
+
+#[test]
+fn state_patch_schema_history_with_compare_and_swap() {
+    let dir = tempfile::tempdir().unwrap();
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &events_ndjson(8),
+    );
+    let file = |name: &str, value: Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, value.to_string()).unwrap();
+        path
+    };
+    let plan = file(
+        "plan.json",
+        json!({"plan": [{"step": "read", "done": false}], "files": []}),
+    );
+    run_ok(
+        agentmem(dir.path())
+            .args(["state", "s", "--expect-version", "0", "--patch"])
+            .arg(&plan),
+    );
+    let add = json!([{"op": "add", "path": "/files/-", "value": "src/auth.rs"}]);
+    let add_file = file("add.json", add.clone());
+    let stale = agentmem(dir.path())
+        .args(["state", "s", "--expect-version", "0", "--patch"])
+        .arg(&add_file)
+        .output()
+        .unwrap();
+    assert!(!stale.status.success());
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("expected version 0, found 1"));
+    assert_eq!(state_json(dir.path(), "s")["version"], 1, "nothing changed");
+
+    let schema = file(
+        "schema.json",
+        json!({"type": "object", "properties": {"plan": {"type": "array", "items": {"properties": {"done": {"type": "boolean"}}}}}}),
+    );
+    run_ok(
+        agentmem(dir.path())
+            .args(["state", "s", "--schema"])
+            .arg(&schema),
+    );
+    let bad = file(
+        "bad.json",
+        json!({"plan": [{"step": "read", "done": "yes"}]}),
+    );
+    let refused = agentmem(dir.path())
+        .args(["state", "s", "--patch"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("invalid at /plan/0/done"));
+
+    // A patch on stdin, checked against the version it was made for.
+    let from_stdin = common::run_with_stdin(
+        agentmem(dir.path()).args(["state", "s", "--patch", "-", "--expect-version", "1"]),
+        &add.to_string(),
+    );
+    assert!(
+        from_stdin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_stdin.stderr)
+    );
+    let state = state_json(dir.path(), "s");
+    assert_eq!(state["version"], 2);
+    assert_eq!(state["document"]["files"], json!(["src/auth.rs"]));
+    assert_eq!(state["schema"]["scope"], "session");
+
+    let history = stdout(&run_ok(agentmem(dir.path()).args([
+        "state",
+        "s",
+        "--history",
+    ])));
+    let lines: Vec<&str> = history.lines().collect();
+    assert_eq!(lines.len(), 2, "{history}");
+    assert!(
+        lines[0].starts_with("v1") && lines[0].contains("merge patch"),
+        "{history}"
+    );
+    assert!(
+        lines[1].starts_with("v2") && lines[1].contains("JSON patch"),
+        "{history}"
+    );
+
+    // Compacted, forked and prepared, the state is the same and in the context.
+    run_ok(agentmem(dir.path()).args(["compact", "s", "--keep-turns", "0"]));
+    run_ok(agentmem(dir.path()).args(["sessions", "fork", "s", "--new-id", "f"]));
+    assert_eq!(state_json(dir.path(), "f")["document"], state["document"]);
+    let payload = stdout(&run_ok(
+        agentmem(dir.path()).args(["prepare", "f", "--model", "gpt-4.1"]),
+    ));
+    assert!(payload.contains("# Working memory (version 2)") && payload.contains("src/auth.rs"));
+    let context: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["context", "f", "--model", "gpt-4.1", "--json"])).stdout,
+    )
+    .unwrap();
+    assert!(context["sections"]["working_memory"].as_u64().unwrap() > 0);
+    let found = stdout(&run_ok(
+        agentmem(dir.path()).args(["search", "auth", "--role", "state"]),
+    ));
+    assert!(found.contains("src/auth.rs"), "{found}");
+}
+
 #[test]
 fn facts_add_merge_supersede_delete() {
     let dir = tempfile::tempdir().unwrap();

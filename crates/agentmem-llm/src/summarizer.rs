@@ -151,6 +151,7 @@ fn line_of(event: &Event) -> String {
         TraceType::Reasoning => format!("Assistant (thinking): {}", event.content),
         TraceType::Summary => format!("Earlier summary: {}", event.content),
         TraceType::TurnAborted => "(the user interrupted this turn)".to_owned(),
+        TraceType::WorkingMemory => format!("Working memory changed: {}", event.content),
     };
     head_and_tail(&body, EVENT_MAX_CHARS)
 }

@@ -112,13 +112,16 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::NotAnOverflow { .. }
         | EngineError::OverflowUnrecoverable { .. }
         | EngineError::MemoryEdit { .. }
-        | EngineError::BadQuery { .. } => ErrorKind::BadRequest,
+        | EngineError::BadQuery { .. }
+        | EngineError::WorkingMemoryPatch { .. }
+        | EngineError::WorkingMemoryInvalid { .. }
+        | EngineError::WorkingMemorySchema { .. } => ErrorKind::BadRequest,
         EngineError::SessionNotFound { .. } | EngineError::EvictedNotFound { .. } => {
             ErrorKind::NotFound
         }
-        EngineError::SessionExists { .. } | EngineError::MemoryConflict { .. } => {
-            ErrorKind::Conflict
-        }
+        EngineError::SessionExists { .. }
+        | EngineError::MemoryConflict { .. }
+        | EngineError::WorkingMemoryConflict { .. } => ErrorKind::Conflict,
         EngineError::SessionLocked { .. } => ErrorKind::Locked,
         EngineError::ReadOnly { .. }
         | EngineError::Config { .. }

@@ -19,7 +19,28 @@
 //! ```
 
 use agentmem::memory::tools::{self, ToolContext};
+use agentmem::render::ToolSchema;
 use serde_json::{json, Value};
+
+/// Where the tools come from and run: the store alone ([`ToolContext`]),
+/// or the service with a session held open (working memory included).
+pub trait ToolHost {
+    /// The tools offered, in order.
+    fn schemas(&self) -> Vec<ToolSchema>;
+    /// Runs the tool `name`; `None` when there is no such tool. A tool's
+    /// own failure is text starting with `error: `.
+    fn run(&self, name: &str, arguments: &Value) -> Option<String>;
+}
+
+impl ToolHost for ToolContext<'_> {
+    fn schemas(&self) -> Vec<ToolSchema> {
+        tools::schemas()
+    }
+
+    fn run(&self, name: &str, arguments: &Value) -> Option<String> {
+        tools::run(self, name, arguments)
+    }
+}
 
 /// The protocol revision answered when the client asks for one we do not know.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -32,9 +53,9 @@ const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 
 /// The answer to one message given as text; `None` for notifications.
-pub fn answer_line(context: &ToolContext<'_>, line: &str) -> Option<Value> {
+pub fn answer_line(host: &dyn ToolHost, line: &str) -> Option<Value> {
     match serde_json::from_str(line) {
-        Ok(message) => answer(context, &message),
+        Ok(message) => answer(host, &message),
         Err(e) => Some(parse_error(&e)),
     }
 }
@@ -45,7 +66,7 @@ pub fn parse_error(error: &serde_json::Error) -> Value {
 }
 
 /// The answer to one message; `None` for notifications (and responses).
-pub fn answer(context: &ToolContext<'_>, message: &Value) -> Option<Value> {
+pub fn answer(host: &dyn ToolHost, message: &Value) -> Option<Value> {
     let id = message.get("id").cloned();
     let Some(method) = message.get("method").and_then(Value::as_str) else {
         // A response from the client (we send no requests) needs no answer.
@@ -64,8 +85,8 @@ pub fn answer(context: &ToolContext<'_>, message: &Value) -> Option<Value> {
     Some(match method {
         "initialize" => success(id, initialize(&params)),
         "ping" => success(id, json!({})),
-        "tools/list" => success(id, json!({"tools": tool_list()})),
-        "tools/call" => match call(context, &params) {
+        "tools/list" => success(id, json!({"tools": tool_list(host)})),
+        "tools/call" => match call(host, &params) {
             Ok(result) => success(id, result),
             Err(message) => error(id, INVALID_PARAMS, &message),
         },
@@ -86,8 +107,8 @@ fn initialize(params: &Value) -> Value {
     })
 }
 
-fn tool_list() -> Vec<Value> {
-    tools::schemas()
+fn tool_list(host: &dyn ToolHost) -> Vec<Value> {
+    host.schemas()
         .into_iter()
         .map(|schema| {
             let mut input_schema = schema.parameters;
@@ -104,13 +125,14 @@ fn tool_list() -> Vec<Value> {
         .collect()
 }
 
-fn call(context: &ToolContext<'_>, params: &Value) -> Result<Value, String> {
+fn call(host: &dyn ToolHost, params: &Value) -> Result<Value, String> {
     let name = params
         .get("name")
         .and_then(Value::as_str)
         .ok_or("tools/call needs a \"name\"")?;
     let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-    let text = tools::run(context, name, &arguments)
+    let text = host
+        .run(name, &arguments)
         .ok_or_else(|| format!("unknown tool {name:?}; tools/list names the tools"))?;
     let is_error = text.starts_with("error: ");
     Ok(json!({"content": [{"type": "text", "text": text}], "isError": is_error}))

@@ -39,7 +39,11 @@ use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use serde_json::{json, Value};
 
+use agentmem::working::schema::SchemaScope;
+use agentmem::working::StatePatch;
+
 use crate::error::{ErrorKind, ServiceError};
+use crate::mcp::ToolHost;
 use crate::metrics::Metrics;
 
 /// Results a search returns when the request does not say.
@@ -63,6 +67,10 @@ pub enum Op {
     Compact,
     RecoverOverflow,
     EndSession,
+    State,
+    UpdateState,
+    StateHistory,
+    SetStateSchema,
     Search,
     Recall,
     ReadMemory,
@@ -76,7 +84,7 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in the order the documentation lists them.
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 24] = [
         Op::CreateSession,
         Op::Sessions,
         Op::ResumeSession,
@@ -88,6 +96,10 @@ impl Op {
         Op::Compact,
         Op::RecoverOverflow,
         Op::EndSession,
+        Op::State,
+        Op::UpdateState,
+        Op::StateHistory,
+        Op::SetStateSchema,
         Op::Search,
         Op::Recall,
         Op::ReadMemory,
@@ -113,6 +125,10 @@ impl Op {
             Op::Compact => "compact",
             Op::RecoverOverflow => "recover_overflow",
             Op::EndSession => "end_session",
+            Op::State => "state",
+            Op::UpdateState => "update_state",
+            Op::StateHistory => "state_history",
+            Op::SetStateSchema => "set_state_schema",
             Op::Search => "search",
             Op::Recall => "recall",
             Op::ReadMemory => "read_memory",
@@ -212,6 +228,17 @@ impl Service {
             Op::Compact => self.compact(args),
             Op::RecoverOverflow => self.recover_overflow(args),
             Op::EndSession => self.with_session(args, |session| Ok(serde_json::to_value(session.end()?)?)),
+            Op::State => self.with_session(args, |session| {
+                let schema = session.working_memory_schema()?;
+                let mut state = serde_json::to_value(session.working_memory())?;
+                state["schema"] = schema.map(|s| s.json().clone()).unwrap_or(Value::Null);
+                Ok(state)
+            }),
+            Op::UpdateState => self.update_state(args),
+            Op::StateHistory => self.with_session(args, |session| {
+                Ok(json!({"versions": session.working_memory_history()?}))
+            }),
+            Op::SetStateSchema => self.set_state_schema(args),
             Op::Search => self.search(args),
             Op::Recall => self.recall(args),
             Op::ReadMemory => Ok(serde_json::to_value(
@@ -242,7 +269,9 @@ impl Service {
             }
             Op::RememberFact => self.remember_fact(args),
             Op::Tool => self.tool(args),
-            Op::Tools => Ok(json!(tools::schemas()
+            Op::Tools => Ok(json!(self
+                .tool_host(optional_session_id(args)?)
+                .schemas()
                 .iter()
                 .map(ToolSchema::to_json)
                 .collect::<Vec<_>>())),
@@ -410,23 +439,59 @@ impl Service {
     }
 
     fn tool(&self, args: &Value) -> Result<Value, ServiceError> {
-        let session = optional_str(args, "session")
-            .map(SessionId::new)
-            .transpose()?;
-        let context = ToolContext {
-            store: &self.store,
-            agent: &self.agent,
-            session: session.as_ref(),
-        };
         let name = required_str(args, "name")?;
         let arguments = args.get("arguments").cloned().unwrap_or(json!({}));
-        let text = tools::run(&context, name, &arguments).ok_or_else(|| {
-            ServiceError::new(
-                ErrorKind::UnknownOperation,
-                format!("unknown tool {name:?}; the tools operation lists them"),
+        let text = self
+            .tool_host(optional_session_id(args)?)
+            .run(name, &arguments)
+            .ok_or_else(|| {
+                ServiceError::new(
+                    ErrorKind::UnknownOperation,
+                    format!("unknown tool {name:?}; the tools operation lists them"),
+                )
+            })?;
+        Ok(json!({"text": text}))
+    }
+
+    /// The memory tools for the model of `session` (with the working-memory
+    /// tools, which change that session), or for no session.
+    pub fn tool_host(&self, session: Option<SessionId>) -> ServiceTools<'_> {
+        ServiceTools {
+            service: self,
+            session,
+        }
+    }
+
+    fn update_state(&self, args: &Value) -> Result<Value, ServiceError> {
+        let patch = args.get("patch").cloned().ok_or_else(|| {
+            ServiceError::bad_request(
+                "\"patch\": a JSON Merge Patch object or a JSON Patch list is needed",
             )
         })?;
-        Ok(json!({"text": text}))
+        let patch = StatePatch::from_json(patch)?;
+        let expected = optional_u64(args, "expected_version")?;
+        self.with_session(args, |session| {
+            Ok(serde_json::to_value(
+                session.update_working_memory(patch, expected)?,
+            )?)
+        })
+    }
+
+    fn set_state_schema(&self, args: &Value) -> Result<Value, ServiceError> {
+        let scope = match optional_str(args, "scope") {
+            None | Some("session") => SchemaScope::Session,
+            Some("agent") => SchemaScope::Agent,
+            Some(other) => {
+                return Err(ServiceError::bad_request(format!(
+                    "\"scope\" is session or agent, not {other:?}"
+                )))
+            }
+        };
+        let schema = args.get("schema").cloned().filter(|s| !s.is_null());
+        self.with_session(args, |session| {
+            session.set_working_memory_schema(scope, schema)?;
+            Ok(json!({"scope": scope.as_str()}))
+        })
     }
 
     fn prepared(&self, prepared: Prepared) -> Result<Value, ServiceError> {
@@ -442,12 +507,19 @@ impl Service {
         args: &Value,
         work: impl FnOnce(&mut Session) -> Result<T, ServiceError>,
     ) -> Result<T, ServiceError> {
-        let id = session_id(args)?;
-        let slot = self.slot(&id);
+        self.with_session_id(&session_id(args)?, work)
+    }
+
+    fn with_session_id<T>(
+        &self,
+        id: &SessionId,
+        work: impl FnOnce(&mut Session) -> Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        let slot = self.slot(id);
         let mut open = lock(&slot);
         let session = match open.as_mut() {
             Some(session) => session,
-            None => open.insert(self.store.open_session(&self.agent, &id)?),
+            None => open.insert(self.store.open_session(&self.agent, id)?),
         };
         work(session)
     }
@@ -455,6 +527,45 @@ impl Service {
     /// The slot of session `id`, made on first use.
     fn slot(&self, id: &SessionId) -> Slot {
         lock(&self.open).entry(id.clone()).or_default().clone()
+    }
+}
+
+/// The memory tools as the service runs them: with a session, the
+/// working-memory tools change it under its lock like any other request.
+pub struct ServiceTools<'a> {
+    service: &'a Service,
+    session: Option<SessionId>,
+}
+
+impl ToolHost for ServiceTools<'_> {
+    fn schemas(&self) -> Vec<ToolSchema> {
+        match self.session {
+            Some(_) => tools::session_schemas(),
+            None => tools::schemas(),
+        }
+    }
+
+    fn run(&self, name: &str, arguments: &Value) -> Option<String> {
+        let service = self.service;
+        let Some(id) = &self.session else {
+            let context = ToolContext {
+                store: &service.store,
+                agent: &service.agent,
+                session: None,
+            };
+            return tools::run(&context, name, arguments);
+        };
+        service
+            .with_session_id(id, |session| {
+                Ok(tools::run_in_session(
+                    &service.store,
+                    &service.agent,
+                    session,
+                    name,
+                    arguments,
+                ))
+            })
+            .unwrap_or_else(|error| Some(format!("error: {error}")))
     }
 }
 
@@ -481,6 +592,12 @@ fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
             .collect::<Result<_, _>>()?;
     }
     Ok(request)
+}
+
+fn optional_session_id(args: &Value) -> Result<Option<SessionId>, ServiceError> {
+    Ok(optional_str(args, "session")
+        .map(SessionId::new)
+        .transpose()?)
 }
 
 fn session_id(args: &Value) -> Result<SessionId, ServiceError> {

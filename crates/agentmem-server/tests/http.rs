@@ -444,3 +444,75 @@ fn the_openapi_document_describes_every_route_and_no_other() {
         .collect();
     assert_eq!(documented, routed);
 }
+
+#[test]
+fn working_memory_is_patched_checked_and_offered_to_mcp_clients_over_http() {
+    let server = TestServer::start();
+    server.call("POST", "/v1/sessions", Some(&json!({"session": "w"})));
+    let schema = json!({"type": "object", "properties": {"files_reviewed": {"type": "array", "items": {"type": "string"}}}});
+    let (status, body) = server.call(
+        "PUT",
+        "/v1/sessions/w/state/schema",
+        Some(&json!({"schema": schema})),
+    );
+    assert_eq!(status, 200, "{body}");
+
+    let patch = json!({"patch": {"files_reviewed": ["src/parser.rs"]}, "expected_version": 0});
+    let (status, state) = server.call("PATCH", "/v1/sessions/w/state", Some(&patch));
+    assert_eq!(
+        (status, state["version"].as_u64()),
+        (200, Some(1)),
+        "{state}"
+    );
+    let (status, stale) = server.call("PATCH", "/v1/sessions/w/state", Some(&patch));
+    assert_eq!(
+        (status, stale["error"]["kind"].as_str()),
+        (409, Some("conflict")),
+        "{stale}"
+    );
+    let invalid = json!({"patch": [{"op": "add", "path": "/files_reviewed/-", "value": 7}]});
+    let (status, refused) = server.call("PATCH", "/v1/sessions/w/state", Some(&invalid));
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/files_reviewed/1"),
+        "{refused}"
+    );
+
+    let (_, current) = server.call("GET", "/v1/sessions/w/state", None);
+    assert_eq!(current["version"], 1, "refused patches changed nothing");
+    assert_eq!(current["schema"], schema);
+    let (_, prepared) = server.call(
+        "POST",
+        "/v1/sessions/w/prepare",
+        Some(&json!({"model": "gpt-4o"})),
+    );
+    assert!(
+        prepared["stats"]["sections"]["working_memory"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{prepared}"
+    );
+
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "update_working_memory",
+        "arguments": {"patch": {"plan": "fix the parser"}, "expected_version": 1}}});
+    let (status, text) = server.raw("POST", "/mcp?session=w", &[], call.to_string().as_bytes());
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let (_, history) = server.call("GET", "/v1/sessions/w/state/history", None);
+    let versions = history["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2);
+    assert_eq!(versions[1]["document"]["plan"], "fix the parser");
+    assert_eq!(versions[1]["event"]["trace_type"], "working_memory");
+
+    let (_, plain) = server.call("GET", "/v1/tools", None);
+    let (_, with_session) = server.call("GET", "/v1/tools?session=w", None);
+    assert_eq!(
+        with_session.as_array().unwrap().len(),
+        plain.as_array().unwrap().len() + 2
+    );
+}

@@ -78,6 +78,28 @@ pub enum Error {
     #[error("cannot edit MEMORY.md: {message}")]
     MemoryEdit { message: String },
 
+    #[error("the working memory changed since you read it (expected version {expected}, found {actual}); nothing was changed: read it again (get_working_memory, `agentmem state`) and redo the change against version {actual}")]
+    WorkingMemoryConflict { expected: u64, actual: u64 },
+
+    #[error("cannot apply the patch to the working memory: {message}; nothing was changed: check the patch against the current state")]
+    WorkingMemoryPatch { message: String },
+
+    #[error("the update leaves the working memory invalid at {}: {message}{}; nothing was changed: fix the patch so the state keeps to the {} schema", shown_path(path), more_errors(*others), scope.as_str())]
+    WorkingMemoryInvalid {
+        /// The JSON Pointer of the failing value (`""` is the whole document).
+        path: String,
+        message: String,
+        /// Further violations beyond the first.
+        others: usize,
+        scope: crate::working::schema::SchemaScope,
+    },
+
+    #[error("not a usable {} working-memory schema: {message}; give a JSON Schema (draft 2020-12 or 7) whose references stay inside it", scope.as_str())]
+    WorkingMemorySchema {
+        scope: crate::working::schema::SchemaScope,
+        message: String,
+    },
+
     #[error("{action} {}: {source}", path.display())]
     Io {
         action: &'static str,
@@ -94,6 +116,23 @@ pub enum Error {
 
     #[error("no evicted output for tool call {call_id:?} in this session: it was never evicted, or it belongs to another session; `agentmem tools <SESSION>` lists the session's tool calls")]
     EvictedNotFound { call_id: String },
+}
+
+/// A JSON Pointer as people read it: the empty pointer is the whole document.
+fn shown_path(path: &str) -> String {
+    if path.is_empty() {
+        "the top level".to_owned()
+    } else {
+        path.to_owned()
+    }
+}
+
+fn more_errors(others: usize) -> String {
+    match others {
+        0 => String::new(),
+        1 => " (and 1 more violation)".to_owned(),
+        n => format!(" (and {n} more violations)"),
+    }
 }
 
 /// Attaches the action and the path to an I/O error, so the message says

@@ -1,5 +1,6 @@
 //! The raw trace: one [`Event`] per user message, assistant message, tool call,
-//! tool result, and the few engine-made kinds (summary, turn-aborted marker).
+//! tool result, and the few engine-made kinds (summary, turn-aborted marker,
+//! working-memory update).
 //!
 //! The JSON shape is the memory kernel's RAW_TRACE schema, so a line written by
 //! another implementation of that schema parses here, and fields this version
@@ -34,11 +35,15 @@ pub enum TraceType {
     Summary,
     /// Marks a turn the user interrupted before it finished.
     TurnAborted,
+    /// A change to the session's working memory (`working_memory` holds the
+    /// patch and the version it made). The model never sees these events:
+    /// it sees the current state, rendered as its own section.
+    WorkingMemory,
 }
 
 impl TraceType {
     /// Every trace type, in declaration order.
-    pub const ALL: [TraceType; 8] = [
+    pub const ALL: [TraceType; 9] = [
         TraceType::User,
         TraceType::Assistant,
         TraceType::ToolCall,
@@ -47,6 +52,7 @@ impl TraceType {
         TraceType::Reasoning,
         TraceType::Summary,
         TraceType::TurnAborted,
+        TraceType::WorkingMemory,
     ];
 
     /// Whether events of this type are the model's own output (text,
@@ -58,6 +64,23 @@ impl TraceType {
             TraceType::User
             | TraceType::ToolResult
             | TraceType::System
+            | TraceType::Summary
+            | TraceType::TurnAborted
+            | TraceType::WorkingMemory => false,
+        }
+    }
+
+    /// Whether events of this type change the session's working memory:
+    /// the model sees their effect (the current state), never the events.
+    pub fn is_state_update(self) -> bool {
+        match self {
+            TraceType::WorkingMemory => true,
+            TraceType::User
+            | TraceType::Assistant
+            | TraceType::ToolCall
+            | TraceType::ToolResult
+            | TraceType::System
+            | TraceType::Reasoning
             | TraceType::Summary
             | TraceType::TurnAborted => false,
         }
@@ -74,6 +97,7 @@ impl TraceType {
             TraceType::Reasoning => "reasoning",
             TraceType::Summary => "summary",
             TraceType::TurnAborted => "turn_aborted",
+            TraceType::WorkingMemory => "working_memory",
         }
     }
 }
@@ -171,6 +195,9 @@ pub struct Event {
     /// (encrypted reasoning, signed thinking blocks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opaque: Option<Value>,
+    /// The patch a working-memory event applies, and the version it makes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_memory: Option<crate::working::StateUpdate>,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -198,6 +225,7 @@ impl Event {
             tool_result_ref: None,
             usage: None,
             opaque: None,
+            working_memory: None,
             extra: Map::new(),
         }
     }
@@ -215,6 +243,14 @@ impl Event {
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
         Self::new(TraceType::System, content)
+    }
+
+    /// A working-memory update: `update` applied to the session's state.
+    /// The content says what changed in words, so history search finds it.
+    pub fn working_memory(update: crate::working::StateUpdate) -> Self {
+        let mut event = Self::new(TraceType::WorkingMemory, update.describe());
+        event.working_memory = Some(update);
+        event
     }
 
     /// A tool call with its id, tool name and arguments.
@@ -252,7 +288,8 @@ impl Event {
     }
 
     /// Checks what a session needs of an event before it is written: tool
-    /// calls and results carry a `tool_call_id`, and `ts` is a time.
+    /// calls and results carry a `tool_call_id`, working-memory updates
+    /// carry their patch, and `ts` is a time.
     ///
     /// ```
     /// use agentmem::event::{Event, TraceType};
@@ -267,8 +304,21 @@ impl Event {
             | TraceType::System
             | TraceType::Reasoning
             | TraceType::Summary
-            | TraceType::TurnAborted => false,
+            | TraceType::TurnAborted
+            | TraceType::WorkingMemory => false,
         };
+        match (self.trace_type, &self.working_memory) {
+            (TraceType::WorkingMemory, None) => {
+                return Err("a working_memory event needs its \"working_memory\" update (kind and patch)".into())
+            }
+            (TraceType::WorkingMemory, Some(_)) | (_, None) => {}
+            (other, Some(_)) => {
+                return Err(format!(
+                    "a {} event cannot carry a working-memory update; send it as a working_memory event",
+                    other.as_str()
+                ))
+            }
+        }
         if needs_call_id && self.tool_call_id.as_deref().is_none_or(str::is_empty) {
             return Err(format!(
                 "a {} event needs a tool_call_id",
@@ -284,9 +334,20 @@ impl Event {
         Ok(())
     }
 
-    /// Whether the event belongs in the model's context (see [`SIDECHAIN_TAG`]).
+    /// The working-memory update this event makes, if it is one.
+    pub fn state_update(&self) -> Option<&crate::working::StateUpdate> {
+        if self.trace_type.is_state_update() {
+            self.working_memory.as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// Whether the event belongs in the model's context: not a subagent's
+    /// own (see [`SIDECHAIN_TAG`]), and not a working-memory update, whose
+    /// effect the model sees as the current state in a section of its own.
     pub fn is_in_model_view(&self) -> bool {
-        !self.tags.iter().any(|t| t == SIDECHAIN_TAG)
+        !self.trace_type.is_state_update() && !self.tags.iter().any(|t| t == SIDECHAIN_TAG)
     }
 
     /// Sets the id (builder style).

@@ -9,7 +9,8 @@ use crate::event::{Event, TraceType};
 /// Tool calls join the assistant message before them (or a new one with null
 /// content), results become `role: tool` messages. Summaries and turn-aborted
 /// markers are user-visible facts of the history, so they become user
-/// messages; reasoning has no place in this format and is left out.
+/// messages; reasoning has no place in this format and is left out, and so
+/// are working-memory updates (the events export keeps them).
 ///
 /// ```
 /// use agentmem::event::Event;
@@ -45,7 +46,7 @@ pub fn to_openai_messages(events: &[Event]) -> Vec<Value> {
                 "role": "user",
                 "content": format!("<turn_aborted>{}</turn_aborted>", event.content),
             })),
-            TraceType::Reasoning => {}
+            TraceType::Reasoning | TraceType::WorkingMemory => {}
         }
     }
     messages

@@ -40,6 +40,7 @@ pub mod tokens;
 pub mod tool_interaction;
 pub mod transcript;
 pub mod turn;
+pub mod working;
 
 pub use config::{Config, Durability};
 pub use error::{Error, Result};

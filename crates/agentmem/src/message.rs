@@ -134,6 +134,9 @@ pub fn placement(event: &Event) -> Placement {
             },
         ),
         TraceType::Summary => Placement::Alone(Role::User, Part::Text(format!("{SUMMARY_PREFIX}\n{}", event.content))),
+        // Outside the model's view, so `push_event` never places one; were
+        // it placed, it would stand alone as a note of what changed.
+        TraceType::WorkingMemory => Placement::Alone(Role::System, text()),
         TraceType::TurnAborted => Placement::Alone(
             Role::User,
             Part::Text(format!(
@@ -148,7 +151,7 @@ pub fn placement(event: &Event) -> Placement {
 /// without building the part).
 pub fn role_of(event: &Event) -> Role {
     match event.trace_type {
-        TraceType::System => Role::System,
+        TraceType::System | TraceType::WorkingMemory => Role::System,
         TraceType::User | TraceType::Summary | TraceType::TurnAborted => Role::User,
         TraceType::Assistant | TraceType::Reasoning | TraceType::ToolCall => Role::Assistant,
         TraceType::ToolResult => Role::Tool,

@@ -53,6 +53,8 @@ pub struct Sections {
     pub system: u64,
     /// Injected long-term memory (MEMORY.md, facts, summaries).
     pub memory: u64,
+    /// The session's working memory: the current task state.
+    pub working_memory: u64,
     /// Tool schemas.
     pub tool_schemas: u64,
     /// Conversation messages other than tool output.
@@ -71,6 +73,7 @@ impl Sections {
         Sections {
             system: self.system.saturating_add(other.system),
             memory: self.memory.saturating_add(other.memory),
+            working_memory: self.working_memory.saturating_add(other.working_memory),
             tool_schemas: self.tool_schemas.saturating_add(other.tool_schemas),
             history: self.history.saturating_add(other.history),
             tool_outputs: self.tool_outputs.saturating_add(other.tool_outputs),
@@ -84,6 +87,7 @@ impl Sections {
         [
             self.system,
             self.memory,
+            self.working_memory,
             self.tool_schemas,
             self.history,
             self.tool_outputs,

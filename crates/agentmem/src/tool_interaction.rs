@@ -87,7 +87,8 @@ pub fn tool_interactions(events: &[Event]) -> Vec<ToolInteraction> {
             | TraceType::System
             | TraceType::Reasoning
             | TraceType::Summary
-            | TraceType::TurnAborted => {}
+            | TraceType::TurnAborted
+            | TraceType::WorkingMemory => {}
         }
     }
     interactions

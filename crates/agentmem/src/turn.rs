@@ -76,7 +76,8 @@ impl TurnTracker {
             | TraceType::System
             | TraceType::Reasoning
             | TraceType::Summary
-            | TraceType::TurnAborted => self.current_turn().to_owned(),
+            | TraceType::TurnAborted
+            | TraceType::WorkingMemory => self.current_turn().to_owned(),
         }
     }
 

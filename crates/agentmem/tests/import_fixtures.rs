@@ -70,7 +70,8 @@ fn assert_paired(name: &str, events: &[Event], pending: &[&str]) {
             | TraceType::System
             | TraceType::Reasoning
             | TraceType::Summary
-            | TraceType::TurnAborted => {}
+            | TraceType::TurnAborted
+            | TraceType::WorkingMemory => {}
         }
     }
     for call in &calls {

@@ -1,7 +1,8 @@
 //! `agentmem chat`: a terminal conversation whose context agentmem builds
-//! every turn. The model gets the memory tools and agentmem runs them; the
-//! session is saved as it goes, so `--resume` continues it (and `--fork`
-//! continues a copy).
+//! every turn. The model gets the memory tools and the working-memory tools
+//! and agentmem runs them (the working-memory ones on the session this chat
+//! holds open); the session is saved as it goes, so `--resume` continues it
+//! (and `--fork` continues a copy).
 
 use std::io::{BufRead, Write};
 
@@ -19,7 +20,7 @@ use crate::cli::ChatArgs;
 /// Model calls per user message at most (tool rounds included).
 const MAX_ROUNDS: usize = 8;
 
-const HELP: &str = "/compact [focus]  compact now\n/context          where the context stands\n/search QUERY     search this agent's history\n/memory           show MEMORY.md\n/facts            list the agent's facts\n/sessions         list the agent's sessions\n/fork             continue in a copy of this session\n/quit             leave (the session is saved)";
+const HELP: &str = "/compact [focus]  compact now\n/context          where the context stands\n/search QUERY     search this agent's history\n/memory           show MEMORY.md\n/state            show the working memory\n/facts            list the agent's facts\n/sessions         list the agent's sessions\n/fork             continue in a copy of this session\n/quit             leave (the session is saved)";
 
 /// The model when neither the flag nor the configuration names one.
 const DEFAULT_MODEL: &str = "gpt-4o";
@@ -71,7 +72,7 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
     );
     let mut request = PrepareRequest::new(&model, target);
     request.system = args.system.clone();
-    request.tools = tools::schemas();
+    request.tools = tools::session_schemas();
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     loop {
@@ -151,12 +152,8 @@ fn answer(
             let arguments = call.tool_args.clone().unwrap_or_default();
             let call_id = call.tool_call_id.clone().unwrap_or_default();
             eprintln!("agentmem: running {name}");
-            let context = tools::ToolContext {
-                store: &ctx.store,
-                agent: &ctx.agent,
-                session: Some(session.id()),
-            };
-            results.push(match tools::run(&context, name, &arguments) {
+            let output = tools::run_in_session(&ctx.store, &ctx.agent, session, name, &arguments);
+            results.push(match output {
                 Some(output) => Event::tool_result(call_id, output),
                 None => Event::tool_error(
                     call_id,
@@ -212,11 +209,12 @@ fn slash(
         "context" => {
             let stats = session.prepare(request)?.stats;
             println!(
-                "{} of {} input tokens (trigger {}); memory {}, system {}, tool schemas {}",
+                "{} of {} input tokens (trigger {}); memory {}, working memory {}, system {}, tool schemas {}",
                 stats.context_tokens,
                 stats.input_budget,
                 stats.trigger_tokens,
                 stats.sections.memory,
+                stats.sections.working_memory,
                 stats.sections.system,
                 stats.sections.tool_schemas
             );
@@ -228,6 +226,14 @@ fn slash(
             println!("{}", render_hits(&hits));
         }
         "memory" => println!("{}", ctx.store.notebook(&ctx.agent).read()?.content),
+        "state" => {
+            let state = session.working_memory();
+            println!(
+                "version {}\n{}",
+                state.version,
+                serde_json::to_string_pretty(&state.document)?
+            );
+        }
         "facts" => {
             for fact in ctx.store.facts(&ctx.agent).current()? {
                 println!("- {} ({})", fact.fact, fact.id);

@@ -120,6 +120,7 @@ fn print_sections(sections: &Sections, total: u64) {
     let rows = [
         ("system", sections.system),
         ("memory", sections.memory),
+        ("working memory", sections.working_memory),
         ("tool schemas", sections.tool_schemas),
         ("history", sections.history),
         ("tool outputs", sections.tool_outputs),
@@ -128,7 +129,7 @@ fn print_sections(sections: &Sections, total: u64) {
     ];
     for (name, tokens) in rows {
         let share = 100.0 * tokens as f64 / total.max(1) as f64;
-        println!("  {name:<14}{:>12}  {share:5.1}%", thousands(tokens));
+        println!("  {name:<15}{:>12}  {share:5.1}%", thousands(tokens));
     }
 }
 

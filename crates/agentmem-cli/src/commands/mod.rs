@@ -22,6 +22,7 @@ pub mod replay;
 mod search;
 mod serve;
 mod sessions;
+mod state;
 mod tokens;
 mod tools;
 
@@ -112,6 +113,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => evicted::run(&ctx, &id, &call_id, offset, limit),
         Command::Memory(command) => memory::run(&ctx, command),
+        Command::State(args) => state::run(&ctx, &args),
         Command::Facts(command) => facts::run(&ctx, command),
         Command::Search {
             query,

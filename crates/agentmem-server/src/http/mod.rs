@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentmem::id::SessionId;
-use agentmem::memory::tools::ToolContext;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -380,11 +379,7 @@ impl App {
             .and_then(Value::as_str)
             .map(SessionId::new)
             .transpose()?;
-        let context = ToolContext {
-            store: self.service.store(),
-            agent: self.service.agent(),
-            session: session.as_ref(),
-        };
+        let host = self.service.tool_host(session);
         let message: Value = match serde_json::from_slice(body) {
             Ok(message) => message,
             Err(e) => return Ok(json_reply(400, &crate::mcp::parse_error(&e))),
@@ -393,11 +388,11 @@ impl App {
             Value::Array(batch) => {
                 let answers: Vec<Value> = batch
                     .iter()
-                    .filter_map(|m| crate::mcp::answer(&context, m))
+                    .filter_map(|m| crate::mcp::answer(&host, m))
                     .collect();
                 (!answers.is_empty()).then_some(Value::Array(answers))
             }
-            single => crate::mcp::answer(&context, single),
+            single => crate::mcp::answer(&host, single),
         };
         Ok(match answer {
             Some(answer) => json_reply(200, &answer),

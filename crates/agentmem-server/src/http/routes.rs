@@ -34,7 +34,7 @@ const fn route(method: &'static str, path: &'static str, endpoint: Endpoint) -> 
 }
 
 /// Every route the server answers.
-pub const ROUTES: [Route; 24] = [
+pub const ROUTES: [Route; 28] = [
     route("GET", "/healthz", Endpoint::Health),
     route("GET", "/metrics", Endpoint::Metrics),
     route("GET", "/openapi.json", Endpoint::OpenApi),
@@ -85,6 +85,26 @@ pub const ROUTES: [Route; 24] = [
         "POST",
         "/v1/sessions/{session}/end",
         Endpoint::Op(Op::EndSession),
+    ),
+    route(
+        "GET",
+        "/v1/sessions/{session}/state",
+        Endpoint::Op(Op::State),
+    ),
+    route(
+        "PATCH",
+        "/v1/sessions/{session}/state",
+        Endpoint::Op(Op::UpdateState),
+    ),
+    route(
+        "GET",
+        "/v1/sessions/{session}/state/history",
+        Endpoint::Op(Op::StateHistory),
+    ),
+    route(
+        "PUT",
+        "/v1/sessions/{session}/state/schema",
+        Endpoint::Op(Op::SetStateSchema),
     ),
     route("POST", "/v1/search", Endpoint::Op(Op::Search)),
     route("POST", "/v1/recall", Endpoint::Op(Op::Recall)),

@@ -164,6 +164,8 @@ fn role(event: &Event) -> Role {
         TraceType::User | TraceType::System | TraceType::Summary | TraceType::TurnAborted => {
             Role::Other
         }
+        // Never in the model's view (the state is a section of its own).
+        TraceType::WorkingMemory => Role::Outside,
     }
 }
 

@@ -209,7 +209,8 @@ fn made_by_model(trace_type: TraceType) -> bool {
         | TraceType::ToolResult
         | TraceType::System
         | TraceType::Summary
-        | TraceType::TurnAborted => false,
+        | TraceType::TurnAborted
+        | TraceType::WorkingMemory => false,
     }
 }
 

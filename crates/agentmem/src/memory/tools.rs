@@ -1,7 +1,9 @@
 //! The memory tools an agent's model is given, and running them: the
 //! notebook (`read_memory`, `write_memory`, `update_memory`), history search
 //! (`search_conversation_history`), recall (`recall`), facts
-//! (`remember_fact`) and evicted outputs (`read_evicted_output`).
+//! (`remember_fact`) and evicted outputs (`read_evicted_output`); and, for a
+//! session's own model, its working memory (`get_working_memory`,
+//! `update_working_memory`: [`session_schemas`], [`run_in_session`]).
 //!
 //! A tool that fails answers with its error as text: the model reads it and
 //! can try again (a stale hash, an ambiguous edit), so the loop never stops
@@ -69,6 +71,37 @@ pub fn schemas() -> Vec<ToolSchema> {
     });
     schemas.push(read_evicted_output_schema());
     schemas
+}
+
+/// The tools a session's own model is given: the memory tools, then the
+/// working-memory tools (which need the open session, see
+/// [`run_in_session`]).
+pub fn session_schemas() -> Vec<ToolSchema> {
+    let mut schemas = schemas();
+    schemas.extend(crate::working::tools::schemas());
+    schemas
+}
+
+/// Runs any tool of [`session_schemas`] for the model of `session`, which
+/// the caller holds open for writing: the working-memory tools change it
+/// directly (a second writer would be refused by its lock), the others run
+/// as [`run`] does. `None` when `name` is none of them.
+pub fn run_in_session(
+    store: &Store,
+    agent: &AgentId,
+    session: &mut crate::session::Session,
+    name: &str,
+    arguments: &Value,
+) -> Option<String> {
+    if let Some(answer) = crate::working::tools::run(session, name, arguments) {
+        return Some(answer);
+    }
+    let context = ToolContext {
+        store,
+        agent,
+        session: Some(session.id()),
+    };
+    run(&context, name, arguments)
 }
 
 /// Runs the memory tool `name`; `None` when `name` is not one.

@@ -790,7 +790,10 @@ pub fn indexed_text(event: &Event) -> String {
         | TraceType::System
         | TraceType::Reasoning
         | TraceType::Summary
-        | TraceType::TurnAborted => event.content.clone(),
+        | TraceType::TurnAborted
+        // The content names the version and holds the patch: searching for
+        // a value finds the update that set it.
+        | TraceType::WorkingMemory => event.content.clone(),
     };
     head_and_tail(body, MAX_INDEXED_BYTES)
 }

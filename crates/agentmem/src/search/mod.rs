@@ -42,6 +42,8 @@ pub enum Role {
     Fact,
     /// An episodic item (recall only).
     Episode,
+    /// A change to a session's working memory.
+    State,
 }
 
 impl Role {
@@ -52,6 +54,7 @@ impl Role {
             TraceType::Assistant | TraceType::Reasoning | TraceType::Summary => Role::Assistant,
             TraceType::ToolCall | TraceType::ToolResult => Role::Tool,
             TraceType::System | TraceType::TurnAborted => Role::System,
+            TraceType::WorkingMemory => Role::State,
         }
     }
 
@@ -64,6 +67,7 @@ impl Role {
             Role::System => "system",
             Role::Fact => "fact",
             Role::Episode => "episode",
+            Role::State => "state",
         }
     }
 
@@ -76,19 +80,22 @@ impl Role {
             Role::System => "System",
             Role::Fact => "Fact",
             Role::Episode => "Episode",
+            Role::State => "Working memory",
         }
     }
 
-    /// Parses a role a user typed: `user`, `assistant`, `tool` or `system`.
+    /// Parses a role a user typed: `user`, `assistant`, `tool`, `system`
+    /// or `state` (working-memory updates).
     pub fn parse(text: &str) -> Result<Role> {
         match text.to_ascii_lowercase().as_str() {
             "user" => Ok(Role::User),
             "assistant" => Ok(Role::Assistant),
             "tool" => Ok(Role::Tool),
             "system" => Ok(Role::System),
+            "state" => Ok(Role::State),
             other => Err(Error::BadQuery {
                 message: format!(
-                    "unknown role {other:?}; use one of: user, assistant, tool, system"
+                    "unknown role {other:?}; use one of: user, assistant, tool, system, state"
                 ),
             }),
         }
@@ -101,6 +108,7 @@ impl Role {
             "system" => Role::System,
             "fact" => Role::Fact,
             "episode" => Role::Episode,
+            "state" => Role::State,
             _ => Role::Assistant,
         }
     }
@@ -194,7 +202,7 @@ pub fn search_tool_schema() -> ToolSchema {
         description: "Search the full history of your past conversations (compacted parts included) for words or phrases. Returns up to 10 excerpts with the lines around them, labelled User/Assistant/Tool with their turn ids.".into(),
         parameters: json!({"type": "object", "properties": {
             "query": {"type": "string", "description": "Words to look for."},
-            "role": {"type": "string", "enum": ["user", "assistant", "tool", "system"], "description": "Only what this role said."},
+            "role": {"type": "string", "enum": ["user", "assistant", "tool", "system", "state"], "description": "Only what this role said."},
             "session": {"type": "string", "description": "Only this session."},
             "since": {"type": "string", "description": "Only after this date (RFC 3339 or YYYY-MM-DD)."},
             "until": {"type": "string", "description": "Only before this date (RFC 3339 or YYYY-MM-DD)."},

@@ -384,6 +384,7 @@ impl Session {
             tail_events: tail.len(),
             base,
             report: serde_json::to_value(report).unwrap_or_default(),
+            working_memory: Some(self.working.clone()),
         };
         snapshot.write(&self.paths.dir)?;
         write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&tail)?)?;

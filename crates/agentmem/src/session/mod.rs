@@ -9,10 +9,12 @@
 //! The model's view of a session is its compaction snapshot's base followed by
 //! the active log; [`Session::prepare`] (in `prepare.rs`) shapes that view for a
 //! model call, and [`Session::compact`] (in `compaction.rs`) folds old history
-//! into the snapshot, moving the raw events to the archive.
+//! into the snapshot, moving the raw events to the archive. The session's
+//! working memory (in `working.rs`) is changed only through its log.
 
 mod compaction;
 mod prepare;
+mod working;
 
 pub use compaction::CompactOptions;
 
@@ -164,6 +166,10 @@ pub struct Session {
     feeder: Option<IndexFeeder>,
     /// The agent's search index, read by recall.
     index: IndexReader,
+    /// The current working memory, as the log's updates made it.
+    working: crate::working::WorkingMemory,
+    /// The working-memory section as last rendered.
+    working_section: Option<working::SectionCache>,
 }
 
 /// The session's read handle on the agent's search index.
@@ -204,7 +210,7 @@ impl Session {
         access: Access,
         settings: ContextSettings,
     ) -> Result<Session> {
-        let (writer, events, recoveries) = match access {
+        let (writer, events, mut recoveries) = match access {
             Access::Write(durability) => {
                 let lock = SessionLock::acquire(&paths.dir, id.as_str())?;
                 let (events, recoveries) = jsonl::read_and_repair(&paths.raw_traces())?;
@@ -226,6 +232,9 @@ impl Session {
             }
             None => events,
         };
+        let (working, replay_recoveries) =
+            working::load_state(&paths, snapshot.as_ref(), &events, writer.is_some())?;
+        recoveries.extend(replay_recoveries);
         let mut calibration = CalibrationTable::default();
         events
             .iter()
@@ -247,6 +256,8 @@ impl Session {
             overhead_cache: None,
             feeder: None,
             index: IndexReader::Unopened,
+            working,
+            working_section: None,
             transcript: None,
             calibration,
             last_prepare: None,
@@ -381,8 +392,9 @@ impl Session {
         }
         let mut report = IngestReport::default();
         let mut fresh = Vec::with_capacity(events.len());
+        let mut batch_index = Vec::with_capacity(events.len());
         let mut batch_ids = HashSet::new();
-        for event in events {
+        for (index, event) in events.into_iter().enumerate() {
             if !event.id.is_empty()
                 && (self.ids.contains(&event.id) || !batch_ids.insert(event.id.clone()))
             {
@@ -390,7 +402,9 @@ impl Session {
                 continue;
             }
             fresh.push(event);
+            batch_index.push(index);
         }
+        let working = self.stage_working_memory(&mut fresh, &batch_index)?;
         // Eviction writes files and may fail: before any state changes.
         report.evicted = self.evict_large_outputs(&mut fresh)?;
         for event in &mut fresh {
@@ -401,12 +415,18 @@ impl Session {
         if let Err(failure) = writer.log.append(&fresh) {
             fresh.truncate(failure.written);
             self.turns = TurnTracker::from_events(self.events.iter().chain(&fresh));
+            if working.is_some() {
+                self.settle_partial_working_memory(&fresh);
+            }
             self.remember(fresh);
             return Err(failure.error);
         }
         report.appended = fresh.len();
         self.feed_index(&fresh);
         self.remember(fresh);
+        if let Some(state) = working {
+            self.settle_working_memory(state)?;
+        }
         self.maybe_refresh_meta()?;
         report.compaction_due = self.compaction_due();
         Ok(report)

@@ -66,9 +66,17 @@ impl Session {
             .resolve();
         let encoding = Encoding::for_model(&request.model);
         let tokenizer = encoding.tokenizer();
-        // MEMORY.md and project files ride in the system prompt: never compacted away.
+        // MEMORY.md, project files and the working memory ride in the
+        // system prompt: never compacted away.
         let memory = self.memory_block(tokenizer);
-        let with_memory = with_memory(request, memory.as_deref());
+        let working = self.working_memory_section(tokenizer);
+        let with_memory = with_blocks(
+            request,
+            [
+                memory.as_deref(),
+                working.as_ref().map(|(text, _)| text.as_str()),
+            ],
+        );
         let request = &with_memory;
         let anchor_offset = self.measured_offset(&model, encoding);
         // What the provider counts beyond the view: measured when it can be,
@@ -123,9 +131,14 @@ impl Session {
         };
         let mut prepared = prepared;
         let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.tokens);
-        prepared.stats.sections.memory = memory_tokens;
-        prepared.stats.sections.system =
-            prepared.stats.sections.system.saturating_sub(memory_tokens);
+        let working_tokens = working.map_or(0, |(_, tokens)| tokens);
+        let sections = &mut prepared.stats.sections;
+        sections.memory = memory_tokens;
+        sections.working_memory = working_tokens;
+        sections.system = sections
+            .system
+            .saturating_sub(memory_tokens)
+            .saturating_sub(working_tokens);
         self.last_prepare = Some(LastPrepare {
             model: request.model.clone(),
             counted_tokens: prepared.stats.counted_tokens,
@@ -382,13 +395,17 @@ impl Session {
     }
 }
 
-/// The request with the memory block appended to its system prompt.
-fn with_memory(request: &PrepareRequest, memory: Option<&str>) -> PrepareRequest {
+/// The request with `blocks` (the memory block, the working-memory
+/// section) appended to its system prompt, in order.
+fn with_blocks<'a>(
+    request: &PrepareRequest,
+    blocks: impl IntoIterator<Item = Option<&'a str>>,
+) -> PrepareRequest {
     let mut request = request.clone();
-    if let Some(memory) = memory {
+    for block in blocks.into_iter().flatten() {
         request.system = Some(match request.system.take() {
-            Some(system) => format!("{system}\n\n{memory}"),
-            None => memory.to_owned(),
+            Some(system) => format!("{system}\n\n{block}"),
+            None => block.to_owned(),
         });
     }
     request

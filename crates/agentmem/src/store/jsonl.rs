@@ -30,6 +30,9 @@ pub enum Recovery {
         error: String,
         moved_to: Option<PathBuf>,
     },
+    /// A working-memory update in the log no longer applies on replay; the
+    /// state was rebuilt without it (the event stays in the log).
+    WorkingMemoryUpdate { event_id: String, error: String },
 }
 
 impl std::fmt::Display for Recovery {
@@ -50,6 +53,10 @@ impl std::fmt::Display for Recovery {
                 "{}, line {line}: not a valid event ({error}), {}",
                 log.display(),
                 aside(moved_to)
+            ),
+            Recovery::WorkingMemoryUpdate { event_id, error } => write!(
+                f,
+                "working-memory update {event_id} could not be replayed ({error}); the state was rebuilt without it, and `agentmem state ID --history` shows the versions that remain"
             ),
         }
     }

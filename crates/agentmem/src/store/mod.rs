@@ -6,6 +6,9 @@
 //!     raw_traces_archive.jsonl    events compacted away (append-only, never deleted)
 //!     meta.json                   title, counts, fork origin, imports
 //!     evicted/<tool_call_id>.txt  full text of evicted tool outputs
+//!     snapshot.json               the view's base after a compaction
+//!     working_memory.json         the current working memory (a cache of the log)
+//!     working_memory.schema.json  the session's working-memory schema, if set
 //!     lock                        held by the one writer
 //! ```
 
@@ -351,7 +354,9 @@ impl Store {
     }
 
     /// Copies a session's history up to and including `at_turn` (all of it when
-    /// `None`) into a new session. The two share nothing afterwards.
+    /// `None`) into a new session. The two share nothing afterwards. The
+    /// working memory comes along as the copied updates made it (as of
+    /// `at_turn`), with the session's own schema.
     ///
     /// The copy is assembled in a hidden folder and renamed into place, so a
     /// crash never leaves a half-made fork.
@@ -395,6 +400,7 @@ impl Store {
             write_log(&staging.archive(), &kept_archive)?;
         }
         copy_evicted(&original.paths().evicted(), &staging.evicted(), &kept)?;
+        copy_schema(&original.paths().dir, &staging.dir)?;
         let mut meta = meta_for(&kept, agent, &new_id);
         meta.forked_from = Some(source.to_string());
         meta.forked_at_turn = cut.or_else(|| original.events().last().map(|e| e.turn_id.clone()));
@@ -464,6 +470,17 @@ fn copy_evicted(from: &Path, to: &Path, kept: &[Event]) -> Result<()> {
             fs::create_dir_all(to).io("create", to)?;
             fs::copy(&source, to.join(format!("{call_id}.txt"))).io("copy", &source)?;
         }
+    }
+    Ok(())
+}
+
+/// Copies the session's own working-memory schema, if it has one: the fork
+/// keeps to the same rules. (Its state is rebuilt from the copied log.)
+fn copy_schema(from: &Path, to: &Path) -> Result<()> {
+    let source = crate::working::schema::schema_path(from);
+    if source.is_file() {
+        let target = crate::working::schema::schema_path(to);
+        fs::copy(&source, &target).io("copy", &source)?;
     }
     Ok(())
 }

@@ -1,0 +1,113 @@
+//! `working_memory.json`: the current state, materialized so reading it
+//! costs one file read instead of a replay of the log.
+//!
+//! The log is the truth; this file is a cache of it, rewritten atomically
+//! after every update and trusted only while its version and hash match the
+//! last update the session recorded (in its log or its snapshot). When it
+//! is missing, damaged or behind, the state is rebuilt from the log.
+
+use std::path::Path;
+
+use super::{replay, Keep, Replayed, WorkingMemory};
+use crate::error::Result;
+use crate::event::Event;
+use crate::store::atomic::write_atomic;
+use crate::store::jsonl;
+use crate::store::snapshot::Snapshot;
+use crate::store::SessionPaths;
+
+/// The materialized state's file name inside a session folder.
+pub const STATE_FILE: &str = "working_memory.json";
+
+/// The materialized state in `session_dir`, if it is there and readable.
+pub fn read(session_dir: &Path) -> Option<WorkingMemory> {
+    let bytes = std::fs::read(session_dir.join(STATE_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Replaces the materialized state in `session_dir` atomically.
+pub fn write(session_dir: &Path, state: &WorkingMemory) -> Result<()> {
+    let json = serde_json::to_vec(state).expect("a working memory serializes");
+    write_atomic(&session_dir.join(STATE_FILE), &json)
+}
+
+/// The session's state: the materialized file when it is current, else a
+/// replay of the log. `active` is the active log; the snapshot, when there
+/// is one, holds the state as of the last compaction, so only the active log
+/// is replayed over it; without one, the archive is replayed first.
+pub fn current_state(
+    paths: &SessionPaths,
+    snapshot: Option<&Snapshot>,
+    active: &[Event],
+) -> Result<Freshness> {
+    let last_recorded = last_recorded(snapshot, active);
+    let cached = read(&paths.dir);
+    match (&cached, &last_recorded) {
+        (Some(cached), Some((version, hash)))
+            if cached.version == *version && &cached.hash == hash =>
+        {
+            return Ok(Freshness::Current(cached.clone()));
+        }
+        // Nothing recorded anywhere: the empty state, with nothing to write.
+        (None, None) if !paths.archive().exists() => {
+            return Ok(Freshness::Current(WorkingMemory::default()));
+        }
+        _ => {}
+    }
+    let replayed = replay_log(paths, snapshot, active, Keep::LastOnly)?;
+    Ok(match cached {
+        Some(cached) if cached == replayed.state => Freshness::Current(cached),
+        Some(_) | None => Freshness::Rebuilt(replayed),
+    })
+}
+
+/// Whether the materialized file could be used as it was.
+#[derive(Debug, Clone)]
+pub enum Freshness {
+    /// The file matched the log.
+    Current(WorkingMemory),
+    /// The file was missing, damaged or behind: the log was replayed.
+    Rebuilt(Replayed),
+}
+
+/// Replays the session's whole history of updates (see [`current_state`]).
+pub fn replay_log(
+    paths: &SessionPaths,
+    snapshot: Option<&Snapshot>,
+    active: &[Event],
+    keep: Keep,
+) -> Result<Replayed> {
+    let from_snapshot = snapshot.and_then(|s| s.working_memory.clone());
+    let start = match (from_snapshot, keep) {
+        (Some(state), Keep::LastOnly) => Replayed {
+            state,
+            ..Replayed::default()
+        },
+        (Some(_) | None, _) => {
+            let archive = jsonl::read_log(&paths.archive())?.events;
+            replay(WorkingMemory::default(), &archive, keep)
+        }
+    };
+    let rest = replay(start.state, active, keep);
+    Ok(Replayed {
+        state: rest.state,
+        versions: [start.versions, rest.versions].concat(),
+        skipped: [start.skipped, rest.skipped].concat(),
+    })
+}
+
+/// The version and hash of the last update the session recorded, if any.
+fn last_recorded(snapshot: Option<&Snapshot>, active: &[Event]) -> Option<(u64, String)> {
+    let in_log = active
+        .iter()
+        .rev()
+        .find_map(Event::state_update)
+        .map(|u| (u.version, u.hash.clone()));
+    let in_snapshot = snapshot
+        .and_then(|s| s.working_memory.as_ref())
+        .map(|w| (w.version, w.hash.clone()));
+    in_log
+        .into_iter()
+        .chain(in_snapshot)
+        .max_by_key(|(v, _)| *v)
+}
