@@ -30,6 +30,10 @@ use crate::tokens::Tokenizer;
 pub const DEFAULT_CANDIDATES: usize = 300;
 /// The longest raw event shown in recall, in tokens (longer ones are cut).
 pub const MAX_EVENT_TOKENS: usize = 256;
+/// No token is longer than this many bytes in practice.
+const MAX_BYTES_PER_TOKEN: usize = 16;
+/// The most of an event's text that can survive [`MAX_EVENT_TOKENS`].
+const MAX_EVENT_BYTES: usize = MAX_EVENT_TOKENS * MAX_BYTES_PER_TOKEN;
 /// Packing stops when less than this is left of the budget...
 const MIN_USEFUL_TOKENS: u64 = 16;
 /// ...or after this many memories in a row did not fit.
@@ -323,12 +327,14 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
         if budget.saturating_sub(used) < MIN_USEFUL_TOKENS || misfits >= MAX_MISFITS {
             break;
         }
-        if item.kind == DocKind::Event {
-            item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
-        }
-        let words = word_set(&item.text);
+        // Near-duplicates are told apart before anything is counted: in a
+        // repetitive history most candidates are, and counting dominated.
+        let words = word_set(byte_prefix(&item.text, MAX_EVENT_BYTES));
         if chosen_words.iter().any(|w| near(w, &words)) {
             continue;
+        }
+        if item.kind == DocKind::Event {
+            item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
         }
         let new_headings: Vec<String> = headings_of(&item)
             .into_iter()
@@ -426,18 +432,22 @@ fn day(ts: f64) -> String {
     crate::event::format_ts(ts).chars().take(10).collect()
 }
 
-fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String {
-    // No token is longer than this many bytes in practice: counting a huge
-    // tool output whole just to cut it would dominate recall.
-    const MAX_BYTES_PER_TOKEN: usize = 16;
-    let mut head = text.len().min(max_tokens * MAX_BYTES_PER_TOKEN);
+/// The longest prefix of `text` of at most `max_bytes`, on a char boundary.
+fn byte_prefix(text: &str, max_bytes: usize) -> &str {
+    let mut head = text.len().min(max_bytes);
     while !text.is_char_boundary(head) {
         head -= 1;
     }
-    if head == text.len() && tokenizer.count(text) <= max_tokens {
+    &text[..head]
+}
+
+fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String {
+    // Counting a huge tool output whole just to cut it would dominate recall.
+    let head = byte_prefix(text, max_tokens.saturating_mul(MAX_BYTES_PER_TOKEN));
+    if head.len() == text.len() && tokenizer.count(text) <= max_tokens {
         return text.to_owned();
     }
-    let text = &text[..head];
+    let text = head;
     let mut end = text.len().min(max_tokens * 3);
     while !text.is_char_boundary(end) {
         end -= 1;
