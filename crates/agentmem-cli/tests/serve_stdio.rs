@@ -1,5 +1,6 @@
-//! `agentmem serve --stdio`: a whole agent loop as JSON lines, the way an
-//! agent in another language drives agentmem as a child process.
+//! `agentmem serve`: a whole agent loop as JSON lines (`--stdio`), the way an
+//! agent in another language drives agentmem as a child process, and the
+//! HTTP server's refusals at start.
 
 mod common;
 
@@ -98,4 +99,50 @@ fn an_agent_loop_over_json_lines() {
         .as_str()
         .unwrap()
         .starts_with("not JSON"));
+}
+
+#[test]
+fn serve_refuses_a_network_address_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+            .arg("--dir")
+            .arg(dir.path())
+            .args(["serve", "--addr", "0.0.0.0:0"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = run(&[]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--token-file"), "{stderr}");
+
+    let empty = dir.path().join("token");
+    std::fs::write(&empty, "  \n").unwrap();
+    let refused = run(&["--token-file", empty.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("token file's token is empty"), "{stderr}");
+}
+
+#[test]
+fn a_bad_command_names_its_kind_and_the_loop_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "fly"}),
+            json!({"id": 2, "op": "prepare", "session": "missing", "model": "gpt-4o"}),
+            json!({"id": 3, "op": "create_session", "session": "s"}),
+            json!({"id": 4, "op": "update_state", "session": "s", "patch": {"plan": "ship"}, "expected_version": 0}),
+            json!({"id": 5, "op": "update_state", "session": "s", "patch": {"plan": "again"}, "expected_version": 0}),
+            json!({"id": 6, "op": "state", "session": "s"}),
+        ],
+    );
+    assert_eq!(replies[0]["kind"], "unknown_operation", "{}", replies[0]);
+    assert_eq!(replies[1]["kind"], "not_found", "{}", replies[1]);
+    assert_eq!(replies[3]["result"]["version"], 1, "{}", replies[3]);
+    assert_eq!(replies[4]["kind"], "conflict", "{}", replies[4]);
+    assert_eq!(replies[5]["result"]["document"]["plan"], "ship");
 }
