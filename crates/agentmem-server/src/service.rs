@@ -284,6 +284,11 @@ impl Service {
         slots.iter().filter(|slot| lock(slot).is_some()).count()
     }
 
+    /// Sessions the service keeps a slot for (open, or being opened).
+    pub fn known_slots(&self) -> usize {
+        lock(&self.open).len()
+    }
+
     /// Closes every open session, writing pending metadata and releasing locks.
     pub fn close(&self) -> Result<(), ServiceError> {
         let slots: Vec<Slot> = lock(&self.open).drain().map(|(_, slot)| slot).collect();
@@ -519,9 +524,27 @@ impl Service {
         let mut open = lock(&slot);
         let session = match open.as_mut() {
             Some(session) => session,
-            None => open.insert(self.store.open_session(&self.agent, id)?),
+            None => match self.store.open_session(&self.agent, id) {
+                Ok(session) => open.insert(session),
+                Err(error) => {
+                    drop(open);
+                    self.forget_if_unused(id, slot);
+                    return Err(error.into());
+                }
+            },
         };
         work(session)
+    }
+
+    /// Drops the empty slot of a session that could not be opened, so
+    /// requests for sessions that do not exist leave nothing behind.
+    fn forget_if_unused(&self, id: &SessionId, slot: Slot) {
+        let mut open = lock(&self.open);
+        // Slots are handed out under this lock: two owners (the map and
+        // this caller) means no other request holds it.
+        if Arc::strong_count(&slot) == 2 && lock(&slot).is_none() {
+            open.remove(id);
+        }
     }
 
     /// The slot of session `id`, made on first use.

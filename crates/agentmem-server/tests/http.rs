@@ -516,3 +516,24 @@ fn working_memory_is_patched_checked_and_offered_to_mcp_clients_over_http() {
         plain.as_array().unwrap().len() + 2
     );
 }
+
+#[test]
+fn requests_for_sessions_that_do_not_exist_leave_nothing_open() {
+    let server = TestServer::start();
+    for n in 0..20 {
+        let path = format!("/v1/sessions/ghost-{n}/prepare");
+        assert_eq!(
+            server
+                .call("POST", &path, Some(&json!({"model": "gpt-4o"})))
+                .0,
+            404
+        );
+    }
+    server.call("POST", "/v1/sessions", Some(&json!({"session": "real"})));
+    assert_eq!(server.service.open_sessions(), 1);
+    assert_eq!(
+        server.service.known_slots(),
+        1,
+        "no slot kept for the ghosts"
+    );
+}
