@@ -206,34 +206,18 @@ impl Service {
             Op::Sessions => Ok(serde_json::to_value(
                 self.store.list_sessions(&self.agent)?,
             )?),
-            Op::ResumeSession => self.with_session(args, |session| {
-                Ok(json!({
-                    "meta": session.current_meta(),
-                    "turn": session.current_turn(),
-                    "calibration": session.calibration().all()
-                        .map(|(model, c)| json!({"model": model, "factor": c.factor, "samples": c.samples}))
-                        .collect::<Vec<_>>(),
-                }))
-            }),
+            Op::ResumeSession => self.resume_session(args),
             Op::Fork => self.fork(args),
             Op::DeleteSession => self.delete_session(args),
             Op::Append => self.append(args),
             Op::Events => self.events(args),
-            Op::Prepare => {
-                let request = prepare_request(args)?;
-                self.with_session(args, |session| {
-                    self.prepared(session.prepare(&request)?)
-                })
-            }
+            Op::Prepare => self.prepare(args),
             Op::Compact => self.compact(args),
             Op::RecoverOverflow => self.recover_overflow(args),
-            Op::EndSession => self.with_session(args, |session| Ok(serde_json::to_value(session.end()?)?)),
-            Op::State => self.with_session(args, |session| {
-                let schema = session.working_memory_schema()?;
-                let mut state = serde_json::to_value(session.working_memory())?;
-                state["schema"] = schema.map(|s| s.json().clone()).unwrap_or(Value::Null);
-                Ok(state)
-            }),
+            Op::EndSession => {
+                self.with_session(args, |session| Ok(serde_json::to_value(session.end()?)?))
+            }
+            Op::State => self.state(args),
             Op::UpdateState => self.update_state(args),
             Op::StateHistory => self.with_session(args, |session| {
                 Ok(json!({"versions": session.working_memory_history()?}))
@@ -244,37 +228,16 @@ impl Service {
             Op::ReadMemory => Ok(serde_json::to_value(
                 self.store.notebook(&self.agent).read()?,
             )?),
-            Op::AppendMemory => {
-                let version = self
-                    .store
-                    .notebook(&self.agent)
-                    .append(required_str(args, "text")?, optional_str(args, "expected_hash"))?;
-                Ok(serde_json::to_value(version)?)
-            }
-            Op::ReplaceMemory => {
-                let version = self.store.notebook(&self.agent).update(
-                    required_str(args, "old")?,
-                    optional_str(args, "new").unwrap_or_default(),
-                    optional_str(args, "expected_hash"),
-                )?;
-                Ok(serde_json::to_value(version)?)
-            }
-            Op::Facts => {
-                let facts = self.store.facts(&self.agent);
-                let listed = match args.get("all").and_then(Value::as_bool) {
-                    Some(true) => facts.all()?,
-                    Some(false) | None => facts.current()?,
-                };
-                Ok(serde_json::to_value(listed)?)
-            }
+            Op::AppendMemory => self.append_memory(args),
+            Op::ReplaceMemory => self.replace_memory(args),
+            Op::Facts => self.facts(args),
             Op::RememberFact => self.remember_fact(args),
             Op::Tool => self.tool(args),
-            Op::Tools => Ok(json!(self
-                .tool_host(optional_session_id(args)?)
-                .schemas()
-                .iter()
-                .map(ToolSchema::to_json)
-                .collect::<Vec<_>>())),
+            Op::Tools => {
+                let host = self.tool_host(optional_session_id(args)?);
+                let schemas: Vec<Value> = host.schemas().iter().map(ToolSchema::to_json).collect();
+                Ok(Value::Array(schemas))
+            }
         }
     }
 
@@ -309,6 +272,65 @@ impl Service {
         let meta = session.current_meta();
         *lock(&self.slot(&id)) = Some(session);
         Ok(json!({"session": id.as_str(), "meta": meta}))
+    }
+
+    /// Opens the session (replaying its log from the last checkpoint) and
+    /// says where it stands.
+    fn resume_session(&self, args: &Value) -> Result<Value, ServiceError> {
+        self.with_session(args, |session| {
+            let calibration: Vec<Value> = session
+                .calibration()
+                .all()
+                .map(|(model, c)| json!({"model": model, "factor": c.factor, "samples": c.samples}))
+                .collect();
+            Ok(json!({
+                "meta": session.current_meta(),
+                "turn": session.current_turn(),
+                "calibration": calibration,
+            }))
+        })
+    }
+
+    fn prepare(&self, args: &Value) -> Result<Value, ServiceError> {
+        let request = prepare_request(args)?;
+        self.with_session(args, |session| self.prepared(session.prepare(&request)?))
+    }
+
+    /// The working memory, with the schema it keeps to (or null).
+    fn state(&self, args: &Value) -> Result<Value, ServiceError> {
+        self.with_session(args, |session| {
+            let schema = session.working_memory_schema()?;
+            let mut state = serde_json::to_value(session.working_memory())?;
+            state["schema"] = schema.map_or(Value::Null, |s| s.json().clone());
+            Ok(state)
+        })
+    }
+
+    fn append_memory(&self, args: &Value) -> Result<Value, ServiceError> {
+        let version = self.store.notebook(&self.agent).append(
+            required_str(args, "text")?,
+            optional_str(args, "expected_hash"),
+        )?;
+        Ok(serde_json::to_value(version)?)
+    }
+
+    fn replace_memory(&self, args: &Value) -> Result<Value, ServiceError> {
+        let version = self.store.notebook(&self.agent).update(
+            required_str(args, "old")?,
+            optional_str(args, "new").unwrap_or_default(),
+            optional_str(args, "expected_hash"),
+        )?;
+        Ok(serde_json::to_value(version)?)
+    }
+
+    /// Current facts, or with `all`, superseded and retired ones too.
+    fn facts(&self, args: &Value) -> Result<Value, ServiceError> {
+        let facts = self.store.facts(&self.agent);
+        let listed = match args.get("all").and_then(Value::as_bool) {
+            Some(true) => facts.all()?,
+            Some(false) | None => facts.current()?,
+        };
+        Ok(serde_json::to_value(listed)?)
     }
 
     fn fork(&self, args: &Value) -> Result<Value, ServiceError> {
