@@ -270,7 +270,7 @@ fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
 /// assert_eq!(messages[1].role, Role::Assistant);
 /// assert_eq!(messages[1].parts.len(), 2);
 /// ```
-pub fn messages_from_events(events: &[Event]) -> Vec<Message> {
+pub fn messages_from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Message> {
     let mut messages = Vec::new();
     for event in events {
         push_event(&mut messages, event);

@@ -177,8 +177,7 @@ impl Transcript {
 
 /// The view's messages.
 pub fn messages_of(items: &[ViewItem]) -> Vec<Message> {
-    let events: Vec<Event> = items.iter().map(|i| i.event.clone()).collect();
-    messages_from_events(&events)
+    messages_from_events(items.iter().map(|i| &i.event))
 }
 
 /// The total of a view: each item's parts plus the framing of each message.
