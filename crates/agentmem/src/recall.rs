@@ -448,12 +448,16 @@ fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String 
         return text.to_owned();
     }
     let text = head;
-    let mut end = text.len().min(max_tokens * 3);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    while end > 0 && tokenizer.count(&text[..end]) > max_tokens {
-        end = text[..end].char_indices().nth_back(8).map_or(0, |(i, _)| i);
+    let mut end = byte_prefix(text, max_tokens.saturating_mul(3)).len();
+    loop {
+        let tokens = tokenizer.count(&text[..end]);
+        if tokens <= max_tokens || end == 0 {
+            break;
+        }
+        // Shrink in proportion to the excess (a little more, so one or two
+        // counts usually do), and by at least a few bytes.
+        let proportional = end * max_tokens * 15 / (tokens * 16);
+        end = byte_prefix(text, proportional.min(end.saturating_sub(8))).len();
     }
     format!("{}…", &text[..end])
 }
