@@ -264,6 +264,10 @@ pub struct ServeArgs {
     /// Requests answered at the same time.
     #[arg(long, default_value_t = agentmem_server::http::DEFAULT_WORKER_THREADS)]
     pub threads: usize,
+    /// Compact with this model (on the `[llm]` server of config.toml)
+    /// instead of the deterministic summarizer; default: `[llm] summarizer_model`.
+    #[arg(long)]
+    pub summarizer_model: Option<String>,
 }
 
 #[derive(Debug, Args)]

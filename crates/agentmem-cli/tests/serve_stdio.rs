@@ -3,8 +3,11 @@
 //! HTTP server's refusals at start.
 
 mod common;
+#[path = "../../agentmem-llm/tests/support/mod.rs"]
+mod support;
 
 use serde_json::{json, Value};
+use support::{Loopback, Reply};
 
 fn run(dir: &std::path::Path, commands: &[Value]) -> Vec<Value> {
     let mut input: String = commands.iter().map(|c| format!("{c}\n")).collect();
@@ -145,4 +148,48 @@ fn a_bad_command_names_its_kind_and_the_loop_goes_on() {
     assert_eq!(replies[3]["result"]["version"], 1, "{}", replies[3]);
     assert_eq!(replies[4]["kind"], "conflict", "{}", replies[4]);
     assert_eq!(replies[5]["result"]["document"]["plan"], "ship");
+}
+
+#[test]
+fn the_service_compacts_with_the_configured_llm_summarizer() {
+    let summary = json!({
+        "sections": {"Goal": ["Ship the parser fix"], "Next steps": ["Run the tests again"]},
+        "facts": [{"text": "The parser lives in src/parser.rs", "kind": "decision", "confidence": 0.9, "source_event_ids": ["u-0"]}]
+    });
+    let server = Loopback::start(vec![Reply::json(
+        200,
+        json!({"id": "c", "object": "chat.completion", "model": "llama3.1",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": summary.to_string()}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 500, "completion_tokens": 80}}),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[llm]\nbase_url = \"{}/v1\"\nsummarizer_model = \"llama3.1\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let mut commands = vec![json!({"op": "create_session", "session": "s"})];
+    for t in 0..9 {
+        commands.push(json!({"op": "append", "session": "s", "events": [
+            {"id": format!("u-{t}"), "trace_type": "user", "content": format!("Step {t}: the parser in src/parser.rs fails.")},
+            {"trace_type": "assistant", "content": "Looking at it. ".repeat(40)},
+        ]}));
+    }
+    commands.push(json!({"id": "c", "op": "compact", "session": "s", "focus": "the parser fix"}));
+    let replies = run(dir.path(), &commands);
+    let report = &replies[10];
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(
+        report["result"]["summarizer"], "llm:llama3.1 handoff-1",
+        "{report}"
+    );
+    let prompt = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(prompt.contains("focus on: the parser fix"), "{prompt}");
+    assert!(prompt.contains("[u-0] User: Step 0"), "{prompt}");
 }

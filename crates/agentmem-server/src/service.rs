@@ -162,12 +162,17 @@ impl FromStr for Op {
 /// A session slot: empty until a request opens the session for writing.
 type Slot = Arc<Mutex<Option<Session>>>;
 
+/// What is done to every session the service opens or creates, before any
+/// request uses it: e.g. giving it an LLM summarizer.
+pub type SessionSetup = Box<dyn Fn(&mut Session) + Send + Sync>;
+
 /// The engine behind every transport: one store, one agent, open sessions.
 pub struct Service {
     store: Store,
     agent: AgentId,
     open: Mutex<HashMap<SessionId, Slot>>,
     metrics: Metrics,
+    setup: Option<SessionSetup>,
 }
 
 impl Service {
@@ -178,7 +183,22 @@ impl Service {
             agent,
             open: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
+            setup: None,
         }
+    }
+
+    /// Runs `setup` on every session opened or created from now on.
+    pub fn with_session_setup(mut self, setup: SessionSetup) -> Service {
+        self.setup = Some(setup);
+        self
+    }
+
+    /// `session`, set up for service.
+    fn set_up(&self, mut session: Session) -> Session {
+        if let Some(setup) = &self.setup {
+            setup(&mut session);
+        }
+        session
     }
 
     pub fn store(&self) -> &Store {
@@ -267,7 +287,7 @@ impl Service {
         let id = optional_str(args, "session")
             .map(SessionId::new)
             .transpose()?;
-        let session = self.store.create_session(&self.agent, id)?;
+        let session = self.set_up(self.store.create_session(&self.agent, id)?);
         let id = session.id().clone();
         let meta = session.current_meta();
         *lock(&self.slot(&id)) = Some(session);
@@ -547,7 +567,7 @@ impl Service {
         let session = match open.as_mut() {
             Some(session) => session,
             None => match self.store.open_session(&self.agent, id) {
-                Ok(session) => open.insert(session),
+                Ok(session) => open.insert(self.set_up(session)),
                 Err(error) => {
                     drop(open);
                     self.forget_if_unused(id, slot);

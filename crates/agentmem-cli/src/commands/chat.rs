@@ -9,11 +9,11 @@ use std::io::{BufRead, Write};
 use agentmem::event::{Event, TraceType};
 use agentmem::memory::tools;
 use agentmem::prepare::PrepareRequest;
-use agentmem::render::Target;
 use agentmem::search::{render_hits, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
-use agentmem_llm::{call_model, Client, Delivery, Endpoint, LlmSummarizer};
+use agentmem_llm::{call_model, Client, Delivery};
 
+use super::reach_model::{self, ModelFlags};
 use super::Context;
 use crate::cli::ChatArgs;
 
@@ -22,47 +22,20 @@ const MAX_ROUNDS: usize = 8;
 
 const HELP: &str = "/compact [focus]  compact now\n/context          where the context stands\n/search QUERY     search this agent's history\n/memory           show MEMORY.md\n/state            show the working memory\n/facts            list the agent's facts\n/sessions         list the agent's sessions\n/fork             continue in a copy of this session\n/quit             leave (the session is saved)";
 
-/// The model when neither the flag nor the configuration names one.
-const DEFAULT_MODEL: &str = "gpt-4o";
-
 pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
-    // Flags over `[llm]` of config.toml.
-    let settings = &ctx.store.config().llm;
-    let model = args
-        .model
-        .clone()
-        .or_else(|| settings.model.clone())
-        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-    let base_url = args.base_url.clone().or_else(|| settings.base_url.clone());
-    let target = match &args.target {
-        Some(name) => name.parse::<Target>().map_err(anyhow::Error::msg)?,
-        None if base_url.is_some() => Target::OpenAiChat,
-        None => Target::for_model(&model),
+    let flags = ModelFlags {
+        model: args.model.clone(),
+        target: args.target.clone(),
+        base_url: args.base_url.clone(),
+        api_key_env: args.api_key_env.clone(),
+        summarizer_model: args.summarizer_model.clone(),
     };
-    let mut endpoint = match &base_url {
-        Some(url) => Endpoint {
-            target,
-            ..Endpoint::openai_compatible(url, &model)
-        },
-        None => Endpoint::official(target, &model),
-    };
-    if let Some(env) = args.api_key_env.as_ref().or(settings.api_key_env.as_ref()) {
-        endpoint.api_key_env = env.clone();
-    }
+    let endpoint = reach_model::endpoint(ctx, &flags)?;
+    let (model, target) = (endpoint.model.clone(), endpoint.target);
     let client = Client::new(endpoint.clone())?;
     let mut session = open(ctx, args)?;
-    let summarizer_model = args
-        .summarizer_model
-        .as_ref()
-        .or(settings.summarizer_model.as_ref());
-    if let Some(model) = summarizer_model {
-        let window = ctx.store.registry().lookup(model).context_window;
-        let summarizer_endpoint = Endpoint {
-            model: model.clone(),
-            ..endpoint
-        };
-        let summarizer = LlmSummarizer::new(Client::new(summarizer_endpoint)?, model, window);
-        session.set_summarizer(Box::new(summarizer));
+    if let Some(summarizer) = reach_model::summarizer(ctx, &flags, &endpoint) {
+        session.set_summarizer(Box::new(summarizer.build()?));
     }
     eprintln!(
         "agentmem: session {} with {} ({}); /help lists the commands",

@@ -18,6 +18,7 @@ mod mcp;
 mod memory;
 mod models;
 mod prepare;
+mod reach_model;
 pub mod replay;
 mod search;
 mod serve;

@@ -8,16 +8,22 @@
 use std::sync::Arc;
 
 use agentmem_server::http::{HttpServer, ServerOptions};
-use agentmem_server::service::{Op, Service};
+use agentmem_server::service::{Op, Service, SessionSetup};
 use agentmem_server::ServiceError;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
+use super::reach_model::{self, ModelFlags};
 use super::Context;
 use crate::cli::ServeArgs;
 
 pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
-    let service = Arc::new(Service::new(ctx.store, ctx.agent));
+    let setup = summarizer_setup(&ctx, args)?;
+    let mut service = Service::new(ctx.store, ctx.agent);
+    if let Some(setup) = setup {
+        service = service.with_session_setup(setup);
+    }
+    let service = Arc::new(service);
     if args.stdio {
         super::json_lines::answer_lines(|line| Some(answer(&service, line)))?;
     } else {
@@ -33,6 +39,26 @@ pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
         server.run_until_interrupted()?;
     }
     Ok(service.close()?)
+}
+
+/// Gives every session the LLM summarizer when a summarizer model is named
+/// (flag or `[llm] summarizer_model`).
+fn summarizer_setup(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<SessionSetup>> {
+    let flags = ModelFlags {
+        summarizer_model: args.summarizer_model.clone(),
+        ..ModelFlags::default()
+    };
+    let endpoint = reach_model::endpoint(ctx, &flags)?;
+    let Some(spec) = reach_model::summarizer(ctx, &flags, &endpoint) else {
+        return Ok(None);
+    };
+    // Built once now, so a missing key fails at start and not mid-request.
+    spec.build()?;
+    Ok(Some(Box::new(move |session| {
+        if let Ok(summarizer) = spec.build() {
+            session.set_summarizer(Box::new(summarizer));
+        }
+    })))
 }
 
 fn answer(service: &Service, line: &str) -> Value {

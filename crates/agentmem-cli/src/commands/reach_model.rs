@@ -1,0 +1,88 @@
+//! How the CLI reaches a model: the endpoint from the flags over `[llm]` of
+//! config.toml, and the LLM summarizer for compactions when a summarizer
+//! model is named. Shared by `chat` and `serve`.
+
+use agentmem::render::Target;
+use agentmem_llm::{Client, Endpoint, LlmSummarizer};
+
+use super::Context;
+
+/// The model when neither a flag nor the configuration names one.
+pub const DEFAULT_MODEL: &str = "gpt-4o";
+
+/// What the command line says about the model; `None` defers to `[llm]`.
+#[derive(Debug, Default, Clone)]
+pub struct ModelFlags {
+    pub model: Option<String>,
+    pub target: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub summarizer_model: Option<String>,
+}
+
+/// The model to talk to and where it answers.
+pub fn endpoint(ctx: &Context, flags: &ModelFlags) -> anyhow::Result<Endpoint> {
+    let settings = &ctx.store.config().llm;
+    let model = flags
+        .model
+        .clone()
+        .or_else(|| settings.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
+    let target = match &flags.target {
+        Some(name) => name.parse::<Target>().map_err(anyhow::Error::msg)?,
+        None if base_url.is_some() => Target::OpenAiChat,
+        None => Target::for_model(&model),
+    };
+    let mut endpoint = match &base_url {
+        Some(url) => Endpoint {
+            target,
+            ..Endpoint::openai_compatible(url, &model)
+        },
+        None => Endpoint::official(target, &model),
+    };
+    if let Some(env) = flags.api_key_env.as_ref().or(settings.api_key_env.as_ref()) {
+        endpoint.api_key_env = env.clone();
+    }
+    Ok(endpoint)
+}
+
+/// The LLM summarizer to compact with: its model, on `endpoint`'s server.
+#[derive(Debug, Clone)]
+pub struct SummarizerSpec {
+    endpoint: Endpoint,
+    window_tokens: u64,
+}
+
+impl SummarizerSpec {
+    /// A summarizer ready for a session; fails when its key is missing.
+    pub fn build(&self) -> anyhow::Result<LlmSummarizer> {
+        let client = Client::new(self.endpoint.clone())?;
+        Ok(LlmSummarizer::new(
+            client,
+            &self.endpoint.model,
+            self.window_tokens,
+        ))
+    }
+}
+
+/// The LLM summarizer when a summarizer model is named by the flag or by
+/// `[llm] summarizer_model`; `None` keeps the deterministic one.
+pub fn summarizer(
+    ctx: &Context,
+    flags: &ModelFlags,
+    endpoint: &Endpoint,
+) -> Option<SummarizerSpec> {
+    let settings = &ctx.store.config().llm;
+    let model = flags
+        .summarizer_model
+        .as_ref()
+        .or(settings.summarizer_model.as_ref())?;
+    Some(SummarizerSpec {
+        endpoint: Endpoint {
+            model: model.clone(),
+            ..endpoint.clone()
+        },
+        window_tokens: ctx.store.registry().lookup(model).context_window,
+    })
+}
