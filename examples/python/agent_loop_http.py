@@ -106,7 +106,8 @@ def main():
         ended = memory.call("POST", f"/v1/sessions/{session}/end")
         print(f"ended; episode {ended['id'] if ended else 'none'}")
     finally:
-        memory.close()
+        # SIGTERM: the server closes its sessions and exits cleanly.
+        print("server exit code:", memory.close())
 
 
 if __name__ == "__main__":

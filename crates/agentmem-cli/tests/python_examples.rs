@@ -56,4 +56,5 @@ fn the_python_agent_loop_runs_over_http() {
     assert!(out.contains("forked what-if with 6 events"), "{out}");
     assert!(out.contains("remember_fact: Remembered as fact"), "{out}");
     assert!(out.contains("ended; episode ep-"), "{out}");
+    assert!(out.contains("server exit code: 0"), "{out}");
 }
