@@ -105,7 +105,6 @@ fn kind_of(error: &EngineError) -> ErrorKind {
     match error {
         EngineError::InvalidId { .. }
         | EngineError::InvalidEvent { .. }
-        | EngineError::TurnNotFound { .. }
         | EngineError::BadLine { .. }
         | EngineError::BadInput { .. }
         | EngineError::UnknownFormat { .. }
@@ -116,9 +115,9 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::WorkingMemoryPatch { .. }
         | EngineError::WorkingMemoryInvalid { .. }
         | EngineError::WorkingMemorySchema { .. } => ErrorKind::BadRequest,
-        EngineError::SessionNotFound { .. } | EngineError::EvictedNotFound { .. } => {
-            ErrorKind::NotFound
-        }
+        EngineError::SessionNotFound { .. }
+        | EngineError::TurnNotFound { .. }
+        | EngineError::EvictedNotFound { .. } => ErrorKind::NotFound,
         EngineError::SessionExists { .. }
         | EngineError::MemoryConflict { .. }
         | EngineError::WorkingMemoryConflict { .. } => ErrorKind::Conflict,

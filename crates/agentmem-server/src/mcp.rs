@@ -60,6 +60,15 @@ pub fn answer_line(host: &dyn ToolHost, line: &str) -> Option<Value> {
     }
 }
 
+/// The answer to a message that is JSON but neither a message nor a batch.
+pub fn invalid_request() -> Value {
+    error(
+        Value::Null,
+        INVALID_REQUEST,
+        "a message is a JSON-RPC object, or a batch of them in a list",
+    )
+}
+
 /// The answer to a message that is not JSON.
 pub fn parse_error(error: &serde_json::Error) -> Value {
     self::error(Value::Null, PARSE_ERROR, &format!("not JSON: {error}"))

@@ -284,7 +284,7 @@ impl Service {
     }
 
     fn create_session(&self, args: &Value) -> Result<Value, ServiceError> {
-        let id = optional_str(args, "session")
+        let id = optional_str(args, "session")?
             .map(SessionId::new)
             .transpose()?;
         let session = self.set_up(self.store.create_session(&self.agent, id)?);
@@ -329,7 +329,7 @@ impl Service {
     fn append_memory(&self, args: &Value) -> Result<Value, ServiceError> {
         let version = self.store.notebook(&self.agent).append(
             required_str(args, "text")?,
-            optional_str(args, "expected_hash"),
+            optional_str(args, "expected_hash")?,
         )?;
         Ok(serde_json::to_value(version)?)
     }
@@ -337,8 +337,8 @@ impl Service {
     fn replace_memory(&self, args: &Value) -> Result<Value, ServiceError> {
         let version = self.store.notebook(&self.agent).update(
             required_str(args, "old")?,
-            optional_str(args, "new").unwrap_or_default(),
-            optional_str(args, "expected_hash"),
+            optional_str(args, "new")?.unwrap_or_default(),
+            optional_str(args, "expected_hash")?,
         )?;
         Ok(serde_json::to_value(version)?)
     }
@@ -346,7 +346,7 @@ impl Service {
     /// Current facts, or with `all`, superseded and retired ones too.
     fn facts(&self, args: &Value) -> Result<Value, ServiceError> {
         let facts = self.store.facts(&self.agent);
-        let listed = match args.get("all").and_then(Value::as_bool) {
+        let listed = match optional_bool(args, "all")? {
             Some(true) => facts.all()?,
             Some(false) | None => facts.current()?,
         };
@@ -355,15 +355,18 @@ impl Service {
 
     fn fork(&self, args: &Value) -> Result<Value, ServiceError> {
         let source = session_id(args)?;
-        let new_id = optional_str(args, "new_session")
+        let new_id = optional_str(args, "new_session")?
             .map(SessionId::new)
             .transpose()?;
         // Held so no write to the source lands halfway through the copy.
         let slot = self.slot(&source);
         let _source = lock(&slot);
-        let meta =
-            self.store
-                .fork_session(&self.agent, &source, optional_str(args, "at_turn"), new_id)?;
+        let meta = self.store.fork_session(
+            &self.agent,
+            &source,
+            optional_str(args, "at_turn")?,
+            new_id,
+        )?;
         Ok(serde_json::to_value(meta)?)
     }
 
@@ -412,7 +415,7 @@ impl Service {
 
     fn compact(&self, args: &Value) -> Result<Value, ServiceError> {
         let options = CompactOptions {
-            focus: optional_str(args, "focus").map(str::to_owned),
+            focus: optional_str(args, "focus")?.map(str::to_owned),
             ..CompactOptions::default()
         };
         let report = self.with_session(args, |session| Ok(session.compact(&options)?))?;
@@ -436,14 +439,14 @@ impl Service {
     }
 
     fn search(&self, args: &Value) -> Result<Value, ServiceError> {
-        let date = |key| {
-            optional_str(args, key)
+        let date = |key| -> Result<_, ServiceError> {
+            Ok(optional_str(args, key)?
                 .map(agentmem::search::parse_date)
-                .transpose()
+                .transpose()?)
         };
         let filter = SearchFilter {
-            session: optional_str(args, "session").map(str::to_owned),
-            role: optional_str(args, "role").map(Role::parse).transpose()?,
+            session: optional_str(args, "session")?.map(str::to_owned),
+            role: optional_str(args, "role")?.map(Role::parse).transpose()?,
             since: date("since")?,
             until: date("until")?,
             limit: optional_u64(args, "limit")?.map_or(DEFAULT_SEARCH_LIMIT, |n| n as usize),
@@ -457,7 +460,7 @@ impl Service {
     fn recall(&self, args: &Value) -> Result<Value, ServiceError> {
         let budget = optional_u64(args, "budget")?.unwrap_or(DEFAULT_RECALL_BUDGET_TOKENS);
         let mut request = RecallRequest::new(required_str(args, "query")?, budget);
-        request.exclude_session = optional_str(args, "session").map(str::to_owned);
+        request.exclude_session = optional_str(args, "session")?.map(str::to_owned);
         let recalled = self
             .store
             .recall(&self.agent, &request, Encoding::default().tokenizer())?;
@@ -476,7 +479,7 @@ impl Service {
             confidence: 0.9,
             salience: 0.7,
             provenance: Provenance {
-                session_id: optional_str(args, "session").map(str::to_owned),
+                session_id: optional_str(args, "session")?.map(str::to_owned),
                 extractor: "api".into(),
                 ..Provenance::default()
             },
@@ -525,7 +528,7 @@ impl Service {
     }
 
     fn set_state_schema(&self, args: &Value) -> Result<Value, ServiceError> {
-        let scope = match optional_str(args, "scope") {
+        let scope = match optional_str(args, "scope")? {
             None | Some("session") => SchemaScope::Session,
             Some("agent") => SchemaScope::Agent,
             Some(other) => {
@@ -534,7 +537,15 @@ impl Service {
                 )))
             }
         };
-        let schema = args.get("schema").cloned().filter(|s| !s.is_null());
+        let schema = args
+            .get("schema")
+            .ok_or_else(|| {
+                ServiceError::bad_request(
+                    "\"schema\": a JSON Schema is needed (null removes the schema)",
+                )
+            })?
+            .clone();
+        let schema = (!schema.is_null()).then_some(schema);
         self.with_session(args, |session| {
             session.set_working_memory_schema(scope, schema)?;
             Ok(json!({"scope": scope.as_str()}))
@@ -642,12 +653,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
     let model = required_str(args, "model")?;
-    let target = match optional_str(args, "target") {
+    let target = match optional_str(args, "target")? {
         Some(name) => name.parse::<Target>().map_err(ServiceError::bad_request)?,
         None => Target::for_model(model),
     };
     let mut request = PrepareRequest::new(model, target);
-    request.system = optional_str(args, "system").map(str::to_owned);
+    request.system = optional_str(args, "system")?.map(str::to_owned);
     if let Some(tools) = args.get("tools") {
         request.tools = tools
             .as_array()
@@ -660,7 +671,7 @@ fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
 }
 
 fn optional_session_id(args: &Value) -> Result<Option<SessionId>, ServiceError> {
-    Ok(optional_str(args, "session")
+    Ok(optional_str(args, "session")?
         .map(SessionId::new)
         .transpose()?)
 }
@@ -670,19 +681,58 @@ fn session_id(args: &Value) -> Result<SessionId, ServiceError> {
 }
 
 fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ServiceError> {
-    optional_str(args, key)
+    optional_str(args, key)?
         .ok_or_else(|| ServiceError::bad_request(format!("the request needs a \"{key}\" string")))
 }
 
-fn optional_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
-}
-
-fn optional_u64(args: &Value, key: &str) -> Result<Option<u64>, ServiceError> {
+/// A string field; left out (or null) is `None`, any other type an error:
+/// a misspelt `expected_hash` must not quietly turn compare-and-swap off.
+fn optional_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ServiceError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => value.as_u64().map(Some).ok_or_else(|| {
-            ServiceError::bad_request(format!("\"{key}\" must be a non-negative integer"))
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ServiceError::bad_request(format!(
+            "\"{key}\" must be a string"
+        ))),
+    }
+}
+
+/// The largest count a request may carry: the largest integer every JSON
+/// client (JavaScript's included) reads exactly.
+const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// A count: an integer from 0 to [`MAX_COUNT`], also when written as `12.0`
+/// or, from a query string, as `"12"`.
+fn optional_u64(args: &Value, key: &str) -> Result<Option<u64>, ServiceError> {
+    let count = |value: &Value| {
+        let count = match value {
+            Value::String(text) => text.parse::<u64>().ok(),
+            other => other.as_u64().or_else(|| {
+                let float = other.as_f64()?;
+                (float >= 0.0 && float.fract() == 0.0 && float <= MAX_COUNT as f64)
+                    .then_some(float as u64)
+            }),
+        }?;
+        (count <= MAX_COUNT).then_some(count)
+    };
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => count(value).map(Some).ok_or_else(|| {
+            ServiceError::bad_request(format!(
+                "\"{key}\" must be an integer from 0 to {MAX_COUNT}"
+            ))
         }),
+    }
+}
+
+/// A flag: `true` or `false`, also as a query string's text.
+fn optional_bool(args: &Value, key: &str) -> Result<Option<bool>, ServiceError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(Value::String(text)) if text == "true" || text == "false" => Ok(Some(text == "true")),
+        Some(_) => Err(ServiceError::bad_request(format!(
+            "\"{key}\" must be true or false"
+        ))),
     }
 }

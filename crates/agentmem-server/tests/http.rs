@@ -5,6 +5,7 @@
 mod support;
 
 use std::collections::BTreeSet;
+use std::io::{Read, Write};
 
 use agentmem_server::http::routes::ROUTES;
 use agentmem_server::http::{HttpServer, ServeError, ServerOptions};
@@ -535,5 +536,76 @@ fn requests_for_sessions_that_do_not_exist_leave_nothing_open() {
         server.service.known_slots(),
         1,
         "no slot kept for the ghosts"
+    );
+}
+
+#[test]
+fn a_field_of_the_wrong_type_is_refused_not_ignored() {
+    let server = TestServer::start();
+    let (_, first) = server.call("POST", "/v1/memory", Some(&json!({"text": "- one"})));
+    // A hash that is not a string must not turn compare-and-swap off.
+    let (status, body) = server.call(
+        "POST",
+        "/v1/memory",
+        Some(&json!({"text": "- two", "expected_hash": {"oops": 1}})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("expected_hash"));
+    let (_, read) = server.call("GET", "/v1/memory", None);
+    assert_eq!(read["hash"], first["hash"], "nothing was appended");
+
+    let (status, _) = server.call("POST", "/v1/sessions", Some(&json!({"session": 5})));
+    assert_eq!(
+        status, 400,
+        "a numeric id is not quietly replaced by a generated one"
+    );
+    let (_, listed) = server.call("GET", "/v1/sessions", None);
+    assert!(listed.as_array().unwrap().is_empty());
+    let (status, body) = server.call("GET", "/v1/facts?all=maybe", None);
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = server.call(
+        "POST",
+        "/v1/search",
+        Some(&json!({"query": "x", "limit": 12.0})),
+    );
+    assert_eq!(
+        status, 200,
+        "a whole number written as a float is a count: {body}"
+    );
+    let (status, body) = server.call(
+        "POST",
+        "/v1/search",
+        Some(&json!({"query": "x", "limit": 1e300})),
+    );
+    assert_eq!(status, 400, "{body}");
+}
+
+#[test]
+fn query_strings_keep_ids_as_text_and_405_names_the_allowed_methods() {
+    let server = TestServer::start();
+    server.call("POST", "/v1/sessions", Some(&json!({"session": "123"})));
+    let (status, body) = server.call("GET", "/v1/tools?session=123", None);
+    assert_eq!(
+        status, 200,
+        "a numeric session id in a query is still an id: {body}"
+    );
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    write!(
+        stream,
+        "PUT /v1/memory HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 405"), "{response}");
+    assert!(
+        response
+            .to_ascii_lowercase()
+            .contains("allow: get, post, patch"),
+        "{response}"
     );
 }

@@ -258,6 +258,7 @@ async fn answer(
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
+    let path = request.uri().path().to_owned();
     let (label, outcome) = app.clone().handle(request).await;
     let (status, body, content_type) = outcome.unwrap_or_else(|error| {
         (
@@ -272,9 +273,15 @@ async fn answer(
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() =
         hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if status == hyper::StatusCode::METHOD_NOT_ALLOWED.as_u16() {
+        // RFC 9110: a 405 lists the methods the resource does take.
+        let allowed = routes::allowed_methods(&path).join(", ");
+        if let Ok(value) = HeaderValue::from_str(&allowed) {
+            headers.insert(hyper::header::ALLOW, value);
+        }
+    }
     Ok(response)
 }
 
@@ -381,7 +388,8 @@ impl App {
             .transpose()?;
         let host = self.service.tool_host(session);
         let message: Value = match serde_json::from_slice(body) {
-            Ok(message) => message,
+            Ok(message @ (Value::Object(_) | Value::Array(_))) => message,
+            Ok(_) => return Ok(json_reply(400, &crate::mcp::invalid_request())),
             Err(e) => return Ok(json_reply(400, &crate::mcp::parse_error(&e))),
         };
         let answer = match &message {

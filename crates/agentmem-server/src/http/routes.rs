@@ -149,6 +149,15 @@ pub fn find(method: &str, path: &str) -> Result<Matched, ServiceError> {
     })
 }
 
+/// The methods some route takes at `path`.
+pub fn allowed_methods(path: &str) -> Vec<&'static str> {
+    ROUTES
+        .iter()
+        .filter(|route| captures(route.path, path).is_some())
+        .map(|route| route.method)
+        .collect()
+}
+
 /// The `{name}` segments of `pattern` filled from `path`, if it matches.
 fn captures(pattern: &str, path: &str) -> Option<Map<String, Value>> {
     let mut pattern_segments = pattern.split('/');
@@ -172,23 +181,13 @@ fn captures(pattern: &str, path: &str) -> Option<Map<String, Value>> {
     }
 }
 
-/// The query string as arguments: `true`/`false` become booleans and
-/// digits numbers, the rest strings (percent-decoded).
+/// The query string as arguments, each a string (percent-decoded); the
+/// service reads counts and flags from strings too.
 pub fn query_arguments(query: &str) -> Result<Map<String, Value>, ServiceError> {
     let mut arguments = Map::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let value = decode(value)?;
-        let value = match value.as_str() {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            digits if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits
-                .parse::<u64>()
-                .map(Value::from)
-                .unwrap_or(Value::String(value)),
-            _ => Value::String(value),
-        };
-        arguments.insert(decode(key)?, value);
+        arguments.insert(decode(key)?, Value::String(decode(value)?));
     }
     Ok(arguments)
 }
@@ -226,10 +225,13 @@ mod tests {
     }
 
     #[test]
-    fn query_values_are_decoded_and_typed() {
-        let args = query_arguments("all=true&limit=5&q=build+fails%21").unwrap();
-        assert_eq!(args["all"], true);
-        assert_eq!(args["limit"], 5);
+    fn query_values_are_decoded_strings() {
+        let args = query_arguments("all=true&session=123&q=build+fails%21").unwrap();
+        assert_eq!(args["all"], "true");
+        assert_eq!(
+            args["session"], "123",
+            "a numeric session id stays a string"
+        );
         assert_eq!(args["q"], "build fails!");
     }
 }
