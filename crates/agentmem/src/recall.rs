@@ -448,16 +448,19 @@ fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String 
         return text.to_owned();
     }
     let text = head;
-    let mut end = byte_prefix(text, max_tokens.saturating_mul(3)).len();
-    loop {
-        let tokens = tokenizer.count(&text[..end]);
-        if tokens <= max_tokens || end == 0 {
-            break;
-        }
-        // Shrink in proportion to the excess (a little more, so one or two
-        // counts usually do), and by at least a few bytes.
+    // A guess at four bytes a token, then at most one step up in proportion
+    // (text of long tokens), then down in proportion until it fits.
+    let mut end = byte_prefix(text, max_tokens.saturating_mul(4)).len();
+    let mut tokens = tokenizer.count(&text[..end]);
+    if tokens < max_tokens * 3 / 4 && end < text.len() {
+        end = byte_prefix(text, end * max_tokens / tokens.max(1)).len();
+        tokens = tokenizer.count(&text[..end]);
+    }
+    while tokens > max_tokens && end > 0 {
+        // A little under the proportion, so one step usually does.
         let proportional = end * max_tokens * 15 / (tokens * 16);
         end = byte_prefix(text, proportional.min(end.saturating_sub(8))).len();
+        tokens = tokenizer.count(&text[..end]);
     }
     format!("{}…", &text[..end])
 }
@@ -496,4 +499,30 @@ pub fn refresh_memories(index: &mut HistoryIndex, agent_dir: &std::path::Path) -
         let episodes = crate::memory::episodic::read_episodes(agent_dir)?;
         Ok((facts, episodes))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Encoding;
+
+    #[test]
+    fn a_long_event_is_cut_near_its_token_cap_and_never_over_it() {
+        let tokenizer = Encoding::O200kBase.tokenizer();
+        let texts = [
+            "fn step_7() { let x = vec![1, 2, 3]; }\n".repeat(200),
+            "日本語のテキストと絵文字🙂が混ざった行。".repeat(200),
+            "a".repeat(20_000),
+            "word ".repeat(5_000),
+        ];
+        for text in &texts {
+            let cut = cut_to_tokens(text, MAX_EVENT_TOKENS, tokenizer);
+            assert!(cut.ends_with('…'), "{cut}");
+            let kept = tokenizer.count(cut.trim_end_matches('…'));
+            assert!(kept <= MAX_EVENT_TOKENS, "{kept} tokens kept");
+            assert!(kept >= MAX_EVENT_TOKENS * 3 / 4, "only {kept} tokens kept");
+        }
+        let short = "The parser lives in src/parser.rs.";
+        assert_eq!(cut_to_tokens(short, MAX_EVENT_TOKENS, tokenizer), short);
+    }
 }
