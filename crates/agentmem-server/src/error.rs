@@ -75,6 +75,7 @@ impl ServiceError {
         ServiceError::new(ErrorKind::BadRequest, message)
     }
 
+    /// An error of `kind`; the message should say what to do.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ServiceError {
         ServiceError {
             kind,

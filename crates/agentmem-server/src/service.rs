@@ -53,7 +53,8 @@ pub const DEFAULT_RECALL_BUDGET_TOKENS: u64 = 2_000;
 /// HTTP status assumed for an overflow error reported without one.
 const DEFAULT_OVERFLOW_STATUS: u16 = 400;
 
-/// An operation, as JSON lines name it in `op`.
+/// An operation, as JSON lines name it in `op` ([`Op::name`]); each HTTP
+/// route but `/healthz`, `/metrics`, `/openapi.json` and `/mcp` leads to one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     CreateSession,
@@ -201,10 +202,12 @@ impl Service {
         session
     }
 
+    /// The store the service works on.
     pub fn store(&self) -> &Store {
         &self.store
     }
 
+    /// The agent whose sessions and memory the service serves.
     pub fn agent(&self) -> &AgentId {
         &self.agent
     }

@@ -23,6 +23,7 @@ pub enum Exposure {
 }
 
 impl Exposure {
+    /// How exposed a server bound to `addr` is.
     pub fn of(addr: SocketAddr) -> Exposure {
         if addr.ip().is_loopback() {
             Exposure::Loopback

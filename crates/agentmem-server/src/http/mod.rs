@@ -160,6 +160,7 @@ impl HttpServer {
             .expect("a bound listener has an address")
     }
 
+    /// A handle that stops [`HttpServer::run`] from another thread.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
             stop: self.stop.clone(),
