@@ -33,7 +33,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{HeaderMap, Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
@@ -50,6 +50,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_WORKER_THREADS: usize = 16;
 /// Threads that read and write connections (the engine's work runs elsewhere).
 const IO_THREADS: usize = 2;
+/// How long a client may take to send a request's headers; hyper also
+/// bounds a kept-alive connection's idle wait with it, so it is longer than
+/// a slow model call between two requests of an agent loop.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long requests in progress get to finish once shutdown is asked for.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -245,6 +249,9 @@ async fn accept(
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| answer(app.clone(), request));
                     let _ = hyper::server::conn::http1::Builder::new()
+                        // Connections that never send a request are closed.
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_READ_TIMEOUT)
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
                 });
