@@ -95,9 +95,14 @@ impl From<EngineError> for ServiceError {
     }
 }
 
+/// Only the service's own results are turned into JSON with `?`: requests
+/// are read with errors that name the field. So a failure here is ours.
 impl From<serde_json::Error> for ServiceError {
     fn from(error: serde_json::Error) -> ServiceError {
-        ServiceError::bad_request(error.to_string())
+        ServiceError::new(
+            ErrorKind::Internal,
+            format!("cannot write the result as JSON: {error}"),
+        )
     }
 }
 

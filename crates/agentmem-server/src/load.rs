@@ -6,7 +6,7 @@
 //! Every client also sends one batch twice, as a client retrying after a
 //! timeout would: the retry must be recognised by its event ids.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -83,8 +83,7 @@ fn phase(
     name: &'static str,
     sessions: &[String],
 ) -> Result<PhaseReport, LoadError> {
-    let mut distinct: Vec<&String> = sessions.iter().collect();
-    distinct.dedup();
+    let distinct: BTreeSet<&String> = sessions.iter().collect();
     for session in &distinct {
         client.call("POST", "/v1/sessions", &json!({"session": session}))?;
     }

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use agentmem::context::overflow::classify_provider_error;
 use agentmem::event::Event;
@@ -264,10 +264,18 @@ impl Service {
         }
     }
 
-    /// Sessions held open for writing.
+    /// Sessions held open for writing. A session busy with a request counts
+    /// as open: `/metrics` does not wait behind a long compaction.
     pub fn open_sessions(&self) -> usize {
         let slots: Vec<Slot> = lock(&self.open).values().cloned().collect();
-        slots.iter().filter(|slot| lock(slot).is_some()).count()
+        slots
+            .iter()
+            .filter(|slot| match slot.try_lock() {
+                Ok(session) => session.is_some(),
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().is_some(),
+                Err(TryLockError::WouldBlock) => true,
+            })
+            .count()
     }
 
     /// Sessions the service keeps a slot for (open, or being opened).

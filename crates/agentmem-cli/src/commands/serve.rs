@@ -27,7 +27,7 @@ pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
     if args.stdio {
         super::json_lines::answer_lines(|line| Some(answer(&service, line)))?;
     } else {
-        let token = args.token_file.as_ref().map(read_token).transpose()?;
+        let token = args.token_file.as_deref().map(read_token).transpose()?;
         let options = ServerOptions {
             addr: args.addr,
             token,
@@ -88,7 +88,7 @@ fn execute(service: &Service, command: &Value) -> Result<Value, ServiceError> {
     service.execute(op, command)
 }
 
-fn read_token(path: &std::path::PathBuf) -> anyhow::Result<String> {
+fn read_token(path: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the token file {}", path.display()))?;
     Ok(text.trim().to_owned())
