@@ -28,13 +28,13 @@ pub fn call_model(
     mut delivery: Delivery<'_>,
 ) -> Result<Completion, LlmError> {
     let prepared = session.prepare(request)?;
-    let completion = match send(client, &prepared.payload, &mut delivery) {
+    let completion = match send(client, &prepared.payload.to_value(), &mut delivery) {
         Err(LlmError::Overflow { status, message }) => {
             let error = ProviderError::ContextOverflow {
                 message: format!("{status}: {message}"),
             };
             let retry = session.recover_from_overflow(&error, request)?;
-            send(client, &retry.payload, &mut delivery)?
+            send(client, &retry.payload.to_value(), &mut delivery)?
         }
         other => other?,
     };

@@ -33,6 +33,7 @@ pub mod prepare;
 pub mod recall;
 pub mod render;
 pub mod search;
+pub mod segments;
 pub mod session;
 pub mod store;
 pub mod summarize;

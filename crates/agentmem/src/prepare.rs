@@ -8,13 +8,16 @@ use serde_json::Value;
 
 use crate::context::strategy::ContextSettingsLayer;
 use crate::context::tiers::Action;
-use crate::message::{Message, Role};
-use crate::render::{render, RenderRequest, Target, ToolSchema};
+use crate::message::{
+    messages_from_events, messages_started, role_of, starts_message, Message, Role,
+};
+use crate::render::{frame, render, Payload, RenderRequest, Target, ToolSchema};
+use crate::segments::RenderCache;
 use crate::tokens::budget::{Budget, BudgetSettings};
 use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
 use crate::tokens::registry::{ModelInfo, ModelSource};
 use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
-use crate::transcript::{measure, messages_of, ViewItem};
+use crate::transcript::{measure, ViewItem};
 
 /// What to prepare a call for.
 #[derive(Debug, Clone)]
@@ -139,7 +142,7 @@ pub struct ContextStats {
 /// A payload ready to send, with its stats.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    pub payload: Value,
+    pub payload: Payload,
     pub stats: ContextStats,
 }
 
@@ -167,6 +170,14 @@ pub struct Measured {
     pub calibration: Option<Calibration>,
 }
 
+/// What a call is counted and bounded by: the tokenizer, the model, its budget.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits<'a> {
+    pub tokenizer: Tokenizer,
+    pub model: &'a ModelInfo,
+    pub budget: Budget,
+}
+
 /// Renders the shaped view `items` for `request` and measures it.
 ///
 /// `offset` is what the provider measured beyond the view (see
@@ -175,18 +186,22 @@ pub struct Measured {
 /// model's calibration where the tokenizer is not the provider's own.
 pub fn prepare(
     items: &[ViewItem],
-    tokenizer: Tokenizer,
-    model: &ModelInfo,
-    budget: Budget,
+    limits: Limits<'_>,
     request: &PrepareRequest,
     measured: Measured,
     actions: Vec<Action>,
+    renders: &mut RenderCache,
 ) -> Prepared {
     let Measured {
         offset,
         overhead,
         calibration,
     } = measured;
+    let Limits {
+        tokenizer,
+        model,
+        budget,
+    } = limits;
     let view = measure(items, tokenizer);
     let reasoning = if request.target.sends_reasoning() {
         view.reasoning
@@ -214,16 +229,36 @@ pub fn prepare(
         Some(_) | None => counted_tokens,
     };
     let context_tokens = anchored_tokens.unwrap_or(calibrated);
-    let messages = messages_of(items);
-    let payload = render(
+    let system_messages = messages_from_events(
+        items
+            .iter()
+            .map(|i| &i.event)
+            .filter(|e| role_of(e) == Role::System),
+    );
+    let frame = frame(
         request.target,
         &RenderRequest {
             model: &request.model,
             system: request.system.as_deref(),
-            messages: &messages,
+            messages: &system_messages,
             tools: &request.tools,
             max_output_tokens: budget.max_output_tokens,
         },
+    );
+    let payload = Payload::new(frame, renders.segments(request.target, items));
+    debug_assert_eq!(
+        payload,
+        render(
+            request.target,
+            &RenderRequest {
+                model: &request.model,
+                system: request.system.as_deref(),
+                messages: &crate::transcript::messages_of(items),
+                tools: &request.tools,
+                max_output_tokens: budget.max_output_tokens,
+            },
+        ),
+        "rendering in segments must give what rendering whole gives"
     );
     let tokens_saved = actions.iter().map(Action::tokens_saved).sum();
     Prepared {
@@ -243,12 +278,25 @@ pub fn prepare(
             calibration,
             compaction_due: context_tokens >= budget.trigger_tokens(),
             over_budget: context_tokens > budget.input_budget(),
-            messages: messages.len(),
+            messages: message_count(items),
             events: items.len(),
             tokens_saved,
             actions,
         },
     }
+}
+
+/// How many messages `items` make, by the rule that groups them.
+fn message_count(items: &[ViewItem]) -> usize {
+    let mut previous = None;
+    let mut count = 0;
+    for item in items {
+        if starts_message(previous, &item.event) {
+            count += messages_started(&item.event);
+        }
+        previous = Some(&item.event);
+    }
+    count
 }
 
 /// Whether our count is the provider's own (OpenAI models in their encoding).

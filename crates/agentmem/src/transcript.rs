@@ -7,6 +7,8 @@
 //! event is counted once, when it joins; totals are running sums, so keeping
 //! the transcript current costs what the new events cost.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::context::guard::{self, GuardPolicy};
 use crate::event::{Event, TraceType};
 use crate::message::{messages_from_events, parts_of, role_of, starts_message, Message};
@@ -26,10 +28,64 @@ pub struct UsageAnchor {
 
 /// One event as the model sees it, with the tokens of its parts (message
 /// framing is added by [`measure`], since it depends on the neighbours).
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Change the event's content through [`ViewItem::replace_content`]: it
+/// recounts the tokens and gives the item a new [`Revision`], so a render of
+/// the old content is never reused for the new.
+#[derive(Debug, Clone)]
 pub struct ViewItem {
     pub event: Event,
     pub tokens: TokenCounts,
+    revision: Revision,
+}
+
+impl ViewItem {
+    /// `event` as the model sees it, counted as `tokens`: a new revision.
+    pub fn new(event: Event, tokens: TokenCounts) -> ViewItem {
+        ViewItem {
+            event,
+            tokens,
+            revision: Revision::next(),
+        }
+    }
+
+    /// Which version of this view of its event the item is.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// Shows `content` instead of what the event showed: recounted, and a
+    /// new revision.
+    pub fn replace_content(&mut self, content: String, tokenizer: Tokenizer) {
+        self.event.content = content;
+        self.tokens = event_tokens(&self.event, tokenizer);
+        self.revision = Revision::next();
+    }
+}
+
+impl PartialEq for ViewItem {
+    /// Items are equal when the model would see the same: the revision is
+    /// bookkeeping.
+    fn eq(&self, other: &ViewItem) -> bool {
+        self.event == other.event && self.tokens == other.tokens
+    }
+}
+
+/// A number that names one version of one view item, unique in the process:
+/// what lets the renders of unchanged items be reused from call to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Revision(u64);
+
+impl Revision {
+    fn next() -> Revision {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Revision(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The number, for hashing.
+    pub fn get(self) -> u64 {
+        self.0
+    }
 }
 
 /// The model's view and its token counts.
@@ -102,10 +158,7 @@ impl Transcript {
                 model: usage.model.clone(),
             });
         }
-        self.items.push(ViewItem {
-            event: viewed,
-            tokens,
-        });
+        self.items.push(ViewItem::new(viewed, tokens));
     }
 
     /// Drops the usage anchor: usage reported before a compaction measured a

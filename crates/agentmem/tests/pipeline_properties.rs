@@ -576,7 +576,7 @@ impl<'a> Run<'a> {
             let prepared = prepared.unwrap();
             self.last_counted = prepared.stats.counted_tokens;
             if self.checks.turns && target == Target::OpenAiChat {
-                let payload = prepared.payload.clone();
+                let payload = prepared.payload.to_value();
                 let over = latest_turn_tokens + overhead_tokens > prepared.stats.input_budget;
                 check_turns_whole(self.session(), &payload, over)
                     .map_err(|e| TestCaseError::fail(format!("{at}: {e}")))?;
@@ -584,7 +584,7 @@ impl<'a> Run<'a> {
             self.records.push(Record {
                 at: at.to_owned(),
                 target,
-                payload: prepared.payload,
+                payload: prepared.payload.to_value(),
                 stats: prepared.stats,
                 latest_user_tokens,
                 latest_turn_tokens,
@@ -1111,7 +1111,8 @@ fn the_checks_catch_what_they_are_for() {
     let payload = session
         .prepare(&PrepareRequest::new(MODEL, Target::OpenAiChat))
         .unwrap()
-        .payload;
+        .payload
+        .to_value();
     assert!(check_chat_pairs(&payload).is_ok());
     assert!(check_turns_whole(&session, &payload, false).is_ok());
     // Leave out the first turn's answer: that turn is split.

@@ -60,7 +60,7 @@ fn the_count_is_openais_published_rule_applied_to_the_payload() {
     assert_eq!(prepared.payload["messages"].as_array().unwrap().len(), 5);
     assert_eq!(
         prepared.stats.counted_tokens,
-        cookbook_count(&prepared.payload)
+        cookbook_count(&prepared.payload.to_value())
     );
     assert_eq!(
         prepared.stats.sections.total(),

@@ -36,7 +36,10 @@ pub fn run(
         request.tools = read_tools(path)?;
     }
     let prepared = session.prepare(&request)?;
-    println!("{}", serde_json::to_string_pretty(&prepared.payload)?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&prepared.payload.to_value())?
+    );
     if stats {
         eprintln!("{}", serde_json::to_string_pretty(&prepared.stats)?);
     }

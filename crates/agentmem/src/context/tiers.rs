@@ -111,7 +111,8 @@ pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Acti
             .get(&event.id)
             .copied()
             .unwrap_or_else(|| event_tokens(&event, tokenizer));
-        ViewItem { event, tokens }
+        // A new revision: normalizing may have changed the event itself.
+        ViewItem::new(event, tokens)
     }));
     reports
         .into_iter()
@@ -142,8 +143,7 @@ pub fn budget_tool_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Op
             continue;
         };
         let before = item.tokens.total;
-        item.event.content = cut;
-        item.tokens = event_tokens(&item.event, shrink.tokenizer);
+        item.replace_content(cut, shrink.tokenizer);
         let freed = before.saturating_sub(item.tokens.total);
         total = total.saturating_sub(freed);
         saved += freed;
@@ -228,9 +228,11 @@ pub fn microcompact_old_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) 
         let item = &mut items[i];
         let call_id = item.event.tool_call_id.clone().unwrap_or_default();
         let tool = tool_names.get(&call_id).map_or("tool", String::as_str);
-        item.event.content = placeholder(tool, &call_id, item.tokens.tool_output);
         let before = item.tokens.total;
-        item.tokens = event_tokens(&item.event, shrink.tokenizer);
+        item.replace_content(
+            placeholder(tool, &call_id, item.tokens.tool_output),
+            shrink.tokenizer,
+        );
         let freed = before.saturating_sub(item.tokens.total);
         total = total.saturating_sub(freed);
         saved += freed;

@@ -39,25 +39,30 @@
 //!
 //! [`tool_input`] and [`data_uri`] are shared with the other renderers.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::{RenderRequest, ToolSchema};
+use super::{Frame, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 /// The user message put in front of a transcript that starts with the assistant.
 const CONTINUED: &str = "(continued)";
 
-pub(super) fn render(request: &RenderRequest<'_>) -> Value {
-    let mut body = json!({"model": request.model, "max_tokens": request.max_output_tokens});
+pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
+    let mut head = Map::new();
+    head.insert("model".into(), request.model.into());
+    head.insert("max_tokens".into(), request.max_output_tokens.into());
     let system = system_text(request);
     if !system.is_empty() {
-        body["system"] = Value::String(system);
+        head.insert("system".into(), Value::String(system));
     }
-    body["messages"] = messages(request.messages);
     if !request.tools.is_empty() {
-        body["tools"] = request.tools.iter().map(tool).collect();
+        head.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
-    body
+    Frame {
+        head,
+        list_key: "messages",
+        lead: Vec::new(),
+    }
 }
 
 /// The request's system prompt, then every system message, blank-line separated.
@@ -90,7 +95,7 @@ struct Turn {
     blocks: Vec<Value>,
 }
 
-fn messages(transcript: &[Message]) -> Value {
+pub(super) fn entries(transcript: &[Message]) -> Vec<Value> {
     let mut turns: Vec<Turn> = Vec::with_capacity(transcript.len());
     for message in transcript {
         let Some(Turn { side, blocks }) = turn(message) else {
@@ -310,6 +315,11 @@ fn tool(schema: &ToolSchema) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole body, as `render` makes it for this API.
+    fn render(request: &RenderRequest<'_>) -> Value {
+        super::super::render(super::super::Target::Anthropic, request)
+    }
 
     fn request<'a>(
         system: Option<&'a str>,

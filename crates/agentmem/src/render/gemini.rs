@@ -48,7 +48,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::anthropic::{data_uri, image_placeholder, tool_input};
-use super::{RenderRequest, ToolSchema};
+use super::{Frame, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 /// The user content put in front of a transcript that starts with the model.
@@ -80,25 +80,28 @@ const SCHEMA_KEYS: [&str; 19] = [
 /// How many `$ref`s deep a schema is inlined before the rest is cut (cycles).
 const MAX_REF_DEPTH: usize = 8;
 
-pub(super) fn render(request: &RenderRequest<'_>) -> Value {
-    let mut body = Map::new();
+pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
+    let mut head = Map::new();
     let system = system_parts(request);
     if !system.is_empty() {
-        body.insert("systemInstruction".into(), json!({"parts": system}));
+        head.insert("systemInstruction".into(), json!({"parts": system}));
     }
-    body.insert("contents".into(), contents(request.messages));
     if !request.tools.is_empty() {
         let declarations: Vec<Value> = request.tools.iter().map(declaration).collect();
-        body.insert(
+        head.insert(
             "tools".into(),
             json!([{"functionDeclarations": declarations}]),
         );
     }
-    body.insert(
+    head.insert(
         "generationConfig".into(),
         json!({"maxOutputTokens": request.max_output_tokens}),
     );
-    Value::Object(body)
+    Frame {
+        head,
+        list_key: "contents",
+        lead: Vec::new(),
+    }
 }
 
 /// One text part per system text: the request's, then the transcript's.
@@ -125,7 +128,7 @@ enum Side {
     Model,
 }
 
-fn contents(transcript: &[Message]) -> Value {
+pub(super) fn entries(transcript: &[Message]) -> Vec<Value> {
     let mut call_names: HashMap<&str, &str> = HashMap::new();
     let mut turns: Vec<(Side, Vec<Value>)> = Vec::with_capacity(transcript.len());
     for message in transcript {
@@ -380,6 +383,11 @@ fn enum_value(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole body, as `render` makes it for this API.
+    fn render(request: &RenderRequest<'_>) -> Value {
+        super::super::render(super::super::Target::Gemini, request)
+    }
 
     fn request<'a>(
         system: Option<&'a str>,

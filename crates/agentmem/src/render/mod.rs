@@ -8,11 +8,14 @@ mod anthropic;
 mod gemini;
 mod openai_chat;
 mod openai_responses;
+mod payload;
+
+pub use payload::{Payload, Segment};
 
 use std::fmt;
 use std::str::FromStr;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::message::Message;
 
@@ -161,10 +164,59 @@ pub struct RenderRequest<'a> {
 
 /// Renders `request` as the request body of `target`'s API.
 pub fn render(target: Target, request: &RenderRequest<'_>) -> Value {
+    let frame = frame(target, request);
+    let list = entries(target, request.messages);
+    frame.into_value(list)
+}
+
+/// A request body around its message list: what [`render`] makes of the
+/// request without its conversation. System messages of `request.messages`
+/// count (Anthropic and Gemini lift them out of the list); the rest is not
+/// read.
+pub fn frame(target: Target, request: &RenderRequest<'_>) -> Frame {
     match target {
-        Target::OpenAiChat => openai_chat::render(request),
-        Target::OpenAiResponses => openai_responses::render(request),
-        Target::Anthropic => anthropic::render(request),
-        Target::Gemini => gemini::render(request),
+        Target::OpenAiChat => openai_chat::frame(request),
+        Target::OpenAiResponses => openai_responses::frame(request),
+        Target::Anthropic => anthropic::frame(request),
+        Target::Gemini => gemini::frame(request),
+    }
+}
+
+/// The message list's entries for `messages`, in `target`'s shape.
+///
+/// Rendering a conversation in pieces gives the same entries as rendering it
+/// whole only where no entry spans a cut: see [`Segment`].
+pub fn entries(target: Target, messages: &[Message]) -> Vec<Value> {
+    match target {
+        Target::OpenAiChat => openai_chat::entries(messages),
+        Target::OpenAiResponses => openai_responses::entries(messages),
+        Target::Anthropic => anthropic::entries(messages),
+        Target::Gemini => gemini::entries(messages),
+    }
+}
+
+/// A request body without its message list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    /// Every field of the body but the list.
+    head: Map<String, Value>,
+    /// The list's field: `messages`, `input` or `contents`.
+    list_key: &'static str,
+    /// Entries that come before the conversation's own (Chat Completions'
+    /// system message).
+    lead: Vec<Value>,
+}
+
+impl Frame {
+    /// The whole body, with `list` after the lead entries.
+    fn into_value(self, list: Vec<Value>) -> Value {
+        let Frame {
+            mut head,
+            list_key,
+            mut lead,
+        } = self;
+        lead.extend(list);
+        head.insert(list_key.to_owned(), Value::Array(lead));
+        Value::Object(head)
     }
 }

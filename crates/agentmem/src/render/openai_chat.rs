@@ -7,21 +7,30 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{RenderRequest, ToolSchema};
+use super::{Frame, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 use crate::tokens::count::arguments_text;
 
-pub(super) fn render(request: &RenderRequest<'_>) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(system) = request.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    messages.extend(request.messages.iter().filter_map(message));
-    let mut body = json!({"model": request.model, "messages": messages});
+pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
+    let mut head = Map::new();
+    head.insert("model".into(), request.model.into());
     if !request.tools.is_empty() {
-        body["tools"] = request.tools.iter().map(tool).collect();
+        head.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
-    body
+    let lead = request
+        .system
+        .map(|system| json!({"role": "system", "content": system}))
+        .into_iter()
+        .collect();
+    Frame {
+        head,
+        list_key: "messages",
+        lead,
+    }
+}
+
+pub(super) fn entries(messages: &[Message]) -> Vec<Value> {
+    messages.iter().filter_map(message).collect()
 }
 
 fn message(message: &Message) -> Option<Value> {

@@ -39,22 +39,30 @@
 //! bounds reasoning, and `include: ["reasoning.encrypted_content"]` is
 //! refused by models that do not reason.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::anthropic::{image_placeholder, tool_input};
-use super::{RenderRequest, ToolSchema};
+use super::{Frame, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
-pub(super) fn render(request: &RenderRequest<'_>) -> Value {
-    let mut body = json!({"model": request.model});
+pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
+    let mut head = Map::new();
+    head.insert("model".into(), request.model.into());
     if let Some(system) = request.system.filter(|s| !s.trim().is_empty()) {
-        body["instructions"] = Value::String(system.to_owned());
+        head.insert("instructions".into(), system.into());
     }
-    body["input"] = request.messages.iter().flat_map(items).collect();
     if !request.tools.is_empty() {
-        body["tools"] = request.tools.iter().map(tool).collect();
+        head.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
-    body
+    Frame {
+        head,
+        list_key: "input",
+        lead: Vec::new(),
+    }
+}
+
+pub(super) fn entries(messages: &[Message]) -> Vec<Value> {
+    messages.iter().flat_map(items).collect()
 }
 
 fn items(message: &Message) -> Vec<Value> {
@@ -193,6 +201,11 @@ fn tool(schema: &ToolSchema) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole body, as `render` makes it for this API.
+    fn render(request: &RenderRequest<'_>) -> Value {
+        super::super::render(super::super::Target::OpenAiResponses, request)
+    }
 
     fn request<'a>(
         system: Option<&'a str>,

@@ -162,6 +162,8 @@ pub struct Session {
     memory_cache: Option<MemoryCache>,
     /// The request overhead and the key of the request it was counted for.
     overhead_cache: Option<(u64, Encoding, crate::prepare::Sections)>,
+    /// The latest view's rendered segments, reused while their items stay.
+    renders: crate::segments::RenderCache,
     /// Indexes what ingest appends, in the background.
     feeder: Option<IndexFeeder>,
     /// The agent's search index, read by recall.
@@ -254,6 +256,7 @@ impl Session {
             overflow_attempts: 0,
             memory_cache: None,
             overhead_cache: None,
+            renders: Default::default(),
             feeder: None,
             index: IndexReader::Unopened,
             working,

@@ -15,7 +15,9 @@ use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
 use crate::hash::fnv1a;
 use crate::memory::project::{memory_block_for, memory_stamp};
-use crate::prepare::{prepare, request_overhead, Measured, PrepareRequest, Prepared, Sections};
+use crate::prepare::{
+    prepare, request_overhead, Limits, Measured, PrepareRequest, Prepared, Sections,
+};
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
@@ -102,6 +104,12 @@ impl Session {
             settings.strategy == Strategy::None || transcript.totals().total <= must_fit.target;
         let intact = pairs_are_intact(transcript.items().iter().map(|i| &i.event));
         let transcript = self.transcript.as_ref().expect("shaped above");
+        let renders = &mut self.renders;
+        let limits = Limits {
+            tokenizer,
+            model: &model,
+            budget,
+        };
         let measured = Measured {
             offset: anchor_offset,
             overhead,
@@ -110,12 +118,11 @@ impl Session {
         let prepared = if intact && fits {
             prepare(
                 transcript.items(),
-                tokenizer,
-                &model,
-                budget,
+                limits,
                 request,
                 measured,
                 actions,
+                renders,
             )
         } else {
             // On a copy: a pending call may still get its real result, and a
@@ -125,9 +132,7 @@ impl Session {
             if settings.strategy != Strategy::None {
                 actions.extend(fit_as_last_resort(&mut items, &must_fit));
             }
-            prepare(
-                &items, tokenizer, &model, budget, request, measured, actions,
-            )
+            prepare(&items, limits, request, measured, actions, renders)
         };
         let mut prepared = prepared;
         let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.tokens);

@@ -1,0 +1,196 @@
+//! A rendered request body that shares its message list.
+//!
+//! A long session's context is mostly the same from one call to the next:
+//! the turns already sent, and the new ones at the end. So the list is kept
+//! as segments of already-serialized entries, shared between calls, and the
+//! body is written out only when it is sent. Preparing a call then costs what
+//! changed, not what the context holds.
+
+use std::fmt;
+use std::ops::Index;
+use std::sync::{Arc, OnceLock};
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{entries, Frame, Target};
+use crate::message::Message;
+
+/// A run of the message list's entries, serialized once.
+///
+/// Segments rendered apart join into the list a whole render would give only
+/// when no entry spans a cut: each must start with a user message that a
+/// non-empty assistant text ends the segment before, with no tool call left
+/// open across it (Anthropic and Gemini merge neighbours of one role; Gemini
+/// names results after their calls). The session cuts its view only there.
+#[derive(Debug)]
+pub struct Segment {
+    entries: Vec<Box<RawValue>>,
+}
+
+impl Segment {
+    /// `messages` rendered for `target`.
+    pub fn new(target: Target, messages: &[Message]) -> Segment {
+        let entries = entries(target, messages)
+            .iter()
+            .map(|entry| {
+                serde_json::value::to_raw_value(entry).expect("a JSON value always serializes")
+            })
+            .collect();
+        Segment { entries }
+    }
+
+    /// How many list entries the segment holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the segment renders to no entries at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A request body for one provider's API, ready to send: serialize it (it
+/// implements [`Serialize`]) or read it as a [`Value`].
+///
+/// Cloning is cheap: the message list is shared, not copied. Indexing
+/// (`payload["messages"]`) builds the whole [`Value`] once, on first use.
+///
+/// ```
+/// use agentmem::message::{Message, Role};
+/// use agentmem::render::{render, Payload, RenderRequest, Target};
+/// let messages = [Message::text(Role::User, "hi")];
+/// let request = RenderRequest {
+///     model: "gpt-4.1",
+///     system: Some("Be brief."),
+///     messages: &messages,
+///     tools: &[],
+///     max_output_tokens: 1024,
+/// };
+/// let payload = Payload::render(Target::OpenAiChat, &request);
+/// assert_eq!(payload["messages"][1]["content"], "hi");
+/// assert_eq!(payload.to_value(), render(Target::OpenAiChat, &request));
+/// ```
+#[derive(Clone)]
+pub struct Payload {
+    frame: Frame,
+    segments: Vec<Arc<Segment>>,
+    value: OnceLock<Value>,
+}
+
+impl Payload {
+    /// A body of `frame` around `segments`, in order.
+    pub fn new(frame: Frame, segments: Vec<Arc<Segment>>) -> Payload {
+        Payload {
+            frame,
+            segments,
+            value: OnceLock::new(),
+        }
+    }
+
+    /// `request` rendered whole for `target`, as one segment.
+    pub fn render(target: Target, request: &super::RenderRequest<'_>) -> Payload {
+        let segment = Segment::new(target, request.messages);
+        Payload::new(super::frame(target, request), vec![Arc::new(segment)])
+    }
+
+    /// The body as a JSON value (built once, then cloned).
+    pub fn to_value(&self) -> Value {
+        self.value().clone()
+    }
+
+    /// How many entries the message list holds.
+    pub fn list_len(&self) -> usize {
+        self.frame.lead.len() + self.segments.iter().map(|s| s.len()).sum::<usize>()
+    }
+
+    fn value(&self) -> &Value {
+        self.value.get_or_init(|| {
+            serde_json::to_value(self).expect("a payload of JSON values always serializes")
+        })
+    }
+}
+
+impl Serialize for Payload {
+    /// The body's fields in key order (as a [`Value`] object writes them),
+    /// the message list streamed from its segments.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let frame = &self.frame;
+        let list = List(self);
+        let mut map = serializer.serialize_map(Some(frame.head.len() + 1))?;
+        let mut list_written = false;
+        for (key, value) in &frame.head {
+            if !list_written && key.as_str() > frame.list_key {
+                map.serialize_entry(frame.list_key, &list)?;
+                list_written = true;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        if !list_written {
+            map.serialize_entry(frame.list_key, &list)?;
+        }
+        map.end()
+    }
+}
+
+/// The message list: the lead entries, then every segment's.
+struct List<'a>(&'a Payload);
+
+impl Serialize for List<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let payload = self.0;
+        let mut seq = serializer.serialize_seq(Some(payload.list_len()))?;
+        for entry in &payload.frame.lead {
+            seq.serialize_element(entry)?;
+        }
+        for segment in &payload.segments {
+            for entry in &segment.entries {
+                seq.serialize_element(entry)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Index<&str> for Payload {
+    type Output = Value;
+
+    fn index(&self, key: &str) -> &Value {
+        &self.value()[key]
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Payload) -> bool {
+        self.value() == other.value()
+    }
+}
+
+impl PartialEq<Value> for Payload {
+    fn eq(&self, other: &Value) -> bool {
+        self.value() == other
+    }
+}
+
+impl PartialEq<Payload> for Value {
+    fn eq(&self, other: &Payload) -> bool {
+        self == other.value()
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.value(), f)
+    }
+}
+
+impl fmt::Display for Payload {
+    /// The body as compact JSON, as it is sent.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
+}

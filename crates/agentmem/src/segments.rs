@@ -1,0 +1,156 @@
+//! The view cut into segments that render apart, and their renders kept from
+//! one model call to the next.
+//!
+//! Between two calls a view mostly grows at its end; the turns before are
+//! the same items, so their rendered entries can be reused instead of built
+//! again. The view is cut before each user message that follows a finished
+//! assistant answer, where no provider's rules join entries across the cut
+//! (see [`Segment`]); each segment's render is kept under the revisions of
+//! its items, so any change to an item renders its segment anew.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::event::TraceType;
+use crate::render::{Segment, Target};
+use crate::transcript::{messages_of, ViewItem};
+
+/// Renders of the segments of the latest view, by the revisions of their items.
+#[derive(Debug, Default)]
+pub struct RenderCache {
+    segments: HashMap<u64, Arc<Segment>>,
+}
+
+impl RenderCache {
+    /// The message list of `items` for `target`, segment by segment: kept
+    /// renders for segments whose items are unchanged, new ones for the rest.
+    /// Renders of segments no longer in the view are dropped.
+    pub fn segments(&mut self, target: Target, items: &[ViewItem]) -> Vec<Arc<Segment>> {
+        let mut kept = HashMap::with_capacity(self.segments.len() + 1);
+        let mut segments = Vec::new();
+        for range in cuts(items) {
+            let key = key_of(target, range.start == 0, &items[range.clone()]);
+            let segment = self
+                .segments
+                .remove(&key)
+                .or_else(|| kept.get(&key).cloned())
+                .unwrap_or_else(|| Arc::new(Segment::new(target, &messages_of(&items[range]))));
+            kept.insert(key, Arc::clone(&segment));
+            segments.push(segment);
+        }
+        self.segments = kept;
+        segments
+    }
+}
+
+/// The ranges of `items` that render apart, in order, covering all of them.
+pub fn cuts(items: &[ViewItem]) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    let mut open_calls: i64 = 0;
+    for (index, item) in items.iter().enumerate() {
+        if index > start && open_calls == 0 && starts_segment(&items[index - 1], item) {
+            ranges.push(start..index);
+            start = index;
+        }
+        match item.event.trace_type {
+            TraceType::ToolCall => open_calls += 1,
+            TraceType::ToolResult => open_calls -= 1,
+            TraceType::System
+            | TraceType::User
+            | TraceType::Assistant
+            | TraceType::Reasoning
+            | TraceType::Summary
+            | TraceType::TurnAborted
+            | TraceType::WorkingMemory => {}
+        }
+    }
+    if start < items.len() {
+        ranges.push(start..items.len());
+    }
+    ranges
+}
+
+/// Whether a segment may start at `item`: a user message with text, right
+/// after an assistant answer with text. Both render as entries of their own
+/// role in every API, so nothing merges across.
+fn starts_segment(previous: &ViewItem, item: &ViewItem) -> bool {
+    let has_text = |item: &ViewItem| !item.event.content.trim().is_empty();
+    item.event.trace_type == TraceType::User
+        && has_text(item)
+        && previous.event.trace_type == TraceType::Assistant
+        && has_text(previous)
+}
+
+/// A key for a segment's render: the target, whether it opens the list
+/// (a list may not start with the assistant), and its items' revisions.
+fn key_of(target: Target, opens_list: bool, items: &[ViewItem]) -> u64 {
+    const MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
+    let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
+    let head = mix(target as u64 + 1, u64::from(opens_list));
+    let head = mix(head, items.len() as u64);
+    items
+        .iter()
+        .fold(head, |hash, item| mix(hash, item.revision().get()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Event;
+    use crate::tokens::TokenCounts;
+
+    fn items(events: Vec<Event>) -> Vec<ViewItem> {
+        events
+            .into_iter()
+            .map(|e| ViewItem::new(e, TokenCounts::default()))
+            .collect()
+    }
+
+    #[test]
+    fn cuts_only_between_an_answer_and_the_next_question() {
+        let view = items(vec![
+            Event::user("list the files"),
+            Event::tool_call("c1", "ls", serde_json::json!({})),
+            Event::tool_result("c1", "a.rs"),
+            Event::assistant("There is a.rs."),
+            Event::user("and now?"),
+            Event::assistant(""),
+            Event::user("hello?"),
+            Event::assistant("Hi."),
+        ]);
+        assert_eq!(cuts(&view), vec![0..4, 4..8]);
+    }
+
+    #[test]
+    fn a_call_left_open_keeps_the_segment_going() {
+        let view = items(vec![
+            Event::user("run it"),
+            Event::tool_call("c1", "run", serde_json::json!({})),
+            Event::assistant("Started."),
+            Event::user("done yet?"),
+            Event::tool_result("c1", "ok"),
+        ]);
+        assert_eq!(cuts(&view), vec![0..5]);
+    }
+
+    #[test]
+    fn a_changed_item_is_rendered_again() {
+        let mut view = items(vec![
+            Event::user("one"),
+            Event::assistant("1"),
+            Event::user("two"),
+            Event::assistant("2"),
+        ]);
+        let mut cache = RenderCache::default();
+        let first = cache.segments(Target::Anthropic, &view);
+        let again = cache.segments(Target::Anthropic, &view);
+        assert!(Arc::ptr_eq(&first[0], &again[0]) && Arc::ptr_eq(&first[1], &again[1]));
+        let tokenizer = crate::tokens::Encoding::O200kBase.tokenizer();
+        view[3].replace_content("II".into(), tokenizer);
+        let changed = cache.segments(Target::Anthropic, &view);
+        assert!(Arc::ptr_eq(&first[0], &changed[0]));
+        assert!(!Arc::ptr_eq(&first[1], &changed[1]));
+    }
+}
