@@ -7,6 +7,8 @@
 //! event is counted once, when it joins; totals are running sums, so keeping
 //! the transcript current costs what the new events cost.
 
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::context::guard::{self, GuardPolicy};
@@ -99,6 +101,53 @@ pub struct Transcript {
     unshrunk: u64,
     response_start_total: u64,
     anchor: Option<UsageAnchor>,
+    /// Each tool result's view as the guard made it, and its count, by id: a
+    /// view rebuilt after a compaction, or the compaction's own reading of
+    /// the span, reuses them instead of cutting and counting the same
+    /// outputs again.
+    seen: HashMap<String, Seen>,
+}
+
+/// What the guard and the tokenizer made of one tool result.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// The [`fingerprint`] of the event seen, so a different event under
+    /// the same id is never taken for it.
+    fingerprint: u64,
+    /// The content the model sees, when the guard changed it.
+    cut: Option<String>,
+    tokens: TokenCounts,
+}
+
+impl Seen {
+    /// `event` as seen, if this is what was seen of it.
+    fn view_of(&self, event: &Event) -> Option<Event> {
+        if self.fingerprint != fingerprint(event) {
+            return None;
+        }
+        Some(match &self.cut {
+            Some(cut) => Event {
+                content: cut.clone(),
+                ..event.clone()
+            },
+            None => event.clone(),
+        })
+    }
+}
+
+/// A hash of what shapes a tool result's view and count.
+fn fingerprint(event: &Event) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    (
+        &event.content,
+        &event.tool_call_id,
+        &event.tool_name,
+        event.tool_error.is_some(),
+        event.tool_result_ref.is_some(),
+        event.media.is_some(),
+    )
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 impl Transcript {
@@ -112,7 +161,31 @@ impl Transcript {
             unshrunk: 0,
             response_start_total: 0,
             anchor: None,
+            seen: HashMap::new(),
         }
+    }
+
+    /// An empty transcript that counts and guards like this one and reuses
+    /// what this one saw of the events it is given. The seen views move:
+    /// this transcript will see its events anew.
+    pub fn successor(&mut self) -> Transcript {
+        let mut next = Transcript::new(self.encoding(), self.guard.clone());
+        next.seen = std::mem::take(&mut self.seen);
+        next
+    }
+
+    /// Forgets what was seen of events no longer in the view.
+    pub fn forget_unseen(&mut self) {
+        let present: HashSet<&str> = self.items.iter().map(|i| i.event.id.as_str()).collect();
+        self.seen.retain(|id, _| present.contains(id.as_str()));
+    }
+
+    /// `event` as the model sees it: tool output cut or previewed by the guard.
+    pub fn view_of(&self, event: &Event) -> Event {
+        self.seen
+            .get(&event.id)
+            .and_then(|seen| seen.view_of(event))
+            .unwrap_or_else(|| model_view(event, &self.guard, self.tokenizer))
     }
 
     /// A transcript of `events` with the default guard.
@@ -134,9 +207,8 @@ impl Transcript {
             return;
         }
         let before = self.total.total;
-        let viewed = model_view(event, &self.guard, self.tokenizer);
+        let (viewed, tokens) = self.see(event);
         let starts = starts_message(self.items.last().map(|i| &i.event), &viewed);
-        let tokens = event_tokens(&viewed, self.tokenizer);
         if starts {
             self.total.add(message_framing(&viewed, self.tokenizer));
             if event.trace_type.is_model_output() {
@@ -159,6 +231,26 @@ impl Transcript {
             });
         }
         self.items.push(ViewItem::new(viewed, tokens));
+    }
+
+    /// `event` as the model sees it, with its count; remembered by event id
+    /// for tool results, the events the guard cuts.
+    fn see(&mut self, event: &Event) -> (Event, TokenCounts) {
+        let remembered = self.seen.get(&event.id);
+        if let Some((viewed, seen)) = remembered.and_then(|s| Some((s.view_of(event)?, s))) {
+            return (viewed, seen.tokens);
+        }
+        let viewed = model_view(event, &self.guard, self.tokenizer);
+        let tokens = event_tokens(&viewed, self.tokenizer);
+        if event.trace_type == TraceType::ToolResult && !event.id.is_empty() {
+            let seen = Seen {
+                fingerprint: fingerprint(event),
+                cut: (viewed.content != event.content).then(|| viewed.content.clone()),
+                tokens,
+            };
+            self.seen.insert(event.id.clone(), seen);
+        }
+        (viewed, tokens)
     }
 
     /// Drops the usage anchor: usage reported before a compaction measured a
@@ -311,6 +403,29 @@ pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> 
 mod tests {
     use super::*;
     use crate::message::Role;
+
+    #[test]
+    fn a_rebuilt_view_reuses_what_was_seen_of_the_same_event_only() {
+        let call = Event::tool_call("c1", "read", serde_json::json!({})).with_id("e1");
+        let long = Event::tool_result("c1", "a line of output\n".repeat(10_000)).with_id("e2");
+        let mut first = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        first.extend(&[call.clone(), long.clone()]);
+        let cut = first.items()[1].clone();
+        assert!(
+            cut.event.content.len() < long.content.len(),
+            "the guard cuts it"
+        );
+
+        let mut second = first.successor();
+        second.extend(&[call.clone(), long]);
+        assert_eq!(second.items()[1], cut);
+
+        let other = Event::tool_result("c1", "short").with_id("e2");
+        let mut third = second.successor();
+        third.extend(&[call, other]);
+        assert_eq!(third.items()[1].event.content, "short");
+        assert!(third.items()[1].tokens.total < cut.tokens.total);
+    }
 
     #[test]
     fn role_token_constants_match_the_tokenizers() {

@@ -35,7 +35,7 @@ use crate::store::SessionPaths;
 use crate::summarize::fidelity::check_fidelity;
 use crate::summarize::{summarize_hierarchical, Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
-use crate::transcript::{model_view, Transcript};
+use crate::transcript::Transcript;
 
 /// How to compact.
 #[derive(Debug, Clone)]
@@ -127,19 +127,19 @@ impl Session {
         if split.span.is_empty() {
             return Ok(report);
         }
-        let guard = self.settings.guard.clone();
-        let view_of = |events: &[Event]| -> Vec<Event> {
-            events
-                .iter()
-                .filter(|e| e.is_in_model_view())
-                .map(|e| model_view(e, &guard, tokenizer))
-                .collect()
-        };
         let old_base = self
             .snapshot
             .as_ref()
             .map(|s| s.base.clone())
             .unwrap_or_default();
+        let transcript = self.transcript_in(encoding);
+        let view_of = |events: &[Event]| -> Vec<Event> {
+            events
+                .iter()
+                .filter(|e| e.is_in_model_view())
+                .map(|e| transcript.view_of(e))
+                .collect()
+        };
         let span_view = view_of(&split.span);
         let tail_view = view_of(&split.tail);
         let (summary, facts) = self.summarize(
@@ -174,10 +174,11 @@ impl Session {
             summary = format!("{summary}\n\n{hints}");
         }
         let base = build_base(&old_base, &span_view, summary, &settings, tokenizer, number);
-        let mut after = Transcript::new(encoding, guard.clone());
+        let mut after = self.transcript_in_mut(encoding).successor();
         after.extend(&base);
         after.extend(&split.tail);
         after.forget_anchor();
+        after.forget_unseen();
         report.tokens_after = after.totals().total;
         report.events_compacted = split.span.len();
         report.duration_ms = started.elapsed().as_secs_f64() * 1e3;

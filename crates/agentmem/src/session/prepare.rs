@@ -352,7 +352,7 @@ impl Session {
         self.transcript_in_mut(encoding)
     }
 
-    fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
+    pub(super) fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
         let stale = self
             .transcript
             .as_ref()

@@ -25,7 +25,9 @@
 //! assert!(hints.contains("- `30s` — search events ev_2"));
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
 
@@ -265,6 +267,48 @@ fn other_spelling(identifier: &str) -> Option<String> {
 /// the content. Deduplicated, in order of appearance. Tool call ids are
 /// bookkeeping, not content, and are not scanned.
 pub fn event_identifiers(event: &Event) -> Vec<String> {
+    if event.id.is_empty() {
+        return scan_event(event);
+    }
+    let key = (event.id.clone(), fingerprint(event));
+    if let Some(found) = SCANNED.with(|memo| memo.borrow().get(&key).cloned()) {
+        return found;
+    }
+    let found = scan_event(event);
+    SCANNED.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= SCANNED_MAX_EVENTS {
+            memo.clear();
+        }
+        memo.insert(key, found.clone());
+    });
+    found
+}
+
+/// Events whose identifiers are remembered, per thread; the memo starts over
+/// when full.
+const SCANNED_MAX_EVENTS: usize = 4096;
+
+thread_local! {
+    /// Identifiers of recently scanned events, by id and fingerprint: a
+    /// compaction asks twice for each event of its span (for the summary's
+    /// critical context, then for the fidelity check), and scanning costs
+    /// far more than hashing.
+    static SCANNED: RefCell<HashMap<(String, u64), Vec<String>>> = RefCell::default();
+}
+
+/// A hash of what [`scan_event`] reads.
+fn fingerprint(event: &Event) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    event.content.hash(&mut hasher);
+    event.tool_error.hash(&mut hasher);
+    if let Some(args) = &event.tool_args {
+        args.to_string().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+fn scan_event(event: &Event) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     let mut emit = |id: String| {
@@ -871,6 +915,15 @@ mod tests {
 
     fn ids(text: &str) -> Vec<String> {
         extract_identifiers(text)
+    }
+
+    #[test]
+    fn remembered_identifiers_follow_the_content_not_just_the_id() {
+        let first = Event::tool_result("c1", "see src/main.rs").with_id("r1");
+        let edited = Event::tool_result("c1", "see src/lib.rs").with_id("r1");
+        assert_eq!(event_identifiers(&first), ["src/main.rs"]);
+        assert_eq!(event_identifiers(&first), ["src/main.rs"]);
+        assert_eq!(event_identifiers(&edited), ["src/lib.rs"]);
     }
 
     #[test]
