@@ -3,17 +3,19 @@
 //!
 //! Between two calls a view mostly grows at its end; the turns before are
 //! the same items, so their rendered entries can be reused instead of built
-//! again. The view is cut before each user message that follows a finished
-//! assistant answer, where no provider's rules join entries across the cut
-//! (see [`Segment`]); each segment's render is kept under the revisions of
-//! its items, so any change to an item renders its segment anew.
+//! again. The view is cut where no provider's rules join entries across the
+//! cut (see [`Segment`]): before each user message that follows a finished
+//! answer, and before each model response that follows tool results, so a
+//! call renders only the steps taken since the last one. Each segment's
+//! render is kept under the revisions of its items, so any change to an item
+//! renders its segment anew.
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
 use crate::event::TraceType;
-use crate::render::{Segment, Target};
+use crate::render::{Place, Segment, Target};
 use crate::transcript::{messages_of, ViewItem};
 
 /// Renders of the segments of the latest view, by the revisions of their items.
@@ -30,12 +32,19 @@ impl RenderCache {
         let mut kept = HashMap::with_capacity(self.segments.len() + 1);
         let mut segments = Vec::new();
         for range in cuts(items) {
-            let key = key_of(target, range.start == 0, &items[range.clone()]);
+            let place = if range.start == 0 {
+                Place::Start
+            } else {
+                Place::After
+            };
+            let key = key_of(target, place, &items[range.clone()]);
             let segment = self
                 .segments
                 .remove(&key)
                 .or_else(|| kept.get(&key).cloned())
-                .unwrap_or_else(|| Arc::new(Segment::new(target, &messages_of(&items[range]))));
+                .unwrap_or_else(|| {
+                    Arc::new(Segment::new(target, &messages_of(&items[range]), place))
+                });
             kept.insert(key, Arc::clone(&segment));
             segments.push(segment);
         }
@@ -72,23 +81,28 @@ pub fn cuts(items: &[ViewItem]) -> Vec<Range<usize>> {
     ranges
 }
 
-/// Whether a segment may start at `item`: a user message with text, right
-/// after an assistant answer with text. Both render as entries of their own
-/// role in every API, so nothing merges across.
+/// Whether a segment may start at `item`: where a message of one side of
+/// the conversation surely ends and one of the other side surely begins, so
+/// that nothing merges across in any API. That is a user message with text
+/// right after an assistant answer with text (a new turn), or a model
+/// response that opens with a tool call or text right after a tool result
+/// (the next step of a turn).
 fn starts_segment(previous: &ViewItem, item: &ViewItem) -> bool {
     let has_text = |item: &ViewItem| !item.event.content.trim().is_empty();
-    item.event.trace_type == TraceType::User
-        && has_text(item)
-        && previous.event.trace_type == TraceType::Assistant
-        && has_text(previous)
+    match (previous.event.trace_type, item.event.trace_type) {
+        (TraceType::Assistant, TraceType::User) => has_text(previous) && has_text(item),
+        (TraceType::ToolResult, TraceType::ToolCall) => true,
+        (TraceType::ToolResult, TraceType::Assistant) => has_text(item),
+        _ => false,
+    }
 }
 
-/// A key for a segment's render: the target, whether it opens the list
-/// (a list may not start with the assistant), and its items' revisions.
-fn key_of(target: Target, opens_list: bool, items: &[ViewItem]) -> u64 {
+/// A key for a segment's render: the target, its place in the list (a list
+/// may not start with the assistant), and its items' revisions.
+fn key_of(target: Target, place: Place, items: &[ViewItem]) -> u64 {
     const MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
     let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
-    let head = mix(target as u64 + 1, u64::from(opens_list));
+    let head = mix(target as u64 + 1, place as u64);
     let head = mix(head, items.len() as u64);
     items
         .iter()
@@ -109,7 +123,7 @@ mod tests {
     }
 
     #[test]
-    fn cuts_only_between_an_answer_and_the_next_question() {
+    fn cuts_between_turns_and_between_steps() {
         let view = items(vec![
             Event::user("list the files"),
             Event::tool_call("c1", "ls", serde_json::json!({})),
@@ -120,7 +134,7 @@ mod tests {
             Event::user("hello?"),
             Event::assistant("Hi."),
         ]);
-        assert_eq!(cuts(&view), vec![0..4, 4..8]);
+        assert_eq!(cuts(&view), vec![0..3, 3..4, 4..8]);
     }
 
     #[test]
@@ -133,6 +147,23 @@ mod tests {
             Event::tool_result("c1", "ok"),
         ]);
         assert_eq!(cuts(&view), vec![0..5]);
+    }
+
+    #[test]
+    fn segments_join_into_the_whole_render_for_every_target() {
+        let view = items(vec![
+            Event::user("list the files"),
+            Event::tool_call("c1", "ls", serde_json::json!({})),
+            Event::tool_result("c1", "a.rs"),
+            Event::assistant("There is a.rs."),
+            Event::user("and now?"),
+        ]);
+        for target in Target::ALL {
+            let segments = RenderCache::default().segments(target, &view);
+            let joined: usize = segments.iter().map(|s| s.len()).sum();
+            let whole = crate::render::entries(target, &messages_of(&view), Place::Start);
+            assert_eq!(joined, whole.len(), "{target}: no `(continued)` mid-list");
+        }
     }
 
     #[test]

@@ -41,7 +41,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Frame, RenderRequest, ToolSchema};
+use super::{Frame, Place, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 /// The user message put in front of a transcript that starts with the assistant.
@@ -95,7 +95,7 @@ struct Turn {
     blocks: Vec<Value>,
 }
 
-pub(super) fn entries(transcript: &[Message]) -> Vec<Value> {
+pub(super) fn entries(transcript: &[Message], place: Place) -> Vec<Value> {
     let mut turns: Vec<Turn> = Vec::with_capacity(transcript.len());
     for message in transcript {
         let Some(Turn { side, blocks }) = turn(message) else {
@@ -109,7 +109,7 @@ pub(super) fn entries(transcript: &[Message]) -> Vec<Value> {
             _ => turns.push(Turn { side, blocks }),
         }
     }
-    if turns.first().is_some_and(|t| t.side == Side::Assistant) {
+    if place == Place::Start && turns.first().is_some_and(|t| t.side == Side::Assistant) {
         let blocks = vec![json!({"type": "text", "text": CONTINUED})];
         turns.insert(
             0,

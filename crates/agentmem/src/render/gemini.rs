@@ -48,7 +48,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::anthropic::{data_uri, image_placeholder, tool_input};
-use super::{Frame, RenderRequest, ToolSchema};
+use super::{Frame, Place, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 /// The user content put in front of a transcript that starts with the model.
@@ -128,7 +128,7 @@ enum Side {
     Model,
 }
 
-pub(super) fn entries(transcript: &[Message]) -> Vec<Value> {
+pub(super) fn entries(transcript: &[Message], place: Place) -> Vec<Value> {
     let mut call_names: HashMap<&str, &str> = HashMap::new();
     let mut turns: Vec<(Side, Vec<Value>)> = Vec::with_capacity(transcript.len());
     for message in transcript {
@@ -146,7 +146,7 @@ pub(super) fn entries(transcript: &[Message]) -> Vec<Value> {
             _ => turns.push((side, parts)),
         }
     }
-    if turns.first().is_some_and(|(side, _)| *side == Side::Model) {
+    if place == Place::Start && turns.first().is_some_and(|(side, _)| *side == Side::Model) {
         turns.insert(0, (Side::User, vec![json!({"text": CONTINUED})]));
     }
     turns

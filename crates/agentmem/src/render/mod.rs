@@ -165,7 +165,7 @@ pub struct RenderRequest<'a> {
 /// Renders `request` as the request body of `target`'s API.
 pub fn render(target: Target, request: &RenderRequest<'_>) -> Value {
     let frame = frame(target, request);
-    let list = entries(target, request.messages);
+    let list = entries(target, request.messages, Place::Start);
     frame.into_value(list)
 }
 
@@ -182,17 +182,28 @@ pub fn frame(target: Target, request: &RenderRequest<'_>) -> Frame {
     }
 }
 
-/// The message list's entries for `messages`, in `target`'s shape.
+/// The message list's entries for `messages`, in `target`'s shape, for
+/// `place` in the list.
 ///
 /// Rendering a conversation in pieces gives the same entries as rendering it
 /// whole only where no entry spans a cut: see [`Segment`].
-pub fn entries(target: Target, messages: &[Message]) -> Vec<Value> {
+pub fn entries(target: Target, messages: &[Message], place: Place) -> Vec<Value> {
     match target {
         Target::OpenAiChat => openai_chat::entries(messages),
         Target::OpenAiResponses => openai_responses::entries(messages),
-        Target::Anthropic => anthropic::entries(messages),
-        Target::Gemini => gemini::entries(messages),
+        Target::Anthropic => anthropic::entries(messages, place),
+        Target::Gemini => gemini::entries(messages, place),
     }
+}
+
+/// Where rendered entries go in the message list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// At its start, where APIs that want the user first (Anthropic, Gemini)
+    /// get a `(continued)` user entry before an assistant one.
+    Start,
+    /// After entries of the other side, where the assistant may come first.
+    After,
 }
 
 /// A request body without its message list.

@@ -15,25 +15,26 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{entries, Frame, Target};
+use super::{entries, Frame, Place, Target};
 use crate::message::Message;
 
 /// A run of the message list's entries, serialized once.
 ///
 /// Segments rendered apart join into the list a whole render would give only
-/// when no entry spans a cut: each must start with a user message that a
-/// non-empty assistant text ends the segment before, with no tool call left
-/// open across it (Anthropic and Gemini merge neighbours of one role; Gemini
-/// names results after their calls). The session cuts its view only there.
+/// when no entry spans a cut: a message of one side must surely end before it
+/// and one of the other side surely begin after it, with no tool call left
+/// open across it (Anthropic and Gemini merge neighbours of one side; Gemini
+/// names results after their calls). The session cuts its view only there,
+/// see [`crate::segments`].
 #[derive(Debug)]
 pub struct Segment {
     entries: Vec<Box<RawValue>>,
 }
 
 impl Segment {
-    /// `messages` rendered for `target`.
-    pub fn new(target: Target, messages: &[Message]) -> Segment {
-        let entries = entries(target, messages)
+    /// `messages` rendered for `target`, at `place` in the list.
+    pub fn new(target: Target, messages: &[Message], place: Place) -> Segment {
+        let entries = entries(target, messages, place)
             .iter()
             .map(|entry| {
                 serde_json::value::to_raw_value(entry).expect("a JSON value always serializes")
@@ -93,7 +94,7 @@ impl Payload {
 
     /// `request` rendered whole for `target`, as one segment.
     pub fn render(target: Target, request: &super::RenderRequest<'_>) -> Payload {
-        let segment = Segment::new(target, request.messages);
+        let segment = Segment::new(target, request.messages, Place::Start);
         Payload::new(super::frame(target, request), vec![Arc::new(segment)])
     }
 

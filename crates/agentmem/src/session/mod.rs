@@ -160,8 +160,8 @@ pub struct Session {
     overflow_attempts: u32,
     /// The memory block and what it was built from.
     memory_cache: Option<MemoryCache>,
-    /// The request overhead and the key of the request it was counted for.
-    overhead_cache: Option<(u64, Encoding, crate::prepare::Sections)>,
+    /// The request overhead and what it was counted for.
+    overhead_cache: Option<OverheadCache>,
     /// The latest view's rendered segments, reused while their items stay.
     renders: crate::segments::RenderCache,
     /// Indexes what ingest appends, in the background.
@@ -186,6 +186,15 @@ enum IndexReader {
 
 /// The modification stamps of the files the memory block is made of.
 type MemoryStamp = Vec<Option<(std::time::SystemTime, u64)>>;
+
+/// A request's overhead, and the parts of the request it was counted from.
+#[derive(Debug)]
+struct OverheadCache {
+    system: Option<String>,
+    tools: Vec<crate::render::ToolSchema>,
+    encoding: Encoding,
+    sections: crate::prepare::Sections,
+}
 
 /// The memory block, kept while its files, the encoding and the query that
 /// recalled its cross-session part are unchanged.

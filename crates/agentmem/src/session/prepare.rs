@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::MemoryCache;
-use super::{CompactOptions, LastPrepare, Session};
+use super::{CompactOptions, LastPrepare, OverheadCache, Session};
 use crate::context::compact::CompactReason;
 use crate::context::normalize::pairs_are_intact;
 use crate::context::strategy::{PipelineSettings, Strategy};
@@ -13,7 +13,6 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
-use crate::hash::fnv1a;
 use crate::memory::project::{memory_block_for, memory_stamp};
 use crate::prepare::{
     prepare, request_overhead, Limits, Measured, PrepareRequest, Prepared, Sections,
@@ -243,20 +242,21 @@ impl Session {
         request: &PrepareRequest,
         tokenizer: crate::tokens::Tokenizer,
     ) -> Sections {
-        let tools: Vec<serde_json::Value> = request
-            .tools
-            .iter()
-            .map(crate::render::ToolSchema::to_json)
-            .collect();
-        let key = fnv1a(request.system.as_deref().unwrap_or_default().as_bytes())
-            ^ fnv1a(serde_json::to_string(&tools).unwrap_or_default().as_bytes()).rotate_left(1);
-        if let Some((cached_key, encoding, sections)) = self.overhead_cache {
-            if cached_key == key && encoding == tokenizer.encoding() {
-                return sections;
+        if let Some(cached) = &self.overhead_cache {
+            if cached.encoding == tokenizer.encoding()
+                && cached.system == request.system
+                && cached.tools == request.tools
+            {
+                return cached.sections;
             }
         }
         let sections = request_overhead(request, tokenizer);
-        self.overhead_cache = Some((key, tokenizer.encoding(), sections));
+        self.overhead_cache = Some(OverheadCache {
+            system: request.system.clone(),
+            tools: request.tools.clone(),
+            encoding: tokenizer.encoding(),
+            sections,
+        });
         sections
     }
 
