@@ -229,34 +229,27 @@ pub fn prepare(
         Some(_) | None => counted_tokens,
     };
     let context_tokens = anchored_tokens.unwrap_or(calibrated);
+    let for_messages = |messages| RenderRequest {
+        model: &request.model,
+        system: request.system.as_deref(),
+        messages,
+        tools: &request.tools,
+        max_output_tokens: budget.max_output_tokens,
+    };
+    // The frame reads only system messages (two APIs lift them out of the list).
     let system_messages = messages_from_events(
         items
             .iter()
             .map(|i| &i.event)
             .filter(|e| role_of(e) == Role::System),
     );
-    let frame = frame(
-        request.target,
-        &RenderRequest {
-            model: &request.model,
-            system: request.system.as_deref(),
-            messages: &system_messages,
-            tools: &request.tools,
-            max_output_tokens: budget.max_output_tokens,
-        },
-    );
+    let frame = frame(request.target, &for_messages(&system_messages));
     let payload = Payload::new(frame, renders.segments(request.target, items));
     debug_assert_eq!(
         payload,
         render(
             request.target,
-            &RenderRequest {
-                model: &request.model,
-                system: request.system.as_deref(),
-                messages: &crate::transcript::messages_of(items),
-                tools: &request.tools,
-                max_output_tokens: budget.max_output_tokens,
-            },
+            &for_messages(&crate::transcript::messages_of(items))
         ),
         "rendering in segments must give what rendering whole gives"
     );

@@ -261,7 +261,9 @@ impl Transcript {
 
     /// Lets `shape` change the view in place (the pipeline's tiers do: their
     /// effect lasts, so each prepare only handles what is new), then re-adds
-    /// the totals from the item counts — no text is counted again.
+    /// the totals from the item counts — no text is counted again. `shape`
+    /// may drop, add and reorder items; it changes one's content only through
+    /// [`ViewItem::replace_content`].
     pub fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
         let result = shape(&mut self.items);
         self.total = measure(&self.items, self.tokenizer);
