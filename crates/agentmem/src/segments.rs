@@ -16,49 +16,101 @@ use std::sync::Arc;
 
 use crate::event::TraceType;
 use crate::render::{Place, Segment, Target};
-use crate::transcript::{messages_of, ViewItem};
+use crate::transcript::{messages_of, Revision, ViewItem};
 
 /// Renders of the segments of the latest view, by the revisions of their items.
 #[derive(Debug, Default)]
 pub struct RenderCache {
-    segments: HashMap<u64, Arc<Segment>>,
+    /// The target the latest list was rendered for.
+    target: Option<Target>,
+    /// The latest list, segment by segment.
+    latest: Vec<Rendered>,
+    /// The revisions of the latest view's items, in order.
+    revisions: Vec<Revision>,
+}
+
+/// One segment of the latest list: where it was in the view, its key, its render.
+#[derive(Debug)]
+struct Rendered {
+    range: Range<usize>,
+    key: u64,
+    segment: Arc<Segment>,
 }
 
 impl RenderCache {
     /// The message list of `items` for `target`, segment by segment: kept
     /// renders for segments whose items are unchanged, new ones for the rest.
     /// Renders of segments no longer in the view are dropped.
+    ///
+    /// The segments before the first item that changed since the latest call
+    /// are kept as they are, without being cut or keyed again, so a call
+    /// costs what was added or changed, not the length of the view.
     pub fn segments(&mut self, target: Target, items: &[ViewItem]) -> Vec<Arc<Segment>> {
-        let mut kept = HashMap::with_capacity(self.segments.len() + 1);
-        let mut segments = Vec::new();
-        for range in cuts(items) {
+        let unchanged = if self.target == Some(target) {
+            self.unchanged_prefix(items)
+        } else {
+            0
+        };
+        // A cut right at the end of the unchanged prefix depends on the item
+        // after it, which may have changed: only segments ending before it stay.
+        let kept = self.latest.iter().take_while(|r| r.range.end < unchanged);
+        let kept = kept.count();
+        let mut reusable: HashMap<u64, Arc<Segment>> = self
+            .latest
+            .drain(kept..)
+            .map(|r| (r.key, r.segment))
+            .collect();
+        let resume = self.latest.last().map_or(0, |r| r.range.end);
+        for range in cuts_from(items, resume) {
             let place = if range.start == 0 {
                 Place::Start
             } else {
                 Place::After
             };
             let key = key_of(target, place, &items[range.clone()]);
-            let segment = self
-                .segments
-                .remove(&key)
-                .or_else(|| kept.get(&key).cloned())
-                .unwrap_or_else(|| {
-                    Arc::new(Segment::new(target, &messages_of(&items[range]), place))
-                });
-            kept.insert(key, Arc::clone(&segment));
-            segments.push(segment);
+            let segment = reusable.remove(&key).unwrap_or_else(|| {
+                Arc::new(Segment::new(
+                    target,
+                    &messages_of(&items[range.clone()]),
+                    place,
+                ))
+            });
+            reusable.insert(key, Arc::clone(&segment));
+            self.latest.push(Rendered {
+                range,
+                key,
+                segment,
+            });
         }
-        self.segments = kept;
-        segments
+        self.target = Some(target);
+        self.revisions.truncate(unchanged);
+        self.revisions
+            .extend(items[unchanged..].iter().map(ViewItem::revision));
+        self.latest.iter().map(|r| Arc::clone(&r.segment)).collect()
+    }
+
+    /// How many items at the start of `items` the latest view had too.
+    fn unchanged_prefix(&self, items: &[ViewItem]) -> usize {
+        self.revisions
+            .iter()
+            .zip(items)
+            .take_while(|(revision, item)| **revision == item.revision())
+            .count()
     }
 }
 
 /// The ranges of `items` that render apart, in order, covering all of them.
 pub fn cuts(items: &[ViewItem]) -> Vec<Range<usize>> {
+    cuts_from(items, 0)
+}
+
+/// The ranges of `items[start..]` that render apart; `start` must be a cut
+/// (or 0), where no tool call is open.
+fn cuts_from(items: &[ViewItem], start: usize) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
-    let mut start = 0;
+    let mut start = start;
     let mut open_calls: i64 = 0;
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in items.iter().enumerate().skip(start) {
         if index > start && open_calls == 0 && starts_segment(&items[index - 1], item) {
             ranges.push(start..index);
             start = index;
@@ -183,5 +235,13 @@ mod tests {
         let changed = cache.segments(Target::Anthropic, &view);
         assert!(Arc::ptr_eq(&first[0], &changed[0]));
         assert!(!Arc::ptr_eq(&first[1], &changed[1]));
+        // A change early on renders its segment anew; the later ones are found by key.
+        view[1].replace_content("one".into(), tokenizer);
+        let early = cache.segments(Target::Anthropic, &view);
+        assert!(!Arc::ptr_eq(&changed[0], &early[0]));
+        assert!(Arc::ptr_eq(&changed[1], &early[1]));
+        // Another target renders its own.
+        let gemini = cache.segments(Target::Gemini, &view);
+        assert!(!Arc::ptr_eq(&early[1], &gemini[1]));
     }
 }

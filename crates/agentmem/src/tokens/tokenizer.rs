@@ -126,8 +126,10 @@ const MEMO_PIECE_MAX_BYTES: usize = 24;
 const MEMO_MAX_PIECES: usize = 1 << 16;
 
 thread_local! {
-    /// Token counts of short pieces, one map per BPE encoding.
-    static PIECE_COUNTS: std::cell::RefCell<[std::collections::HashMap<Box<str>, u32>; 2]> =
+    /// Token counts of short pieces, one map per BPE encoding (hashed with
+    /// foldhash: pieces are a few bytes, and hashing them is most of what a
+    /// remembered count costs).
+    static PIECE_COUNTS: std::cell::RefCell<[foldhash::HashMap<Box<str>, u32>; 2]> =
         Default::default();
 }
 
