@@ -12,6 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::context::guard::{self, GuardPolicy};
+use crate::context::normalize::PairCheck;
 use crate::event::{Event, TraceType};
 use crate::message::{messages_from_events, parts_of, role_of, starts_message, Message};
 use crate::tokens::count::{count_part, role_name, TokenCounts, TOKENS_PER_MESSAGE};
@@ -106,6 +107,8 @@ pub struct Transcript {
     /// the span, reuses them instead of cutting and counting the same
     /// outputs again.
     seen: HashMap<String, Seen>,
+    /// Whether the view's tool pairs are intact, kept up to date as it grows.
+    pairs: PairCheck,
 }
 
 /// What the guard and the tokenizer made of one tool result.
@@ -162,6 +165,7 @@ impl Transcript {
             response_start_total: 0,
             anchor: None,
             seen: HashMap::new(),
+            pairs: PairCheck::default(),
         }
     }
 
@@ -230,6 +234,7 @@ impl Transcript {
                 model: usage.model.clone(),
             });
         }
+        self.pairs.observe(&viewed);
         self.items.push(ViewItem::new(viewed, tokens));
     }
 
@@ -267,7 +272,18 @@ impl Transcript {
     pub fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
         let result = shape(&mut self.items);
         self.total = measure(&self.items, self.tokenizer);
+        self.pairs = PairCheck::default();
+        for item in &self.items {
+            self.pairs.observe(&item.event);
+        }
         result
+    }
+
+    /// Whether every tool call in the view has exactly one result right
+    /// after its response, and every result its call (see
+    /// [`pairs_are_intact`](crate::context::normalize::pairs_are_intact)).
+    pub fn pairs_are_intact(&self) -> bool {
+        self.pairs.is_intact()
     }
 
     /// The view, event by event.

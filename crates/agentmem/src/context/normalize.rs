@@ -459,46 +459,73 @@ pub fn remove_pairs(events: &mut Vec<Event>, call_ids: &HashSet<String>) -> Pass
 /// follows its call's response directly (only results of the same response
 /// in between). Events outside the model's view are ignored.
 pub fn pairs_are_intact<'a>(events: impl IntoIterator<Item = &'a Event>) -> bool {
-    let mut calls: HashSet<&str> = HashSet::new();
-    // Calls of the current response still waiting for their result.
-    let mut waiting: HashSet<&str> = HashSet::new();
-    let mut in_response = false;
-    let mut in_results = false;
-    for event in events {
+    let mut check = PairCheck::default();
+    events.into_iter().all(|event| check.observe(event)) && check.is_intact()
+}
+
+/// [`pairs_are_intact`] kept up to date one event at a time, so a view that
+/// only grows is checked for what it gained, not again from the start.
+#[derive(Debug, Clone, Default)]
+pub struct PairCheck {
+    calls: HashSet<String>,
+    /// Calls of the current response still waiting for their result.
+    waiting: HashSet<String>,
+    in_response: bool,
+    in_results: bool,
+    broken: bool,
+}
+
+impl PairCheck {
+    /// Takes in the next event; false once the pairs are broken for good.
+    pub fn observe(&mut self, event: &Event) -> bool {
+        if !self.broken {
+            self.broken = !self.accepts(event);
+        }
+        !self.broken
+    }
+
+    /// Whether the events so far are intact and no call waits for its result.
+    pub fn is_intact(&self) -> bool {
+        !self.broken && self.waiting.is_empty()
+    }
+
+    fn accepts(&mut self, event: &Event) -> bool {
         match role(event) {
-            Role::Outside => {}
+            Role::Outside => true,
             part @ (Role::ResponsePart | Role::Call) => {
-                if !in_response || in_results {
-                    if !waiting.is_empty() {
+                if !self.in_response || self.in_results {
+                    if !self.waiting.is_empty() {
                         return false;
                     }
-                    in_response = true;
-                    in_results = false;
+                    self.in_response = true;
+                    self.in_results = false;
                 }
                 if part == Role::Call {
                     let id = call_id(event);
-                    if !calls.insert(id) {
+                    if !self.calls.insert(id.to_owned()) {
                         return false;
                     }
-                    waiting.insert(id);
+                    self.waiting.insert(id.to_owned());
                 }
+                true
             }
             Role::Result => {
-                if !in_response || !waiting.remove(call_id(event)) {
+                if !self.in_response || !self.waiting.remove(call_id(event)) {
                     return false;
                 }
-                in_results = true;
+                self.in_results = true;
+                true
             }
             Role::Other => {
-                if !waiting.is_empty() {
+                if !self.waiting.is_empty() {
                     return false;
                 }
-                in_response = false;
-                in_results = false;
+                self.in_response = false;
+                self.in_results = false;
+                true
             }
         }
     }
-    waiting.is_empty()
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use super::MemoryCache;
 use super::{CompactOptions, LastPrepare, OverheadCache, Session};
 use crate::context::compact::CompactReason;
-use crate::context::normalize::pairs_are_intact;
 use crate::context::strategy::{PipelineSettings, Strategy};
 use crate::context::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
@@ -101,7 +100,14 @@ impl Session {
         }
         let fits =
             settings.strategy == Strategy::None || transcript.totals().total <= must_fit.target;
-        let intact = pairs_are_intact(transcript.items().iter().map(|i| &i.event));
+        let intact = transcript.pairs_are_intact();
+        debug_assert_eq!(
+            intact,
+            crate::context::normalize::pairs_are_intact(
+                transcript.items().iter().map(|i| &i.event)
+            ),
+            "the running pair check must agree with a full one"
+        );
         let transcript = self.transcript.as_ref().expect("shaped above");
         let renders = &mut self.renders;
         let limits = Limits {
