@@ -170,11 +170,10 @@ impl Transcript {
     }
 
     /// An empty transcript that counts and guards like this one and reuses
-    /// what this one saw of the events it is given. The seen views move:
-    /// this transcript will see its events anew.
-    pub fn successor(&mut self) -> Transcript {
+    /// what this one saw of the events it is given.
+    pub fn successor(&self) -> Transcript {
         let mut next = Transcript::new(self.encoding(), self.guard.clone());
-        next.seen = std::mem::take(&mut self.seen);
+        next.seen = self.seen.clone();
         next
     }
 

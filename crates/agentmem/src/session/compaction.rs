@@ -174,7 +174,7 @@ impl Session {
             summary = format!("{summary}\n\n{hints}");
         }
         let base = build_base(&old_base, &span_view, summary, &settings, tokenizer, number);
-        let mut after = self.transcript_in_mut(encoding).successor();
+        let mut after = self.transcript_in(encoding).successor();
         after.extend(&base);
         after.extend(&split.tail);
         after.forget_anchor();

@@ -358,7 +358,7 @@ impl Session {
         self.transcript_in_mut(encoding)
     }
 
-    pub(super) fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
+    fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
         let stale = self
             .transcript
             .as_ref()
