@@ -31,6 +31,9 @@
 //! (sidechain) are covered but not quoted, since the model never saw them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 
 use serde_json::Value;
 
@@ -460,7 +463,7 @@ impl<'r> Extraction<'r> {
                     text: text.clone(),
                 });
                 if from_user && !event.id.is_empty() {
-                    let kind = if PREFERENCE_MARKERS.iter().any(|m| has_phrase(&lower, m)) {
+                    let kind = if PREFERENCE.occurs_in(&lower) {
                         FactKind::Preference
                     } else {
                         FactKind::Constraint
@@ -567,10 +570,8 @@ impl<'r> Extraction<'r> {
                     continue;
                 }
                 let lower = normalize_quotes(&sentence.to_lowercase());
-                let strong = STRONG_DECISION_MARKERS
-                    .iter()
-                    .any(|m| has_phrase(&lower, m));
-                if !strong && !DECISION_MARKERS.iter().any(|m| has_phrase(&lower, m)) {
+                let strong = STRONG_DECISION.occurs_in(&lower);
+                if !strong && !DECISION.occurs_in(&lower) {
                     continue;
                 }
                 let text = truncate_chars(&sentence, BULLET_CHARS);
@@ -742,7 +743,7 @@ impl<'r> Extraction<'r> {
                 .enumerate()
                 .filter(|(_, s)| {
                     let lower = s.to_lowercase();
-                    s.ends_with('?') || NEXT_MARKERS.iter().any(|m| has_phrase(&lower, m))
+                    s.ends_with('?') || NEXT.occurs_in(&lower)
                 })
                 .map(|(i, s)| Candidate {
                     focus: self.focus.score(&s),
@@ -768,9 +769,11 @@ impl<'r> Extraction<'r> {
                 entry.0 += 1;
             }
         }
+        let already = named_in(&order, named);
         let candidates = order
             .into_iter()
-            .filter(|id| !named.contains(id.as_str()))
+            .zip(already)
+            .filter_map(|(id, named)| (!named).then_some(id))
             .map(|id| {
                 let (count, first) = stats[&id];
                 Candidate {
@@ -786,6 +789,17 @@ impl<'r> Extraction<'r> {
     fn add_facts(&mut self, facts: Vec<Fact>) {
         self.facts.extend(facts);
     }
+}
+
+/// Which of `identifiers` occur in `text`, found in one pass over it.
+fn named_in(identifiers: &[String], text: &str) -> Vec<bool> {
+    let mut named = vec![false; identifiers.len()];
+    if let Ok(automaton) = AhoCorasick::new(identifiers) {
+        for found in automaton.find_overlapping_iter(text) {
+            named[found.pattern().as_usize()] = true;
+        }
+    }
+    named
 }
 
 /// A previous summary as sections: parsed when it is in the rendered format,
@@ -875,24 +889,60 @@ const NEXT_MARKERS: &[&str] = &[
 /// A sentence saying something was finished (not a question).
 fn is_done_sentence(sentence: &str) -> bool {
     let lower = sentence.to_lowercase();
-    !sentence.ends_with('?') && DONE_MARKERS.iter().any(|m| has_phrase(&lower, m))
+    !sentence.ends_with('?') && DONE.occurs_in(&lower)
 }
 
 /// The confidence of a constraint sentence, by its strongest marker.
 fn constraint_confidence(lower: &str) -> Option<f32> {
-    CONSTRAINT_MARKERS
-        .iter()
-        .filter(|(m, _)| has_phrase(lower, m))
-        .map(|(_, c)| *c)
+    CONSTRAINT
+        .found_in(lower)
+        .map(|marker| CONSTRAINT_MARKERS[marker].1)
         .reduce(f32::max)
 }
 
+/// A list of marker phrases, searched for all at once (one pass of an
+/// Aho-Corasick automaton over a sentence, not one search per marker).
+struct Phrases(AhoCorasick);
+
+impl Phrases {
+    fn new<'a>(markers: impl IntoIterator<Item = &'a str>) -> Phrases {
+        Phrases(AhoCorasick::new(markers).expect("marker lists are small"))
+    }
+
+    /// The markers that occur in `text` (both lowercase) as whole words, by
+    /// their index in the list; one may come more than once.
+    fn found_in<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
+        let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric() && c != '\'');
+        self.0
+            .find_overlapping_iter(text)
+            .filter(move |found| {
+                boundary(text[..found.start()].chars().next_back())
+                    && boundary(text[found.end()..].chars().next())
+            })
+            .map(|found| found.pattern().as_usize())
+    }
+
+    /// Whether any marker occurs in `text` as whole words.
+    fn occurs_in(&self, text: &str) -> bool {
+        self.found_in(text).next().is_some()
+    }
+}
+
+static CONSTRAINT: LazyLock<Phrases> =
+    LazyLock::new(|| Phrases::new(CONSTRAINT_MARKERS.iter().map(|(m, _)| *m)));
+static PREFERENCE: LazyLock<Phrases> =
+    LazyLock::new(|| Phrases::new(PREFERENCE_MARKERS.iter().copied()));
+static STRONG_DECISION: LazyLock<Phrases> =
+    LazyLock::new(|| Phrases::new(STRONG_DECISION_MARKERS.iter().copied()));
+static DECISION: LazyLock<Phrases> =
+    LazyLock::new(|| Phrases::new(DECISION_MARKERS.iter().copied()));
+static DONE: LazyLock<Phrases> = LazyLock::new(|| Phrases::new(DONE_MARKERS.iter().copied()));
+static NEXT: LazyLock<Phrases> = LazyLock::new(|| Phrases::new(NEXT_MARKERS.iter().copied()));
+
 /// Whether `phrase` occurs in `text` (both lowercase) as whole words.
+#[cfg(test)]
 fn has_phrase(text: &str, phrase: &str) -> bool {
-    let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric() && c != '\'');
-    text.match_indices(phrase).any(|(i, _)| {
-        boundary(text[..i].chars().next_back()) && boundary(text[i + phrase.len()..].chars().next())
-    })
+    Phrases::new([phrase]).occurs_in(text)
 }
 
 fn normalize_quotes(text: &str) -> String {
