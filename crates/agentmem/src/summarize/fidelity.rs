@@ -541,13 +541,26 @@ fn split_chunk<'t>(chunk: &'t str, words: &mut Vec<&'t str>) {
 }
 
 fn push_words<'t>(text: &'t str, words: &mut Vec<&'t str>) {
-    // `::` separates path segments of code (`crate::cfg`, `test.py::test_x`).
-    for word in text.split(is_delimiter).flat_map(|w| w.split("::")) {
+    let mut push = |word: &'t str| {
         let word = trim_word(word);
         if !word.is_empty() {
             words.push(word);
         }
+    };
+    for piece in text.split(is_delimiter) {
+        // `::` separates path segments of code (`crate::cfg`, `test.py::test_x`).
+        if has_byte(piece, b':') {
+            piece.split("::").for_each(&mut push);
+        } else {
+            push(piece);
+        }
     }
+}
+
+/// Whether `text` holds the ASCII byte `byte`: a quick test before a
+/// substring search, which costs more to set up than most words are long.
+fn has_byte(text: &str, byte: u8) -> bool {
+    text.as_bytes().contains(&byte)
 }
 
 fn trim_word(word: &str) -> &str {
@@ -557,6 +570,9 @@ fn trim_word(word: &str) -> &str {
 
 /// The byte range of a URL in `text` (no whitespace inside), if any.
 fn find_url(text: &str) -> Option<(usize, usize)> {
+    if !has_byte(text, b':') {
+        return None; // neither `scheme://` nor `user@host:path`
+    }
     let start = if let Some(i) = text.find("://") {
         // Walk back over the scheme.
         let scheme_start = text[..i]
@@ -628,7 +644,7 @@ fn classify(words: &[&str], i: usize, diff_header: bool, emit: &mut dyn FnMut(St
     let prev = i.checked_sub(1).map(|j| words[j]);
     let next = words.get(i + 1).copied();
 
-    if (word.contains("://") || word.contains('@')) && find_url(word) == Some((0, word.len())) {
+    if has_byte(word, b':') && find_url(word) == Some((0, word.len())) {
         emit(word.to_string());
         return;
     }
