@@ -69,7 +69,8 @@ use crate::error::{Error, IoContext, Result};
 use crate::id::{validate_path_id, IdKind};
 use crate::render::ToolSchema;
 use crate::store::atomic::sync_dir;
-use crate::tokens::{Encoding, Tokenizer};
+use crate::tokens::tokenizer::Bpe;
+use crate::tokens::Tokenizer;
 
 /// The default cap on a tool output the model sees, in tokens, before the
 /// [`SERIALIZATION_BUFFER`].
@@ -760,30 +761,24 @@ impl Scan {
 /// Counts tokens and keeps a tally of the bytes it tokenized, so the
 /// no-full-count rule is testable.
 struct Counter {
-    bpe: Option<&'static bpe_openai::Tokenizer>,
+    tokenizer: Tokenizer,
+    bpe: Option<Bpe>,
     bytes_counted: usize,
 }
 
 impl Counter {
     fn new(tokenizer: Tokenizer) -> Counter {
-        let bpe = match tokenizer.encoding() {
-            Encoding::O200kBase => Some(bpe_openai::o200k_base()),
-            Encoding::Cl100kBase => Some(bpe_openai::cl100k_base()),
-            Encoding::Approximate => None,
-        };
         Counter {
-            bpe,
+            tokenizer,
+            bpe: tokenizer.bpe(),
             bytes_counted: 0,
         }
     }
 
-    /// The exact count of `text` (the same as [`Tokenizer::count`]).
+    /// The exact count of `text`, by [`Tokenizer::count`].
     fn count(&mut self, text: &str) -> u64 {
         self.bytes_counted += text.len();
-        match self.bpe {
-            Some(bpe) => bpe.count(text) as u64,
-            None => text.chars().count().div_ceil(4) as u64,
-        }
+        self.tokenizer.count(text) as u64
     }
 
     /// Counts `text` from the start, stopping once the count passes `limit`.
@@ -813,10 +808,11 @@ impl Counter {
         };
         let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
         let mut tokens = 0usize;
-        for piece in bpe.split(text) {
+        for piece in bpe.pieces(text) {
             // The piece is tokenized (and pre-tokenized) up to its end at most.
             self.bytes_counted += piece.len();
             match bpe
+                .tokenizer
                 .bpe
                 .count_till_limit(piece.as_bytes(), limit_usize - tokens)
             {
@@ -856,11 +852,15 @@ impl Counter {
         };
         let mut used = 0usize;
         let mut end = 0;
-        for piece in bpe.split(text) {
+        for piece in bpe.pieces(text) {
             let start = offset_in(text, piece);
             let remaining = budget - used;
             self.bytes_counted += piece.len();
-            match bpe.bpe.count_till_limit(piece.as_bytes(), remaining) {
+            match bpe
+                .tokenizer
+                .bpe
+                .count_till_limit(piece.as_bytes(), remaining)
+            {
                 Some(n) => {
                     used += n;
                     end = start + piece.len();
@@ -869,7 +869,7 @@ impl Counter {
                     }
                 }
                 None => {
-                    end = start + self.partial_prefix(bpe, piece, remaining);
+                    end = start + self.partial_prefix(bpe.tokenizer, piece, remaining);
                     break;
                 }
             }
@@ -925,8 +925,11 @@ impl Counter {
             let tail = &text[start..];
             self.bytes_counted += tail.len();
             let pieces: Vec<(usize, usize)> = bpe
-                .split(tail)
-                .map(|p| (start + offset_in(tail, p), bpe.bpe.count(p.as_bytes())))
+                .pieces(tail)
+                .map(|p| {
+                    let tokens = bpe.tokenizer.bpe.count(p.as_bytes());
+                    (start + offset_in(tail, p), tokens)
+                })
                 .collect();
             let mut used = 0;
             let mut cut = None;
@@ -950,7 +953,7 @@ impl Counter {
                 return piece_end;
             }
             let piece = &text[piece_start..piece_end];
-            return piece_end - self.partial_suffix(bpe, piece, budget - used);
+            return piece_end - self.partial_suffix(bpe.tokenizer, piece, budget - used);
         }
     }
 
@@ -1273,6 +1276,7 @@ fn create_private_file(path: &Path) -> Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens::Encoding;
 
     fn o200k() -> Tokenizer {
         Encoding::O200kBase.tokenizer()

@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod count;
+mod pretokenize;
 pub mod registry;
 pub mod tokenizer;
 

@@ -1,0 +1,221 @@
+//! Pre-tokenization of ASCII text without a regex.
+//!
+//! Before BPE, OpenAI's encodings split text into pieces (words with a
+//! leading space, runs of up to three digits, punctuation runs, whitespace)
+//! by a regex. On ASCII text the regex is most of what counting costs, and
+//! its classes shrink to a few byte ranges, so the same split is made here by
+//! hand, alternative by alternative in the regex's own order (the first that
+//! matches wins, each as greedy as the regex). Text with any non-ASCII byte
+//! goes through `bpe-openai`'s regex, and the tests check that both split
+//! every ASCII text alike.
+
+/// The split rules of one encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rules {
+    /// o200k_base: words split at case changes, contractions as suffixes,
+    /// `/` and line breaks kept after punctuation.
+    O200k,
+    /// cl100k_base: letters of any case together, contractions on their own,
+    /// line breaks kept after punctuation.
+    Cl100k,
+}
+
+/// The pieces of `text`, in order; `text` must be ASCII.
+pub(crate) fn ascii_pieces(text: &str, rules: Rules) -> impl Iterator<Item = &str> {
+    debug_assert!(text.is_ascii());
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        let end = match rules {
+            Rules::O200k => o200k_piece(bytes, start),
+            Rules::Cl100k => cl100k_piece(bytes, start),
+        };
+        let piece = &text[start..end];
+        start = end;
+        Some(piece)
+    })
+}
+
+/// The end of the o200k piece that starts at `p`.
+fn o200k_piece(s: &[u8], p: usize) -> usize {
+    let q = letters_start(s, p);
+    if let Some(q) = q {
+        let upper = run(s, q, |b| b.is_ascii_uppercase());
+        let lower = run(s, upper, |b| b.is_ascii_lowercase());
+        // `[A-Z]*[a-z]+`, then `[A-Z]+[a-z]*`: either way, the case run.
+        if lower > upper || upper > q {
+            return contraction_end(s, lower).unwrap_or(lower);
+        }
+    }
+    common_piece(s, p, b"\r\n/")
+}
+
+/// The end of the cl100k piece that starts at `p`.
+fn cl100k_piece(s: &[u8], p: usize) -> usize {
+    if let Some(end) = contraction_end(s, p) {
+        return end;
+    }
+    if let Some(q) = letters_start(s, p) {
+        let end = run(s, q, |b| b.is_ascii_alphabetic());
+        if end > q {
+            return end;
+        }
+    }
+    common_piece(s, p, b"\r\n")
+}
+
+/// Where the letters of a word piece would start: after one leading
+/// character that is not a line break, letter or digit, if there is one.
+/// `None` when the piece cannot be a word.
+fn letters_start(s: &[u8], p: usize) -> Option<usize> {
+    let first = s[p];
+    if first.is_ascii_alphabetic() {
+        Some(p)
+    } else if first == b'\r' || first == b'\n' || first.is_ascii_digit() {
+        None
+    } else {
+        Some(p + 1)
+    }
+}
+
+/// The alternatives both encodings share after the word ones: digits,
+/// punctuation (then any of `after_punctuation`), line breaks, whitespace.
+fn common_piece(s: &[u8], p: usize, after_punctuation: &[u8]) -> usize {
+    let first = s[p];
+    if first.is_ascii_digit() {
+        return run(s, p, |b| b.is_ascii_digit()).min(p + 3);
+    }
+    let punctuation_from = if first == b' ' && s.get(p + 1).copied().is_some_and(is_punctuation) {
+        Some(p + 1)
+    } else if is_punctuation(first) {
+        Some(p)
+    } else {
+        None
+    };
+    if let Some(from) = punctuation_from {
+        let end = run(s, from, is_punctuation);
+        return run(s, end, |b| after_punctuation.contains(&b));
+    }
+    whitespace_piece(s, p)
+}
+
+/// The end of a whitespace piece at `p`: through its last line break if it
+/// has one, to the end of the text if it reaches it, else all but its last
+/// character (which leads the next piece) when there are two or more.
+fn whitespace_piece(s: &[u8], p: usize) -> usize {
+    let end = run(s, p, is_whitespace);
+    debug_assert!(
+        end > p,
+        "every ASCII byte is a letter, digit, punctuation or whitespace"
+    );
+    if let Some(last_break) = s[p..end].iter().rposition(|&b| b == b'\r' || b == b'\n') {
+        p + last_break + 1
+    } else if end == s.len() || end - p == 1 {
+        end
+    } else {
+        end - 1
+    }
+}
+
+/// The end of a contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, in
+/// any case) at `p`, the first of them that matches.
+fn contraction_end(s: &[u8], p: usize) -> Option<usize> {
+    const CONTRACTIONS: [&[u8]; 7] = [b"s", b"t", b"re", b"ve", b"m", b"ll", b"d"];
+    if s.get(p) != Some(&b'\'') {
+        return None;
+    }
+    let rest = &s[p + 1..];
+    CONTRACTIONS
+        .iter()
+        .find(|c| rest.len() >= c.len() && rest[..c.len()].eq_ignore_ascii_case(c))
+        .map(|c| p + 1 + c.len())
+}
+
+/// The end of the run of bytes from `p` that satisfy `keep`.
+fn run(s: &[u8], p: usize, keep: impl Fn(u8) -> bool) -> usize {
+    s[p..]
+        .iter()
+        .position(|&b| !keep(b))
+        .map_or(s.len(), |n| p + n)
+}
+
+/// `[^\s\p{L}\p{N}]` on ASCII.
+fn is_punctuation(b: u8) -> bool {
+    !(is_whitespace(b) || b.is_ascii_alphanumeric())
+}
+
+/// `\s` on ASCII: tab, line feed, vertical tab, form feed, carriage return, space.
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn regex_pieces(text: &str, rules: Rules) -> Vec<&str> {
+        let bpe = match rules {
+            Rules::O200k => bpe_openai::o200k_base(),
+            Rules::Cl100k => bpe_openai::cl100k_base(),
+        };
+        bpe.split(text).collect()
+    }
+
+    fn assert_same_split(text: &str) {
+        for rules in [Rules::O200k, Rules::Cl100k] {
+            let ours: Vec<&str> = ascii_pieces(text, rules).collect();
+            assert_eq!(ours, regex_pieces(text, rules), "{rules:?} on {text:?}");
+        }
+    }
+
+    #[test]
+    fn splits_as_the_regex_does_on_tricky_text() {
+        for text in [
+            "",
+            "Hello world",
+            "HTTPServer said HELLO to iPhone users",
+            "don't I'LL we'Re it's 'sup 'hello",
+            "a  b   c\t\td \n\n  e\r\n  f  ",
+            "x = foo(bar)/2;\n/// doc\n./run.sh --flag=1 2>&1 | tee\n",
+            "12345 1.5e10 0x1F v0.12.3",
+            "trailing spaces   ",
+            " \u{b}\u{c}\t mixed \u{0}\u{1b}[0m",
+            ".\n/path\r\n/x",
+        ] {
+            assert_same_split(text);
+        }
+    }
+
+    #[test]
+    fn splits_this_project_as_the_regex_does() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        for file in ["README.md", "examples/long-coding-session.jsonl"] {
+            let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+            for line in text.lines().filter(|l| l.is_ascii()) {
+                assert_same_split(line);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        #[test]
+        fn splits_any_ascii_text_as_the_regex_does(
+            text in proptest::collection::vec(
+                proptest::sample::select(
+                    b"aAzZsStTrReEvVmMlLdD09 \t\n\r\x0B\x0C'/.,!-_~\x00\x1b".to_vec()
+                ),
+                0..48,
+            ).prop_map(|bytes| String::from_utf8(bytes).unwrap())
+        ) {
+            for rules in [Rules::O200k, Rules::Cl100k] {
+                let ours: Vec<&str> = ascii_pieces(&text, rules).collect();
+                prop_assert_eq!(ours, regex_pieces(&text, rules), "{:?}", rules);
+            }
+        }
+    }
+}
