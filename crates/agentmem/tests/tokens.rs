@@ -4,6 +4,7 @@
 use std::sync::LazyLock;
 
 use agentmem::tokens::Encoding;
+use proptest::prelude::Strategy;
 
 const AWKWARD: &[&str] = &[
     "",
@@ -61,6 +62,23 @@ fn counts_match_tiktoken_on_every_fixture() {
         for line in text.lines() {
             assert_exact(line);
         }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+    /// ASCII text takes the hand-written pre-tokenizer: its counts must be
+    /// tiktoken's too, on text made of the characters its rules turn on.
+    #[test]
+    fn counts_match_tiktoken_on_any_ascii_text(
+        text in proptest::collection::vec(
+            proptest::sample::select(
+                b"aAzZsStTrReEvVmMlLdD09 \t\n\r\x0B\x0C'/.,!-_~\x00\x1b".to_vec()
+            ),
+            0..200,
+        ).prop_map(|bytes| String::from_utf8(bytes).unwrap())
+    ) {
+        assert_exact(&text);
     }
 }
 
