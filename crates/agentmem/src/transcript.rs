@@ -147,7 +147,7 @@ fn fingerprint(event: &Event) -> u64 {
         &event.tool_name,
         event.tool_error.is_some(),
         event.tool_result_ref.is_some(),
-        event.media.is_some(),
+        event.media.as_ref().map(|media| &media.images),
     )
         .hash(&mut hasher);
     hasher.finish()
