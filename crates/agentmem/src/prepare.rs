@@ -8,16 +8,14 @@ use serde_json::Value;
 
 use crate::context::strategy::ContextSettingsLayer;
 use crate::context::tiers::Action;
-use crate::message::{
-    messages_from_events, messages_started, role_of, starts_message, Message, Role,
-};
+use crate::message::{messages_from_events, role_of, Message, Role};
 use crate::render::{frame, render, Payload, RenderRequest, Target, ToolSchema};
 use crate::segments::RenderCache;
 use crate::tokens::budget::{Budget, BudgetSettings};
 use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
 use crate::tokens::registry::{ModelInfo, ModelSource};
 use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
-use crate::transcript::{measure, ViewItem};
+use crate::transcript::{measure, message_count, ViewItem};
 
 /// What to prepare a call for.
 #[derive(Debug, Clone)]
@@ -277,19 +275,6 @@ pub fn prepare(
             actions,
         },
     }
-}
-
-/// How many messages `items` make, by the rule that groups them.
-fn message_count(items: &[ViewItem]) -> usize {
-    let mut previous = None;
-    let mut count = 0;
-    for item in items {
-        if starts_message(previous, &item.event) {
-            count += messages_started(&item.event);
-        }
-        previous = Some(&item.event);
-    }
-    count
 }
 
 /// Whether our count is the provider's own (OpenAI models in their encoding).

@@ -99,13 +99,8 @@ impl RenderCache {
     }
 }
 
-/// The ranges of `items` that render apart, in order, covering all of them.
-pub fn cuts(items: &[ViewItem]) -> Vec<Range<usize>> {
-    cuts_from(items, 0)
-}
-
-/// The ranges of `items[start..]` that render apart; `start` must be a cut
-/// (or 0), where no tool call is open.
+/// The ranges of `items[start..]` that render apart, in order, covering all
+/// of them; `start` must be a cut (or 0), where no tool call is open.
 fn cuts_from(items: &[ViewItem], start: usize) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
     let mut start = start;
@@ -174,19 +169,27 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn cuts_between_turns_and_between_steps() {
-        let view = items(vec![
+    /// A turn with a tool call, then the next question.
+    fn listing() -> Vec<Event> {
+        vec![
             Event::user("list the files"),
             Event::tool_call("c1", "ls", serde_json::json!({})),
             Event::tool_result("c1", "a.rs"),
             Event::assistant("There is a.rs."),
             Event::user("and now?"),
+        ]
+    }
+
+    #[test]
+    fn cuts_between_turns_and_between_steps() {
+        let mut events = listing();
+        events.extend([
             Event::assistant(""),
             Event::user("hello?"),
             Event::assistant("Hi."),
         ]);
-        assert_eq!(cuts(&view), vec![0..3, 3..4, 4..8]);
+        let view = items(events);
+        assert_eq!(cuts_from(&view, 0), vec![0..3, 3..4, 4..8]);
     }
 
     #[test]
@@ -198,18 +201,12 @@ mod tests {
             Event::user("done yet?"),
             Event::tool_result("c1", "ok"),
         ]);
-        assert_eq!(cuts(&view), vec![0..5]);
+        assert_eq!(cuts_from(&view, 0), vec![0..5]);
     }
 
     #[test]
     fn segments_join_into_the_whole_render_for_every_target() {
-        let view = items(vec![
-            Event::user("list the files"),
-            Event::tool_call("c1", "ls", serde_json::json!({})),
-            Event::tool_result("c1", "a.rs"),
-            Event::assistant("There is a.rs."),
-            Event::user("and now?"),
-        ]);
+        let view = items(listing());
         for target in Target::ALL {
             let segments = RenderCache::default().segments(target, &view);
             let joined: usize = segments.iter().map(|s| s.len()).sum();

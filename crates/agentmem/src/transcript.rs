@@ -185,10 +185,16 @@ impl Transcript {
 
     /// `event` as the model sees it: tool output cut or previewed by the guard.
     pub fn view_of(&self, event: &Event) -> Event {
-        self.seen
-            .get(&event.id)
-            .and_then(|seen| seen.view_of(event))
-            .unwrap_or_else(|| model_view(event, &self.guard, self.tokenizer))
+        match self.remembered(event) {
+            Some((viewed, _)) => viewed,
+            None => model_view(event, &self.guard, self.tokenizer),
+        }
+    }
+
+    /// What was seen of `event` before, with its count, if it was this event.
+    fn remembered(&self, event: &Event) -> Option<(Event, TokenCounts)> {
+        let seen = self.seen.get(&event.id)?;
+        Some((seen.view_of(event)?, seen.tokens))
     }
 
     /// A transcript of `events` with the default guard.
@@ -240,9 +246,8 @@ impl Transcript {
     /// `event` as the model sees it, with its count; remembered by event id
     /// for tool results, the events the guard cuts.
     fn see(&mut self, event: &Event) -> (Event, TokenCounts) {
-        let remembered = self.seen.get(&event.id);
-        if let Some((viewed, seen)) = remembered.and_then(|s| Some((s.view_of(event)?, s))) {
-            return (viewed, seen.tokens);
+        if let Some(remembered) = self.remembered(event) {
+            return remembered;
         }
         let viewed = model_view(event, &self.guard, self.tokenizer);
         let tokens = event_tokens(&viewed, self.tokenizer);
@@ -346,15 +351,32 @@ pub fn messages_of(items: &[ViewItem]) -> Vec<Message> {
 /// No text is tokenized again: item counts are reused, only framing is added.
 pub fn measure(items: &[ViewItem], tokenizer: Tokenizer) -> TokenCounts {
     let mut total = TokenCounts::default();
-    let mut previous: Option<&Event> = None;
     for item in items {
-        if starts_message(previous, &item.event) {
-            total.add(message_framing(&item.event, tokenizer));
-        }
         total.add(item.tokens);
-        previous = Some(&item.event);
+    }
+    for item in message_starts(items) {
+        total.add(message_framing(&item.event, tokenizer));
     }
     total
+}
+
+/// How many messages the view's items make.
+pub fn message_count(items: &[ViewItem]) -> usize {
+    message_starts(items)
+        .map(|item| crate::message::messages_started(&item.event))
+        .sum()
+}
+
+/// The items that start a message, by the rule [`push_event`] groups by.
+///
+/// [`push_event`]: crate::message::push_event
+fn message_starts(items: &[ViewItem]) -> impl Iterator<Item = &ViewItem> {
+    let mut previous: Option<&Event> = None;
+    items.iter().filter(move |item| {
+        let starts = starts_message(previous, &item.event);
+        previous = Some(&item.event);
+        starts
+    })
 }
 
 /// The tokens of an event's parts.

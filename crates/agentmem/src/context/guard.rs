@@ -69,7 +69,6 @@ use crate::error::{Error, IoContext, Result};
 use crate::id::{validate_path_id, IdKind};
 use crate::render::ToolSchema;
 use crate::store::atomic::sync_dir;
-use crate::tokens::tokenizer::Bpe;
 use crate::tokens::Tokenizer;
 
 /// The default cap on a tool output the model sees, in tokens, before the
@@ -762,7 +761,6 @@ impl Scan {
 /// no-full-count rule is testable.
 struct Counter {
     tokenizer: Tokenizer,
-    bpe: Option<Bpe>,
     bytes_counted: usize,
 }
 
@@ -770,7 +768,6 @@ impl Counter {
     fn new(tokenizer: Tokenizer) -> Counter {
         Counter {
             tokenizer,
-            bpe: tokenizer.bpe(),
             bytes_counted: 0,
         }
     }
@@ -783,7 +780,7 @@ impl Counter {
 
     /// Counts `text` from the start, stopping once the count passes `limit`.
     fn scan(&mut self, text: &str, limit: u64) -> Scan {
-        let Some(bpe) = self.bpe else {
+        let Some(bpe) = self.tokenizer.bpe() else {
             let max_chars = usize::try_from(limit.saturating_mul(4)).unwrap_or(usize::MAX);
             return match text.char_indices().nth(max_chars) {
                 Some((end, _)) => {
@@ -842,7 +839,7 @@ impl Counter {
         if budget == 0 {
             return 0;
         }
-        let Some(bpe) = self.bpe else {
+        let Some(bpe) = self.tokenizer.bpe() else {
             let end = text
                 .char_indices()
                 .nth(budget.saturating_mul(4))
@@ -910,7 +907,7 @@ impl Counter {
         if budget == 0 {
             return text.len();
         }
-        let Some(bpe) = self.bpe else {
+        let Some(bpe) = self.tokenizer.bpe() else {
             let start = text
                 .char_indices()
                 .rev()
