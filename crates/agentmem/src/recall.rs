@@ -64,6 +64,10 @@ pub struct Weights {
     pub after_match: f64,
     /// The same for the events before a match (the question it answers).
     pub before_match: f64,
+    /// The share of its score an event keeps when the query names speakers
+    /// and it is not theirs: asked what Melanie likes, Melanie's own lines
+    /// answer, while the lines that name her are mostly addressed to her.
+    pub other_speakers: f64,
 }
 
 impl Default for Weights {
@@ -76,6 +80,7 @@ impl Default for Weights {
             half_life_days: 30.0,
             after_match: 0.9,
             before_match: 0.7,
+            other_speakers: 0.5,
         }
     }
 }
@@ -89,6 +94,7 @@ impl Weights {
             vector: 0.0,
             after_match: 0.0,
             before_match: 0.0,
+            other_speakers: 1.0,
             ..Weights::default()
         }
     }
@@ -173,6 +179,8 @@ pub fn recall(
     if request.weights.after_match > 0.0 || request.weights.before_match > 0.0 {
         add_neighbours(index, &mut scored, &request.weights)?;
     }
+    let named = index.speakers_named_in(&request.query)?;
+    focus_on_speakers(&mut scored, &named, request.weights.other_speakers);
     let items = pack(scored, request.budget_tokens, tokenizer);
     let block = render(&items);
     let tokens = if block.is_empty() {
@@ -313,6 +321,21 @@ fn add_neighbours(
     }
     items.sort_by(|a, b| b.score.total_cmp(&a.score));
     Ok(())
+}
+
+/// Scales down the events of speakers other than `named` (when the query
+/// names any), after neighbours took their shares: a line addressed to the
+/// named speaker still leads to that speaker's answer next to it.
+fn focus_on_speakers(items: &mut [RecalledItem], named: &[String], other_speakers: f64) {
+    if named.is_empty() || other_speakers == 1.0 {
+        return;
+    }
+    for item in items.iter_mut().filter(|i| i.kind == DocKind::Event) {
+        if !item.speaker.as_ref().is_some_and(|s| named.contains(s)) {
+            item.score *= other_speakers;
+        }
+    }
+    items.sort_by(|a, b| b.score.total_cmp(&a.score));
 }
 
 /// The best items whose rendered lines fit `budget` together, duplicates

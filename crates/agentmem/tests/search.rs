@@ -261,6 +261,66 @@ fn a_new_session_is_given_what_earlier_sessions_said_about_its_question() {
     assert!(prepared.stats.sections.memory > 0);
 }
 
+/// A line of a two-person dialogue, spoken by `name`.
+fn said(name: &str, text: &str, first_speaker: bool) -> Event {
+    let mut event = if first_speaker {
+        Event::user(text)
+    } else {
+        Event::assistant(text)
+    };
+    event.extra.insert("name".into(), serde_json::json!(name));
+    event
+}
+
+#[test]
+fn a_question_naming_a_speaker_recalls_what_that_speaker_said_first() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut chat = store.create_session(&agent, None).unwrap();
+    let mut lines = Vec::new();
+    for day in 0..12 {
+        lines.push(said(
+            "Caroline",
+            &format!("Morning! Day {day} of the week went fine."),
+            true,
+        ));
+        lines.push(said(
+            "Melanie",
+            &format!("Good to hear, mine was busy with errand {day}."),
+            false,
+        ));
+    }
+    // Caroline's short question names Melanie and the topic; Melanie's own
+    // answer is longer, so plain BM25 ranks the question first.
+    lines.push(said("Caroline", "Melanie, how is the pottery class?", true));
+    lines.push(said(
+        "Melanie",
+        "The pottery class is calming; last week I shaped a blue bowl for my kids and a small vase.",
+        false,
+    ));
+    chat.ingest(lines).unwrap();
+    chat.close().unwrap();
+
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let top_speaker = |other_speakers: f64| {
+        let mut request = RecallRequest::new("What has Melanie made in her pottery class?", 2_000);
+        request.weights.other_speakers = other_speakers;
+        request.weights.after_match = 0.0;
+        request.weights.before_match = 0.0;
+        let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+        recalled.items[0].speaker.clone().unwrap()
+    };
+    assert_eq!(
+        top_speaker(1.0),
+        "Caroline",
+        "without focus the question ranks first"
+    );
+    assert_eq!(
+        top_speaker(0.5),
+        "Melanie",
+        "the named speaker's own answer comes first"
+    );
+}
+
 #[test]
 fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
     let (_dir, store, agent) = common::fresh_store();

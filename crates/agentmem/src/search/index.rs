@@ -30,7 +30,7 @@ pub const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
-const SCHEMA_VERSION: i32 = 5;
+const SCHEMA_VERSION: i32 = 6;
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -57,8 +57,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     speaker, text, content='docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE IF NOT EXISTS speakers(name TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS event_added AFTER INSERT ON docs WHEN new.kind = 'event' BEGIN
     INSERT INTO events_fts(rowid, speaker, text) VALUES (new.id, new.speaker, new.text);
+    INSERT OR IGNORE INTO speakers(name) SELECT new.speaker WHERE new.speaker <> '';
 END;
 CREATE TRIGGER IF NOT EXISTS event_removed AFTER DELETE ON docs WHEN old.kind = 'event' BEGIN
     INSERT INTO events_fts(events_fts, rowid, speaker, text)
@@ -153,7 +155,8 @@ impl HistoryIndex {
             conn.execute_batch(
                 "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
                  DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
-                 DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;",
+                 DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;
+                 DROP TABLE IF EXISTS speakers;",
             )
             .map_err(fail)?;
         }
@@ -298,6 +301,28 @@ impl HistoryIndex {
             )
             .map_err(|e| self.error(e))?;
         Ok(unattributed || self.has_other_sessions(session)?)
+    }
+
+    /// The speakers of indexed events whose names `text` holds, as whole
+    /// words in any case (`What does Melanie's son like?` names `Melanie`).
+    pub fn speakers_named_in(&self, text: &str) -> Result<Vec<String>> {
+        let words: Vec<String> = super::query::word_sequence(text).collect();
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT name FROM speakers")
+            .map_err(|e| self.error(e))?;
+        let names = statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(|e| self.error(e))?;
+        let mut named = Vec::new();
+        for name in names {
+            let name = name.map_err(|e| self.error(e))?;
+            let name_words: Vec<String> = super::query::word_sequence(&name).collect();
+            if !name_words.is_empty() && words.windows(name_words.len()).any(|w| w == name_words) {
+                named.push(name);
+            }
+        }
+        Ok(named)
     }
 
     /// Up to `limit` documents of each of `kinds`' tables (events; facts and

@@ -75,13 +75,16 @@ fn joined(terms: &[String], operator: &str) -> Option<String> {
     })
 }
 
+/// The words of `text`, lowercased, in order.
+pub fn word_sequence(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
 fn words(text: &str) -> Vec<String> {
     let mut seen = Vec::new();
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let word = word.to_lowercase();
+    for word in word_sequence(text) {
         if !seen.contains(&word) {
             seen.push(word);
         }
