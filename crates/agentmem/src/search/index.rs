@@ -227,12 +227,8 @@ impl HistoryIndex {
     ) -> Result<()> {
         let indexed: Option<String> = self
             .conn
-            .query_row(
-                "SELECT stamp FROM stamps WHERE name = 'memories'",
-                [],
-                |row| row.get(0),
-            )
-            .optional()
+            .prepare_cached("SELECT stamp FROM stamps WHERE name = 'memories'")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)).optional())
             .map_err(|e| self.error(e))?;
         if indexed.as_deref() == Some(stamp) {
             return Ok(());
@@ -294,11 +290,8 @@ impl HistoryIndex {
         // Facts given by hand name no session.
         let unattributed: bool = self
             .conn
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM docs WHERE session = '')",
-                [],
-                |row| row.get(0),
-            )
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM docs WHERE session = '')")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
             .map_err(|e| self.error(e))?;
         Ok(unattributed || self.has_other_sessions(session)?)
     }
@@ -408,9 +401,8 @@ impl HistoryIndex {
 
     fn newest_id(&self) -> Result<i64> {
         self.conn
-            .query_row("SELECT coalesce(max(id), 0) FROM docs", [], |row| {
-                row.get(0)
-            })
+            .prepare_cached("SELECT coalesce(max(id), 0) FROM docs")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
             .map_err(|e| self.error(e))
     }
 
@@ -447,13 +439,14 @@ impl HistoryIndex {
     /// Whether any session other than `session` has indexed events or
     /// episodes (two index lookups, whatever the index's size).
     fn has_other_sessions(&self, session: &str) -> Result<bool> {
+        // Cached: recall asks before each new query, and preparing the
+        // statement costs more than the two index probes.
         self.conn
-            .query_row(
+            .prepare_cached(
                 "SELECT EXISTS(SELECT 1 FROM docs WHERE session < ?1 AND session <> '')
                      OR EXISTS(SELECT 1 FROM docs WHERE session > ?1)",
-                [session],
-                |row| row.get(0),
             )
+            .and_then(|mut statement| statement.query_row([session], |row| row.get(0)))
             .map_err(|e| self.error(e))
     }
 

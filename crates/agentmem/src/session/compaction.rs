@@ -255,7 +255,7 @@ impl Session {
                 message: message.clone(),
             });
         }
-        let model = self.settings.registry.lookup(&request.model);
+        let model = self.model_info(&request.model);
         let window = request
             .budget
             .context_window

@@ -1,7 +1,5 @@
 //! `Session::prepare`: the model's view, shaped to fit, rendered for one API.
 
-use std::sync::Arc;
-
 use super::MemoryCache;
 use super::{CompactOptions, LastPrepare, OverheadCache, Session};
 use crate::context::compact::CompactReason;
@@ -53,7 +51,7 @@ impl Session {
             path: "request".into(),
             message,
         })?;
-        let model = self.settings.registry.lookup(&request.model);
+        let model = self.model_info(&request.model);
         let budget = Budget::resolve(
             model.context_window,
             model.max_output_tokens,
@@ -387,22 +385,33 @@ impl Session {
         transcript
     }
 
+    /// The registry's entry for `name`, remembered for the last name asked:
+    /// an agent asks for the same model call after call, and a lookup
+    /// matches the name against the whole table.
+    pub(super) fn model_info(&mut self, name: &str) -> ModelInfo {
+        if let Some((last, info)) = &self.last_model {
+            if last == name {
+                return info.clone();
+            }
+        }
+        let info = self.settings.registry.lookup(name);
+        self.last_model = Some((name.to_owned(), info.clone()));
+        info
+    }
+
     /// Tokens the provider counts that the view does not hold — the hidden
     /// system prompt of an imported agent, the provider's own framing — from
     /// the last usage this model reported. A measured figure: counting never
     /// overrides it.
     fn measured_offset(&mut self, model: &ModelInfo, encoding: Encoding) -> Option<u64> {
-        let registry = Arc::clone(&self.settings.registry);
-        let transcript = self.transcript_in(encoding);
-        let anchor = transcript.anchor().filter(|a| {
-            a.model
-                .as_deref()
-                .is_none_or(|m| registry.lookup(m).model == model.model)
-        });
-        anchor.map(|a| {
-            a.reported_prompt_tokens
-                .saturating_sub(a.transcript_tokens_before)
-        })
+        let anchor = self.transcript_in(encoding).anchor()?;
+        let offset = anchor
+            .reported_prompt_tokens
+            .saturating_sub(anchor.transcript_tokens_before);
+        match anchor.model.clone() {
+            Some(name) => (self.model_info(&name).model == model.model).then_some(offset),
+            None => Some(offset),
+        }
     }
 }
 

@@ -236,13 +236,20 @@ fn surviving<'a>(
     let mut survived = Vec::new();
     let (mut patterns, mut owners) = (Vec::new(), Vec::new());
     for (i, identifier) in identifiers.enumerate() {
-        survived.push(in_context.contains(identifier));
+        let as_written = in_context.contains(identifier);
+        survived.push(as_written);
+        if as_written {
+            continue; // no need to look for it within longer words
+        }
         for spelling in std::iter::once(identifier.to_owned()).chain(other_spelling(identifier)) {
             patterns.push(spelling);
             owners.push(i);
         }
     }
-    if let Ok(automaton) = aho_corasick::AhoCorasick::new(&patterns) {
+    if let Ok(automaton) = aho_corasick::AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+        .build(&patterns)
+    {
         for found in automaton.find_overlapping_iter(context) {
             survived[owners[found.pattern().as_usize()]] = true;
         }
@@ -508,11 +515,12 @@ fn is_delimiter(c: char) -> bool {
 
 /// Scans `text` and calls `emit` for each identifier occurrence.
 fn scan(text: &str, emit: &mut dyn FnMut(String)) {
+    let mut words: Vec<&str> = Vec::new();
     for line in text.lines() {
         let diff_header = line.starts_with("diff --git ")
             || line.starts_with("--- a/")
             || line.starts_with("+++ b/");
-        let mut words: Vec<&str> = Vec::new();
+        words.clear();
         for chunk in line.split_whitespace() {
             split_chunk(chunk, &mut words);
         }
@@ -641,6 +649,14 @@ fn find_url(text: &str) -> Option<(usize, usize)> {
 /// is an identifier.
 fn classify(words: &[&str], i: usize, diff_header: bool, emit: &mut dyn FnMut(String)) {
     let word = words[i];
+    // Most words are plain words: of all the shapes below, only a well-known
+    // file name or an errno name can be spelled with letters alone.
+    if word.bytes().all(|b| b.is_ascii_alphabetic()) {
+        if WELL_KNOWN_FILES.contains(&word) || ERRNO_NAMES.contains(&word) {
+            emit(word.to_string());
+        }
+        return;
+    }
     let prev = i.checked_sub(1).map(|j| words[j]);
     let next = words.get(i + 1).copied();
 
