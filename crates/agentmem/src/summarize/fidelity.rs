@@ -568,7 +568,9 @@ fn push_words<'t>(text: &'t str, words: &mut Vec<&'t str>) {
 /// Whether `text` holds the ASCII byte `byte`: a quick test before a
 /// substring search, which costs more to set up than most words are long.
 fn has_byte(text: &str, byte: u8) -> bool {
-    text.as_bytes().contains(&byte)
+    // A plain loop: words are short, and a call to memchr costs more than
+    // looking at a dozen bytes.
+    text.bytes().any(|b| b == byte)
 }
 
 fn trim_word(word: &str) -> &str {
@@ -650,9 +652,11 @@ fn find_url(text: &str) -> Option<(usize, usize)> {
 fn classify(words: &[&str], i: usize, diff_header: bool, emit: &mut dyn FnMut(String)) {
     let word = words[i];
     // Most words are plain words: of all the shapes below, only a well-known
-    // file name or an errno name can be spelled with letters alone.
+    // file name or an errno name can be spelled with letters alone, and
+    // both start with a capital.
     if word.bytes().all(|b| b.is_ascii_alphabetic()) {
-        if WELL_KNOWN_FILES.contains(&word) || ERRNO_NAMES.contains(&word) {
+        let capital = word.starts_with(|c: char| c.is_ascii_uppercase());
+        if capital && (WELL_KNOWN_FILES.contains(&word) || ERRNO_NAMES.contains(&word)) {
             emit(word.to_string());
         }
         return;
