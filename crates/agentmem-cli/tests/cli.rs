@@ -460,6 +460,18 @@ fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
         );
         assert!(turn["engine_us"].as_f64().unwrap() > 0.0);
     }
+    let mean_us = |window: &[Value]| {
+        window
+            .iter()
+            .map(|t| t["engine_us"].as_f64().unwrap())
+            .sum::<f64>()
+            / 100.0
+    };
+    assert_eq!(summary["engine_us_mean_first_100"], mean_us(&turns[..100]));
+    assert_eq!(
+        summary["engine_us_mean_last_100"],
+        mean_us(&turns[turns.len() - 100..])
+    );
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(
         svg.starts_with("<svg")

@@ -171,8 +171,18 @@ fn model_call(
     Ok(())
 }
 
+/// Turns at each end of a replay whose mean engine time the summary gives:
+/// whether the cost per turn grows with history.
+const FLATNESS_WINDOW_TURNS: usize = 100;
+
 /// The summary line.
 fn summarize(lines: &[TurnLine]) -> serde_json::Value {
+    let mean_us = |window: &[TurnLine]| {
+        window.iter().map(|l| l.engine_us).sum::<f64>() / window.len().max(1) as f64
+    };
+    let window = FLATNESS_WINDOW_TURNS.min(lines.len());
+    let first = mean_us(&lines[..window]);
+    let last = mean_us(&lines[lines.len() - window..]);
     let mut per_turn: Vec<f64> = lines.iter().map(|l| l.engine_us).collect();
     per_turn.sort_by(f64::total_cmp);
     let percentile = |p: f64| {
@@ -197,5 +207,7 @@ fn summarize(lines: &[TurnLine]) -> serde_json::Value {
         "engine_us_p50": percentile(0.5),
         "engine_us_p99": percentile(0.99),
         "engine_ms_total": per_turn.iter().sum::<f64>() / 1e3,
+        "engine_us_mean_first_100": first,
+        "engine_us_mean_last_100": last,
     })
 }
