@@ -162,8 +162,8 @@ pub struct Session {
     memory_cache: Option<MemoryCache>,
     /// The request overhead and what it was counted for.
     overhead_cache: Option<OverheadCache>,
-    /// The registry's entry for the model last asked for, by its name.
-    last_model: Option<(String, crate::tokens::registry::ModelInfo)>,
+    /// The registry's entries for the models last asked for, by name.
+    recent_models: Vec<(String, crate::tokens::registry::ModelInfo)>,
     /// The latest view's rendered segments, reused while their items stay.
     renders: crate::segments::RenderCache,
     /// Indexes what ingest appends, in the background.
@@ -267,7 +267,7 @@ impl Session {
             overflow_attempts: 0,
             memory_cache: None,
             overhead_cache: None,
-            last_model: None,
+            recent_models: Vec::new(),
             renders: Default::default(),
             feeder: None,
             index: IndexReader::Unopened,

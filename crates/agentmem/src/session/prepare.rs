@@ -19,6 +19,9 @@ use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
 use crate::transcript::{measure, Transcript};
 
+/// Model names whose registry entries a session remembers.
+const RECENT_MODELS: usize = 4;
+
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
 pub const SHRINK_TARGET_PERCENT: u64 = 85;
 
@@ -385,17 +388,19 @@ impl Session {
         transcript
     }
 
-    /// The registry's entry for `name`, remembered for the last name asked:
-    /// an agent asks for the same model call after call, and a lookup
-    /// matches the name against the whole table.
+    /// The registry's entry for `name`, remembered for the last few names
+    /// asked (the request's model, the one a usage report named): an agent
+    /// asks for the same model call after call, and a lookup matches the
+    /// name against the whole table.
     pub(super) fn model_info(&mut self, name: &str) -> ModelInfo {
-        if let Some((last, info)) = &self.last_model {
-            if last == name {
-                return info.clone();
-            }
+        if let Some((_, info)) = self.recent_models.iter().find(|(n, _)| n == name) {
+            return info.clone();
         }
         let info = self.settings.registry.lookup(name);
-        self.last_model = Some((name.to_owned(), info.clone()));
+        if self.recent_models.len() == RECENT_MODELS {
+            self.recent_models.remove(0);
+        }
+        self.recent_models.push((name.to_owned(), info.clone()));
         info
     }
 
