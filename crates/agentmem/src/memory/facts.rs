@@ -7,7 +7,7 @@
 //! current fact is merged into it instead of being added twice. Every change
 //! rewrites the (small) file atomically.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -145,6 +145,10 @@ impl FactStore {
     pub fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let mut facts = self.all()?;
         let mut words: Vec<BTreeSet<String>> = facts.iter().map(|f| word_set(&f.fact)).collect();
+        let mut near_index = NearIndex::default();
+        for (position, these) in words.iter().enumerate() {
+            near_index.add(position, these);
+        }
         let mut outcomes = Vec::with_capacity(new.len());
         for new in new {
             let text = redact(new.fact.trim(), self.redaction).0;
@@ -154,7 +158,10 @@ impl FactStore {
                 });
             }
             let these = word_set(&text);
-            let same = (0..facts.len()).find(|&i| facts[i].is_current() && near(&words[i], &these));
+            let same = near_index
+                .candidates(&these)
+                .into_iter()
+                .find(|&i| facts[i].is_current() && near(&words[i], &these));
             if let Some(i) = same {
                 let existing = &mut facts[i];
                 existing.confidence = existing.confidence.max(new.confidence);
@@ -186,6 +193,7 @@ impl FactStore {
                 valid_to: None,
                 superseded_by: None,
             });
+            near_index.add(words.len(), &these);
             words.push(these);
             outcomes.push(Added::Added(id));
         }
@@ -277,9 +285,65 @@ pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
     shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64
 }
 
+/// Which word sets a new one may be [`near`], so that a fact is compared
+/// with a handful of others rather than with every fact of the store (the
+/// store grows with every compaction). Prefix filtering: sets near each
+/// other share at least [`NEAR_DUPLICATE_JACCARD`] of the larger one's
+/// words, so each shares a word with the other's first few words in one
+/// fixed order, and only those first words are indexed.
+#[derive(Default)]
+struct NearIndex {
+    by_first_words: HashMap<String, Vec<usize>>,
+    empty: Vec<usize>,
+}
+
+impl NearIndex {
+    fn add(&mut self, position: usize, words: &BTreeSet<String>) {
+        if words.is_empty() {
+            self.empty.push(position);
+        }
+        for word in first_words(words) {
+            self.by_first_words
+                .entry(word.clone())
+                .or_default()
+                .push(position);
+        }
+    }
+
+    /// The positions of the sets that may be near `words`, in order.
+    fn candidates(&self, words: &BTreeSet<String>) -> Vec<usize> {
+        let mut found: Vec<usize> = if words.is_empty() {
+            self.empty.clone()
+        } else {
+            first_words(words)
+                .filter_map(|word| self.by_first_words.get(word))
+                .flatten()
+                .copied()
+                .collect()
+        };
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+}
+
+/// The words of `words` a near set must share at least one of: with `n`
+/// words, a near set shares at least `floor(J·n)` of them, so it meets the
+/// first `n − floor(J·n) + 1` in any fixed order. Longer words come first,
+/// as they are the rarer ones and keep the index's lists short.
+fn first_words(words: &BTreeSet<String>) -> impl Iterator<Item = &String> {
+    let mut ordered: Vec<&String> = words.iter().collect();
+    ordered.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    let shared_at_least = (NEAR_DUPLICATE_JACCARD * words.len() as f64).floor() as usize;
+    ordered
+        .into_iter()
+        .take(words.len().saturating_sub(shared_at_least) + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn fact(text: &str, trust: Trust) -> NewFact {
         NewFact {
@@ -349,5 +413,57 @@ mod tests {
         assert_eq!(facts.len(), 1);
         assert_eq!(facts[0].provenance.source_event_ids, ["ev1", "ev2"]);
         assert!(!facts[0].fact.contains("sk-proj"), "{}", facts[0].fact);
+    }
+
+    fn word_sets() -> impl Strategy<Value = BTreeSet<String>> {
+        // Few, short words, so that near sets are common.
+        proptest::collection::btree_set("[a-e]{1,2}", 0..14)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        #[test]
+        fn the_near_index_never_misses_a_near_set(
+            sets in proptest::collection::vec(word_sets(), 1..40),
+            pick in any::<proptest::sample::Index>(),
+            dropped in any::<proptest::sample::Index>(),
+            added in "[a-e]{1,2}",
+        ) {
+            // The probe is one of the sets with a word swapped: often near
+            // it, yet not starting with the same words.
+            let mut probe = sets[pick.index(sets.len())].clone();
+            if let Some(word) = probe.iter().nth(dropped.index(probe.len().max(1))).cloned() {
+                probe.remove(&word);
+            }
+            probe.insert(added);
+            let mut index = NearIndex::default();
+            for (position, words) in sets.iter().enumerate() {
+                index.add(position, words);
+            }
+            let candidates = index.candidates(&probe);
+            prop_assert!(candidates.windows(2).all(|w| w[0] < w[1]));
+            let near_ones: Vec<usize> = (0..sets.len()).filter(|&i| near(&sets[i], &probe)).collect();
+            for position in &near_ones {
+                prop_assert!(candidates.contains(position), "{:?} near {:?}", sets[*position], probe);
+            }
+        }
+    }
+
+    #[test]
+    fn the_near_index_offers_only_sets_sharing_a_first_word() {
+        let mut index = NearIndex::default();
+        for n in 0..200 {
+            index.add(
+                n,
+                &word_set(&format!("deploy service{n} through staging cluster{n}")),
+            );
+        }
+        assert!(index
+            .candidates(&word_set("the parser lives in src/parse.rs"))
+            .is_empty());
+        assert_eq!(
+            index.candidates(&word_set("Deploy service7 through staging cluster7.")),
+            [7]
+        );
     }
 }
