@@ -161,6 +161,41 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
 }
 
 #[test]
+fn two_writers_on_one_index_wait_for_each_other_instead_of_failing() {
+    // A session's indexing thread and a search catching up from the logs
+    // write to the same index through their own connections.
+    let dir = tempfile::tempdir().unwrap();
+    let write = |session: &'static str| {
+        let dir = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let mut index = HistoryIndex::open(&dir).unwrap();
+            for batch in 0..200u64 {
+                let events: Vec<Event> = (0..5)
+                    .map(|i| {
+                        Event::user(format!("{session} batch {batch} event {i}"))
+                            .with_id(format!("{session}-{batch}-{i}"))
+                    })
+                    .collect();
+                index.add_events(session, batch * 5, &events).unwrap();
+                let found = index.search(session, &SearchFilter::default()).unwrap();
+                assert!(!found.is_empty());
+            }
+        })
+    };
+    let writers = [write("alpha"), write("beta"), write("gamma")];
+    for writer in writers {
+        writer.join().expect("no writer failed");
+    }
+    let index = HistoryIndex::open(dir.path()).unwrap();
+    let counts: Vec<(String, u64)> = index.indexed_sessions().unwrap();
+    assert_eq!(counts.len(), 3);
+    assert!(
+        counts.iter().all(|(_, events)| *events == 1_000),
+        "{counts:?}"
+    );
+}
+
+#[test]
 fn recall_scores_facts_episodes_and_past_events_within_the_budget() {
     let (_dir, store, agent) = common::fresh_store();
     let past = session_with_archive(&store, &agent);

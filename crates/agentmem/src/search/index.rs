@@ -140,29 +140,9 @@ impl HistoryIndex {
         let path = agent_dir.join(INDEX_FILE);
         std::fs::create_dir_all(agent_dir).map_err(|e| index_error(&path, e))?;
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let conn = Connection::open(&path).map_err(fail)?;
+        let mut conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        // WAL: readers never wait for the writer. NORMAL sync: the index is
-        // rebuilt from the logs if the last commits are lost.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(fail)?;
-        let version: i32 = conn
-            .pragma_query_value(None, "user_version", |row| row.get(0))
-            .map_err(fail)?;
-        if version != SCHEMA_VERSION {
-            conn.execute_batch(
-                "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
-                 DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
-                 DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;
-                 DROP TABLE IF EXISTS speakers;",
-            )
-            .map_err(fail)?;
-        }
-        conn.execute_batch(SCHEMA).map_err(fail)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(fail)?;
+        retry_while_busy(|| initialize(&mut conn)).map_err(fail)?;
         Ok(HistoryIndex { conn, path })
     }
 
@@ -206,7 +186,7 @@ impl HistoryIndex {
     pub fn remove_session(&mut self, session: &str) -> Result<()> {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let tx = self.conn.transaction().map_err(fail)?;
+        let tx = self.write_transaction().map_err(fail)?;
         tx.execute(
             "DELETE FROM docs WHERE kind = 'event' AND session = ?1",
             [session],
@@ -236,7 +216,7 @@ impl HistoryIndex {
         let (facts, episodes) = load()?;
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let tx = self.conn.transaction().map_err(fail)?;
+        let tx = self.write_transaction().map_err(fail)?;
         tx.execute("DELETE FROM docs WHERE kind IN ('fact', 'episode')", [])
             .map_err(fail)?;
         {
@@ -699,7 +679,7 @@ impl HistoryIndex {
     ) -> Result<usize> {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let tx = self.conn.transaction().map_err(fail)?;
+        let tx = self.write_transaction().map_err(fail)?;
         let mut added = 0;
         {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
@@ -733,8 +713,63 @@ impl HistoryIndex {
         Ok(added)
     }
 
+    /// A transaction that takes the write lock when it begins, waiting for
+    /// another writer (the session's indexing thread, another process) as
+    /// long as the busy timeout allows. A deferred one would take a read
+    /// snapshot first, and upgrading it after another writer committed fails
+    /// at once with "database is locked" instead of waiting.
+    fn write_transaction(&mut self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+    }
+
     fn error(&self, error: rusqlite::Error) -> Error {
         index_error(&self.path, error)
+    }
+}
+
+/// WAL mode, then the schema: an index of another version is dropped and
+/// made anew, in one write transaction, so that two processes opening an
+/// old index at once do not rebuild it over each other.
+fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
+    // WAL: readers never wait for the writer. NORMAL sync: the index is
+    // rebuilt from the logs if the last commits are lost.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let version: i32 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version != SCHEMA_VERSION {
+        tx.execute_batch(
+            "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
+             DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
+             DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;
+             DROP TABLE IF EXISTS speakers;",
+        )?;
+    }
+    tx.execute_batch(SCHEMA)?;
+    if version != SCHEMA_VERSION {
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()
+}
+
+/// Runs `step` again, with growing pauses, while SQLite answers "busy" in
+/// a way its busy handler does not wait out — setting WAL mode while another
+/// connection is creating the file, say — for up to [`BUSY_TIMEOUT`].
+fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match step() {
+            Err(rusqlite::Error::SqliteFailure(failure, _))
+                if failure.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            done => return done,
+        }
     }
 }
 
