@@ -34,6 +34,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use agentmem::context::normalize::normalize_pairs;
 use agentmem::context::strategy::{ContextSettingsLayer, Strategy as Shaping};
 use agentmem::event::{Event, TraceType, Usage};
 use agentmem::id::{AgentId, SessionId};
@@ -617,9 +618,12 @@ impl<'a> Run<'a> {
 
 /// The tokens of the latest turn (the turn of the last user message, in the
 /// active log: compaction always keeps it there), counted like the
-/// transcript counts them: write-time guard applied, framing included.
+/// transcript counts them: write-time guard applied, framing included, and
+/// pairs repaired as every prepare repairs them — a call still waiting for
+/// its result is sent with a synthetic one, which the turn must make room for.
 fn latest_turn_tokens(session: &Session) -> u64 {
-    let events = session.events();
+    let mut events: Vec<Event> = session.events().to_vec();
+    normalize_pairs(&mut events);
     let Some(user) = events
         .iter()
         .rev()
