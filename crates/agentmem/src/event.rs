@@ -132,6 +132,11 @@ pub struct Usage {
     /// (reported, estimated) is what the per-model calibration learns from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_prompt_tokens: Option<u64>,
+    /// The part of that count that was the messages sent (the view as
+    /// shaped for the call, synthetic results for pending calls included):
+    /// what the provider counts beyond it is the request's own overhead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_view_tokens: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -23,7 +23,9 @@ use crate::tokens::{Encoding, Tokenizer};
 pub struct UsageAnchor {
     /// Prompt tokens the provider reported.
     pub reported_prompt_tokens: u64,
-    /// The transcript's token total just before the response that reported it.
+    /// The transcript's token total just before the response that reported
+    /// it — or, when agentmem prepared that call, the tokens of the messages
+    /// it sent.
     pub transcript_tokens_before: u64,
     /// The model that reported it, when known.
     pub model: Option<String>,
@@ -229,13 +231,17 @@ impl Transcript {
             .unshrunk
             .saturating_add(self.total.total.saturating_sub(before));
         if let Some(usage) = &event.usage {
+            // The messages sent may differ from the transcript (synthetic
+            // results for pending calls, a last-resort cut): when agentmem
+            // counted what it sent, that is what the report is measured against.
+            let transcript_before = if event.trace_type.is_model_output() {
+                self.response_start_total
+            } else {
+                before
+            };
             self.anchor = Some(UsageAnchor {
                 reported_prompt_tokens: usage.prompt_tokens,
-                transcript_tokens_before: if event.trace_type.is_model_output() {
-                    self.response_start_total
-                } else {
-                    before
-                },
+                transcript_tokens_before: usage.estimated_view_tokens.unwrap_or(transcript_before),
                 model: usage.model.clone(),
             });
         }

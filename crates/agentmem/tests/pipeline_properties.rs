@@ -1128,3 +1128,47 @@ fn the_checks_catch_what_they_are_for() {
     trimmed["messages"].as_array_mut().unwrap().drain(..2);
     assert!(check_turns_whole(&session, &trimmed, false).is_ok());
 }
+
+/// A case property 2 found: the usage reported for a prompt sent with a
+/// synthetic result (a call still pending) was measured against the
+/// transcript without it, so the provider's overhead looked 50 tokens larger
+/// and the next turn, which fitted, was reported over budget.
+#[test]
+fn a_usage_report_for_a_prompt_with_synthetic_results_keeps_the_offset_true() {
+    let call = |tool, arg, lines, arrival| CallSpec {
+        tool,
+        arg,
+        lines,
+        arrival,
+        error: false,
+    };
+    let resp = |text_words, calls| ResponseSpec { text_words, calls };
+    let turn = |user, responses| TurnSpec {
+        compact_first: false,
+        user,
+        responses,
+    };
+    let spec = Spec {
+        context_window: 3390,
+        strategy: Shaping::Trim,
+        max_turns: None,
+        keep_tool_results: None,
+        raw_tail_turns: None,
+        report_usage: true,
+        reopen_before_turn: None,
+        turns: vec![
+            turn(UserSpec::Words(3), vec![resp(1, vec![])]),
+            turn(UserSpec::Words(3), vec![resp(1, vec![])]),
+            turn(UserSpec::Words(3), vec![resp(1, vec![])]),
+            turn(
+                UserSpec::Words(3),
+                vec![resp(0, vec![call(0, 0, 1, Arrival::Late)]), resp(1, vec![])],
+            ),
+            turn(
+                UserSpec::Paste(61),
+                vec![resp(5, vec![call(2, 2, 446, Arrival::Missing)])],
+            ),
+        ],
+    };
+    check_fit(&spec).unwrap();
+}

@@ -63,6 +63,7 @@ fn anthropic_usage(usage: &Value, model: Option<String>) -> Usage {
         cached_tokens: cache_read,
         model,
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
     }
 }
 

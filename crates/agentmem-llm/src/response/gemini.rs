@@ -114,6 +114,7 @@ fn gemini_usage(usage: &Value, model: Option<String>) -> Usage {
         cached_tokens: count(usage, "cachedContentTokenCount"),
         model,
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
     }
 }
 

@@ -384,6 +384,7 @@ mod tests {
             cached_tokens: cached,
             model: Some(model.to_owned()),
             estimated_prompt_tokens: None,
+            estimated_view_tokens: None,
         })
     }
 

@@ -105,6 +105,7 @@ fn chat_usage(usage: &Value, model: Option<String>) -> Usage {
         cached_tokens: details.max(count(usage, "prompt_cache_hit_tokens")),
         model,
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
     }
 }
 

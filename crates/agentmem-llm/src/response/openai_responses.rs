@@ -84,6 +84,7 @@ fn responses_usage(usage: &Value, model: Option<String>) -> Usage {
             .map_or(0, |d| count(d, "cached_tokens")),
         model,
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
     }
 }
 

@@ -335,6 +335,7 @@ fn usage(message: &Map<String, Value>) -> Option<Usage> {
     let cache_read = count("cache_read_input_tokens");
     Some(Usage {
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
         prompt_tokens: count("input_tokens") + count("cache_creation_input_tokens") + cache_read,
         completion_tokens: count("output_tokens"),
         cached_tokens: cache_read,

@@ -162,6 +162,7 @@ impl Rollout {
         let count = |key: &str| last.get(key).and_then(Value::as_u64).unwrap_or(0);
         let usage = Usage {
             estimated_prompt_tokens: None,
+            estimated_view_tokens: None,
             prompt_tokens: count("input_tokens"),
             completion_tokens: count("output_tokens"),
             cached_tokens: count("cached_input_tokens"),

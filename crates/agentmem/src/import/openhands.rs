@@ -315,6 +315,7 @@ fn token_usage(usage: &Value) -> Usage {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     Usage {
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
         prompt_tokens: count("prompt_tokens"),
         completion_tokens: count("completion_tokens"),
         cached_tokens: count("cache_read_tokens"),
@@ -331,6 +332,7 @@ fn response_usage(response: &Value) -> Option<Usage> {
     let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
     Some(Usage {
         estimated_prompt_tokens: None,
+        estimated_view_tokens: None,
         prompt_tokens: count(usage.get("prompt_tokens")),
         completion_tokens: count(usage.get("completion_tokens")),
         cached_tokens: count(

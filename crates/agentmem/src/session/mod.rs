@@ -115,6 +115,8 @@ impl std::fmt::Debug for Compactor {
 struct LastPrepare {
     model: String,
     counted_tokens: u64,
+    /// The part of `counted_tokens` that was the messages sent.
+    view_tokens: u64,
     events: usize,
     /// Tokens the provider sees that the view does not hold (a measured offset).
     offset_tokens: u64,
@@ -497,6 +499,7 @@ impl Session {
         if let Some(usage) = fresh.iter_mut().find_map(|e| e.usage.as_mut()) {
             if usage.estimated_prompt_tokens.is_none() {
                 usage.estimated_prompt_tokens = Some(last.counted_tokens);
+                usage.estimated_view_tokens = Some(last.view_tokens);
                 usage.model.get_or_insert_with(|| last.model.clone());
             }
             self.last_prepare = None;

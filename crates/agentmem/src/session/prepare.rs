@@ -153,6 +153,10 @@ impl Session {
         self.last_prepare = Some(LastPrepare {
             model: request.model.clone(),
             counted_tokens: prepared.stats.counted_tokens,
+            view_tokens: prepared
+                .stats
+                .counted_tokens
+                .saturating_sub(overhead.total()),
             events: self.events.len(),
             offset_tokens: offset,
             trigger_tokens: prepared.stats.trigger_tokens,
