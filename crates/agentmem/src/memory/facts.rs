@@ -263,10 +263,7 @@ impl FactStore {
 
 /// The words of a text, case and punctuation aside.
 pub(crate) fn word_set(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+    crate::search::query::word_sequence(text).collect()
 }
 
 /// Same words (order aside), or nearly: a Jaccard overlap of at least
