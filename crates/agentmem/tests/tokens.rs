@@ -65,6 +65,23 @@ fn counts_match_tiktoken_on_every_fixture() {
     }
 }
 
+#[test]
+fn long_texts_are_counted_the_same_every_time_and_never_for_one_another() {
+    // Same length, different tokens: a remembered count must be the text's own.
+    let texts = [
+        "a".repeat(600),
+        "ab ".repeat(200),
+        "日本".repeat(100),
+        (0..120).map(|i| format!("{i:04}")).collect::<String>(),
+        AWKWARD.join("\n"),
+    ];
+    for round in 0..3 {
+        for text in texts.iter().cycle().skip(round).take(texts.len()) {
+            assert_exact(text);
+        }
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
     /// ASCII text takes the hand-written pre-tokenizer: its counts must be

@@ -37,7 +37,7 @@ use aho_corasick::AhoCorasick;
 
 use serde_json::Value;
 
-use super::fidelity::event_identifiers;
+use super::fidelity::identifiers_of_each;
 use super::{
     args_text, dedupe_key, is_summary_event, merge_facts, one_line, truncate_chars, Fact, FactKind,
     Focus, SummarizeError, Summarizer, Summary, SummaryRequest, COMMANDS, CONSTRAINTS, CRITICAL,
@@ -758,48 +758,49 @@ impl<'r> Extraction<'r> {
 
     /// Identifiers of the span not already named, most frequent first.
     fn critical(&self, named: &str) -> Vec<String> {
-        let mut stats: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut stats: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        let events: Vec<&Event> = self.view.iter().map(|&(_, event)| event).collect();
+        let identifiers: Vec<(usize, Vec<String>)> = self
+            .view
+            .iter()
+            .map(|&(index, _)| index)
+            .zip(identifiers_of_each(&events))
+            .collect();
         let mut order = Vec::new();
-        for &(index, event) in &self.view {
-            for identifier in event_identifiers(event) {
-                let entry = stats.entry(identifier.clone()).or_insert_with(|| {
-                    order.push(identifier.clone());
-                    (0, index)
+        for (index, found) in &identifiers {
+            for identifier in found {
+                let entry = stats.entry(identifier).or_insert_with(|| {
+                    order.push(identifier.as_str());
+                    (0, *index)
                 });
                 entry.0 += 1;
             }
         }
-        let already = named_in(&order, named);
-        let candidates = order
+        let mut ranked: Vec<(usize, i64, &str)> = order
             .into_iter()
-            .zip(already)
-            .filter_map(|(id, named)| (!named).then_some(id))
             .map(|id| {
-                let (count, first) = stats[&id];
-                Candidate {
-                    focus: self.focus.score(&id),
-                    rank: (count as i64) * 1_000_000_000 - first as i64,
-                    text: format!("`{id}`"),
-                }
+                let (count, first) = stats[id];
+                let rank = (count as i64) * 1_000_000_000 - first as i64;
+                (self.focus.score(id), rank, id)
             })
             .collect();
-        select(candidates, CAP_CRITICAL)
+        // Stable: equal keys keep their first-seen order, as in `select`.
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+        // Whether the summary names an identifier is asked best first, and
+        // only until the section is full: a span names thousands.
+        let mut seen = BTreeSet::new();
+        ranked
+            .into_iter()
+            .filter(|(_, _, id)| !named.contains(id))
+            .map(|(_, _, id)| format!("`{id}`"))
+            .filter(|text| seen.insert(dedupe_key(text)))
+            .take(CAP_CRITICAL)
+            .collect()
     }
 
     fn add_facts(&mut self, facts: Vec<Fact>) {
         self.facts.extend(facts);
     }
-}
-
-/// Which of `identifiers` occur in `text`, found in one pass over it.
-fn named_in(identifiers: &[String], text: &str) -> Vec<bool> {
-    let mut named = vec![false; identifiers.len()];
-    if let Ok(automaton) = AhoCorasick::new(identifiers) {
-        for found in automaton.find_overlapping_iter(text) {
-            named[found.pattern().as_usize()] = true;
-        }
-    }
-    named
 }
 
 /// A previous summary as sections: parsed when it is in the rendered format,
@@ -1584,6 +1585,39 @@ mod tests {
         );
         assert_eq!(text.matches("## Goal").count(), 1);
         assert_eq!(s.covered_event_ids, ["s1", "u2", "a2"]);
+    }
+
+    #[test]
+    fn critical_context_lists_unnamed_identifiers_most_frequent_first() {
+        let events = [
+            Event::user("Find why the worker crashes.").with_id("u1"),
+            Event::tool_call(
+                "c1",
+                "read_file",
+                serde_json::json!({"path": "src/worker.rs"}),
+            )
+            .with_id("t1"),
+            Event::tool_result(
+                "c1",
+                "fn run() { connect(\"db.internal:5432\") } // src/worker.rs",
+            )
+            .with_id("r1"),
+            Event::tool_call("c2", "read_file", serde_json::json!({"path": "logs/a.txt"}))
+                .with_id("t2"),
+            Event::tool_result(
+                "c2",
+                "retry 3f9d2c1b; timeout on db.internal:5432 after 30s; db.internal:5432 again",
+            )
+            .with_id("r2"),
+        ];
+        let s = summarize(&events, None);
+        let critical = s.section(CRITICAL).unwrap();
+        // The path is in Files read: not repeated here.
+        assert_eq!(
+            critical,
+            ["`db.internal:5432`", "`3f9d2c1b`", "`30s`"],
+            "{s:#?}"
+        );
     }
 
     #[test]

@@ -161,17 +161,20 @@ pub fn check_fidelity(compacted: &[Event], new_context: &str) -> FidelityReport 
     }
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let mut found: Vec<Found> = Vec::new();
-    for (position, event) in compacted.iter().enumerate() {
-        if !event.is_in_model_view() {
-            continue;
-        }
+    let in_view: Vec<(usize, &Event)> = compacted
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.is_in_model_view())
+        .collect();
+    let events: Vec<&Event> = in_view.iter().map(|&(_, e)| e).collect();
+    for ((position, event), identifiers) in in_view.into_iter().zip(identifiers_of_each(&events)) {
         let id = if event.id.is_empty() {
             format!("@{position}")
         } else {
             event.id.clone()
         };
         let authored = event.trace_type != TraceType::ToolResult;
-        for identifier in event_identifiers(event) {
+        for identifier in identifiers {
             match index.get(&identifier) {
                 Some(&i) => {
                     let entry = &mut found[i];
@@ -274,22 +277,79 @@ fn other_spelling(identifier: &str) -> Option<String> {
 /// the content. Deduplicated, in order of appearance. Tool call ids are
 /// bookkeeping, not content, and are not scanned.
 pub fn event_identifiers(event: &Event) -> Vec<String> {
-    if event.id.is_empty() {
-        return scan_event(event);
-    }
-    let key = (event.id.clone(), fingerprint(event));
-    if let Some(found) = SCANNED.with(|memo| memo.borrow().get(&key).cloned()) {
-        return found;
-    }
-    let found = scan_event(event);
-    SCANNED.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        if memo.len() >= SCANNED_MAX_EVENTS {
-            memo.clear();
-        }
-        memo.insert(key, found.clone());
+    identifiers_of_each(&[event]).pop().unwrap_or_default()
+}
+
+/// [`event_identifiers`] of each of `events`, in order. A compaction asks
+/// for a span's identifiers twice (for the summary's critical context, then
+/// for the fidelity check) and a span is a megabyte of text: identifiers are
+/// remembered by event id and content, and the events not remembered are
+/// scanned on all cores.
+pub fn identifiers_of_each(events: &[&Event]) -> Vec<Vec<String>> {
+    let keys: Vec<Option<(String, u64)>> = events
+        .iter()
+        .map(|e| (!e.id.is_empty()).then(|| (e.id.clone(), fingerprint(e))))
+        .collect();
+    let mut found: Vec<Option<Vec<String>>> = SCANNED.with(|memo| {
+        let memo = memo.borrow();
+        keys.iter()
+            .map(|key| key.as_ref().and_then(|k| memo.get(k).cloned()))
+            .collect()
     });
-    found
+    let unscanned: Vec<usize> = (0..events.len()).filter(|&i| found[i].is_none()).collect();
+    for (i, identifiers) in scan_in_parallel(events, &unscanned) {
+        if let Some(key) = &keys[i] {
+            SCANNED.with(|memo| {
+                let mut memo = memo.borrow_mut();
+                if memo.len() >= SCANNED_MAX_EVENTS {
+                    memo.clear();
+                }
+                memo.insert(key.clone(), identifiers.clone());
+            });
+        }
+        found[i] = Some(identifiers);
+    }
+    found.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// Bytes of text below which scanning on one core is quicker than starting threads.
+const PARALLEL_SCAN_MIN_BYTES: usize = 64 * 1024;
+
+/// Scans `events[i]` for each `i` of `which`, the work shared among the
+/// cores in runs of about equal size; `(i, identifiers)` in `which`'s order.
+fn scan_in_parallel(events: &[&Event], which: &[usize]) -> Vec<(usize, Vec<String>)> {
+    let size = |i: &usize| events[*i].content.len() + 64;
+    let total: usize = which.iter().map(size).sum();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 || total < PARALLEL_SCAN_MIN_BYTES {
+        return which.iter().map(|&i| (i, scan_event(events[i]))).collect();
+    }
+    let share = total.div_ceil(cores);
+    let mut runs: Vec<&[usize]> = Vec::with_capacity(cores);
+    let (mut start, mut filled) = (0, 0);
+    for (position, i) in which.iter().enumerate() {
+        filled += size(i);
+        if filled >= share {
+            runs.push(&which[start..=position]);
+            (start, filled) = (position + 1, 0);
+        }
+    }
+    runs.push(&which[start..]);
+    let scan_run = |run: &[usize]| -> Vec<(usize, Vec<String>)> {
+        run.iter().map(|&i| (i, scan_event(events[i]))).collect()
+    };
+    std::thread::scope(|scope| {
+        let (first, rest) = runs.split_first().expect("at least one run");
+        let helpers: Vec<_> = rest
+            .iter()
+            .map(|run| scope.spawn(|| scan_run(run)))
+            .collect();
+        let mut out = scan_run(first);
+        for helper in helpers {
+            out.extend(helper.join().expect("scanning never panics"));
+        }
+        out
+    })
 }
 
 /// Events whose identifiers are remembered, per thread; the memo starts over
@@ -297,10 +357,7 @@ pub fn event_identifiers(event: &Event) -> Vec<String> {
 const SCANNED_MAX_EVENTS: usize = 4096;
 
 thread_local! {
-    /// Identifiers of recently scanned events, by id and fingerprint: a
-    /// compaction asks twice for each event of its span (for the summary's
-    /// critical context, then for the fidelity check), and scanning costs
-    /// far more than hashing.
+    /// Identifiers of recently scanned events, by id and fingerprint.
     static SCANNED: RefCell<HashMap<(String, u64), Vec<String>>> = RefCell::default();
 }
 
@@ -960,6 +1017,31 @@ mod tests {
         assert_eq!(event_identifiers(&first), ["src/main.rs"]);
         assert_eq!(event_identifiers(&first), ["src/main.rs"]);
         assert_eq!(event_identifiers(&edited), ["src/lib.rs"]);
+    }
+
+    #[test]
+    fn a_large_span_has_the_identifiers_of_each_event_alone_in_order() {
+        // Over PARALLEL_SCAN_MIN_BYTES: scanned on every core there is.
+        let events: Vec<Event> = (0..400)
+            .map(|i| {
+                let text = format!(
+                    "step {i}: edited src/mod_{i}.rs:{i} and ran `make` (exit code {}), \
+                     commit {:08x}, listening on port {} {}",
+                    i % 3,
+                    0xabc0_0000_u32 + i,
+                    8000 + i,
+                    "and nothing else of note ".repeat(8)
+                );
+                Event::tool_result(format!("c{i}"), text).with_id(format!("r{i}"))
+            })
+            .collect();
+        let refs: Vec<&Event> = events.iter().collect();
+        assert!(events.iter().map(|e| e.content.len()).sum::<usize>() > PARALLEL_SCAN_MIN_BYTES);
+        let alone: Vec<Vec<String>> = events.iter().map(|e| ids(&e.content)).collect();
+        assert!(alone.iter().all(|found| found.len() >= 3), "{:?}", alone[0]);
+        assert_eq!(identifiers_of_each(&refs), alone);
+        // Asked again: remembered, the same.
+        assert_eq!(identifiers_of_each(&refs), alone);
     }
 
     #[test]

@@ -115,6 +115,7 @@ impl Tokenizer {
     /// `<|endoftext|>` count as ordinary text, as they do in a prompt.
     pub fn count(&self, text: &str) -> usize {
         match self.bpe() {
+            Some(bpe) if text.len() >= MEMO_TEXT_MIN_BYTES => count_remembered(bpe, text),
             Some(bpe) => count_pieces(bpe, text),
             None => text.chars().count().div_ceil(4),
         }
@@ -184,6 +185,45 @@ thread_local! {
     /// remembered count costs).
     static PIECE_COUNTS: std::cell::RefCell<[foldhash::HashMap<Box<str>, u32>; 2]> =
         Default::default();
+}
+
+/// Texts at least this long have their counts remembered whole: the same
+/// message or tool output is counted when it arrives, and again when a
+/// compaction weighs its span or a view is rebuilt; hashing it costs a small
+/// fraction of counting it.
+const MEMO_TEXT_MIN_BYTES: usize = 256;
+/// Remembered texts per encoding and thread; the memo starts over when full.
+const MEMO_MAX_TEXTS: usize = 1 << 13;
+
+thread_local! {
+    /// Token counts of long texts, by a 64-bit hash and the length: a
+    /// collision among the few thousand texts kept is far less likely than
+    /// a hardware fault.
+    static TEXT_COUNTS: std::cell::RefCell<[foldhash::HashMap<(u64, usize), usize>; 2]> =
+        Default::default();
+}
+
+/// Exactly `bpe.tokenizer.count(text)`, remembered for the text.
+fn count_remembered(bpe: Bpe, text: &str) -> usize {
+    use std::hash::BuildHasher;
+    let key = (
+        foldhash::quality::FixedState::with_seed(0).hash_one(text),
+        text.len(),
+    );
+    let known = TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].get(&key).copied());
+    if let Some(count) = known {
+        return count;
+    }
+    let count = count_pieces(bpe, text);
+    TEXT_COUNTS.with(|maps| {
+        let mut maps = maps.borrow_mut();
+        let counts = &mut maps[bpe.memo()];
+        if counts.len() >= MEMO_MAX_TEXTS {
+            counts.clear();
+        }
+        counts.insert(key, count);
+    });
+    count
 }
 
 /// Exactly `bpe.tokenizer.count(text)`, with the counts of short pieces remembered.
