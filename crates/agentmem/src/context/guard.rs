@@ -808,11 +808,7 @@ impl Counter {
         for piece in bpe.pieces(text) {
             // The piece is tokenized (and pre-tokenized) up to its end at most.
             self.bytes_counted += piece.len();
-            match bpe
-                .tokenizer
-                .bpe
-                .count_till_limit(piece.as_bytes(), limit_usize - tokens)
-            {
+            match bpe.piece_tokens_till(piece, limit_usize - tokens) {
                 Some(n) => tokens += n,
                 None => {
                     return Scan {
@@ -853,11 +849,7 @@ impl Counter {
             let start = offset_in(text, piece);
             let remaining = budget - used;
             self.bytes_counted += piece.len();
-            match bpe
-                .tokenizer
-                .bpe
-                .count_till_limit(piece.as_bytes(), remaining)
-            {
+            match bpe.piece_tokens_till(piece, remaining) {
                 Some(n) => {
                     used += n;
                     end = start + piece.len();
@@ -924,7 +916,7 @@ impl Counter {
             let pieces: Vec<(usize, usize)> = bpe
                 .pieces(tail)
                 .map(|p| {
-                    let tokens = bpe.tokenizer.bpe.count(p.as_bytes());
+                    let tokens = bpe.piece_tokens(p);
                     (start + offset_in(tail, p), tokens)
                 })
                 .collect();

@@ -4,11 +4,20 @@
 //!
 //! A fact is never silently lost: correcting one supersedes it (the old one
 //! stays, with `valid_to` and `superseded_by`), and a near duplicate of a
-//! current fact is merged into it instead of being added twice. Every change
-//! rewrites the (small) file atomically.
+//! current fact is merged into it instead of being added twice.
+//!
+//! The file grows by appending: a new fact, or a new version of a merged
+//! one, is a line at the end, and the last line with an id is that fact.
+//! Corrections and deletions rewrite it atomically, and so does an append
+//! once old versions would make up most of the file. The parsed store is kept
+//! in memory while the file stays as this process left it, so a compaction
+//! adding a few facts to an agent's thousands reads and writes only those few.
 
 use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -110,15 +119,31 @@ impl FactStore {
 
     /// Every fact, superseded ones included, oldest first.
     pub fn all(&self) -> Result<Vec<Fact>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).io("read", &self.path),
-        };
-        Ok(text
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect())
+        self.with_loaded(|loaded| Ok(loaded.facts.clone()))
+    }
+
+    /// Runs `work` on the store as the file holds it now: the parsed copy
+    /// kept in memory when the file is unchanged, else the file read again.
+    /// A failed `work` drops the copy, which it may have changed.
+    fn with_loaded<R>(&self, work: impl FnOnce(&mut Loaded) -> Result<R>) -> Result<R> {
+        let mut cache = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        let stamp = stamp_of(&self.path)?;
+        if cache
+            .get(&self.path)
+            .is_none_or(|loaded| loaded.stamp != stamp)
+        {
+            let loaded = Loaded::read(&self.path, stamp)?;
+            if cache.len() >= LOADED_MAX_STORES {
+                cache.clear();
+            }
+            cache.insert(self.path.clone(), loaded);
+        }
+        let loaded = cache.get_mut(&self.path).expect("kept above");
+        let result = work(loaded);
+        if result.is_err() {
+            cache.remove(&self.path);
+        }
+        result
     }
 
     /// The facts that hold now.
@@ -141,64 +166,29 @@ impl FactStore {
         Ok(self.add_all(vec![new])?.remove(0))
     }
 
-    /// Adds several facts with one read and one rewrite of the store.
+    /// Adds several facts with one append to the store.
     pub fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
-        let mut facts = self.all()?;
-        let mut words: Vec<BTreeSet<String>> = facts.iter().map(|f| word_set(&f.fact)).collect();
-        let mut near_index = NearIndex::default();
-        for (position, these) in words.iter().enumerate() {
-            near_index.add(position, these);
-        }
-        let mut outcomes = Vec::with_capacity(new.len());
-        for new in new {
+        let mut texts = Vec::with_capacity(new.len());
+        for new in &new {
             let text = redact(new.fact.trim(), self.redaction).0;
             if text.is_empty() {
                 return Err(Error::MemoryEdit {
                     message: "a fact needs text".into(),
                 });
             }
-            let these = word_set(&text);
-            let same = near_index
-                .candidates(&these)
-                .into_iter()
-                .find(|&i| facts[i].is_current() && near(&words[i], &these));
-            if let Some(i) = same {
-                let existing = &mut facts[i];
-                existing.confidence = existing.confidence.max(new.confidence);
-                existing.salience = existing.salience.max(new.salience);
-                for id in new.provenance.source_event_ids {
-                    if !existing.provenance.source_event_ids.contains(&id) {
-                        existing.provenance.source_event_ids.push(id);
-                    }
-                }
-                outcomes.push(Added::Merged(existing.id.clone()));
-                continue;
-            }
-            let now = now_ts();
-            let id = format!(
-                "fact-{:04}-{:08x}",
-                facts.len() + 1,
-                fnv1a(text.as_bytes()) as u32
-            );
-            facts.push(Fact {
-                id: id.clone(),
-                ts: now,
-                fact: text,
-                tags: new.tags,
-                confidence: new.confidence,
-                salience: new.salience,
-                provenance: new.provenance,
-                trust: new.trust,
-                valid_from: now,
-                valid_to: None,
-                superseded_by: None,
-            });
-            near_index.add(words.len(), &these);
-            words.push(these);
-            outcomes.push(Added::Added(id));
+            texts.push(text);
         }
-        self.save(&facts)?;
-        Ok(outcomes)
+        self.with_loaded(|loaded| {
+            let mut outcomes = Vec::with_capacity(new.len());
+            let mut changed = Vec::new();
+            for (new, text) in new.into_iter().zip(texts) {
+                let (outcome, position) = loaded.add(new, text);
+                outcomes.push(outcome);
+                changed.push(position);
+            }
+            loaded.write(&self.path, changed)?;
+            Ok(outcomes)
+        })
     }
 
     /// Corrects a fact: a new fact takes its place, and the old one stays in
@@ -249,16 +239,193 @@ impl FactStore {
     }
 
     fn save(&self, facts: &[Fact]) -> Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).io("create", dir)?;
-        }
-        let mut out = Vec::new();
-        for fact in facts {
-            serde_json::to_writer(&mut out, fact).expect("a fact serializes");
-            out.push(b'\n');
-        }
-        write_atomic(&self.path, &out)
+        let mut cache = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.remove(&self.path);
+        rewrite(&self.path, facts).map(drop)
     }
+}
+
+/// Stores kept parsed in memory at most; the cache starts over when full.
+const LOADED_MAX_STORES: usize = 16;
+/// Old versions of facts a file may hold beyond its current lines before an
+/// append rewrites it instead.
+const STALE_LINES_BEFORE_REWRITE: usize = 64;
+
+/// The parsed stores of this process, by file.
+static LOADED: LazyLock<Mutex<HashMap<PathBuf, Loaded>>> = LazyLock::new(Mutex::default);
+
+/// One state of a file: its length and modification time; `None` when there
+/// is no file.
+type Stamp = Option<(u64, SystemTime)>;
+
+fn stamp_of(path: &Path) -> Result<Stamp> {
+    match std::fs::metadata(path) {
+        Ok(meta) => Ok(Some((meta.len(), meta.modified().io("stat", path)?))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).io("stat", path),
+    }
+}
+
+/// A store as its file held it, with the word sets near duplicates are
+/// found by.
+struct Loaded {
+    stamp: Stamp,
+    facts: Vec<Fact>,
+    words: Vec<BTreeSet<String>>,
+    near_index: NearIndex,
+    /// Lines the file holds: one per fact, plus older versions of some.
+    lines: usize,
+    /// The file ends inside a line (a write cut short): appending to it
+    /// would join that line, so the next write rewrites the file.
+    torn: bool,
+}
+
+impl Loaded {
+    /// Reads the store; the last line with an id is that fact, in the place
+    /// of its first line.
+    fn read(path: &Path, stamp: Stamp) -> Result<Loaded> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).io("read", path),
+        };
+        let mut facts: Vec<Fact> = Vec::new();
+        let mut position: HashMap<String, usize> = HashMap::new();
+        let mut lines = 0;
+        for line in text.lines() {
+            lines += 1;
+            let Ok(fact) = serde_json::from_str::<Fact>(line) else {
+                continue;
+            };
+            match position.get(&fact.id) {
+                Some(&i) => facts[i] = fact,
+                None => {
+                    position.insert(fact.id.clone(), facts.len());
+                    facts.push(fact);
+                }
+            }
+        }
+        let words: Vec<BTreeSet<String>> = facts.iter().map(|f| word_set(&f.fact)).collect();
+        let mut near_index = NearIndex::default();
+        for (i, these) in words.iter().enumerate() {
+            near_index.add(i, these);
+        }
+        Ok(Loaded {
+            stamp,
+            facts,
+            words,
+            near_index,
+            lines,
+            torn: !text.is_empty() && !text.ends_with('\n'),
+        })
+    }
+
+    /// Merges `new` (its text cleaned to `text`) into the current fact that
+    /// says the same, or adds it; what happened, and the fact's position.
+    fn add(&mut self, new: NewFact, text: String) -> (Added, usize) {
+        let these = word_set(&text);
+        let same = self
+            .near_index
+            .candidates(&these)
+            .into_iter()
+            .find(|&i| self.facts[i].is_current() && near(&self.words[i], &these));
+        if let Some(i) = same {
+            let existing = &mut self.facts[i];
+            existing.confidence = existing.confidence.max(new.confidence);
+            existing.salience = existing.salience.max(new.salience);
+            for id in new.provenance.source_event_ids {
+                if !existing.provenance.source_event_ids.contains(&id) {
+                    existing.provenance.source_event_ids.push(id);
+                }
+            }
+            return (Added::Merged(existing.id.clone()), i);
+        }
+        let now = now_ts();
+        let id = format!(
+            "fact-{:04}-{:08x}",
+            self.facts.len() + 1,
+            fnv1a(text.as_bytes()) as u32
+        );
+        self.facts.push(Fact {
+            id: id.clone(),
+            ts: now,
+            fact: text,
+            tags: new.tags,
+            confidence: new.confidence,
+            salience: new.salience,
+            provenance: new.provenance,
+            trust: new.trust,
+            valid_from: now,
+            valid_to: None,
+            superseded_by: None,
+        });
+        let position = self.words.len();
+        self.near_index.add(position, &these);
+        self.words.push(these);
+        (Added::Added(id), position)
+    }
+
+    /// Writes the facts at `changed` (positions, in any order): appended,
+    /// or the whole store rewritten when the file is torn or old versions
+    /// would outnumber the facts.
+    fn write(&mut self, path: &Path, mut changed: Vec<usize>) -> Result<()> {
+        changed.sort_unstable();
+        changed.dedup();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let lines = self.lines.saturating_add(changed.len());
+        let stale = lines.saturating_sub(self.facts.len());
+        let expected_len = if self.torn || stale > self.facts.len().max(STALE_LINES_BEFORE_REWRITE)
+        {
+            self.lines = self.facts.len();
+            self.torn = false;
+            rewrite(path, &self.facts)?
+        } else {
+            let facts: Vec<&Fact> = changed.iter().map(|&i| &self.facts[i]).collect();
+            self.lines = lines;
+            self.stamp.map_or(0, |(len, _)| len) + append(path, &facts)?
+        };
+        // Another writer's lines in between would make the file longer than
+        // ours alone: then the file is read again next time.
+        self.stamp = stamp_of(path)?.filter(|(len, _)| *len == expected_len);
+        Ok(())
+    }
+}
+
+/// Replaces the file with `facts`, one line each, atomically; its new length.
+fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).io("create", dir)?;
+    }
+    let bytes = lines_of(facts.iter());
+    write_atomic(path, &bytes)?;
+    Ok(bytes.len() as u64)
+}
+
+/// Appends `facts` to the file, one line each, and syncs it; the bytes added.
+fn append(path: &Path, facts: &[&Fact]) -> Result<u64> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).io("create", dir)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .io("open", path)?;
+    let bytes = lines_of(facts.iter().copied());
+    file.write_all(&bytes).io("append to", path)?;
+    file.sync_data().io("fsync", path)?;
+    Ok(bytes.len() as u64)
+}
+
+fn lines_of<'f>(facts: impl Iterator<Item = &'f Fact>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for fact in facts {
+        serde_json::to_writer(&mut out, fact).expect("a fact serializes");
+        out.push(b'\n');
+    }
+    out
 }
 
 /// The words of a text, case and punctuation aside.
@@ -268,7 +435,10 @@ pub(crate) fn word_set(text: &str) -> BTreeSet<String> {
 
 /// Same words (order aside), or nearly: a Jaccard overlap of at least
 /// [`NEAR_DUPLICATE_JACCARD`]. Sets whose sizes alone rule that out are not
-/// compared (most pairs, when many texts are checked against each other).
+/// compared (most pairs, when many texts are checked against each other),
+/// and the comparison stops as soon as the words left cannot make the
+/// overlap: a store of a small vocabulary offers many candidates, and most
+/// differ within their first few words.
 pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
     let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if large.is_empty() {
@@ -277,9 +447,33 @@ pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
     if (small.len() as f64) < NEAR_DUPLICATE_JACCARD * large.len() as f64 {
         return false;
     }
-    let shared = small.iter().filter(|w| large.contains(*w)).count();
-    let union = a.len() + b.len() - shared;
-    shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64
+    let overlaps = |shared: usize| {
+        let union = a.len() + b.len() - shared;
+        shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64
+    };
+    // Both sets are sorted: walk them together.
+    let (mut xs, mut ys) = (small.iter().peekable(), large.iter().peekable());
+    let (mut shared, mut small_left) = (0, small.len());
+    while let (Some(x), Some(y)) = (xs.peek(), ys.peek()) {
+        if !overlaps(shared + small_left) {
+            return false;
+        }
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => {
+                xs.next();
+                small_left -= 1;
+            }
+            std::cmp::Ordering::Greater => {
+                ys.next();
+            }
+            std::cmp::Ordering::Equal => {
+                (shared, small_left) = (shared + 1, small_left - 1);
+                xs.next();
+                ys.next();
+            }
+        }
+    }
+    overlaps(shared)
 }
 
 /// Which word sets a new one may be [`near`], so that a fact is compared
@@ -444,6 +638,99 @@ mod tests {
                 prop_assert!(candidates.contains(position), "{:?} near {:?}", sets[*position], probe);
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn near_is_a_jaccard_overlap_of_at_least_the_threshold(
+            a in word_sets(),
+            b in word_sets(),
+        ) {
+            let shared = a.intersection(&b).count();
+            let union = a.union(&b).count();
+            let jaccard_near = union == 0 || shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64;
+            prop_assert_eq!(near(&a, &b), jaccard_near, "{:?} {:?}", a, b);
+        }
+    }
+
+    /// A store in a new folder holding one fact (kept alive by the folder
+    /// handle), and its file.
+    fn store_with_one_fact() -> (tempfile::TempDir, FactStore, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FactStore::new(dir.path(), RedactionPolicy::default());
+        let path = dir.path().join(SEMANTIC_FILE);
+        store
+            .add(fact("The user prefers tabs over spaces.", Trust::User))
+            .unwrap();
+        (dir, store, path)
+    }
+
+    #[test]
+    fn the_store_appends_new_versions_and_reads_the_last_one() {
+        let (_dir, store, path) = store_with_one_fact();
+        store
+            .add(fact("Deploys go through staging first.", Trust::User))
+            .unwrap();
+        let mut again = fact("the user prefers tabs over spaces", Trust::User);
+        again.provenance.source_event_ids = vec!["ev9".into()];
+        store.add(again).unwrap();
+        // Two facts, three lines: the merged fact's new version was appended.
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
+        let read_fresh = || {
+            LOADED.lock().unwrap().clear();
+            store.all().unwrap()
+        };
+        let facts = read_fresh();
+        assert_eq!(facts.len(), 2);
+        assert_eq!(facts[0].provenance.source_event_ids, ["ev1", "ev9"]);
+        assert_eq!(
+            facts,
+            store.all().unwrap(),
+            "the kept copy is what the file says"
+        );
+        // Another writer's change is seen: the file no longer matches the copy.
+        std::fs::write(&path, "").unwrap();
+        assert!(store.all().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_torn_last_line_is_rewritten_not_appended_to() {
+        let (_dir, store, path) = store_with_one_fact();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"id\":\"fact-0002");
+        std::fs::write(&path, &text).unwrap();
+        store
+            .add(fact("Deploys go through staging first.", Trust::User))
+            .unwrap();
+        LOADED.lock().unwrap().clear();
+        let facts = store.all().unwrap();
+        assert_eq!(facts.len(), 2, "{:?}", std::fs::read_to_string(&path));
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
+    }
+
+    #[test]
+    fn old_versions_never_make_up_most_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FactStore::new(dir.path(), RedactionPolicy::default());
+        let path = dir.path().join(SEMANTIC_FILE);
+        for round in 0..(3 * STALE_LINES_BEFORE_REWRITE) {
+            let mut merged = fact("The user prefers tabs over spaces.", Trust::User);
+            merged.provenance.source_event_ids = vec![format!("ev{round}")];
+            store.add(merged).unwrap();
+        }
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert!(
+            lines <= STALE_LINES_BEFORE_REWRITE + 2,
+            "{lines} lines for one fact"
+        );
+        LOADED.lock().unwrap().clear();
+        let facts = store.all().unwrap();
+        assert_eq!(facts.len(), 1);
+        assert_eq!(
+            facts[0].provenance.source_event_ids.len(),
+            3 * STALE_LINES_BEFORE_REWRITE
+        );
     }
 
     #[test]

@@ -230,7 +230,8 @@ pub fn check_fidelity(compacted: &[Event], new_context: &str) -> FidelityReport 
 
 /// Which identifiers appear in the new context, as written or in their other
 /// unit spelling (`512 MB` ⇄ `512MB`). One pass over the context finds them
-/// all (Aho-Corasick), however many identifiers a span has.
+/// all (Aho-Corasick), however many identifiers a span has; an identifier
+/// with a trigram the context lacks is not looked for.
 fn surviving<'a>(
     identifiers: impl Iterator<Item = &'a str>,
     in_context: &BTreeSet<String>,
@@ -238,6 +239,7 @@ fn surviving<'a>(
 ) -> Vec<bool> {
     let mut survived = Vec::new();
     let (mut patterns, mut owners) = (Vec::new(), Vec::new());
+    let trigrams = Trigrams::of(context);
     for (i, identifier) in identifiers.enumerate() {
         let as_written = in_context.contains(identifier);
         survived.push(as_written);
@@ -245,8 +247,10 @@ fn surviving<'a>(
             continue; // no need to look for it within longer words
         }
         for spelling in std::iter::once(identifier.to_owned()).chain(other_spelling(identifier)) {
-            patterns.push(spelling);
-            owners.push(i);
+            if trigrams.may_contain(&spelling) {
+                patterns.push(spelling);
+                owners.push(i);
+            }
         }
     }
     if let Ok(automaton) = aho_corasick::AhoCorasick::builder()
@@ -258,6 +262,43 @@ fn surviving<'a>(
         }
     }
     survived
+}
+
+/// The byte trigrams of a text, as a set of their hashes: a pattern with a
+/// trigram the text lacks cannot occur in it. Most identifiers of a
+/// compacted span are nowhere in the new context, and this rules them out
+/// without building an automaton of thousands of patterns.
+struct Trigrams {
+    bits: Vec<u64>,
+}
+
+/// Bits of the trigram set: a few times more than a context has trigrams,
+/// so few patterns pass by a collision.
+const TRIGRAM_SET_BITS: usize = 1 << 20;
+
+impl Trigrams {
+    fn of(text: &str) -> Trigrams {
+        let mut bits = vec![0u64; TRIGRAM_SET_BITS / 64];
+        for trigram in text.as_bytes().windows(3) {
+            let slot = Trigrams::slot(trigram);
+            bits[slot / 64] |= 1 << (slot % 64);
+        }
+        Trigrams { bits }
+    }
+
+    /// Whether `pattern` may occur in the text: false only when it surely does not.
+    fn may_contain(&self, pattern: &str) -> bool {
+        pattern.as_bytes().windows(3).all(|trigram| {
+            let slot = Trigrams::slot(trigram);
+            self.bits[slot / 64] & (1 << (slot % 64)) != 0
+        })
+    }
+
+    fn slot(trigram: &[u8]) -> usize {
+        let packed = u32::from_le_bytes([trigram[0], trigram[1], trigram[2], 0]);
+        // Fibonacci hashing: the top 20 bits of the product.
+        (packed.wrapping_mul(0x9E37_79B1) >> (32 - TRIGRAM_SET_BITS.trailing_zeros())) as usize
+    }
 }
 
 /// `512 MB` for `512MB` and back, for numbers with units.
@@ -1042,6 +1083,21 @@ mod tests {
         assert_eq!(identifiers_of_each(&refs), alone);
         // Asked again: remembered, the same.
         assert_eq!(identifiers_of_each(&refs), alone);
+    }
+
+    #[test]
+    fn the_trigram_set_never_rules_out_what_occurs() {
+        let text = "error[E0425] in src/main.rs:4:5 — 512 MB at http://localhost:8080/a ✓";
+        let trigrams = Trigrams::of(text);
+        for start in 0..text.len() {
+            for end in start..=text.len() {
+                if let Some(part) = text.get(start..end) {
+                    assert!(trigrams.may_contain(part), "{part:?}");
+                }
+            }
+        }
+        assert!(!trigrams.may_contain("src/lib.rs"));
+        assert!(!trigrams.may_contain("3f9d2c1b"));
     }
 
     #[test]

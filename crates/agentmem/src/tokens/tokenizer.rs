@@ -157,6 +157,27 @@ impl Bpe {
         }
     }
 
+    /// The tokens of one piece of [`Bpe::pieces`], remembered when it is short.
+    pub(crate) fn piece_tokens(&self, piece: &str) -> usize {
+        match piece.len() {
+            // Every byte is a token of a byte-level BPE.
+            0 | 1 => piece.len(),
+            n if n > MEMO_PIECE_MAX_BYTES => self.tokenizer.bpe.count(piece.as_bytes()),
+            _ => PIECE_COUNTS.with(|maps| {
+                remembered_piece(&mut maps.borrow_mut()[self.memo()], self.tokenizer, piece)
+            }),
+        }
+    }
+
+    /// The tokens of one piece if they are at most `limit`: a long piece is
+    /// tokenized only until it passes the limit.
+    pub(crate) fn piece_tokens_till(&self, piece: &str, limit: usize) -> Option<usize> {
+        if piece.len() > MEMO_PIECE_MAX_BYTES {
+            return self.tokenizer.bpe.count_till_limit(piece.as_bytes(), limit);
+        }
+        Some(self.piece_tokens(piece)).filter(|&n| n <= limit)
+    }
+
     /// Which memo of piece counts is this encoding's.
     fn memo(&self) -> usize {
         match self.rules {
@@ -235,21 +256,27 @@ fn count_pieces(bpe: Bpe, text: &str) -> usize {
         let counts = &mut maps[bpe.memo()];
         bpe.pieces(text.as_str())
             .map(|piece| match piece.len() {
-                // Every byte is a token of a byte-level BPE.
                 0 | 1 => piece.len(),
                 n if n > MEMO_PIECE_MAX_BYTES => encode.count(piece.as_bytes()),
-                _ => {
-                    if let Some(count) = counts.get(piece) {
-                        return *count as usize;
-                    }
-                    let count = encode.count(piece.as_bytes());
-                    if counts.len() >= MEMO_MAX_PIECES {
-                        counts.clear();
-                    }
-                    counts.insert(piece.into(), count as u32);
-                    count
-                }
+                _ => remembered_piece(counts, bpe.tokenizer, piece),
             })
             .sum()
     })
+}
+
+/// The count of a short piece from `counts`, counted and kept there if new.
+fn remembered_piece(
+    counts: &mut foldhash::HashMap<Box<str>, u32>,
+    tokenizer: &bpe_openai::Tokenizer,
+    piece: &str,
+) -> usize {
+    if let Some(count) = counts.get(piece) {
+        return *count as usize;
+    }
+    let count = tokenizer.bpe.count(piece.as_bytes());
+    if counts.len() >= MEMO_MAX_PIECES {
+        counts.clear();
+    }
+    counts.insert(piece.into(), count as u32);
+    count
 }
