@@ -140,40 +140,36 @@ impl Session {
                 .map(|e| transcript.view_of(e))
                 .collect()
         };
-        let span_view = view_of(&split.span);
+        // The summarizer reads the old base and the span as one list.
+        let mut input = old_base.clone();
+        input.extend(view_of(&split.span));
         let tail_view = view_of(&split.tail);
         let (summary, facts) = self.summarize(
-            &old_base,
-            &span_view,
+            &input,
+            old_base.len(),
             options,
             settings.summary_max_tokens,
             tokenizer,
             &mut report,
         )?;
         // The summary enters long-term memory (snapshot, episodic store): no secrets.
-        let mut summary = redact(&summary, self.settings.redaction).0;
+        let summary = redact(&summary, self.settings.redaction).0;
         let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
-        let draft = build_base(
-            &old_base,
-            &span_view,
-            summary.clone(),
-            &settings,
-            tokenizer,
-            number,
-        );
-        let new_context: String = draft
+        let span_view = &input[old_base.len()..];
+        let mut base = build_base(&old_base, span_view, summary, &settings, tokenizer, number);
+        let new_context: String = base
             .iter()
             .chain(&tail_view)
             .map(|e| e.content.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let fidelity = check_fidelity(&span_view, &new_context);
+        let fidelity = check_fidelity(span_view, &new_context);
         report.identifiers = fidelity.identifiers;
         report.identifier_survival = fidelity.survival_rate();
         if let Some(hints) = fidelity.lookup_hints() {
-            summary = format!("{summary}\n\n{hints}");
+            let summary = base.last_mut().expect("the base ends with the summary");
+            summary.content = format!("{}\n\n{hints}", summary.content);
         }
-        let base = build_base(&old_base, &span_view, summary, &settings, tokenizer, number);
         let mut after = self.transcript_in(encoding).successor();
         after.extend(&base);
         after.extend(&split.tail);
@@ -283,18 +279,20 @@ impl Session {
     }
 
     /// Summarizes the old base and the span; counts failures, falls back after too many.
+    /// Summarizes `input`: the events before `span_start` are the previous
+    /// snapshot's base, the rest the span being compacted.
     fn summarize(
         &mut self,
-        old_base: &[Event],
-        span: &[Event],
+        input: &[Event],
+        span_start: usize,
         options: &CompactOptions,
         max_tokens: u64,
         tokenizer: crate::tokens::Tokenizer,
         report: &mut CompactReport,
     ) -> Result<(String, Vec<SummaryFact>)> {
-        let input: Vec<Event> = old_base.iter().chain(span).cloned().collect();
+        let span = &input[span_start..];
         let request = SummaryRequest {
-            events: &input,
+            events: input,
             focus: options.focus.as_deref(),
             max_tokens,
             tokenizer,
@@ -443,8 +441,8 @@ impl Session {
             applied: false,
         };
         let (summary, facts) = self.summarize(
-            &[],
             &span,
+            0,
             &CompactOptions::default(),
             SESSION_SUMMARY_MAX_TOKENS,
             Encoding::default().tokenizer(),
