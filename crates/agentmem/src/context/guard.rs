@@ -464,11 +464,28 @@ pub fn should_evict(content: &str, policy: &GuardPolicy, tokenizer: Tokenizer) -
 fn exceeds_eviction(counter: &mut Counter, content: &str, policy: &GuardPolicy) -> bool {
     match policy.evict_over_tokens {
         Some(threshold) if content.len() as u64 > threshold => {
+            if more_pieces_than(content, threshold, counter.tokenizer) {
+                return true;
+            }
             let scan = counter.scan(content, threshold);
             !scan.complete || scan.tokens > threshold
         }
         _ => false,
     }
+}
+
+/// Whether `text` splits into more than `limit` pieces: each piece is at
+/// least one token, so such a text surely has more than `limit` tokens, and
+/// splitting is much quicker than encoding. Stops at the limit.
+fn more_pieces_than(text: &str, limit: u64, tokenizer: Tokenizer) -> bool {
+    let Some(bpe) = tokenizer.bpe() else {
+        return false;
+    };
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    bpe.pieces(text)
+        .filter(|p| !p.is_empty())
+        .nth(limit)
+        .is_some()
 }
 
 /// The truncated copy of `content` the model sees under `policy`'s
@@ -799,7 +816,27 @@ impl Counter {
     }
 
     /// Counts `text` from the start, stopping once the count passes `limit`.
+    /// A text counted whole lately is not counted again (when the count is
+    /// over the limit, the scan stops where it would have).
     fn scan(&mut self, text: &str, limit: u64) -> Scan {
+        if let Some(tokens) = self.tokenizer.remembered(text).map(|n| n as u64) {
+            if tokens <= limit {
+                return Scan {
+                    tokens,
+                    end: text.len(),
+                    complete: true,
+                    limit,
+                };
+            }
+        }
+        let scan = self.scan_pieces(text, limit);
+        if scan.complete {
+            self.tokenizer.remember(text, scan.tokens as usize);
+        }
+        scan
+    }
+
+    fn scan_pieces(&mut self, text: &str, limit: u64) -> Scan {
         let Some(bpe) = self.tokenizer.bpe() else {
             let max_chars = usize::try_from(limit.saturating_mul(4)).unwrap_or(usize::MAX);
             return match text.char_indices().nth(max_chars) {
@@ -1368,10 +1405,10 @@ mod tests {
         assert_eq!(counted, 0);
         // Over 6,000 bytes but under 6,000 tokens: counted, and unchanged.
         let text = log(150);
-        assert!(text.len() > 6_000 && o200k().count(&text) < 6_000);
         let (guarded, counted) = guard("c1", &text, &policy, o200k(), dir.path());
         assert_eq!(guarded, Guarded::Unchanged);
         assert_eq!(counted, text.len());
+        assert!(text.len() > 6_000 && o200k().count(&text) < 6_000);
         assert_eq!(truncate_middle_tokens(&text, 6_000, o200k()), None);
         assert!(fs::read_dir(dir.path()).unwrap().next().is_none());
     }
@@ -1787,6 +1824,46 @@ mod tests {
         assert!(!scan.complete && scan.tokens <= 1_000);
         assert_eq!(o200k().count(&text[..scan.end]) as u64, scan.tokens);
         assert!(counter.bytes_counted < 5_000, "{}", counter.bytes_counted);
+    }
+
+    #[test]
+    fn a_text_counted_whole_is_not_counted_again_by_a_scan() {
+        let text = log(400);
+        let exact = o200k().count(&text) as u64;
+        let mut counter = Counter::new(o200k());
+        let scan = counter.scan(&text, exact);
+        assert!(scan.complete && scan.tokens == exact);
+        assert_eq!(counter.bytes_counted, 0, "remembered, not counted");
+        // Under a lower limit the scan stops where it always did.
+        let scan = counter.scan(&text, exact / 2);
+        assert!(!scan.complete && scan.tokens <= exact / 2);
+        assert!(counter.bytes_counted > 0);
+    }
+
+    #[test]
+    fn eviction_decided_by_pieces_agrees_with_counting() {
+        let policy = GuardPolicy {
+            evict_over_tokens: Some(300),
+            ..GuardPolicy::default()
+        };
+        let texts = [
+            "ok ".repeat(299),
+            "ok ".repeat(301),
+            "supercalifragilistic_identifier_0123456789 ".repeat(40),
+            "日本語のテキスト ".repeat(60),
+            log(30),
+        ];
+        for text in &texts {
+            let tokens = o200k().count(text) as u64;
+            assert_eq!(
+                should_evict(text, &policy, o200k()),
+                tokens > 300,
+                "{tokens} tokens"
+            );
+            if more_pieces_than(text, 300, o200k()) {
+                assert!(tokens > 300);
+            }
+        }
     }
 
     #[test]

@@ -121,6 +121,21 @@ impl Tokenizer {
         }
     }
 
+    /// The count of `text` when it was counted whole lately ([`Tokenizer::count`]
+    /// remembers long texts).
+    pub(crate) fn remembered(&self, text: &str) -> Option<usize> {
+        let bpe = self.bpe().filter(|_| text.len() >= MEMO_TEXT_MIN_BYTES)?;
+        let key = text_key(text);
+        TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].get(&key).copied())
+    }
+
+    /// Remembers `count`, counted piece by piece elsewhere, as the count of `text`.
+    pub(crate) fn remember(&self, text: &str, count: usize) {
+        if let Some(bpe) = self.bpe().filter(|_| text.len() >= MEMO_TEXT_MIN_BYTES) {
+            remember_text(bpe, text_key(text), count);
+        }
+    }
+
     /// The byte-pair encoding behind this tokenizer; `None` for the estimate.
     pub(crate) fn bpe(&self) -> Option<Bpe> {
         match self.encoding {
@@ -226,16 +241,26 @@ thread_local! {
 
 /// Exactly `bpe.tokenizer.count(text)`, remembered for the text.
 fn count_remembered(bpe: Bpe, text: &str) -> usize {
-    use std::hash::BuildHasher;
-    let key = (
-        foldhash::quality::FixedState::with_seed(0).hash_one(text),
-        text.len(),
-    );
+    let key = text_key(text);
     let known = TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].get(&key).copied());
     if let Some(count) = known {
         return count;
     }
     let count = count_pieces(bpe, text);
+    remember_text(bpe, key, count);
+    count
+}
+
+/// What a long text's count is remembered by.
+fn text_key(text: &str) -> (u64, usize) {
+    use std::hash::BuildHasher;
+    (
+        foldhash::quality::FixedState::with_seed(0).hash_one(text),
+        text.len(),
+    )
+}
+
+fn remember_text(bpe: Bpe, key: (u64, usize), count: usize) {
     TEXT_COUNTS.with(|maps| {
         let mut maps = maps.borrow_mut();
         let counts = &mut maps[bpe.memo()];
@@ -244,7 +269,6 @@ fn count_remembered(bpe: Bpe, text: &str) -> usize {
         }
         counts.insert(key, count);
     });
-    count
 }
 
 /// Exactly `bpe.tokenizer.count(text)`, with the counts of short pieces remembered.
