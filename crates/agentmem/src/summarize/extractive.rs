@@ -968,16 +968,15 @@ fn sentences(text: &str) -> Vec<String> {
         let body = strip_list_marker(trimmed);
         let mut start = 0;
         let mut in_code = false;
-        let chars: Vec<(usize, char)> = body.char_indices().collect();
-        for (k, &(i, c)) in chars.iter().enumerate() {
+        let mut chars = body.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
             if c == '`' {
                 in_code = !in_code;
             }
             if in_code || !matches!(c, '.' | '!' | '?') {
                 continue;
             }
-            let next = chars.get(k + 1).map(|&(_, n)| n);
-            if next.is_some_and(char::is_whitespace) {
+            if chars.peek().is_some_and(|&(_, next)| next.is_whitespace()) {
                 push_sentence(&body[start..i + c.len_utf8()], &mut out);
                 start = i + c.len_utf8();
             }
@@ -989,7 +988,12 @@ fn sentences(text: &str) -> Vec<String> {
 
 fn push_sentence(text: &str, out: &mut Vec<String>) {
     let sentence = one_line(text);
-    if sentence.chars().filter(|c| c.is_alphabetic()).count() >= 3 {
+    if sentence
+        .chars()
+        .filter(|c| c.is_alphabetic())
+        .nth(2)
+        .is_some()
+    {
         out.push(sentence);
     }
 }
