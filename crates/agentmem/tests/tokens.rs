@@ -66,6 +66,19 @@ fn counts_match_tiktoken_on_every_fixture() {
 }
 
 #[test]
+fn a_word_is_at_least_a_token_on_awkward_text() {
+    for encoding in Encoding::ALL {
+        let tokenizer = encoding.tokenizer();
+        for text in AWKWARD {
+            assert!(
+                tokenizer.count_at_least(text) <= tokenizer.count(text),
+                "{text:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn long_texts_are_counted_the_same_every_time_and_never_for_one_another() {
     // Same length, different tokens: a remembered count must be the text's own.
     let texts = [
@@ -86,6 +99,19 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
     /// ASCII text takes the hand-written pre-tokenizer: its counts must be
     /// tiktoken's too, on text made of the characters its rules turn on.
+    #[test]
+    fn a_word_is_at_least_a_token(
+        text in proptest::collection::vec(
+            proptest::sample::select(b"aZ09 \t\n'.,!-_".to_vec()),
+            0..120,
+        ).prop_map(|bytes| String::from_utf8(bytes).unwrap())
+    ) {
+        for encoding in Encoding::ALL {
+            let tokenizer = encoding.tokenizer();
+            proptest::prop_assert!(tokenizer.count_at_least(&text) <= tokenizer.count(&text));
+        }
+    }
+
     #[test]
     fn counts_match_tiktoken_on_any_ascii_text(
         text in proptest::collection::vec(

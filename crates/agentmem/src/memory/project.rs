@@ -227,6 +227,11 @@ fn cross_session(
         let mut kept = String::new();
         let mut cost = 0;
         for line in block.lines() {
+            // Most lines are tried once the budget is nearly spent: one that
+            // surely cannot fit is not counted.
+            if used + cost + tokenizer.count_at_least(line) as u64 + 1 > budget {
+                break;
+            }
             let line_cost = tokenizer.count(line) as u64 + 1;
             if used + cost + line_cost > budget {
                 break;

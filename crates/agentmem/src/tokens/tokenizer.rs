@@ -121,6 +121,23 @@ impl Tokenizer {
         }
     }
 
+    /// A quick lower bound of [`Tokenizer::count`]: the pre-tokenizer never
+    /// joins two words, so a BPE count has at least a token per word; the
+    /// estimate is cheap enough to give exactly.
+    ///
+    /// ```
+    /// use agentmem::tokens::Encoding;
+    /// let tokenizer = Encoding::O200kBase.tokenizer();
+    /// assert_eq!(tokenizer.count_at_least("three short words"), 3);
+    /// assert!(tokenizer.count("three short words") >= 3);
+    /// ```
+    pub fn count_at_least(&self, text: &str) -> usize {
+        match self.encoding {
+            Encoding::O200kBase | Encoding::Cl100kBase => text.split_whitespace().count(),
+            Encoding::Approximate => self.count(text),
+        }
+    }
+
     /// The count of `text` when it was counted whole lately ([`Tokenizer::count`]
     /// remembers long texts).
     pub(crate) fn remembered(&self, text: &str) -> Option<usize> {
