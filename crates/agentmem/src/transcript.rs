@@ -142,7 +142,7 @@ impl Seen {
 
 /// A hash of what shapes a tool result's view and count.
 fn fingerprint(event: &Event) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
+    let mut hasher = crate::hash::fingerprint_hasher();
     (
         &event.content,
         &event.tool_call_id,

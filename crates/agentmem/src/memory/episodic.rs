@@ -109,8 +109,10 @@ impl Parsed {
 }
 
 fn hash(bytes: &[u8]) -> u64 {
-    use std::hash::BuildHasher;
-    foldhash::quality::FixedState::with_seed(0).hash_one(bytes)
+    use std::hash::Hasher;
+    let mut hasher = crate::hash::fingerprint_hasher();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 fn parse_lines(bytes: &[u8]) -> impl Iterator<Item = EpisodicItem> + '_ {

@@ -404,7 +404,7 @@ thread_local! {
 
 /// A hash of what [`scan_event`] reads.
 fn fingerprint(event: &Event) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
+    let mut hasher = crate::hash::fingerprint_hasher();
     event.content.hash(&mut hasher);
     event.tool_error.hash(&mut hasher);
     if let Some(args) = &event.tool_args {

@@ -270,11 +270,10 @@ fn count_remembered(bpe: Bpe, text: &str) -> usize {
 
 /// What a long text's count is remembered by.
 fn text_key(text: &str) -> (u64, usize) {
-    use std::hash::BuildHasher;
-    (
-        foldhash::quality::FixedState::with_seed(0).hash_one(text),
-        text.len(),
-    )
+    use std::hash::{Hash, Hasher};
+    let mut hasher = crate::hash::fingerprint_hasher();
+    text.hash(&mut hasher);
+    (hasher.finish(), text.len())
 }
 
 fn remember_text(bpe: Bpe, key: (u64, usize), count: usize) {
