@@ -37,7 +37,7 @@ use aho_corasick::AhoCorasick;
 
 use serde_json::Value;
 
-use super::fidelity::identifiers_of_each;
+use super::fidelity::PendingScan;
 use super::{
     args_text, dedupe_key, is_summary_event, merge_facts, one_line, truncate_chars, Fact, FactKind,
     Focus, SummarizeError, Summarizer, Summary, SummaryRequest, COMMANDS, CONSTRAINTS, CRITICAL,
@@ -266,6 +266,48 @@ impl<'r> Extraction<'r> {
     }
 
     fn run(mut self) -> Summary {
+        // Every event is read twice, for the sections and for identifiers:
+        // the identifiers are scanned on other cores meanwhile.
+        let events: Vec<&'r Event> = self.view.iter().map(|&(_, event)| event).collect();
+        let pending = PendingScan::new(&events);
+        let (mut summary, scanned) = std::thread::scope(|scope| {
+            let scanning = scope.spawn(|| pending.scan());
+            let summary = self.sections();
+            (summary, scanning.join().expect("scanning never panics"))
+        });
+        let identifiers = pending.finish(scanned);
+        let named: String = summary
+            .sections
+            .iter()
+            .flat_map(|(_, b)| b.iter())
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let critical = self.critical(&named, identifiers);
+        if let Some(section) = summary.section_mut(CRITICAL) {
+            *section = critical;
+        }
+        let mut facts = merge_facts(self.facts.iter());
+        facts.truncate(CAP_FACTS);
+        summary.facts = facts;
+        let mut seen = BTreeSet::new();
+        summary.covered_event_ids = self
+            .request
+            .events
+            .iter()
+            .filter(|e| !e.id.is_empty() && seen.insert(e.id.as_str()))
+            .map(|e| e.id.clone())
+            .collect();
+        if self.priors.is_empty() {
+            return summary;
+        }
+        let mut parts = std::mem::take(&mut self.priors);
+        parts.push(summary);
+        Summary::merge(&parts)
+    }
+
+    /// The sections drawn from the span, Critical context aside.
+    fn sections(&mut self) -> Summary {
         let calls = self.calls();
         let users: Vec<(usize, &Event)> = self
             .view
@@ -305,34 +347,7 @@ impl<'r> Extraction<'r> {
         fill(COMMANDS, commands);
         fill(ERRORS, errors);
         fill(NEXT_STEPS, next);
-        let named: String = summary
-            .sections
-            .iter()
-            .flat_map(|(_, b)| b.iter())
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join("\n");
-        let critical = self.critical(&named);
-        if let Some(section) = summary.section_mut(CRITICAL) {
-            *section = critical;
-        }
-        let mut facts = merge_facts(self.facts.iter());
-        facts.truncate(CAP_FACTS);
-        summary.facts = facts;
-        let mut seen = BTreeSet::new();
-        summary.covered_event_ids = self
-            .request
-            .events
-            .iter()
-            .filter(|e| !e.id.is_empty() && seen.insert(e.id.as_str()))
-            .map(|e| e.id.clone())
-            .collect();
-        if self.priors.is_empty() {
-            return summary;
-        }
-        let mut parts = std::mem::take(&mut self.priors);
-        parts.push(summary);
-        Summary::merge(&parts)
+        summary
     }
 
     /// Tool calls in span order, paired with their results by call id.
@@ -757,14 +772,13 @@ impl<'r> Extraction<'r> {
     }
 
     /// Identifiers of the span not already named, most frequent first.
-    fn critical(&self, named: &str) -> Vec<String> {
+    fn critical(&self, named: &str, of_each: Vec<Vec<String>>) -> Vec<String> {
         let mut stats: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-        let events: Vec<&Event> = self.view.iter().map(|&(_, event)| event).collect();
         let identifiers: Vec<(usize, Vec<String>)> = self
             .view
             .iter()
             .map(|&(index, _)| index)
-            .zip(identifiers_of_each(&events))
+            .zip(of_each)
             .collect();
         let mut order = Vec::new();
         for (index, found) in &identifiers {

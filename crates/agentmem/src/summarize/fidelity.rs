@@ -327,30 +327,67 @@ pub fn event_identifiers(event: &Event) -> Vec<String> {
 /// remembered by event id and content, and the events not remembered are
 /// scanned on all cores.
 pub fn identifiers_of_each(events: &[&Event]) -> Vec<Vec<String>> {
-    let keys: Vec<Option<(String, u64)>> = events
-        .iter()
-        .map(|e| (!e.id.is_empty()).then(|| (e.id.clone(), fingerprint(e))))
-        .collect();
-    let mut found: Vec<Option<Vec<String>>> = SCANNED.with(|memo| {
-        let memo = memo.borrow();
-        keys.iter()
-            .map(|key| key.as_ref().and_then(|k| memo.get(k).cloned()))
-            .collect()
-    });
-    let unscanned: Vec<usize> = (0..events.len()).filter(|&i| found[i].is_none()).collect();
-    for (i, identifiers) in scan_in_parallel(events, &unscanned) {
-        if let Some(key) = &keys[i] {
-            SCANNED.with(|memo| {
-                let mut memo = memo.borrow_mut();
-                if memo.len() >= SCANNED_MAX_EVENTS {
-                    memo.clear();
-                }
-                memo.insert(key.clone(), identifiers.clone());
-            });
+    let pending = PendingScan::new(events);
+    let scanned = pending.scan();
+    pending.finish(scanned)
+}
+
+/// [`identifiers_of_each`] in three steps, so the scanning can run on other
+/// threads while the caller does other work: the remembered identifiers are
+/// looked up and the new ones kept on the caller's thread, whose memo it is.
+pub(crate) struct PendingScan<'e> {
+    events: &'e [&'e Event],
+    keys: Vec<Option<(String, u64)>>,
+    found: Vec<Option<Vec<String>>>,
+}
+
+impl<'e> PendingScan<'e> {
+    /// Looks up what is remembered of `events`.
+    pub(crate) fn new(events: &'e [&'e Event]) -> Self {
+        let keys: Vec<Option<(String, u64)>> = events
+            .iter()
+            .map(|e| (!e.id.is_empty()).then(|| (e.id.clone(), fingerprint(e))))
+            .collect();
+        let found = SCANNED.with(|memo| {
+            let memo = memo.borrow();
+            keys.iter()
+                .map(|key| key.as_ref().and_then(|k| memo.get(k).cloned()))
+                .collect()
+        });
+        PendingScan {
+            events,
+            keys,
+            found,
         }
-        found[i] = Some(identifiers);
     }
-    found.into_iter().map(Option::unwrap_or_default).collect()
+
+    /// Scans the events not remembered, on all cores; from any thread.
+    pub(crate) fn scan(&self) -> Vec<(usize, Vec<String>)> {
+        let unscanned: Vec<usize> = (0..self.events.len())
+            .filter(|&i| self.found[i].is_none())
+            .collect();
+        scan_in_parallel(self.events, &unscanned)
+    }
+
+    /// Every event's identifiers, the newly `scanned` ones remembered.
+    pub(crate) fn finish(mut self, scanned: Vec<(usize, Vec<String>)>) -> Vec<Vec<String>> {
+        SCANNED.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            for (i, identifiers) in scanned {
+                if let Some(key) = &self.keys[i] {
+                    if memo.len() >= SCANNED_MAX_EVENTS {
+                        memo.clear();
+                    }
+                    memo.insert(key.clone(), identifiers.clone());
+                }
+                self.found[i] = Some(identifiers);
+            }
+        });
+        self.found
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect()
+    }
 }
 
 /// Bytes of text below which scanning on one core is quicker than starting threads.
