@@ -254,16 +254,30 @@ const STALE_LINES_BEFORE_REWRITE: usize = 64;
 /// The parsed stores of this process, by file.
 static LOADED: LazyLock<Mutex<HashMap<PathBuf, Loaded>>> = LazyLock::new(Mutex::default);
 
-/// One state of a file: its length and modification time; `None` when there
-/// is no file.
-type Stamp = Option<(u64, SystemTime)>;
+/// One state of a file: its length, modification time and (on Unix) inode,
+/// which an atomic rewrite always changes; `None` when there is no file.
+type Stamp = Option<(u64, SystemTime, u64)>;
 
 fn stamp_of(path: &Path) -> Result<Stamp> {
     match std::fs::metadata(path) {
-        Ok(meta) => Ok(Some((meta.len(), meta.modified().io("stat", path)?))),
+        Ok(meta) => Ok(Some((
+            meta.len(),
+            meta.modified().io("stat", path)?,
+            inode(&meta),
+        ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).io("stat", path),
     }
+}
+
+#[cfg(unix)]
+fn inode(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(meta)
+}
+
+#[cfg(not(unix))]
+fn inode(_: &std::fs::Metadata) -> u64 {
+    0
 }
 
 /// A store as its file held it, with the word sets near duplicates are
@@ -384,11 +398,11 @@ impl Loaded {
         } else {
             let facts: Vec<&Fact> = changed.iter().map(|&i| &self.facts[i]).collect();
             self.lines = lines;
-            self.stamp.map_or(0, |(len, _)| len) + append(path, &facts)?
+            self.stamp.map_or(0, |(len, _, _)| len) + append(path, &facts)?
         };
         // Another writer's lines in between would make the file longer than
         // ours alone: then the file is read again next time.
-        self.stamp = stamp_of(path)?.filter(|(len, _)| *len == expected_len);
+        self.stamp = stamp_of(path)?.filter(|(len, _, _)| *len == expected_len);
         Ok(())
     }
 }
@@ -689,7 +703,15 @@ mod tests {
             store.all().unwrap(),
             "the kept copy is what the file says"
         );
-        // Another writer's change is seen: the file no longer matches the copy.
+        // Another writer's change is seen, even one of the same length made
+        // at once by an atomic rename.
+        let same_length = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("tabs", "TABS");
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, same_length).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        assert!(store.all().unwrap()[0].fact.contains("TABS"));
         std::fs::write(&path, "").unwrap();
         assert!(store.all().unwrap().is_empty());
     }
