@@ -550,26 +550,6 @@ pub fn truncate_middle_tokens(text: &str, max_tokens: u64, tokenizer: Tokenizer)
     Some(truncate_tokens(&mut counter, text, max_tokens, &scan).0)
 }
 
-/// [`truncate_middle_tokens`] for a text whose count is known (`tokens`,
-/// exact): the text is not counted again to learn its size.
-pub(crate) fn truncate_counted_middle(
-    text: &str,
-    tokens: u64,
-    max_tokens: u64,
-    tokenizer: Tokenizer,
-) -> Option<String> {
-    if tokens <= max_tokens {
-        return None;
-    }
-    let scan = Scan {
-        tokens,
-        end: text.len(),
-        complete: true,
-        limit: tokens,
-    };
-    Some(truncate_tokens(&mut Counter::new(tokenizer), text, max_tokens, &scan).0)
-}
-
 /// Cuts the middle out of `text` so that the result, `Total output lines`
 /// header and `…N bytes truncated…` marker included, has at most `max_bytes`
 /// bytes (no buffer is applied here). `None` if `text` fits. Cuts fall on
@@ -1793,23 +1773,6 @@ mod tests {
         assert_eq!(under, Guarded::Unchanged);
         let (over, _) = guard("c2", &text[..cut + 8], &policy, o200k(), dir.path());
         assert!(matches!(over, Guarded::Evicted { .. }));
-    }
-
-    #[test]
-    fn a_known_count_cuts_as_counting_would() {
-        let tokenizer = Encoding::O200kBase.tokenizer();
-        let text: String = (0..2_000)
-            .map(|i| format!("line {i}: value={}\n", i * 7))
-            .collect();
-        let tokens = tokenizer.count(&text) as u64;
-        assert!(tokens > 1_000 && tokens < EXACT_COUNT_LIMIT_TOKENS);
-        let counted = truncate_counted_middle(&text, tokens, 1_000, tokenizer);
-        assert_eq!(counted, truncate_middle_tokens(&text, 1_000, tokenizer));
-        assert!(counted.is_some());
-        assert_eq!(
-            truncate_counted_middle(&text, tokens, tokens, tokenizer),
-            None
-        );
     }
 
     #[test]

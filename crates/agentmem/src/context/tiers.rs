@@ -138,9 +138,7 @@ pub fn budget_tool_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Op
         if item.event.trace_type != TraceType::ToolResult || item.tokens.tool_output <= cap {
             continue;
         }
-        let output = item.tokens.tool_output;
-        let content = &item.event.content;
-        let Some(cut) = guard::truncate_counted_middle(content, output, cap, shrink.tokenizer)
+        let Some(cut) = guard::truncate_middle_tokens(&item.event.content, cap, shrink.tokenizer)
         else {
             continue;
         };

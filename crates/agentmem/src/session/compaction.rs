@@ -278,9 +278,9 @@ impl Session {
         self.prepare(&tighter)
     }
 
-    /// Summarizes the old base and the span; counts failures, falls back after too many.
-    /// Summarizes `input`: the events before `span_start` are the previous
-    /// snapshot's base, the rest the span being compacted.
+    /// Summarizes `input` (the previous snapshot's base before `span_start`,
+    /// the span being compacted after it); counts failures, falls back after
+    /// too many.
     fn summarize(
         &mut self,
         input: &[Event],

@@ -969,9 +969,10 @@ fn heading_line(title: &str) -> String {
 
 /// Collapses whitespace (newlines included) and removes [`SUMMARY_PREFIX`].
 pub(crate) fn one_line(text: &str) -> String {
-    let text = match text.contains(SUMMARY_PREFIX) {
-        true => std::borrow::Cow::Owned(text.replace(SUMMARY_PREFIX, " ")),
-        false => std::borrow::Cow::Borrowed(text),
+    let text = if text.contains(SUMMARY_PREFIX) {
+        std::borrow::Cow::Owned(text.replace(SUMMARY_PREFIX, " "))
+    } else {
+        std::borrow::Cow::Borrowed(text)
     };
     let mut out = String::with_capacity(text.len());
     for word in text.split_whitespace() {
