@@ -53,6 +53,30 @@ fn counts_match_tiktoken_on_awkward_text() {
     assert_exact(&AWKWARD.join("\n"));
 }
 
+/// Short pieces' counts are remembered, keyed by their bytes: pieces of
+/// every length up to past the memo's limit that differ in one byte, or in
+/// length only, are never taken for one another, on a first count or a
+/// remembered one.
+#[test]
+fn remembered_piece_counts_never_stand_for_another_piece() {
+    let mut pieces = Vec::new();
+    for len in 1..=30 {
+        for at in 0..len {
+            for byte in [b'x', b'Z', b'e'] {
+                let mut piece = vec![b'q'; len];
+                piece[at] = byte;
+                pieces.push(String::from_utf8(piece).unwrap());
+            }
+        }
+    }
+    for _ in 0..2 {
+        for piece in &pieces {
+            assert_exact(piece);
+            assert_exact(&format!(" {piece}"));
+        }
+    }
+}
+
 #[test]
 fn counts_match_tiktoken_on_every_fixture() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");

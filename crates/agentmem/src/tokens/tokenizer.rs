@@ -195,9 +195,8 @@ impl Bpe {
             // Every byte is a token of a byte-level BPE.
             0 | 1 => piece.len(),
             n if n > MEMO_PIECE_MAX_BYTES => self.tokenizer.bpe.count(piece.as_bytes()),
-            _ => PIECE_COUNTS.with(|maps| {
-                remembered_piece(&mut maps.borrow_mut()[self.memo()], self.tokenizer, piece)
-            }),
+            _ => PIECE_COUNTS
+                .with(|memos| memos.borrow_mut()[self.memo()].count(self.tokenizer, piece)),
         }
     }
 
@@ -233,11 +232,68 @@ const MEMO_PIECE_MAX_BYTES: usize = 24;
 const MEMO_MAX_PIECES: usize = 1 << 16;
 
 thread_local! {
-    /// Token counts of short pieces, one map per BPE encoding (hashed with
-    /// foldhash: pieces are a few bytes, and hashing them is most of what a
-    /// remembered count costs).
-    static PIECE_COUNTS: std::cell::RefCell<[foldhash::HashMap<Box<str>, u32>; 2]> =
-        Default::default();
+    /// Token counts of short pieces, one memo per BPE encoding.
+    static PIECE_COUNTS: std::cell::RefCell<[PieceMemo; 2]> = Default::default();
+}
+
+/// Remembered token counts of short pieces. Looking one up is most of what
+/// counting a text costs, so pieces of up to 16 bytes (most of them: words
+/// with their leading space) are keyed by their bytes read as two integers,
+/// one map per length, and compared without a call to `memcmp`. Hashed with
+/// foldhash: keys are a few bytes.
+#[derive(Default)]
+struct PieceMemo {
+    packed: [foldhash::HashMap<(u64, u64), u32>; PACKED_PIECE_MAX_BYTES + 1],
+    longer: foldhash::HashMap<Box<str>, u32>,
+    len: usize,
+}
+
+/// Pieces at most this long are keyed by [`packed_piece`].
+const PACKED_PIECE_MAX_BYTES: usize = 16;
+
+impl PieceMemo {
+    /// The count of a short piece, counted and kept if new.
+    fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, piece: &str) -> usize {
+        let bytes = piece.as_bytes();
+        let remembered = match bytes.len() {
+            n @ ..=PACKED_PIECE_MAX_BYTES => self.packed[n].get(&packed_piece(bytes)),
+            _ => self.longer.get(piece),
+        };
+        if let Some(&count) = remembered {
+            return count as usize;
+        }
+        let count = tokenizer.bpe.count(bytes);
+        if self.len >= MEMO_MAX_PIECES {
+            *self = PieceMemo::default();
+        }
+        self.len += 1;
+        match bytes.len() {
+            n @ ..=PACKED_PIECE_MAX_BYTES => {
+                self.packed[n].insert(packed_piece(bytes), count as u32)
+            }
+            _ => self.longer.insert(piece.into(), count as u32),
+        };
+        count
+    }
+}
+
+/// A piece of at most [`PACKED_PIECE_MAX_BYTES`] as two integers: its first
+/// and last eight bytes (or four, or two, or one), which overlap when it is
+/// shorter than 16 and so, for one length, never stand for two pieces.
+fn packed_piece(bytes: &[u8]) -> (u64, u64) {
+    let n = bytes.len();
+    let word = |at: usize, width: usize| {
+        let mut buffer = [0u8; 8];
+        buffer[..width].copy_from_slice(&bytes[at..at + width]);
+        u64::from_le_bytes(buffer)
+    };
+    match n {
+        0 => (0, 0),
+        1 => (word(0, 1), 0),
+        2..=3 => (word(0, 2), word(n - 2, 2)),
+        4..=7 => (word(0, 4), word(n - 4, 4)),
+        _ => (word(0, 8), word(n - 8, 8)),
+    }
 }
 
 /// Texts at least this long have their counts remembered whole: the same
@@ -291,32 +347,15 @@ fn remember_text(bpe: Bpe, key: (u64, usize), count: usize) {
 fn count_pieces(bpe: Bpe, text: &str) -> usize {
     let text = bpe.tokenizer.normalize(text);
     let encode = &bpe.tokenizer.bpe;
-    PIECE_COUNTS.with(|maps| {
-        let mut maps = maps.borrow_mut();
-        let counts = &mut maps[bpe.memo()];
+    PIECE_COUNTS.with(|memos| {
+        let mut memos = memos.borrow_mut();
+        let memo = &mut memos[bpe.memo()];
         bpe.pieces(text.as_str())
             .map(|piece| match piece.len() {
                 0 | 1 => piece.len(),
                 n if n > MEMO_PIECE_MAX_BYTES => encode.count(piece.as_bytes()),
-                _ => remembered_piece(counts, bpe.tokenizer, piece),
+                _ => memo.count(bpe.tokenizer, piece),
             })
             .sum()
     })
-}
-
-/// The count of a short piece from `counts`, counted and kept there if new.
-fn remembered_piece(
-    counts: &mut foldhash::HashMap<Box<str>, u32>,
-    tokenizer: &bpe_openai::Tokenizer,
-    piece: &str,
-) -> usize {
-    if let Some(count) = counts.get(piece) {
-        return *count as usize;
-    }
-    let count = tokenizer.bpe.count(piece.as_bytes());
-    if counts.len() >= MEMO_MAX_PIECES {
-        counts.clear();
-    }
-    counts.insert(piece.into(), count as u32);
-    count
 }
