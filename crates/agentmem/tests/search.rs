@@ -296,6 +296,46 @@ fn a_new_session_is_given_what_earlier_sessions_said_about_its_question() {
     assert!(prepared.stats.sections.memory > 0);
 }
 
+#[test]
+fn a_running_session_recalls_what_a_session_started_since_said() {
+    let (_dir, store, agent) = common::fresh_store();
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let mut running = store.create_session(&agent, None).unwrap();
+    running
+        .ingest(vec![Event::user("Which port does staging listen on?")])
+        .unwrap();
+    running.flush_index();
+    let alone = running.prepare(&request).unwrap();
+    assert_eq!(
+        alone.payload["messages"][0]["role"], "user",
+        "nothing to recall yet"
+    );
+
+    let mut other = store.create_session(&agent, None).unwrap();
+    other
+        .ingest(vec![
+            Event::user("Which port does the staging database listen on?"),
+            Event::assistant("The staging database listens on port 6432 behind pgbouncer."),
+        ])
+        .unwrap();
+    other.close().unwrap();
+
+    running
+        .ingest(vec![Event::user(
+            "And the staging database port, which was it?",
+        )])
+        .unwrap();
+    // Recall sees what is indexed by the time it asks.
+    running.flush_index();
+    let prepared = running.prepare(&request).unwrap();
+    let system = prepared.payload["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("# What you know from earlier sessions\n[MEMORY:HISTORY]"),
+        "{system}"
+    );
+    assert!(system.contains("6432"), "{system}");
+}
+
 /// A line of a two-person dialogue, spoken by `name`.
 fn said(name: &str, text: &str, first_speaker: bool) -> Event {
     let mut event = if first_speaker {

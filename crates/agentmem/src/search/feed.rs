@@ -4,9 +4,16 @@
 //!
 //! The log, not the index, is the record: if the thread cannot open or write
 //! the index it stops, and the next search catches up from the logs.
+//!
+//! After each batch the thread also asks the index whether it holds memories
+//! beyond the session's own, so that recall, which asks before each user
+//! message, finds the answer ready instead of opening two read transactions
+//! on the turn's path.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::HistoryIndex;
@@ -28,19 +35,39 @@ enum Job {
 pub struct IndexFeeder {
     jobs: Option<Sender<Job>>,
     worker: Option<JoinHandle<()>>,
+    others: Arc<AtomicU8>,
 }
+
+/// What [`IndexFeeder::memories_beyond`] knows, as an [`AtomicU8`].
+const OTHERS_UNKNOWN: u8 = 0;
+const OTHERS_ABSENT: u8 = 1;
+const OTHERS_PRESENT: u8 = 2;
 
 impl IndexFeeder {
     /// Starts the indexer for the index in `agent_dir`.
     pub fn start(agent_dir: PathBuf) -> IndexFeeder {
         let (jobs, queue) = mpsc::channel();
+        let others = Arc::new(AtomicU8::new(OTHERS_UNKNOWN));
+        let answer = Arc::clone(&others);
         let worker = std::thread::Builder::new()
             .name("agentmem-index".into())
-            .spawn(move || work(agent_dir, queue))
+            .spawn(move || work(agent_dir, queue, &answer))
             .ok();
         IndexFeeder {
             jobs: worker.as_ref().map(|_| jobs),
             worker,
+            others,
+        }
+    }
+
+    /// Whether the index held memories beyond this session's own (see
+    /// [`HistoryIndex::has_memories_beyond`]) when the latest batch handed
+    /// over by the time it was asked was indexed; `None` before the first.
+    pub fn memories_beyond(&self) -> Option<bool> {
+        match self.others.load(Ordering::Acquire) {
+            OTHERS_ABSENT => Some(false),
+            OTHERS_PRESENT => Some(true),
+            _ => None,
         }
     }
 
@@ -75,7 +102,7 @@ impl Drop for IndexFeeder {
     }
 }
 
-fn work(agent_dir: PathBuf, queue: Receiver<Job>) {
+fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
     let mut index = HistoryIndex::open(&agent_dir).ok();
     for job in queue {
         match job {
@@ -90,6 +117,13 @@ fn work(agent_dir: PathBuf, queue: Receiver<Job>) {
                 if failed {
                     index = None;
                 }
+                let answer = match index.as_ref().map(|i| i.has_memories_beyond(&session)) {
+                    Some(Ok(true)) => OTHERS_PRESENT,
+                    Some(Ok(false)) => OTHERS_ABSENT,
+                    // The session asks the index itself.
+                    Some(Err(_)) | None => OTHERS_UNKNOWN,
+                };
+                others.store(answer, Ordering::Release);
             }
             Job::Flush(done) => {
                 let _ = done.send(());

@@ -342,13 +342,19 @@ impl Session {
         let heading = crate::memory::project::CROSS_SESSION_HEADING;
         let budget = budget.checked_sub(tokenizer.count(heading) as u64 + 1)?;
         let agent_dir = self.settings.agent_dir.clone();
-        let session = self.id.to_string();
-        let index = self.index_mut()?;
         // Alone with its own history (whose facts its summary holds), a
         // session has nothing to recall and does not refresh the index's
         // copy of the facts after each of its compactions; facts given by
-        // hand are in the block that stands in.
-        if !index.has_memories_beyond(&session).ok()? {
+        // hand are in the block that stands in. A writer's indexer has the
+        // answer ready, as of the latest events it indexed.
+        let session = self.id.to_string();
+        let indexed = self.feeder.as_ref().and_then(|f| f.memories_beyond());
+        let index = self.index_mut()?;
+        let beyond = match indexed {
+            Some(beyond) => beyond,
+            None => index.has_memories_beyond(&session).ok()?,
+        };
+        if !beyond {
             return None;
         }
         crate::recall::refresh_memories(index, &agent_dir).ok()?;
