@@ -453,6 +453,10 @@ pub struct BenchArgs {
     /// The model the workload's calls are prepared for.
     #[arg(long, default_value = "gpt-4.1")]
     pub model: String,
+    /// The input budget the workload's calls are prepared under (tokens),
+    /// as the workload's task sets it.
+    #[arg(long, default_value_t = 128_000)]
+    pub budget: u64,
     /// Load-test the HTTP API: concurrent clients on separate sessions,
     /// then on one shared session, over loopback.
     #[arg(long)]

@@ -423,6 +423,55 @@ fn example(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// The shared workload's task on a small workload of its format: each turn
+/// ingested, then one call prepared under the input budget, timed per turn.
+#[test]
+fn bench_workload_times_each_turn_under_the_input_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("workload.jsonl");
+    let lines: String = (0..40)
+        .flat_map(|turn| {
+            let output = format!("line {turn} of the build log\n").repeat(40 + turn * 5);
+            [
+                json!({"turn": turn, "kind": "user", "content": format!("fix failing test {turn}")}),
+                json!({"turn": turn, "kind": "tool_call", "tool_name": "bash", "tool_call_id": format!("c{turn}"), "tool_args": {"cmd": "cargo test"}}),
+                json!({"turn": turn, "kind": "tool_result", "tool_name": "bash", "tool_call_id": format!("c{turn}"), "content": output}),
+                json!({"turn": turn, "kind": "assistant", "content": format!("test {turn} passes now")}),
+            ]
+        })
+        .map(|v| format!("{v}\n"))
+        .collect();
+    std::fs::write(&workload, lines).unwrap();
+    let out = run_ok(
+        agentmem(dir.path())
+            .args([
+                "--durability",
+                "os",
+                "bench",
+                "--skip-storage",
+                "--workload",
+            ])
+            .arg(&workload)
+            .args(["--budget", "4000", "--model", "gpt-4o", "--json"]),
+    );
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["bench"] == name)
+            .unwrap_or_else(|| panic!("no {name} row in {rows:?}"))
+    };
+    let per_turn = row("workload ingest + prepare");
+    assert!(per_turn["p50_us"].as_f64().unwrap() > 0.0);
+    assert!(per_turn["detail"].as_str().unwrap().contains("40 turns"));
+    let budget = row("workload budget");
+    assert_eq!(budget["turns_over_budget"], 0, "{budget}");
+    let detail = budget["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("input budget 4000 tokens") && detail.contains("durability os"),
+        "{detail}"
+    );
+}
+
 #[test]
 fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
     let dir = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ use crate::output::{print_json, print_table};
 /// Events in one synthetic turn.
 const EVENTS_PER_TURN: usize = 6;
 
-pub fn run(args: &BenchArgs, json_output: bool) -> anyhow::Result<()> {
+pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let mut rows = Vec::new();
     if !args.skip_storage {
@@ -54,7 +54,12 @@ pub fn run(args: &BenchArgs, json_output: bool) -> anyhow::Result<()> {
         )?);
     }
     if let Some(path) = &args.workload {
-        rows.extend(super::bench_workload::run(dir.path(), path, &args.model)?);
+        let setup = super::bench_workload::Setup {
+            model: &args.model,
+            budget: args.budget,
+            durability,
+        };
+        rows.extend(super::bench_workload::run(dir.path(), path, &setup)?);
     }
     if json_output {
         return print_json(&rows);

@@ -145,6 +145,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Replay(args) => replay::run(&ctx, &args),
-        Command::Bench(args) => bench::run(&args, ctx.json),
+        Command::Bench(args) => bench::run(&args, ctx.store.durability(), ctx.json),
     }
 }

@@ -85,13 +85,17 @@ fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
         request.context.strategy = Some(strategy.parse().map_err(anyhow::Error::msg)?);
     }
     if let Some(budget) = args.budget {
-        // An input budget of exactly `budget`: the window is the budget plus
-        // the reply reserve and the safety margin.
-        let model = store.registry().lookup(&args.model);
-        let margin = agentmem::tokens::budget::DEFAULT_SAFETY_MARGIN_TOKENS;
-        request.budget.context_window = Some(budget + model.max_output_tokens + margin);
+        set_input_budget(&mut request, store, budget);
     }
     Ok(request)
+}
+
+/// Gives `request` an input budget of exactly `budget` tokens: the window is
+/// the budget plus the model's reply reserve and the safety margin.
+pub fn set_input_budget(request: &mut PrepareRequest, store: &Store, budget: u64) {
+    let model = store.registry().lookup(&request.model);
+    let margin = agentmem::tokens::budget::DEFAULT_SAFETY_MARGIN_TOKENS;
+    request.budget.context_window = Some(budget + model.max_output_tokens + margin);
 }
 
 /// Events grouped by turn: a user message starts one.
