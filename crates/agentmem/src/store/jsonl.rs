@@ -307,6 +307,26 @@ mod tests {
         assert_eq!(read_log(&path).unwrap().events.len(), 3);
     }
 
+    /// A write that fails (a full disk) is a typed error that says how many
+    /// events were written before it, and leaves the log as it was.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failed_write_says_how_many_events_it_kept() {
+        for durability in [Durability::Always, Durability::Batch, Durability::Os] {
+            let mut log = AppendLog::open(Path::new("/dev/full"), durability).unwrap();
+            let failure = log
+                .append(&[Event::user("one"), Event::user("two")])
+                .unwrap_err();
+            assert_eq!(failure.written, 0, "{durability:?}");
+            assert!(
+                matches!(failure.error, Error::Io { action: "append to", .. }),
+                "{durability:?}: {:?}",
+                failure.error
+            );
+            assert_eq!(log.len(), 0);
+        }
+    }
+
     #[test]
     fn a_bad_line_in_the_middle_is_moved_aside() {
         let dir = tempfile::tempdir().unwrap();
