@@ -982,17 +982,18 @@ fn sentences(text: &str) -> Vec<String> {
         let body = strip_list_marker(trimmed);
         let mut start = 0;
         let mut in_code = false;
-        let mut chars = body.char_indices().peekable();
-        while let Some((i, c)) = chars.next() {
-            if c == '`' {
+        // Bytes, not chars: the marks are ASCII, and no byte of a longer
+        // character is; a compaction splits megabytes of text.
+        for (i, &byte) in body.as_bytes().iter().enumerate() {
+            if byte == b'`' {
                 in_code = !in_code;
             }
-            if in_code || !matches!(c, '.' | '!' | '?') {
+            if in_code || !matches!(byte, b'.' | b'!' | b'?') {
                 continue;
             }
-            if chars.peek().is_some_and(|&(_, next)| next.is_whitespace()) {
-                push_sentence(&body[start..i + c.len_utf8()], &mut out);
-                start = i + c.len_utf8();
+            if body[i + 1..].chars().next().is_some_and(char::is_whitespace) {
+                push_sentence(&body[start..=i], &mut out);
+                start = i + 1;
             }
         }
         push_sentence(&body[start..], &mut out);
@@ -1404,6 +1405,10 @@ mod tests {
         assert_eq!(
             sentences("Run `a.b. c` now. Then stop!\n- Never push.\n```\nlet x = 1. y\n```\n<tag>\n2. Last one"),
             ["Run `a.b. c` now.", "Then stop!", "Never push.", "Last one"]
+        );
+        assert_eq!(
+            sentences("Ça marche. Très bien!\u{a0}Fini?\u{3000}Réglé…. okay.\tétés"),
+            ["Ça marche.", "Très bien!", "Fini?", "Réglé….", "okay.", "étés"]
         );
     }
 
