@@ -319,7 +319,13 @@ mod tests {
                 .unwrap_err();
             assert_eq!(failure.written, 0, "{durability:?}");
             assert!(
-                matches!(failure.error, Error::Io { action: "append to", .. }),
+                matches!(
+                    failure.error,
+                    Error::Io {
+                        action: "append to",
+                        ..
+                    }
+                ),
                 "{durability:?}: {:?}",
                 failure.error
             );

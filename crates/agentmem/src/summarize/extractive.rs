@@ -991,7 +991,11 @@ fn sentences(text: &str) -> Vec<String> {
             if in_code || !matches!(byte, b'.' | b'!' | b'?') {
                 continue;
             }
-            if body[i + 1..].chars().next().is_some_and(char::is_whitespace) {
+            if body[i + 1..]
+                .chars()
+                .next()
+                .is_some_and(char::is_whitespace)
+            {
                 push_sentence(&body[start..=i], &mut out);
                 start = i + 1;
             }
@@ -1408,7 +1412,14 @@ mod tests {
         );
         assert_eq!(
             sentences("Ça marche. Très bien!\u{a0}Fini?\u{3000}Réglé…. okay.\tétés"),
-            ["Ça marche.", "Très bien!", "Fini?", "Réglé….", "okay.", "étés"]
+            [
+                "Ça marche.",
+                "Très bien!",
+                "Fini?",
+                "Réglé….",
+                "okay.",
+                "étés"
+            ]
         );
     }
 
