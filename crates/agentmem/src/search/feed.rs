@@ -60,9 +60,10 @@ impl IndexFeeder {
         }
     }
 
-    /// Whether the index held memories beyond this session's own (see
-    /// [`HistoryIndex::has_memories_beyond`]) when the latest batch handed
-    /// over by the time it was asked was indexed; `None` before the first.
+    /// Whether the index holds memories beyond this session's own (see
+    /// [`HistoryIndex::has_memories_beyond`]), as the indexer found after the
+    /// latest batch it finished; `None` before the first, or when it cannot
+    /// read the index.
     pub fn memories_beyond(&self) -> Option<bool> {
         match self.others.load(Ordering::Acquire) {
             OTHERS_ABSENT => Some(false),
@@ -117,17 +118,27 @@ fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
                 if failed {
                     index = None;
                 }
-                let answer = match index.as_ref().map(|i| i.has_memories_beyond(&session)) {
-                    Some(Ok(true)) => OTHERS_PRESENT,
-                    Some(Ok(false)) => OTHERS_ABSENT,
-                    // The session asks the index itself.
-                    Some(Err(_)) | None => OTHERS_UNKNOWN,
-                };
-                others.store(answer, Ordering::Release);
+                answer_memories_beyond(index.as_ref(), &session, others);
             }
             Job::Flush(done) => {
                 let _ = done.send(());
             }
         }
     }
+}
+
+/// Stores whether `index` holds memories beyond `session`'s own. Once
+/// present they stay: recall finds nothing in a deleted session, so asking
+/// again could save work, never change what it injects.
+fn answer_memories_beyond(index: Option<&HistoryIndex>, session: &str, others: &AtomicU8) {
+    if others.load(Ordering::Acquire) == OTHERS_PRESENT {
+        return;
+    }
+    let answer = match index.map(|i| i.has_memories_beyond(session)) {
+        Some(Ok(true)) => OTHERS_PRESENT,
+        Some(Ok(false)) => OTHERS_ABSENT,
+        // The session asks the index itself.
+        Some(Err(_)) | None => OTHERS_UNKNOWN,
+    };
+    others.store(answer, Ordering::Release);
 }
