@@ -91,6 +91,17 @@ impl FromStr for Durability {
     }
 }
 
+impl std::fmt::Display for Durability {
+    /// The name [`FromStr`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Durability::Always => "always",
+            Durability::Batch => "batch",
+            Durability::Os => "os",
+        })
+    }
+}
+
 /// Storage settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -171,6 +182,13 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_durability_reads_back_from_its_name() {
+        for durability in [Durability::Always, Durability::Batch, Durability::Os] {
+            assert_eq!(durability.to_string().parse(), Ok(durability));
+        }
+    }
 
     #[test]
     fn reads_durability_from_the_file() {

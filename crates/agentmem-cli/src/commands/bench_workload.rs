@@ -66,7 +66,7 @@ pub fn run(
                 "input budget {} tokens, largest context {} tokens, durability {}",
                 setup.budget,
                 stats_tokens.iter().max().copied().unwrap_or(0),
-                format!("{:?}", setup.durability).to_lowercase()
+                setup.durability
             ),
             "turns_over_budget": over_budget,
         }),
