@@ -349,12 +349,11 @@ impl Session {
         // answer ready, as of the latest events it indexed.
         let session = self.id.to_string();
         let indexed = self.feeder.as_ref().and_then(|f| f.memories_beyond());
+        if indexed == Some(false) {
+            return None;
+        }
         let index = self.index_mut()?;
-        let beyond = match indexed {
-            Some(beyond) => beyond,
-            None => index.has_memories_beyond(&session).ok()?,
-        };
-        if !beyond {
+        if indexed.is_none() && !index.has_memories_beyond(&session).ok()? {
             return None;
         }
         crate::recall::refresh_memories(index, &agent_dir).ok()?;
