@@ -1,8 +1,8 @@
 //! Retrieval: the memories worth showing the model for one query — facts,
 //! episodic items and raw events of past sessions — scored by a hybrid of
-//! BM25, recency and salience (and a vector similarity, given an
-//! [`Embedder`]), deduplicated, and packed into a token budget. Never
-//! everything: what does not score or fit stays out.
+//! BM25, recency, salience and nearness to the dates the query names (and a
+//! vector similarity, given an [`Embedder`]), deduplicated, and packed into
+//! a token budget. Never everything: what does not score or fit stays out.
 //!
 //! The rendered block is deterministic, in fixed sections:
 //!
@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::memory::facts::{near, word_set};
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
+use crate::search::when::{dates_named_in, NamedDate};
 use crate::search::Role;
 use crate::tokens::Tokenizer;
 
@@ -58,6 +59,10 @@ pub struct Weights {
     /// Cosine similarity to the query, when an embedder is given.
     pub vector: f64,
     pub half_life_days: f64,
+    /// 1 for a memory of a day the query names (`on 3 June, 2023`, `in
+    /// May`), halving every `named_date_half_life_days` away from it.
+    pub named_date: f64,
+    pub named_date_half_life_days: f64,
     /// The share of a matching event's score the events after it inherit
     /// (per step away): in a dialogue the answer is often the reply to the
     /// line that matched, and a tool's output follows the call that names it.
@@ -78,6 +83,8 @@ impl Default for Weights {
             salience: 0.1,
             vector: 0.5,
             half_life_days: 30.0,
+            named_date: 1.0,
+            named_date_half_life_days: 3.0,
             after_match: 0.9,
             before_match: 0.7,
             other_speakers: 0.5,
@@ -92,6 +99,7 @@ impl Weights {
             recency: 0.0,
             salience: 0.0,
             vector: 0.0,
+            named_date: 0.0,
             after_match: 0.0,
             before_match: 0.0,
             other_speakers: 1.0,
@@ -144,6 +152,8 @@ pub struct RecalledItem {
     pub recency: f64,
     pub salience: f64,
     pub vector: Option<f64>,
+    /// Nearness to the dates the query names (0 when it names none).
+    pub named_date: f64,
     /// For an event recalled as the neighbour of a match: that match's id.
     pub next_to: Option<String>,
     #[serde(skip)]
@@ -212,6 +222,7 @@ fn score(
     };
     let (best_event, best_memory) = (best(true), best(false));
     let newest = candidates.iter().map(|c| c.ts).fold(f64::MIN, f64::max);
+    let dates = dates_named_in(query);
     let vectors = embedder.map(|e| {
         let texts: Vec<&str> = std::iter::once(query)
             .chain(candidates.iter().map(|c| c.text.as_str()))
@@ -237,10 +248,12 @@ fn score(
             let vector = vectors
                 .as_ref()
                 .and_then(|v| Some(cosine(v.first()?, v.get(i + 1)?)));
+            let named_date = nearness(&dates, c.ts, weights.named_date_half_life_days);
             let score = weights.bm25 * bm25
                 + weights.recency * recency
                 + weights.salience * c.salience
-                + weights.vector * vector.unwrap_or(0.0);
+                + weights.vector * vector.unwrap_or(0.0)
+                + weights.named_date * named_date;
             RecalledItem {
                 kind: c.kind,
                 source: c.reference,
@@ -255,6 +268,7 @@ fn score(
                 recency,
                 salience: c.salience,
                 vector,
+                named_date,
                 next_to: None,
                 ord: c.ord,
             }
@@ -262,6 +276,21 @@ fn score(
         .collect();
     items.sort_by(|a, b| b.score.total_cmp(&a.score));
     items
+}
+
+/// How near `ts` is to the nearest of `dates`: 1 on one of them, halving
+/// every `half_life_days` away; 0 when there are none.
+fn nearness(dates: &[NamedDate], ts: f64, half_life_days: f64) -> f64 {
+    let Some(day) = time::OffsetDateTime::from_unix_timestamp(ts.floor() as i64)
+        .ok()
+        .map(|t| t.date())
+    else {
+        return 0.0;
+    };
+    dates
+        .iter()
+        .map(|date| 0.5f64.powf(f64::from(date.days_away(day)) / half_life_days.max(f64::EPSILON)))
+        .fold(0.0, f64::max)
 }
 
 /// Matches whose neighbours are looked at.
@@ -313,6 +342,7 @@ fn add_neighbours(
                     recency: 0.0,
                     salience: neighbour.salience,
                     vector: None,
+                    named_date: 0.0,
                     next_to: Some(source.clone()),
                     ord: neighbour.ord,
                 }),

@@ -397,6 +397,54 @@ fn a_question_naming_a_speaker_recalls_what_that_speaker_said_first() {
 }
 
 #[test]
+fn a_question_naming_a_date_recalls_what_was_said_that_day_first() {
+    let (_dir, store, agent) = common::fresh_store();
+    let painted = [
+        ("2023-05-20T10:00:00Z", "I painted a lake today."),
+        (
+            "2023-06-03T18:30:00Z",
+            "Finally finished it: I painted a sunset over the harbour, all orange and pink, for the hallway.",
+        ),
+        ("2023-07-09T09:15:00Z", "I painted a cat today."),
+    ];
+    for (ts, text) in painted {
+        let mut line = said("Melanie", text, true);
+        line.ts = agentmem::event::parse_rfc3339(ts).unwrap();
+        let mut day = store.create_session(&agent, None).unwrap();
+        day.ingest(vec![line]).unwrap();
+        day.close().unwrap();
+    }
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let first = |question: &str, named_date: f64| {
+        let mut request = RecallRequest::new(question, 2_000);
+        request.weights.named_date = named_date;
+        let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+        (recalled.items[0].text.clone(), recalled.items[0].named_date)
+    };
+    let (shortest, _) = first("What did Melanie paint on 3 June, 2023?", 0.0);
+    assert!(
+        !shortest.contains("sunset"),
+        "BM25 alone prefers a short line: {shortest}"
+    );
+    for question in [
+        "What did Melanie paint on 3 June, 2023?",
+        "What did Melanie paint on June 3rd?",
+        "what did melanie paint in june",
+        "What did Melanie paint on 2023-06-03?",
+    ] {
+        let (text, nearness) = first(question, 1.0);
+        assert!(text.contains("sunset"), "{question}: {text}");
+        assert!(nearness > 0.99, "{question}: {nearness}");
+    }
+    // Two days after the one named: still near, less so.
+    let (text, nearness) = first("What did Melanie paint on 1 June 2023?", 1.0);
+    assert!(
+        text.contains("sunset") && (0.6..0.7).contains(&nearness),
+        "{text} {nearness}"
+    );
+}
+
+#[test]
 fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
     let (_dir, store, agent) = common::fresh_store();
     session_with_archive(&store, &agent);

@@ -15,6 +15,7 @@
 pub mod feed;
 pub mod index;
 pub mod query;
+pub mod when;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
