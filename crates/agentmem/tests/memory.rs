@@ -265,3 +265,92 @@ fn an_ended_session_leaves_a_summary_the_next_session_starts_with() {
     assert!(empty.end().unwrap().is_none());
     next.close().unwrap();
 }
+
+/// Credentials of every common shape, as agents meet them in prompts, tool
+/// calls and tool output.
+const PLANTED_SECRETS: [(&str, &str); 16] = [
+    ("openai", "sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0"),
+    ("anthropic", "sk-ant-api03-Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk"),
+    ("aws key id", "AKIAQ3EGZ7R5EXAMPLE2"),
+    ("aws secret", "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY9"),
+    ("github", "ghp_R7tY2uI9oP4aS6dF8gH1jK3lZ5xC0vB2nM4q"),
+    (
+        "github fine-grained",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
+    ),
+    ("stripe", "sk_live_51HqLkJ2eZvKYlo2C9mN8bV7cX6zA"),
+    ("hugging face", "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"),
+    ("slack", "xoxb-2048-4096-Tq8Wn3Rm5Ks7Lp9Vz1Xy"),
+    ("google", "AIzaSyD4x9Vn2Kq7Lm5Pw8Rt3Ys6Uz1Ab0Cd9Ef"),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+    ),
+    ("db password", "Tr0ub4dor-and-3"),
+    ("basic auth", "YWRtaW46czNjcjN0LXBhc3M="),
+    (
+        "private key",
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+    ),
+    ("password", "correct-horse-battery-9"),
+    ("client secret", "Gq7Wz2Lk9Xp4Rt6Yv1Bn3Mc8"),
+];
+
+#[test]
+fn no_kind_of_planted_credential_reaches_summaries_facts_or_memory() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut session = store.create_session(&agent, None).unwrap();
+    let [openai, anthropic, key_id, aws_secret, github, fine_grained, stripe, hf, slack, google, jwt, db, basic, private, password, client] =
+        PLANTED_SECRETS.map(|(_, secret)| secret);
+    let env = format!(
+        "OPENAI_API_KEY={openai}\nANTHROPIC_API_KEY={anthropic}\nAWS_ACCESS_KEY_ID={key_id}\n\
+         AWS_SECRET_ACCESS_KEY={aws_secret}\nGITHUB_TOKEN={github}\nGH_PAT={fine_grained}\n\
+         STRIPE_KEY={stripe}\nHF_TOKEN={hf}\nSLACK_BOT={slack}\nMAPS={google}\n\
+         DATABASE_URL=postgres://admin:{db}@db.internal:5432/app\n"
+    );
+    let private_key =
+        format!("-----BEGIN RSA PRIVATE KEY-----\n{private}\n-----END RSA PRIVATE KEY-----");
+    for t in 0..9 {
+        session
+            .ingest(vec![
+                Event::user(format!(
+                    "Deploy step {t}: the admin password is {password}, client_secret: {client}; \
+                     you must keep src/deploy_{t}.rs"
+                )),
+                Event::tool_call(format!("r{t}"), "read_file", serde_json::json!({"path": ".env"})),
+                Event::tool_result(format!("r{t}"), env.clone()),
+                Event::tool_call(
+                    format!("c{t}"),
+                    "bash",
+                    serde_json::json!({"cmd": format!("curl -H 'Authorization: Basic {basic}' -H 'Authorization: Bearer {jwt}' https://api.internal/deploy")}),
+                ),
+                Event::tool_result(format!("c{t}"), format!("wrote deploy/id_rsa:\n{private_key}\ndeployed")),
+                Event::assistant(format!("Deployed step {t} with the key from .env ({openai}).")),
+            ])
+            .unwrap();
+    }
+    assert!(session.compact(&CompactOptions::default()).unwrap().applied);
+    session.end().unwrap();
+    let agent_dir = store.agent_dir(&agent);
+    let mut memory = session
+        .snapshot()
+        .unwrap()
+        .base
+        .iter()
+        .map(|e| e.content.clone())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for file in ["episodic.jsonl", "semantic.jsonl"] {
+        memory.push_str(&std::fs::read_to_string(agent_dir.join(file)).unwrap_or_default());
+    }
+    assert!(
+        memory.contains("src/deploy_0.rs"),
+        "the rest is kept: {memory}"
+    );
+    let leaked: Vec<&str> = PLANTED_SECRETS
+        .iter()
+        .filter(|(_, secret)| memory.contains(secret))
+        .map(|(kind, _)| *kind)
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:?} reached memory:\n{memory}");
+}

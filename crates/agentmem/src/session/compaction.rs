@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::memory::episodic::{append_episode, read_episodes, EpisodicItem};
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
-use crate::memory::redact::redact;
+use crate::memory::redact::{redact, redact_event};
 use crate::prepare::{PrepareRequest, Prepared};
 use crate::store::atomic::write_atomic;
 use crate::store::jsonl::{self, AppendLog};
@@ -132,6 +132,7 @@ impl Session {
             .as_ref()
             .map(|s| s.base.clone())
             .unwrap_or_default();
+        let redaction = self.settings.redaction;
         let transcript = self.transcript_in(encoding);
         let view_of = |events: &[Event]| -> Vec<Event> {
             events
@@ -140,9 +141,14 @@ impl Session {
                 .map(|e| transcript.view_of(e))
                 .collect()
         };
-        // The summarizer reads the old base and the span as one list.
+        // The summarizer reads the old base and the span as one list, with
+        // no secrets: what it writes enters long-term memory.
         let mut input = old_base.clone();
-        input.extend(view_of(&split.span));
+        input.extend(
+            view_of(&split.span)
+                .iter()
+                .map(|e| redact_event(e, redaction)),
+        );
         let tail_view = view_of(&split.tail);
         let (summary, facts) = self.summarize(
             &input,
@@ -424,7 +430,11 @@ impl Session {
         if let Some(existing) = read_episodes(&agent_dir)?.into_iter().find(|e| e.id == id) {
             return Ok(Some(existing));
         }
-        let span = self.events.clone();
+        let span: Vec<Event> = self
+            .events
+            .iter()
+            .map(|e| redact_event(e, self.settings.redaction))
+            .collect();
         // Only a fallback note would be written to it; the end has no report of its own.
         let mut report = CompactReport {
             reason: CompactReason::Manual,
