@@ -907,12 +907,86 @@ fn is_done_sentence(sentence: &str) -> bool {
     !sentence.ends_with('?') && DONE.occurs_in(&lower)
 }
 
-/// The confidence of a constraint sentence, by its strongest marker.
+/// The confidence of a sentence that lays down a rule, by its strongest
+/// marker used as a directive ("Never push to main", "you must not…",
+/// "Tests must pass"); `None` for one that only describes with the same
+/// words ("the build never finishes", "it should work now").
 fn constraint_confidence(lower: &str) -> Option<f32> {
     CONSTRAINT
-        .found_in(lower)
-        .map(|marker| CONSTRAINT_MARKERS[marker].1)
+        .found_at(lower)
+        .filter(|&(marker, start)| is_directive(&lower[..start], CONSTRAINT_MARKERS[marker].0))
+        .map(|(marker, _)| CONSTRAINT_MARKERS[marker].1)
         .reduce(f32::max)
+}
+
+/// Words that may come before a directive in its clause: "Please never…",
+/// "And from now on, always…".
+const DIRECTIVE_LEADS: &[&str] = &[
+    "please",
+    "and",
+    "also",
+    "but",
+    "so",
+    "then",
+    "just",
+    "now",
+    "from",
+    "on",
+    "ok",
+    "okay",
+    "remember",
+    "important",
+    "note",
+    "again",
+    "still",
+];
+/// Who a rule is given to: "you must", "we should never", "you can only".
+const ADDRESSEES: &[&str] = &["you", "we", "u", "everyone", "please"];
+/// Subjects that make "must" or "should" a guess or a report, not a rule:
+/// "it should work now", "this must be the cache".
+const NOT_RULE_SUBJECTS: &[&str] = &[
+    "it",
+    "this",
+    "that",
+    "which",
+    "there",
+    "i",
+    "he",
+    "she",
+    "they",
+    "what",
+    "who",
+    "something",
+    "nothing",
+    "everything",
+];
+
+/// Whether `marker`, after `before` in a lowercase sentence, gives an order
+/// or a preference: it states a preference ("I prefer…"), leads its clause,
+/// follows whom the rule is for, or ("must", "should") follows a subject
+/// that is not a guess's.
+fn is_directive(before: &str, marker: &str) -> bool {
+    if matches!(marker, "prefer" | "i'd rather") {
+        return true;
+    }
+    // A label or a condition ends before the rule: "Ground rules: always…",
+    // "If the tests fail, don't commit".
+    let clause = before
+        .rsplit([':', ';', ',', '—', '('])
+        .next()
+        .unwrap_or(before);
+    let words: Vec<&str> = clause
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.iter().all(|w| DIRECTIVE_LEADS.contains(w)) {
+        return true;
+    }
+    if words.iter().rev().take(2).any(|w| ADDRESSEES.contains(w)) {
+        return true;
+    }
+    matches!(marker, "must" | "must not" | "should")
+        && words.last().is_some_and(|w| !NOT_RULE_SUBJECTS.contains(w))
 }
 
 /// A list of marker phrases, searched for all at once (one pass of an
@@ -925,8 +999,9 @@ impl Phrases {
     }
 
     /// The markers that occur in `text` (both lowercase) as whole words, by
-    /// their index in the list; one may come more than once.
-    fn found_in<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
+    /// their index in the list, with where each occurrence starts; one may
+    /// come more than once.
+    fn found_at<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (usize, usize)> + 't {
         let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric() && c != '\'');
         self.0
             .find_overlapping_iter(text)
@@ -934,12 +1009,12 @@ impl Phrases {
                 boundary(text[..found.start()].chars().next_back())
                     && boundary(text[found.end()..].chars().next())
             })
-            .map(|found| found.pattern().as_usize())
+            .map(|found| (found.pattern().as_usize(), found.start()))
     }
 
     /// Whether any marker occurs in `text` as whole words.
     fn occurs_in(&self, text: &str) -> bool {
-        self.found_in(text).next().is_some()
+        self.found_at(text).next().is_some()
     }
 }
 
@@ -1545,6 +1620,46 @@ mod tests {
             failure_line(&r, ToolKind::Command).unwrap(),
             "test header::tests::x ... FAILED"
         );
+    }
+
+    #[test]
+    fn rules_are_told_from_sentences_that_only_use_their_words() {
+        let rules = [
+            "Always run cargo fmt.",
+            "Ground rules: always use snake_case, never edit anything under migrations/.",
+            "You must not touch the lockfile.",
+            "Please make sure the tests pass.",
+            "Don't change the public API.",
+            "Only edit files under src/.",
+            "Tests must pass before you commit.",
+            "We should always squash commits.",
+            "From now on, never push to main.",
+            "If the build fails, do not retry it.",
+            "You can only use the staging database.",
+        ];
+        let descriptions = [
+            "The build never finishes.",
+            "It should work now.",
+            "The test only fails on CI.",
+            "I don't know why it fails.",
+            "This must be the cache.",
+            "Next: look at crates/lexer/src/lib.rs — parser skips input never the session.",
+            "I think that should be enough.",
+        ];
+        for rule in rules {
+            let lower = rule.to_lowercase();
+            assert!(
+                constraint_confidence(&lower).is_some(),
+                "not a rule: {rule}"
+            );
+        }
+        for description in descriptions {
+            let lower = description.to_lowercase();
+            assert!(
+                constraint_confidence(&lower).is_none(),
+                "a rule: {description}"
+            );
+        }
     }
 
     #[test]
