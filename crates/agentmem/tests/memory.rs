@@ -354,3 +354,54 @@ fn no_kind_of_planted_credential_reaches_summaries_facts_or_memory() {
         .collect();
     assert!(leaked.is_empty(), "{leaked:?} reached memory:\n{memory}");
 }
+
+#[test]
+fn an_acknowledgement_keeps_the_question_before_it_as_what_is_recalled() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut first = store.create_session(&agent, None).unwrap();
+    first
+        .ingest(vec![
+            Event::user("The auth test is flaky on CI: it times out after 30s."),
+            Event::assistant("I raised the auth test timeout to 60s and it passes."),
+        ])
+        .unwrap();
+    // More than the recall budget of other work, acknowledged as it went.
+    for step in 0..80 {
+        first
+            .ingest(vec![
+                Event::user(format!("ok, go ahead with step {step}")),
+                Event::assistant(format!(
+                    "Ok, step {step} is done: module_{step} now reads its settings from \
+                     config/module_{step}.toml and the old loader is gone."
+                )),
+            ])
+            .unwrap();
+    }
+    first.close().unwrap();
+
+    let mut second = store.create_session(&agent, None).unwrap();
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let system = |session: &mut agentmem::session::Session| {
+        let payload = session.prepare(&request).unwrap().payload;
+        payload["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    second
+        .ingest(vec![Event::user("Why was the auth test flaky?")])
+        .unwrap();
+    let asked = system(&mut second);
+    assert!(asked.contains("times out after 30s"), "{asked}");
+    second
+        .ingest(vec![
+            Event::assistant("It timed out on CI; the timeout is now 60s."),
+            Event::user("Ok, thanks! Go ahead."),
+        ])
+        .unwrap();
+    assert_eq!(
+        system(&mut second),
+        asked,
+        "the acknowledgement changed the system prompt"
+    );
+}

@@ -23,6 +23,30 @@ const STOPWORDS: &[&str] = &[
     "why", "will", "with", "would", "you", "your", "yours", "yourself",
 ];
 
+/// Words that answer or acknowledge without asking anything: "ok, go
+/// ahead", "yes please", "thanks!". Kept apart from [`STOPWORDS`]: "go",
+/// "right" and "continue" are words worth searching for in other company.
+const ACKNOWLEDGEMENTS: &[&str] = &[
+    "ahead", "alright", "cool", "continue", "do", "done", "fine", "go", "good", "great", "k",
+    "lgtm", "nice", "ok", "okay", "perfect", "please", "proceed", "right", "sure", "thank",
+    "thanks", "thx", "y", "yeah", "yep", "yes",
+];
+
+/// Whether `text` says something a search could look for: a word that is
+/// neither a stopword nor an acknowledgement. "ok, go ahead" says nothing,
+/// so recall keeps the question before it.
+///
+/// ```
+/// use agentmem::search::query::says_something;
+/// assert!(says_something("fix the flaky auth test"));
+/// assert!(!says_something("Ok, go ahead!"));
+/// assert!(!says_something("yes please, thanks"));
+/// ```
+pub fn says_something(text: &str) -> bool {
+    word_sequence(text)
+        .any(|w| !STOPWORDS.contains(&w.as_str()) && !ACKNOWLEDGEMENTS.contains(&w.as_str()))
+}
+
 /// The distinct searchable words of `text`, lowercased, stopwords left out
 /// (unless nothing else is left), in order of first appearance, at most
 /// [`MAX_QUERY_TERMS`].

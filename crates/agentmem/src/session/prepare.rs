@@ -272,16 +272,19 @@ impl Session {
     }
 
     /// MEMORY.md, project files, and what earlier sessions left: recalled
-    /// for the latest user message when there is one, else the agent's best
-    /// facts and latest summaries. Rebuilt only when a memory file or the
-    /// latest user message changed.
+    /// for the latest user message that says something (not an "ok") when
+    /// there is one, else the agent's best facts and latest summaries.
+    /// Rebuilt only when a memory file or that message changed.
     fn memory_block(&mut self, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
         let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
+        // The latest question, not an "ok, go ahead" after it: that would
+        // recall noise and change the system prompt for nothing.
         let query = self
             .events
             .iter()
             .rev()
-            .find(|e| e.trace_type == crate::event::TraceType::User)
+            .filter(|e| e.trace_type == crate::event::TraceType::User)
+            .find(|e| crate::search::query::says_something(&e.content))
             .map(|e| e.content.clone());
         let encoding = tokenizer.encoding();
         let files_unchanged = self
