@@ -1,9 +1,10 @@
 //! PII and secret redaction before anything enters long-term memory
-//! (compaction summaries, episodic items, MEMORY.md).
+//! (compaction summaries, episodic items, facts, MEMORY.md), and of a
+//! compaction's span before a summarizer reads it.
 //!
-//! API keys and tokens are always redacted: a credential must never reach a
-//! summary or a fact. Emails, phone numbers and card numbers are redacted
-//! unless the configuration turns them off (`[redaction]`).
+//! Credentials are always redacted: one must never reach a summary or a
+//! fact. Emails, phone numbers and card numbers are redacted unless the
+//! configuration turns them off (`[redaction]`).
 
 use std::sync::LazyLock;
 
