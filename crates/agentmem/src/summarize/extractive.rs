@@ -845,6 +845,12 @@ const CONSTRAINT_MARKERS: &[(&str, f32)] = &[
     ("don't", 0.9),
     ("do not", 0.9),
     ("make sure", 0.9),
+    ("be sure to", 0.9),
+    ("remember to", 0.8),
+    ("have to", 0.8),
+    ("i want you to", 0.8),
+    ("stick to", 0.8),
+    ("stick with", 0.8),
     ("avoid", 0.8),
     ("should", 0.8),
     ("prefer", 0.8),
@@ -1638,6 +1644,10 @@ mod tests {
             "From now on, never push to main.",
             "If the build fails, do not retry it.",
             "You can only use the staging database.",
+            "Remember to bump the version.",
+            "You have to sign every commit.",
+            "Stick to the existing error types.",
+            "I want you to use pnpm, not npm.",
         ];
         let descriptions = [
             "The build never finishes.",
@@ -1647,6 +1657,8 @@ mod tests {
             "This must be the cache.",
             "Next: look at crates/lexer/src/lib.rs — parser skips input never the session.",
             "I think that should be enough.",
+            "I have to leave at five.",
+            "The tests have to wait for the database.",
         ];
         for rule in rules {
             let lower = rule.to_lowercase();
