@@ -207,17 +207,16 @@ fn by_line(text: &str, mut change: impl FnMut(&str) -> Option<String>) -> String
 /// ```
 /// use agentmem::{event::Event, memory::redact::{redact_event, RedactionPolicy}};
 /// let call = Event::tool_call("c1", "bash", serde_json::json!({"cmd": "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG"}));
-/// let clean = redact_event(&call, RedactionPolicy::default());
+/// let clean = redact_event(call, RedactionPolicy::default());
 /// assert_eq!(clean.tool_args.unwrap()["cmd"], "export AWS_SECRET_ACCESS_KEY=[REDACTED:secret]");
 /// ```
-pub fn redact_event(event: &Event, policy: RedactionPolicy) -> Event {
-    let mut clean = event.clone();
-    clean.content = redact(&event.content, policy).0;
-    clean.tool_error = event.tool_error.as_ref().map(|e| redact(e, policy).0);
-    if let Some(args) = &mut clean.tool_args {
+pub fn redact_event(mut event: Event, policy: RedactionPolicy) -> Event {
+    event.content = redact(&event.content, policy).0;
+    event.tool_error = event.tool_error.map(|e| redact(&e, policy).0);
+    if let Some(args) = &mut event.tool_args {
         redact_strings(args, policy);
     }
-    clean
+    event
 }
 
 fn redact_strings(value: &mut Value, policy: RedactionPolicy) {

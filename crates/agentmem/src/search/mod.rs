@@ -242,8 +242,7 @@ pub fn render_hits(hits: &[SearchHit]) -> String {
 
 /// A date or time as epoch seconds: RFC 3339, or `YYYY-MM-DD` (midnight UTC).
 pub fn parse_date(text: &str) -> Result<f64> {
-    let day = time::macros::format_description!("[year]-[month]-[day]");
-    if let Ok(date) = time::Date::parse(text, &day) {
+    if let Some(date) = when::iso_date(text) {
         return Ok(date.midnight().assume_utc().unix_timestamp() as f64);
     }
     crate::event::parse_rfc3339(text).ok_or_else(|| Error::BadQuery {

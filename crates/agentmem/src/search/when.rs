@@ -193,13 +193,13 @@ fn last_of(year: i32, month: Month) -> Date {
     Date::from_calendar_date(year, month, days).unwrap_or(Date::MAX)
 }
 
-/// `2023-05-08`.
-fn iso_date(word: &str) -> Option<Date> {
-    let mut parts = word.splitn(3, '-');
-    let year = parts.next().and_then(year_number)?;
-    let month = parts.next()?.parse::<u8>().ok()?;
-    let day = parts.next()?.parse::<u8>().ok()?;
-    Date::from_calendar_date(year, Month::try_from(month).ok()?, day).ok()
+/// `2023-05-08`: the day an ISO date names.
+pub(crate) fn iso_date(text: &str) -> Option<Date> {
+    Date::parse(
+        text,
+        time::macros::format_description!("[year]-[month]-[day]"),
+    )
+    .ok()
 }
 
 /// `13`, `13th`, `1st`: a day of the month.

@@ -146,7 +146,7 @@ impl Session {
         let mut input = old_base.clone();
         input.extend(
             view_of(&split.span)
-                .iter()
+                .into_iter()
                 .map(|e| redact_event(e, redaction)),
         );
         let tail_view = view_of(&split.tail);
@@ -433,7 +433,7 @@ impl Session {
         let span: Vec<Event> = self
             .events
             .iter()
-            .map(|e| redact_event(e, self.settings.redaction))
+            .map(|e| redact_event(e.clone(), self.settings.redaction))
             .collect();
         // Only a fallback note would be written to it; the end has no report of its own.
         let mut report = CompactReport {
