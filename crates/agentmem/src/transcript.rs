@@ -27,6 +27,11 @@ pub struct UsageAnchor {
     /// it — or, when agentmem prepared that call, the tokens of the messages
     /// it sent.
     pub transcript_tokens_before: u64,
+    /// What agentmem counted beyond the messages for that call (system
+    /// prompt, memory, tools, framing), when it prepared it: what is sent
+    /// beside the messages changes between calls, and the anchor must move
+    /// with it.
+    pub counted_overhead: Option<u64>,
     /// The model that reported it, when known.
     pub model: Option<String>,
 }
@@ -242,6 +247,10 @@ impl Transcript {
             self.anchor = Some(UsageAnchor {
                 reported_prompt_tokens: usage.prompt_tokens,
                 transcript_tokens_before: usage.estimated_view_tokens.unwrap_or(transcript_before),
+                counted_overhead: usage
+                    .estimated_prompt_tokens
+                    .zip(usage.estimated_view_tokens)
+                    .map(|(prompt, view)| prompt.saturating_sub(view)),
                 model: usage.model.clone(),
             });
         }

@@ -129,6 +129,9 @@ struct Spec {
     /// Each response reports the provider's prompt size (our last count, as
     /// an exact provider would), so the usage anchor is exercised.
     report_usage: bool,
+    /// The system prompt changes size from one prepare to the next, as a
+    /// memory block recalled for each new question makes it.
+    varying_system: bool,
     /// Drop the session and open it again from disk before this turn.
     reopen_before_turn: Option<usize>,
     turns: Vec<TurnSpec>,
@@ -249,6 +252,7 @@ prop_compose! {
         keep_tool_results in prop::option::weighted(0.3, 0usize..6),
         raw_tail_turns in prop::option::weighted(0.3, 0usize..5),
         report_usage in any::<bool>(),
+        varying_system in any::<bool>(),
         reopen_before_turn in prop::option::weighted(0.3, 1usize..40),
         turns in prop::collection::vec(turn_spec(), 5..=40),
     ) -> Spec {
@@ -260,6 +264,7 @@ prop_compose! {
             keep_tool_results,
             raw_tail_turns,
             report_usage,
+            varying_system,
             reopen_before_turn,
             turns,
         }
@@ -343,12 +348,12 @@ fn tool_schemas() -> Vec<ToolSchema> {
         .collect()
 }
 
-/// The request for one prepare of `spec`, rendered for `target`.
-fn request(spec: &Spec, target: Target) -> PrepareRequest {
+/// The request for prepare number `call` of `spec`, rendered for `target`.
+fn request(spec: &Spec, target: Target, call: usize) -> PrepareRequest {
     PrepareRequest {
         model: MODEL.to_owned(),
         target,
-        system: Some(SYSTEM.to_owned()),
+        system: Some(system_prompt(spec, call)),
         tools: tool_schemas(),
         budget: BudgetSettings {
             context_window: Some(spec.context_window),
@@ -364,6 +369,21 @@ fn request(spec: &Spec, target: Target) -> PrepareRequest {
             ..ContextSettingsLayer::default()
         },
     }
+}
+
+/// [`SYSTEM`], followed (with `varying_system`) by a memory block of one
+/// of three sizes in turn: none, a line, a quarter of the context window.
+fn system_prompt(spec: &Spec, call: usize) -> String {
+    let memory = match (spec.varying_system, call % 3) {
+        (false, _) | (true, 0) => String::new(),
+        (true, 1) => "\n\n[MEMORY:SEMANTIC]\n- The tests run with cargo nextest.".to_owned(),
+        (true, _) => format!(
+            "\n\n[MEMORY:HISTORY]\n{}",
+            "user: the deploy script reads DEPLOY_TARGET and fails when it is unset\n"
+                .repeat(spec.context_window as usize / 60)
+        ),
+    };
+    format!("{SYSTEM}{memory}")
 }
 
 fn count(text: &str) -> u64 {
@@ -570,7 +590,7 @@ impl<'a> Run<'a> {
         let latest_user_tokens = count(&self.latest_user);
         let latest_turn_tokens = latest_turn_tokens(self.session());
         for &target in self.targets {
-            let request = request(self.spec, target);
+            let request = request(self.spec, target, self.records.len());
             let overhead_tokens = request_overhead(&request, tokenizer).total();
             let prepared: Result<Prepared, _> = self.session().prepare(&request);
             prop_assert!(prepared.is_ok(), "{at}: prepare failed: {prepared:?}");
@@ -1129,25 +1149,64 @@ fn the_checks_catch_what_they_are_for() {
     assert!(check_turns_whole(&session, &trimmed, false).is_ok());
 }
 
+// ---------------------------------------------------------------------------
+// Cases the properties found, kept as plain tests.
+// ---------------------------------------------------------------------------
+
+fn call(tool: usize, arg: u8, lines: usize, arrival: Arrival) -> CallSpec {
+    CallSpec {
+        tool,
+        arg,
+        lines,
+        arrival,
+        error: false,
+    }
+}
+
+fn resp(text_words: usize, calls: Vec<CallSpec>) -> ResponseSpec {
+    ResponseSpec { text_words, calls }
+}
+
+fn turn(user: UserSpec, responses: Vec<ResponseSpec>) -> TurnSpec {
+    TurnSpec {
+        compact_first: false,
+        user,
+        responses,
+    }
+}
+
+/// Replays `spec` checking after every prepare that no turn is split.
+fn check_turns_stay_whole(spec: &Spec) {
+    let checks = Checks {
+        turns: true,
+        ..Checks::default()
+    };
+    Run::new(spec, &[Target::OpenAiChat], checks)
+        .replay()
+        .unwrap();
+}
+
+/// `trim`, usage reported, and a memory block of changing size.
+fn trimming_with_usage_and_memory_blocks(context_window: u64, turns: Vec<TurnSpec>) -> Spec {
+    Spec {
+        context_window,
+        strategy: Shaping::Trim,
+        max_turns: None,
+        keep_tool_results: None,
+        raw_tail_turns: None,
+        report_usage: true,
+        varying_system: true,
+        reopen_before_turn: None,
+        turns,
+    }
+}
+
 /// A case property 2 found: the usage reported for a prompt sent with a
 /// synthetic result (a call still pending) was measured against the
 /// transcript without it, so the provider's overhead looked 50 tokens larger
 /// and the next turn, which fitted, was reported over budget.
 #[test]
 fn a_usage_report_for_a_prompt_with_synthetic_results_keeps_the_offset_true() {
-    let call = |tool, arg, lines, arrival| CallSpec {
-        tool,
-        arg,
-        lines,
-        arrival,
-        error: false,
-    };
-    let resp = |text_words, calls| ResponseSpec { text_words, calls };
-    let turn = |user, responses| TurnSpec {
-        compact_first: false,
-        user,
-        responses,
-    };
     let spec = Spec {
         context_window: 3390,
         strategy: Shaping::Trim,
@@ -1155,6 +1214,7 @@ fn a_usage_report_for_a_prompt_with_synthetic_results_keeps_the_offset_true() {
         keep_tool_results: None,
         raw_tail_turns: None,
         report_usage: true,
+        varying_system: false,
         reopen_before_turn: None,
         turns: vec![
             turn(UserSpec::Words(3), vec![resp(1, vec![])]),
@@ -1171,4 +1231,84 @@ fn a_usage_report_for_a_prompt_with_synthetic_results_keeps_the_offset_true() {
         ],
     };
     check_fit(&spec).unwrap();
+}
+
+/// A case property 3 found: a turn too large for the budget beside a large
+/// memory block was cut to fit, and the cut was kept in the session's view;
+/// at the next call the block was small, the turn was no longer the latest,
+/// and it was shown split. A last-resort cut is for its own call only.
+#[test]
+fn a_cut_made_for_one_large_system_prompt_does_not_outlive_its_call() {
+    let words = || turn(UserSpec::Words(3), vec![resp(1, vec![])]);
+    let spec = Spec {
+        context_window: 6823,
+        strategy: Shaping::Trim,
+        max_turns: None,
+        keep_tool_results: None,
+        raw_tail_turns: None,
+        report_usage: false,
+        varying_system: true,
+        reopen_before_turn: None,
+        turns: vec![
+            turn(
+                UserSpec::Paste(94),
+                vec![
+                    resp(
+                        46,
+                        vec![
+                            call(1, 0, 1, Arrival::OnTime),
+                            call(0, 0, 1, Arrival::OnTime),
+                        ],
+                    ),
+                    resp(44, vec![call(1, 0, 1, Arrival::OnTime)]),
+                ],
+            ),
+            words(),
+            words(),
+            words(),
+            words(),
+        ],
+    };
+    check_turns_stay_whole(&spec);
+}
+
+/// A case property 2 found: the model was called twice after one prepare,
+/// and the second call's usage (unpaired) anchored the size; that prepare had
+/// sent a large memory block, the next one sent none, and the anchor still
+/// counted the block.
+#[test]
+fn usage_of_a_call_agentmem_did_not_prepare_follows_the_system_prompt_too() {
+    let mut turns: Vec<TurnSpec> = (0..10)
+        .map(|_| {
+            turn(
+                UserSpec::Words(3),
+                vec![resp(0, vec![call(0, 0, 1, Arrival::OnTime)])],
+            )
+        })
+        .collect();
+    turns.push(turn(
+        UserSpec::Words(3),
+        vec![resp(1, vec![]), resp(1, vec![])],
+    ));
+    turns.push(turn(UserSpec::Paste(65), vec![resp(1, vec![])]));
+    let spec = trimming_with_usage_and_memory_blocks(4752, turns);
+    check_fit(&spec).unwrap();
+}
+
+/// A case property 3 found, of the same cause: the unpaired usage after a
+/// large memory block made the next call, without one, trim a turn too far
+/// and then cut the latest turn apart.
+#[test]
+fn trimming_after_an_unprepared_call_keeps_turns_whole() {
+    let bash = || call(0, 0, 1, Arrival::OnTime);
+    let mut turns: Vec<TurnSpec> = (0..5)
+        .map(|_| turn(UserSpec::Words(3), vec![resp(0, vec![bash()])]))
+        .collect();
+    turns.push(turn(UserSpec::Words(3), vec![resp(1, vec![])]));
+    turns.push(turn(
+        UserSpec::Paste(44),
+        vec![resp(1, vec![]), resp(7, vec![bash(), bash()])],
+    ));
+    let spec = trimming_with_usage_and_memory_blocks(3742, turns);
+    check_turns_stay_whole(&spec);
 }

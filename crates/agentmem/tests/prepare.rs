@@ -9,6 +9,7 @@ use agentmem::id::{AgentId, SessionId};
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::store::Store;
+use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::registry::ModelSource;
 use agentmem::tokens::Encoding;
 use agentmem::transcript::Transcript;
@@ -243,4 +244,82 @@ fn compaction_is_due_past_the_trigger() {
     let stats = session.prepare(&request).unwrap().stats;
     assert_eq!(stats.trigger_tokens, 3_200);
     assert!(stats.context_tokens > 3_500 && stats.compaction_due && !stats.over_budget);
+}
+
+#[test]
+fn an_anchor_follows_what_changed_outside_the_view_since_it_was_measured() {
+    let (_dir, mut session) = session_with(conversation());
+    let mut request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
+    request.system = Some("Answer geography questions.".into());
+    let before_reply = session.prepare(&request).unwrap().stats;
+    let mut reply = Event::assistant("東京.");
+    reply.usage = Some(Usage {
+        prompt_tokens: before_reply.counted_tokens,
+        completion_tokens: 3,
+        ..Usage::default()
+    });
+    session.ingest(vec![reply, Event::user("Thanks!")]).unwrap();
+    let same = session.prepare(&request).unwrap().stats;
+    assert_eq!(same.anchored_tokens, Some(same.counted_tokens));
+
+    // A provider that counts as agentmem does: the anchor stays exact when
+    // the system prompt, the tools or the memory block change after it.
+    request.system = Some("Answer geography questions. ".repeat(200));
+    request.tools = vec![agentmem::render::ToolSchema {
+        name: "lookup".into(),
+        description: "Looks a place up.".into(),
+        parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+    }];
+    let grown = session.prepare(&request).unwrap().stats;
+    assert!(grown.counted_tokens > same.counted_tokens + 500);
+    assert_eq!(grown.anchored_tokens, Some(grown.counted_tokens));
+    request.system = None;
+    request.tools = Vec::new();
+    let shrunk = session.prepare(&request).unwrap().stats;
+    assert_eq!(shrunk.anchored_tokens, Some(shrunk.counted_tokens));
+}
+
+#[test]
+fn a_system_prompt_grown_since_the_last_reported_usage_still_fits_the_budget() {
+    let mut events = vec![Event::user("Tell me about rivers.")];
+    for i in 0..12 {
+        events.push(Event::assistant(format!(
+            "River {i}: it rises in the hills, winds through three valleys and reaches the sea."
+        )));
+        events.push(Event::user(format!("And river {}?", i + 1)));
+    }
+    let (_dir, mut session) = session_with(events);
+    let mut request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
+    request.budget = BudgetSettings {
+        context_window: Some(700),
+        max_output_tokens: Some(200),
+        safety_margin: Some(0),
+        trigger_ratio: Some(0.9),
+    };
+    let first = session.prepare(&request).unwrap().stats;
+    let input_budget = first.input_budget;
+    assert!(first.counted_tokens <= input_budget);
+    assert!(first.counted_tokens > input_budget / 2, "{first:?}");
+    let mut reply = Event::assistant("River 12 is the longest of them.");
+    reply.usage = Some(Usage {
+        prompt_tokens: first.counted_tokens,
+        completion_tokens: 9,
+        ..Usage::default()
+    });
+    session
+        .ingest(vec![reply, Event::user("Which was the shortest?")])
+        .unwrap();
+
+    request.system = Some("Answer as a geographer would, with care. ".repeat(25));
+    let prepared = session.prepare(&request).unwrap();
+    let counted = prepared.stats.counted_tokens;
+    assert!(
+        counted > first.counted_tokens / 2,
+        "the system prompt is large"
+    );
+    assert!(
+        counted <= input_budget,
+        "{counted} tokens sent, budget {input_budget}"
+    );
+    assert_eq!(prepared.stats.context_tokens, counted);
 }

@@ -157,6 +157,12 @@ pub struct Session {
     transcript: Option<Transcript>,
     calibration: CalibrationTable,
     last_prepare: Option<LastPrepare>,
+    /// What the latest prepare counted beside the messages (system prompt,
+    /// memory, tools, framing)...
+    latest_overhead_tokens: Option<u64>,
+    /// ...taken as what a call agentmem did not prepare sent beside them,
+    /// when such a call reported its usage.
+    unprepared_call_overhead_tokens: Option<u64>,
     compactor: Compactor,
     /// Overflow recoveries since the last successful model call.
     overflow_attempts: u32,
@@ -278,6 +284,8 @@ impl Session {
             transcript: None,
             calibration,
             last_prepare: None,
+            latest_overhead_tokens: None,
+            unprepared_call_overhead_tokens: None,
             ids: events.iter().map(|e| e.id.clone()).collect(),
             turns: TurnTracker::from_events(&events),
             paths,
@@ -490,19 +498,20 @@ impl Session {
     /// Gives the first reported usage in `fresh` our count of the prompt it
     /// measured, when that prompt is the context prepared last.
     fn pair_usage_with_last_prepare(&mut self, fresh: &mut [Event]) {
-        let Some(last) = &self.last_prepare else {
+        let Some(usage) = fresh.iter_mut().find_map(|e| e.usage.as_mut()) else {
             return;
         };
-        if last.events != self.events.len() {
-            return; // events arrived between the prepare and this response
-        }
-        if let Some(usage) = fresh.iter_mut().find_map(|e| e.usage.as_mut()) {
-            if usage.estimated_prompt_tokens.is_none() {
+        let paired = self
+            .last_prepare
+            .take_if(|last| last.events == self.events.len()); // else events arrived in between
+        match paired {
+            Some(last) if usage.estimated_prompt_tokens.is_none() => {
                 usage.estimated_prompt_tokens = Some(last.counted_tokens);
                 usage.estimated_view_tokens = Some(last.view_tokens);
-                usage.model.get_or_insert_with(|| last.model.clone());
+                usage.model.get_or_insert(last.model);
             }
-            self.last_prepare = None;
+            Some(_) => {}
+            None => self.unprepared_call_overhead_tokens = self.latest_overhead_tokens,
         }
     }
 

@@ -79,10 +79,11 @@ impl Session {
             ],
         );
         let request = &with_memory;
-        let anchor_offset = self.measured_offset(&model, encoding);
         // What the provider counts beyond the view: measured when it can be,
         // else the request's own system prompt, tool schemas and priming.
         let overhead = self.request_overhead(request, tokenizer);
+        let anchor_offset = self.measured_offset(&model, encoding, overhead.total());
+        self.latest_overhead_tokens = Some(overhead.total());
         let offset = anchor_offset.unwrap_or(overhead.total());
         let trigger = Shrink {
             target: budget.trigger_tokens().saturating_sub(offset),
@@ -95,10 +96,7 @@ impl Session {
             ..trigger
         };
         let calibration = self.calibration.get(&request.model);
-        let transcript = self.transcript_in_mut(encoding);
-        if settings.strategy != Strategy::None && transcript.totals().total > must_fit.target {
-            actions.extend(transcript.reshape(|items| fit_as_last_resort(items, &must_fit)));
-        }
+        let transcript = self.transcript_in(encoding);
         let fits =
             settings.strategy == Strategy::None || transcript.totals().total <= must_fit.target;
         let intact = transcript.pairs_are_intact();
@@ -419,12 +417,24 @@ impl Session {
     /// Tokens the provider counts that the view does not hold — the hidden
     /// system prompt of an imported agent, the provider's own framing — from
     /// the last usage this model reported. A measured figure: counting never
-    /// overrides it.
-    fn measured_offset(&mut self, model: &ModelInfo, encoding: Encoding) -> Option<u64> {
+    /// overrides it, but it moves by as much as what agentmem counts beside
+    /// the messages changed since that call (a new question recalls other
+    /// memories; tools come and go).
+    fn measured_offset(
+        &mut self,
+        model: &ModelInfo,
+        encoding: Encoding,
+        overhead: u64,
+    ) -> Option<u64> {
+        let unprepared = self.unprepared_call_overhead_tokens;
         let anchor = self.transcript_in(encoding).anchor()?;
-        let offset = anchor
+        let measured = anchor
             .reported_prompt_tokens
             .saturating_sub(anchor.transcript_tokens_before);
+        let offset = match anchor.counted_overhead.or(unprepared) {
+            Some(then) => measured.saturating_add(overhead).saturating_sub(then),
+            None => measured,
+        };
         match anchor.model.clone() {
             Some(name) => (self.model_info(&name).model == model.model).then_some(offset),
             None => Some(offset),
