@@ -472,6 +472,36 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
     );
 }
 
+/// The usage a Claude Code session recorded measured Claude Code's own
+/// prompts (a system prompt of thousands of tokens): replayed with the same
+/// model, it must not stand for the size of the contexts the replay prepares.
+#[test]
+fn a_replayed_session_is_measured_by_what_the_replay_sends_not_by_its_recorded_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_ok(
+        agentmem(dir.path())
+            .args(["--durability", "os", "replay"])
+            .arg(fixture("claude-code-turn-2.jsonl"))
+            .args([
+                "--model",
+                "claude-sonnet-4-20250514",
+                "--budget",
+                "3000",
+                "--json",
+            ]),
+    );
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (summary, turns) = lines.split_last().unwrap();
+    assert_eq!(summary["turns_over_budget"], 0, "{summary}");
+    for turn in turns {
+        assert!(turn["context_tokens"].as_u64().unwrap() < 1_500, "{turn}");
+        assert_eq!(turn["tokens_saved"], 0, "nothing needed shrinking: {turn}");
+    }
+}
+
 #[test]
 fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
     let dir = tempfile::tempdir().unwrap();

@@ -42,7 +42,7 @@ pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
             )
         })?,
     };
-    let events = import::parse(format, &args.path, &text)?.events;
+    let events = without_recorded_usage(import::parse(format, &args.path, &text)?.events);
     let scratch = tempfile::tempdir()?;
     let mut session = match &args.session {
         Some(id) => ctx
@@ -96,6 +96,15 @@ pub fn set_input_budget(request: &mut PrepareRequest, store: &Store, budget: u64
     let model = store.registry().lookup(&request.model);
     let margin = agentmem::tokens::budget::DEFAULT_SAFETY_MARGIN_TOKENS;
     request.budget.context_window = Some(budget + model.max_output_tokens + margin);
+}
+
+/// The events without the usage their provider reported: it measured the
+/// prompts of the recorded agent (its own system prompt, its uncompacted
+/// history), not the contexts the replay prepares, and taken as a measure of
+/// them it would say a compacted context is as large as the original.
+fn without_recorded_usage(mut events: Vec<Event>) -> Vec<Event> {
+    events.iter_mut().for_each(|e| e.usage = None);
+    events
 }
 
 /// Events grouped by turn: a user message starts one.
