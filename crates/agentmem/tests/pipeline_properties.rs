@@ -947,14 +947,25 @@ fn check_turns_whole(
     Ok(())
 }
 
-/// Property 2 on one replay of `spec`: every prepare reports the input
-/// budget `window − 700`; for strategy `none`, `over_budget` is exactly
+/// Property 2 on one replay of `spec`, prepared for every provider in turn
+/// (a usage anchor measured on one shape then serves the next): every
+/// prepare reports the input budget `window − 700`; for strategy `none`, `over_budget` is exactly
 /// `context_tokens > input_budget` and no action shrank the view; for the
 /// others, whenever the latest user message + the request's overhead (system
 /// prompt, tool schemas, priming) + [`FRAMING_TOKENS`] fit the input budget,
 /// `context_tokens <= input_budget` and `over_budget` is false.
 fn check_fit(spec: &Spec) -> Result<(), TestCaseError> {
-    let records = Run::new(spec, &[Target::OpenAiChat], Checks::default()).replay()?;
+    let records = Run::new(
+        spec,
+        &[
+            Target::Anthropic,
+            Target::Gemini,
+            Target::OpenAiResponses,
+            Target::OpenAiChat,
+        ],
+        Checks::default(),
+    )
+    .replay()?;
     for record in &records {
         let stats = &record.stats;
         prop_assert_eq!(
