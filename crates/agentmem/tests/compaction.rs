@@ -630,3 +630,40 @@ fn the_guard_policy_comes_from_the_configuration() {
         "{shown}"
     );
 }
+
+/// An overflow message that names the provider's count and limit sets the
+/// retry's window: the limit in agentmem's count, so the retry fits at once
+/// (a guess of three quarters of the model's 200,000 tokens would not).
+#[test]
+fn an_overflow_that_names_its_sizes_is_recovered_from_in_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(12));
+    let mut request = PrepareRequest::new("claude-sonnet-4-5", Target::Anthropic);
+    request.context.strategy = Some(Strategy::Trim);
+    request.budget.safety_margin = Some(200); // the default is as large as this session
+    let sent = session.prepare(&request).unwrap().stats.counted_tokens;
+    // The provider counts a quarter more than agentmem, and its limit is
+    // below what was sent: in agentmem's count, the limit is 64% of it.
+    let (prompt, limit) = (sent * 5 / 4, sent * 4 / 5);
+    let error = classify_provider_error(
+        400,
+        &format!(
+            r#"{{"type":"error","error":{{"type":"invalid_request_error","message":"prompt is too long: {prompt} tokens > {limit} maximum"}}}}"#
+        ),
+    );
+    let retry = session
+        .recover_from_overflow(&error, &request)
+        .unwrap()
+        .stats;
+    let limit_in_our_count = limit * sent / prompt;
+    assert!(
+        retry.counted_tokens <= limit_in_our_count,
+        "{} sent, the limit is {limit_in_our_count} in our count",
+        retry.counted_tokens
+    );
+    assert_eq!(
+        retry.budget.context_window,
+        limit_in_our_count * 95 / 100,
+        "the retry's window is the limit in our count, less 5%"
+    );
+}

@@ -48,6 +48,47 @@ pub fn classify_provider_error(status: u16, body: &str) -> ProviderError {
     }
 }
 
+/// The sizes an overflow message names, in the provider's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OverflowSizes {
+    /// What the provider counted for the prompt that did not fit.
+    pub prompt_tokens: u64,
+    /// The most it takes.
+    pub limit_tokens: u64,
+}
+
+/// Reads the prompt size and the limit from an overflow message, when it
+/// names both: Anthropic's `prompt is too long: 210000 tokens > 200000
+/// maximum`, OpenAI's `maximum context length is 128000 tokens. However,
+/// your messages resulted in 130542 tokens` (or `(130000 in the messages,
+/// …)`), Gemini's `The input token count (1100000) exceeds the maximum
+/// number of tokens allowed (1048576)`.
+///
+/// ```
+/// use agentmem::context::overflow::{sizes_named_in, OverflowSizes};
+/// let sizes = sizes_named_in("prompt is too long: 210000 tokens > 200000 maximum");
+/// assert_eq!(sizes, Some(OverflowSizes { prompt_tokens: 210_000, limit_tokens: 200_000 }));
+/// assert_eq!(sizes_named_in("Request Entity Too Large"), None);
+/// ```
+pub fn sizes_named_in(message: &str) -> Option<OverflowSizes> {
+    static PATTERNS: std::sync::LazyLock<[regex::Regex; 3]> = std::sync::LazyLock::new(|| {
+        [
+            r"(?P<prompt>\d+) tokens > (?P<limit>\d+) maximum",
+            r"maximum context length is (?P<limit>\d+) tokens\..*?(?:resulted in (?P<prompt>\d+) tokens|\((?P<in_messages>\d+) in the messages)",
+            r"input token count \((?P<prompt>\d+)\) exceeds the maximum number of tokens allowed \((?P<limit>\d+)\)",
+        ]
+        .map(|pattern| regex::Regex::new(&format!("(?is){pattern}")).expect("a valid pattern"))
+    });
+    PATTERNS.iter().find_map(|pattern| {
+        let found = pattern.captures(message)?;
+        let number = |name: &str| found.name(name)?.as_str().parse::<u64>().ok();
+        Some(OverflowSizes {
+            prompt_tokens: number("prompt").or_else(|| number("in_messages"))?,
+            limit_tokens: number("limit")?,
+        })
+    })
+}
+
 /// The human message in a provider's JSON error body, or the body itself.
 fn error_message(body: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
@@ -88,6 +129,34 @@ mod tests {
                 ),
                 "{body}"
             );
+        }
+    }
+
+    #[test]
+    fn each_providers_sizes_are_read_from_its_message() {
+        let cases = [
+            (
+                "prompt is too long: 201234 tokens > 200000 maximum",
+                Some((201_234, 200_000)),
+            ),
+            (
+                "This model's maximum context length is 128000 tokens. However, your messages resulted in 130542 tokens. Please reduce the length of the messages.",
+                Some((130_542, 128_000)),
+            ),
+            (
+                "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8500 in the messages, 500 in the completion). Please reduce the length of the messages or completion.",
+                Some((8_500, 8_192)),
+            ),
+            (
+                "The input token count (1100000) exceeds the maximum number of tokens allowed (1048576).",
+                Some((1_100_000, 1_048_576)),
+            ),
+            ("Your input exceeds the context window of this model.", None),
+            ("This model's maximum context length is 128000 tokens.", None),
+        ];
+        for (message, expected) in cases {
+            let read = sizes_named_in(message).map(|s| (s.prompt_tokens, s.limit_tokens));
+            assert_eq!(read, expected, "{message}");
         }
     }
 

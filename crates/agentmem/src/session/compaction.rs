@@ -18,7 +18,7 @@ use crate::config::Durability;
 use crate::context::compact::{
     build_base, fallback_summary, split_for_compaction, CompactReason, CompactReport,
 };
-use crate::context::overflow::{ProviderError, MAX_OVERFLOW_RETRIES};
+use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::context::strategy::{
     ContextSettingsLayer, Strategy, SUMMARIZER_FAILURES_BEFORE_FALLBACK,
 };
@@ -35,6 +35,11 @@ use crate::store::SessionPaths;
 use crate::summarize::fidelity::check_fidelity;
 use crate::summarize::{summarize_hierarchical, Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
+
+/// The share of the provider's limit (in agentmem's count) a recovery from
+/// an overflow that named its sizes aims at: the parts of a prompt are not
+/// all counted alike by both, so the ratio of the totals is not exact.
+const OVERFLOW_ROOM_PERCENT: u128 = 95;
 use crate::transcript::Transcript;
 
 /// How to compact.
@@ -263,12 +268,17 @@ impl Session {
             .context_window
             .or(self.settings.budget.context_window)
             .unwrap_or(model.context_window);
-        // The provider's count exceeded ours: assume the window is smaller
-        // than we thought, a bit more at each attempt.
+        // The provider's count exceeded ours. When it says by how much, the
+        // window is what its limit is in our count; else assume the window is
+        // smaller than we thought, a bit more at each attempt.
         let scale = [0.75, 0.55, 0.35][(attempt - 1) as usize];
+        let guessed = (window as f64 * scale) as u64;
+        let tighter_window = self
+            .window_in_our_count(message, &request.model)
+            .unwrap_or(guessed);
         let mut tighter = request.clone();
-        tighter.budget.context_window = Some((window as f64 * scale) as u64);
-        tighter.budget.max_output_tokens = Some(model.max_output_tokens.min(window / 8));
+        tighter.budget.context_window = Some(tighter_window);
+        tighter.budget.max_output_tokens = Some(model.max_output_tokens.min(tighter_window / 8));
         if attempt == 1 && self.writer.is_some() {
             let options = CompactOptions {
                 reason: CompactReason::Reactive,
@@ -282,6 +292,21 @@ impl Session {
             tighter.context.strategy = Some(Strategy::Trim);
         }
         self.prepare(&tighter)
+    }
+
+    /// The provider's limit, named in its overflow `message`, in the tokens
+    /// agentmem counts: scaled by how the provider's count of the prompt that
+    /// failed compares with agentmem's, with [`OVERFLOW_ROOM_PERCENT`] of it kept.
+    fn window_in_our_count(&self, message: &str, model: &str) -> Option<u64> {
+        let sizes = sizes_named_in(message)?;
+        let ours = self
+            .last_prepare
+            .as_ref()
+            .filter(|last| last.model == model)?
+            .counted_tokens;
+        let window = u128::from(sizes.limit_tokens) * u128::from(ours)
+            / u128::from(sizes.prompt_tokens.max(1));
+        u64::try_from(window * OVERFLOW_ROOM_PERCENT / 100).ok()
     }
 
     /// Summarizes `input` (the previous snapshot's base before `span_start`,
