@@ -35,12 +35,12 @@ use crate::store::SessionPaths;
 use crate::summarize::fidelity::check_fidelity;
 use crate::summarize::{summarize_hierarchical, Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
+use crate::transcript::Transcript;
 
 /// The share of the provider's limit (in agentmem's count) a recovery from
 /// an overflow that named its sizes aims at: the parts of a prompt are not
 /// all counted alike by both, so the ratio of the totals is not exact.
 const OVERFLOW_ROOM_PERCENT: u128 = 95;
-use crate::transcript::Transcript;
 
 /// How to compact.
 #[derive(Debug, Clone)]
@@ -298,7 +298,9 @@ impl Session {
     /// agentmem counts: scaled by how the provider's count of the prompt that
     /// failed compares with agentmem's, with [`OVERFLOW_ROOM_PERCENT`] of it kept.
     fn window_in_our_count(&self, message: &str, model: &str) -> Option<u64> {
-        let sizes = sizes_named_in(message)?;
+        // A prompt within the limit (an OpenAI message counting the reply
+        // too) says nothing about how the two counts compare.
+        let sizes = sizes_named_in(message).filter(|s| s.prompt_tokens > s.limit_tokens)?;
         let ours = self
             .last_prepare
             .as_ref()
