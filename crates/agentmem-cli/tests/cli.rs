@@ -32,6 +32,14 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
+/// Standard output read as one JSON value a line.
+fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn events_ndjson(n: usize) -> String {
     (0..n)
         .map(|i| match i % 4 {
@@ -73,11 +81,7 @@ fn ingest_list_show_export_and_tools() {
         "{table}"
     );
 
-    let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", "s1"])));
-    let lines: Vec<Value> = exported
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&run_ok(agentmem(dir.path()).args(["export", "s1"])));
     assert_eq!(lines.len(), 8);
     assert_eq!(lines[2]["turn_id"], "turn_0001");
 
@@ -211,11 +215,7 @@ fn sigkill_during_ingest_loses_no_acknowledged_event() {
         child.wait().unwrap();
         let _ = feeder.join();
 
-        let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", &session])));
-        let stored: Vec<Value> = exported
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let stored = json_lines(&run_ok(agentmem(dir.path()).args(["export", &session])));
         let stored_ids: Vec<&str> = stored.iter().map(|e| e["id"].as_str().unwrap()).collect();
         assert_eq!(
             &stored_ids[..acked.len()],
@@ -490,10 +490,7 @@ fn a_replayed_session_is_measured_by_what_the_replay_sends_not_by_its_recorded_u
                 "--json",
             ]),
     );
-    let lines: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     let (summary, turns) = lines.split_last().unwrap();
     assert_eq!(summary["turns_over_budget"], 0, "{summary}");
     for turn in turns {
@@ -522,10 +519,7 @@ fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
             ])
             .arg(&plot),
     );
-    let lines: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     let (summary, turns) = lines.split_last().unwrap();
     assert_eq!(summary["summary"], true);
     assert_eq!(summary["turns"].as_u64().unwrap() as usize, turns.len());
