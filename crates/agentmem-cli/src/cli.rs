@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use agentmem::render::PromptCache;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 /// agentmem: durable memory and context for LLM agents.
@@ -302,6 +303,12 @@ pub struct ChatArgs {
     /// built-in extractive summarizer; same endpoint.
     #[arg(long)]
     pub summarizer_model: Option<String>,
+    /// Whether the payload marks where the provider may cache its prefix:
+    /// `marked` (Anthropic gets cache breakpoints after the system prompt
+    /// and at the conversation's end; the other APIs cache by themselves)
+    /// or `unmarked`.
+    #[arg(long, default_value = "marked")]
+    pub prompt_cache: PromptCache,
 }
 
 #[derive(Debug, Subcommand)]
@@ -390,6 +397,12 @@ pub struct ModelArgs {
     /// Compaction starts at this fraction of the input budget (default 0.8).
     #[arg(long)]
     pub trigger_ratio: Option<f64>,
+    /// Whether the payload marks where the provider may cache its prefix:
+    /// `marked` (Anthropic gets cache breakpoints after the system prompt
+    /// and at the conversation's end; the other APIs cache by themselves)
+    /// or `unmarked`.
+    #[arg(long, default_value = "marked")]
+    pub prompt_cache: PromptCache,
 }
 
 #[derive(Debug, Subcommand)]

@@ -365,6 +365,38 @@ fn context_prepare_and_tokens() {
     assert_eq!(context["model_source"], "override");
     assert_eq!(context["events"], 8);
     assert!(context["sections"]["tool_outputs"].as_u64().unwrap() > 0);
+    assert!(context.get("last_call").is_none(), "no usage yet");
+
+    // A call whose prompt the provider mostly read from its cache.
+    let answer = json!({"trace_type": "assistant", "content": "Done.",
+        "usage": {"prompt_tokens": 10_000, "cached_tokens": 9_000, "completion_tokens": 100, "model": "gpt-4.1"}});
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &format!("{answer}\n"),
+    );
+    let context: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["context", "s", "--json"])).stdout,
+    )
+    .unwrap();
+    let last = &context["last_call"];
+    assert_eq!(
+        (
+            last["prompt_tokens"].as_u64(),
+            last["cached_tokens"].as_u64()
+        ),
+        (Some(10_000), Some(9_000))
+    );
+    // gpt-4.1: $2 a million input, $0.50 cached, $8 output.
+    let cost = last["cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - (1_000.0 * 2.0 + 9_000.0 * 0.5 + 100.0 * 8.0) / 1e6).abs() < 1e-9,
+        "{cost}"
+    );
+    let text = stdout(&run_ok(agentmem(dir.path()).args(["context", "s"])));
+    assert!(
+        text.contains("9,000 read from the provider's cache (90%)"),
+        "{text}"
+    );
     let text = stdout(&run_ok(agentmem(dir.path()).args([
         "context",
         "s",
@@ -382,27 +414,25 @@ fn context_prepare_and_tokens() {
         r#"[{"type":"function","function":{"name":"bash","description":"Run a command.","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}}]"#,
     )
     .unwrap();
-    let out = run_ok(
-        agentmem(dir.path())
-            .args([
-                "prepare",
-                "s",
-                "--model",
-                "claude-sonnet-4-5",
-                "--system",
-                "Be brief.",
-                "--stats",
-                "--tools",
-            ])
-            .arg(&tools),
-    );
+    let prepare_for_claude = |extra: &[&str]| {
+        let mut command = agentmem(dir.path());
+        let model = ["--model", "claude-sonnet-4-5", "--system", "Be brief."];
+        run_ok(command.args(["prepare", "s"]).args(model).args(extra))
+    };
+    let out = prepare_for_claude(&["--stats", "--tools", tools.to_str().unwrap()]);
     let payload: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(payload["system"], "Be brief.");
+    assert_eq!(payload["system"][0]["text"], "Be brief.");
+    assert_eq!(payload["system"][0]["cache_control"]["type"], "ephemeral");
     assert_eq!(payload["tools"][0]["name"], "bash");
     assert_eq!(payload["messages"][0]["role"], "user");
     let stats: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(stats["target"], "anthropic");
     assert!(stats["sections"]["tool_schemas"].as_u64().unwrap() > 0);
+
+    let unmarked = prepare_for_claude(&["--prompt-cache", "unmarked"]);
+    let payload: Value = serde_json::from_slice(&unmarked.stdout).unwrap();
+    assert_eq!(payload["system"], "Be brief.");
+    assert!(!stdout(&unmarked).contains("cache_control"));
 
     let bad = agentmem(dir.path())
         .args(["prepare", "s", "--target", "cohere"])

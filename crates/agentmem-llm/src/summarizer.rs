@@ -14,7 +14,7 @@
 
 use agentmem::event::{Event, TraceType};
 use agentmem::message::messages_from_events;
-use agentmem::render::{render, RenderRequest};
+use agentmem::render::{render, PromptCache, RenderRequest};
 use agentmem::summarize::{
     Fact, FactKind, SummarizeError, Summarizer, Summary, SummaryRequest, SECTION_TITLES,
 };
@@ -66,6 +66,8 @@ impl LlmSummarizer {
                 messages: &messages,
                 tools: &[],
                 max_output_tokens: request.max_tokens.saturating_add(ANSWER_OVERHEAD_TOKENS),
+                // One call per span: a cache write would only cost more.
+                cache: PromptCache::Unmarked,
             },
         )
     }

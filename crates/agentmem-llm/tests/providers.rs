@@ -294,6 +294,48 @@ fn anthropic_gets_its_headers_and_its_streamed_answer_becomes_events() {
     assert_eq!(answer.usage.as_ref().unwrap().completion_tokens, 5);
 }
 
+/// An Anthropic answer with the usage of a prompt partly read from the cache.
+fn anthropic_answer(text: &str, cache_read: u64) -> Reply {
+    Reply::json(
+        200,
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+               "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 20, "cache_creation_input_tokens": 30,
+                         "cache_read_input_tokens": cache_read, "output_tokens": 5}}),
+    )
+}
+
+#[test]
+fn anthropic_calls_mark_the_prefix_to_cache_and_the_cached_share_is_recorded() {
+    let server = Loopback::start(vec![
+        anthropic_answer("Paris.", 0),
+        anthropic_answer("Tokyo.", 1_200),
+    ]);
+    let client = Client::new(endpoint(Target::Anthropic, &server, "AM_TEST_KEY_CACHE")).unwrap();
+    let (_dir, mut session) = session_with_question("Capital of France?");
+    let mut request = PrepareRequest::new("claude-sonnet-4-5", Target::Anthropic);
+    request.system = Some("Answer in one word.".into());
+    call_model(&mut session, &client, &request, Delivery::Whole).unwrap();
+    session.ingest(vec![Event::user("And of Japan?")]).unwrap();
+    call_model(&mut session, &client, &request, Delivery::Whole).unwrap();
+
+    let mark = json!({"type": "ephemeral"});
+    let sent = server.requests();
+    assert_eq!(sent[1].body["system"][0]["cache_control"], mark);
+    let messages = sent[1].body["messages"].as_array().unwrap();
+    let marked: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i]["content"][0].get("cache_control").is_some())
+        .collect();
+    assert_eq!(
+        marked,
+        [2],
+        "only the end of the conversation: {messages:?}"
+    );
+    assert_eq!(messages[2]["content"][0]["text"], "And of Japan?");
+    let usage = session.events().last().unwrap().usage.clone().unwrap();
+    assert_eq!((usage.prompt_tokens, usage.cached_tokens), (1_250, 1_200));
+}
+
 #[test]
 fn gemini_is_called_at_its_model_url_with_its_key_header() {
     let server = Loopback::start(vec![Reply::json(

@@ -122,3 +122,35 @@ fn an_answer_without_json_is_a_summarizer_failure_and_history_stays() {
     assert!(session.snapshot().is_none());
     assert_eq!(session.events().len(), 18, "nothing was archived");
 }
+
+#[test]
+fn a_summary_request_asks_for_no_cache_write() {
+    let summary = json!({"sections": {"Goal": ["Tidy the parser"]}, "facts": []});
+    let server = Loopback::start(vec![Reply::json(
+        200,
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+               "content": [{"type": "text", "text": summary.to_string()}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 900, "output_tokens": 40}}),
+    )]);
+    std::env::set_var("AM_TEST_KEY_SUMMARIZER_ANTHROPIC", "k");
+    let endpoint = Endpoint {
+        base_url: format!("{}/v1", server.url),
+        api_key_env: "AM_TEST_KEY_SUMMARIZER_ANTHROPIC".into(),
+        ..Endpoint::official(Target::Anthropic, "claude-haiku-4-5")
+    };
+    let client = Client::new(endpoint).unwrap();
+    let summarizer = LlmSummarizer::new(client, "claude-haiku-4-5", 100_000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.set_summarizer(Box::new(summarizer));
+    for t in 0..9 {
+        let ask = Event::user(format!("Step {t}: tidy the parser."));
+        let reply = Event::assistant("Tidying src/parse.rs. ".repeat(30));
+        session.ingest(vec![ask, reply]).unwrap();
+    }
+    assert!(session.compact(&CompactOptions::default()).unwrap().applied);
+    let sent = &server.requests()[0].body;
+    assert!(sent["system"].is_string(), "{sent}");
+    assert!(!sent.to_string().contains("cache_control"), "{sent}");
+}

@@ -670,6 +670,9 @@ fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
     };
     let mut request = PrepareRequest::new(model, target);
     request.system = optional_str(args, "system")?.map(str::to_owned);
+    if let Some(cache) = optional_str(args, "prompt_cache")? {
+        request.cache = cache.parse().map_err(ServiceError::bad_request)?;
+    }
     if let Some(tools) = args.get("tools") {
         request.tools = tools
             .as_array()

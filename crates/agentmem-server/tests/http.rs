@@ -49,9 +49,13 @@ fn a_client_walks_a_whole_agent_loop() {
     );
     assert_eq!(status, 200, "{prepared}");
     assert_eq!(
-        prepared["payload"]["system"], "Be brief.",
-        "Anthropic shape: {prepared}"
+        prepared["payload"]["system"][0]["text"], "Be brief.",
+        "Anthropic shape, cache marked: {prepared}"
     );
+    let unmarked =
+        json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "prompt_cache": "unmarked"});
+    let (_, plain) = server.call("POST", "/v1/sessions/s1/prepare", Some(&unmarked));
+    assert_eq!(plain["payload"]["system"], "Be brief.", "{plain}");
     let counted = prepared["stats"]["counted_tokens"].as_u64().unwrap();
 
     // Usage rides on the answer's first event, and the calibration learns from it.
@@ -216,6 +220,12 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
     );
     expect(
         server.call("POST", "/v1/sessions/s1/prepare", Some(&json!({}))),
+        400,
+        "bad_request",
+    );
+    let misspelt = json!({"model": "claude-sonnet-4-5", "prompt_cache": "maybe"});
+    expect(
+        server.call("POST", "/v1/sessions/s1/prepare", Some(&misspelt)),
         400,
         "bad_request",
     );

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::context::strategy::ContextSettingsLayer;
 use crate::context::tiers::Action;
 use crate::message::{messages_from_events, role_of, Message, Role};
-use crate::render::{frame, render, Payload, RenderRequest, Target, ToolSchema};
+use crate::render::{frame, render, Payload, PromptCache, RenderRequest, Target, ToolSchema};
 use crate::segments::RenderCache;
 use crate::tokens::budget::{Budget, BudgetSettings};
 use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
@@ -31,6 +31,8 @@ pub struct PrepareRequest {
     pub budget: BudgetSettings,
     /// Strategy and pipeline settings for this request only (the top layer).
     pub context: ContextSettingsLayer,
+    /// Whether the payload marks where the provider may cache its prefix.
+    pub cache: PromptCache,
 }
 
 impl PrepareRequest {
@@ -43,6 +45,7 @@ impl PrepareRequest {
             tools: Vec::new(),
             budget: BudgetSettings::default(),
             context: ContextSettingsLayer::default(),
+            cache: PromptCache::default(),
         }
     }
 }
@@ -233,6 +236,7 @@ pub fn prepare(
         messages,
         tools: &request.tools,
         max_output_tokens: budget.max_output_tokens,
+        cache: request.cache,
     };
     // The frame reads only system messages (two APIs lift them out of the list).
     let system_messages = messages_from_events(

@@ -23,7 +23,7 @@ use agentmem::context::normalize::{
 };
 use agentmem::event::{Event, TraceType, SIDECHAIN_TAG};
 use agentmem::message::messages_from_events;
-use agentmem::render::{render, RenderRequest, Target, ToolSchema};
+use agentmem::render::{render, PromptCache, RenderRequest, Target, ToolSchema};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -282,6 +282,7 @@ fn rendered(events: &[Event], target: Target) -> Value {
             messages: &messages,
             tools: &tools,
             max_output_tokens: 1024,
+            cache: PromptCache::Marked,
         },
     )
 }

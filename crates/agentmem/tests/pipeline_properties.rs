@@ -40,7 +40,7 @@ use agentmem::event::{Event, TraceType, Usage};
 use agentmem::id::{AgentId, SessionId};
 use agentmem::message::SUMMARY_PREFIX;
 use agentmem::prepare::{request_overhead, ContextStats, PrepareRequest, Prepared};
-use agentmem::render::{Target, ToolSchema};
+use agentmem::render::{PromptCache, Target, ToolSchema};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
@@ -368,6 +368,7 @@ fn request(spec: &Spec, target: Target, call: usize) -> PrepareRequest {
             raw_tail_turns: spec.raw_tail_turns,
             ..ContextSettingsLayer::default()
         },
+        cache: PromptCache::Marked,
     }
 }
 
@@ -789,6 +790,33 @@ fn check_anthropic_pairs(body: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Anthropic's cache breakpoints, as a session's payloads carry them: one on
+/// the system prompt and one on the conversation's last block, none left on
+/// an earlier message by a render reused from a call where it was last.
+fn check_anthropic_cache_marks(body: &Value) -> Result<(), TestCaseError> {
+    let marked = |block: &Value| block.get("cache_control").is_some();
+    let system = list(&body["system"], "system")?;
+    prop_assert!(
+        system.iter().any(marked),
+        "the system prompt carries a mark"
+    );
+    let messages = list(&body["messages"], "messages")?;
+    for (index, message) in messages.iter().enumerate() {
+        let content = list(&message["content"], "content")?;
+        let marks = content.iter().filter(|b| marked(b)).count();
+        let expected = usize::from(index + 1 == messages.len());
+        prop_assert_eq!(marks, expected, "message {}: cache marks", index);
+    }
+    if let Some(last) = messages.last() {
+        let content = list(&last["content"], "content")?;
+        prop_assert!(
+            content.last().is_some_and(marked),
+            "the last block is marked"
+        );
+    }
+    Ok(())
+}
+
 /// The first `n` ids of `events`, for failure messages.
 fn ids(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.id.as_str()).collect()
@@ -1041,7 +1069,8 @@ proptest! {
         for record in &records {
             let checked = match record.target {
                 Target::OpenAiChat => check_chat_pairs(&record.payload),
-                _ => check_anthropic_pairs(&record.payload),
+                _ => check_anthropic_pairs(&record.payload)
+                    .and_then(|()| check_anthropic_cache_marks(&record.payload)),
             };
             checked.map_err(|e| TestCaseError::fail(format!("{} ({}): {e}", record.at, record.target)))?;
         }
@@ -1112,6 +1141,15 @@ fn the_checks_catch_what_they_are_for() {
         {"role": "user", "content": [{"type": "text", "text": "[u1] well?"}]},
     ]});
     assert!(check_anthropic_pairs(&unanswered_anthropic).is_err());
+    let mark = json!({"type": "ephemeral"});
+    let stale_mark = json!({
+        "system": [{"type": "text", "text": "s", "cache_control": mark}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "[u0] go", "cache_control": mark}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "ok", "cache_control": mark}]},
+        ]
+    });
+    assert!(check_anthropic_cache_marks(&stale_mark).is_err());
 
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Durability::Os).unwrap();

@@ -7,7 +7,7 @@ use agentmem::config::CONFIG_FILE;
 use agentmem::event::{Event, Usage};
 use agentmem::id::{AgentId, SessionId};
 use agentmem::prepare::PrepareRequest;
-use agentmem::render::Target;
+use agentmem::render::{PromptCache, Target};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::registry::ModelSource;
@@ -322,4 +322,53 @@ fn a_system_prompt_grown_since_the_last_reported_usage_still_fits_the_budget() {
         "{counted} tokens sent, budget {input_budget}"
     );
     assert_eq!(prepared.stats.context_tokens, counted);
+}
+
+/// The blocks of every message of an Anthropic body that carry a cache mark,
+/// as (message index, block index).
+fn cache_marks(payload: &Value) -> Vec<(usize, usize)> {
+    let messages = payload["messages"].as_array().unwrap();
+    let marked = |(m, message): (usize, &Value)| {
+        let blocks = message["content"].as_array().unwrap();
+        let at = blocks.iter().enumerate();
+        at.filter(|(_, b)| b.get("cache_control").is_some())
+            .map(|(b, _)| (m, b))
+            .collect::<Vec<_>>()
+    };
+    messages.iter().enumerate().flat_map(marked).collect()
+}
+
+#[test]
+fn the_cache_mark_follows_the_end_of_the_conversation_from_call_to_call() {
+    let (_dir, mut session) = session_with(vec![Event::user("list the files")]);
+    let mut request = PrepareRequest::new("claude-sonnet-4-5", Target::Anthropic);
+    request.system = Some("You are a coding agent.".into());
+    let first = session.prepare(&request).unwrap().payload;
+    assert_eq!(
+        first["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(cache_marks(&first.to_value()), [(0, 0)]);
+
+    session
+        .ingest(vec![
+            Event::tool_call("c1", "ls", json!({})),
+            Event::tool_result("c1", "a.rs\nb.rs"),
+        ])
+        .unwrap();
+    let second = session.prepare(&request).unwrap().payload;
+    // The first call's last message is the same render, now unmarked; the
+    // tool result that ends this call carries the mark.
+    assert_eq!(cache_marks(&second.to_value()), [(2, 0)]);
+    assert_eq!(
+        second["messages"][0]["content"][0],
+        json!({"type": "text", "text": "list the files"})
+    );
+    let sent: Value = serde_json::from_str(&second.to_string()).unwrap();
+    assert_eq!(sent, second.to_value(), "the body sent is the body read");
+
+    request.cache = PromptCache::Unmarked;
+    let unmarked = session.prepare(&request).unwrap().payload;
+    assert!(!unmarked.to_string().contains("cache_control"));
+    assert_eq!(unmarked["system"], "You are a coding agent.");
 }

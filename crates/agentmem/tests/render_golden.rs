@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use agentmem::import;
 use agentmem::message::{messages_from_events, Message};
-use agentmem::render::{render, RenderRequest, Target, ToolSchema};
+use agentmem::render::{render, PromptCache, RenderRequest, Target, ToolSchema};
 use serde_json::{json, Value};
 
 const MODEL: &str = "test-model";
@@ -103,6 +103,7 @@ fn rendered(fixture: &Fixture, target: Target) -> Value {
         messages: &fixture.messages,
         tools: &tools,
         max_output_tokens: MAX_OUTPUT_TOKENS,
+        cache: PromptCache::Marked,
     };
     render(target, &request)
 }
@@ -383,6 +384,7 @@ fn check_responses_message(index: usize, item: &Value) {
 /// in assistant content, tool results first in user content, and every
 /// `tool_use` answered in the very next (user) message.
 fn check_anthropic(body: &Value, findings: &mut Findings) {
+    check_anthropic_cache_marks(body, findings);
     let messages = items(&body["messages"], "messages");
     assert_eq!(
         messages.first().map(|m| &m["role"]),
@@ -460,6 +462,45 @@ fn check_anthropic(body: &Value, findings: &mut Findings) {
         }
     }
     findings.trailing_calls.extend(previous_calls);
+}
+
+/// Cache breakpoints: at most four in a request, none on a thinking block;
+/// a system prompt given as a list holds text blocks.
+fn check_anthropic_cache_marks(body: &Value, findings: &mut Findings) {
+    const MAX_CACHE_BREAKPOINTS: usize = 4;
+    let list = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    };
+    let blocks = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten());
+    let marked: Vec<&Value> = list("tools")
+        .iter()
+        .chain(list("system"))
+        .chain(blocks)
+        .filter(|b| b.get("cache_control").is_some())
+        .collect();
+    if marked.len() > MAX_CACHE_BREAKPOINTS {
+        findings.broken(format!(
+            "{} cache breakpoints; the API takes 4",
+            marked.len()
+        ));
+    }
+    for block in marked
+        .iter()
+        .filter(|b| ["thinking", "redacted_thinking"].contains(&typ(b)))
+    {
+        findings.broken(format!(
+            "a thinking block carries a cache breakpoint: {block}"
+        ));
+    }
+    for block in list("system") {
+        assert_eq!(typ(block), "text", "system blocks are text");
+    }
 }
 
 fn check_anthropic_block(index: usize, block: &Value) {
@@ -629,6 +670,21 @@ fn the_checks_catch_broken_requests() {
     ]});
     let findings = check(Target::Anthropic, &anthropic);
     assert_eq!(findings.breaks.len(), 2, "{findings:?}");
+    let mark = json!({"type": "ephemeral"});
+    let text = |t: &str| json!({"type": "text", "text": t, "cache_control": mark});
+    let overmarked = json!({"system": [text("s")], "messages": [
+        {"role": "user", "content": [text("a"), text("b"), text("c")]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "sig", "cache_control": mark},
+            {"type": "text", "text": "ok"},
+        ]},
+    ]});
+    let findings = check(Target::Anthropic, &overmarked);
+    assert_eq!(
+        findings.breaks.len(),
+        2,
+        "five marks, one on thinking: {findings:?}"
+    );
 
     let gemini = json!({"generationConfig": {"maxOutputTokens": MAX_OUTPUT_TOKENS}, "contents": [
         {"role": "user", "parts": [{"text": "go"}]},

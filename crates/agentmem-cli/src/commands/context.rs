@@ -1,9 +1,9 @@
 //! `agentmem context`: where a session stands against a model's budget.
 
-use agentmem::event::TraceType;
+use agentmem::event::{TraceType, Usage};
 use agentmem::prepare::{ContextStats, Sections};
 use agentmem::session::Session;
-use agentmem::tokens::registry::ModelSource;
+use agentmem::tokens::registry::{ModelRegistry, ModelSource};
 
 use super::Context;
 use crate::cli::ModelArgs;
@@ -16,11 +16,20 @@ pub fn run(ctx: &Context, id: &str, args: &ModelArgs) -> anyhow::Result<()> {
     ctx.report_recoveries(&session);
     let request = super::prepare::request_for(&session, args)?;
     let stats = session.prepare(&request)?.stats;
-    let extra = Extra::of(&session);
+    let extra = Extra::of(&session, ctx.store.registry(), &stats.model);
     if ctx.json {
         let mut value = serde_json::to_value(&stats)?;
         value["compactions"] = extra.compactions.into();
         value["history_bytes"] = extra.history_bytes.into();
+        if let Some(last) = &extra.last_call {
+            value["last_call"] = serde_json::json!({
+                "model": last.model,
+                "prompt_tokens": last.usage.prompt_tokens,
+                "cached_tokens": last.usage.cached_tokens,
+                "completion_tokens": last.usage.completion_tokens,
+                "cost_usd": last.cost_usd,
+            });
+        }
         value["calibration_by_model"] = session
             .calibration()
             .all()
@@ -42,10 +51,40 @@ pub fn run(ctx: &Context, id: &str, args: &ModelArgs) -> anyhow::Result<()> {
 struct Extra {
     compactions: usize,
     history_bytes: u64,
+    last_call: Option<LastCall>,
+}
+
+/// The latest model call the log holds usage of: how much of its prompt the
+/// provider read from its cache, and what it cost where prices are known.
+struct LastCall {
+    model: String,
+    usage: Usage,
+    cost_usd: Option<f64>,
+}
+
+impl LastCall {
+    fn of(session: &Session, registry: &ModelRegistry, model: &str) -> Option<LastCall> {
+        let usage = session
+            .events()
+            .iter()
+            .rev()
+            .find_map(|e| e.usage.clone())?;
+        let model = usage.model.clone().unwrap_or_else(|| model.to_owned());
+        let cost_usd = registry.lookup(&model).cost_usd(
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.completion_tokens,
+        );
+        Some(LastCall {
+            model,
+            usage,
+            cost_usd,
+        })
+    }
 }
 
 impl Extra {
-    fn of(session: &Session) -> Extra {
+    fn of(session: &Session, registry: &ModelRegistry, model: &str) -> Extra {
         let size = |path: std::path::PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
         Extra {
             compactions: session.snapshot().map_or(0, |s| s.compactions as usize)
@@ -55,6 +94,7 @@ impl Extra {
                     .filter(|e| e.trace_type == TraceType::Summary)
                     .count(),
             history_bytes: size(session.paths().raw_traces()) + size(session.paths().archive()),
+            last_call: LastCall::of(session, registry, model),
         }
     }
 }
@@ -107,6 +147,19 @@ fn print_report(stats: &ContextStats, extra: &Extra, session: &Session) {
             thousands(stats.counted_tokens)
         ),
         None => println!("measured: no provider usage yet; the figure above is counted"),
+    }
+    if let Some(last) = &extra.last_call {
+        let usage = &last.usage;
+        let share = 100.0 * usage.cached_tokens as f64 / usage.prompt_tokens.max(1) as f64;
+        let cost = last
+            .cost_usd
+            .map_or(String::new(), |usd| format!(", ${usd:.4}"));
+        println!(
+            "last call ({}): prompt {}, {} read from the provider's cache ({share:.0}%){cost}",
+            last.model,
+            thousands(usage.prompt_tokens),
+            thousands(usage.cached_tokens)
+        );
     }
     for (model, c) in session.calibration().all() {
         println!(

@@ -33,6 +33,15 @@
 //!   [`data_uri`]). A local path or another URI cannot be sent without reading
 //!   it, which a renderer does not do: it becomes a text block naming it.
 //!
+//! - **Prompt caching** ([`PromptCache::Marked`]): Anthropic caches a prefix
+//!   only up to a block marked `cache_control: {type: "ephemeral"}`, in the
+//!   order tools, system, messages. Two of the four marks the API allows are
+//!   used: the system prompt goes as one text block carrying a mark (or, with
+//!   no system prompt, the last tool does), and the conversation's last block
+//!   carries the other. The next call of a tool loop then reads all it shares
+//!   with this one from the cache. Signed thinking blocks cannot carry a mark,
+//!   so the last block that can does.
+//!
 //! Pairing (every `tool_use` answered in the next user message) is the
 //! transcript's business: a call whose result is missing or comes later is
 //! rendered where it is, and the pair-repair pass must fix it first.
@@ -41,7 +50,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Frame, Place, RenderRequest, ToolSchema};
+use super::{Frame, ListEnd, Place, PromptCache, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 /// The user message put in front of a transcript that starts with the assistant.
@@ -52,16 +61,49 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     head.insert("model".into(), request.model.into());
     head.insert("max_tokens".into(), request.max_output_tokens.into());
     let system = system_text(request);
-    if !system.is_empty() {
-        head.insert("system".into(), Value::String(system));
-    }
-    if !request.tools.is_empty() {
-        head.insert("tools".into(), request.tools.iter().map(tool).collect());
+    let mut tools: Vec<Value> = request.tools.iter().map(tool).collect();
+    let end = match request.cache {
+        PromptCache::Marked => {
+            // The system prompt comes after the tools: one mark covers both.
+            if system.is_empty() {
+                tools.last_mut().into_iter().for_each(mark);
+            } else {
+                let mut block = json!({"type": "text", "text": system});
+                mark(&mut block);
+                head.insert("system".into(), Value::Array(vec![block]));
+            }
+            ListEnd::CacheBreakpoint
+        }
+        PromptCache::Unmarked => {
+            if !system.is_empty() {
+                head.insert("system".into(), Value::String(system));
+            }
+            ListEnd::AsRendered
+        }
+    };
+    if !tools.is_empty() {
+        head.insert("tools".into(), Value::Array(tools));
     }
     Frame {
         head,
         list_key: "messages",
         lead: Vec::new(),
+        end,
+    }
+}
+
+/// Marks the last block of `message` that can carry a cache breakpoint
+/// (any but signed thinking), so the prefix up to it is cached.
+pub(super) fn mark_cache_breakpoint(message: &mut Value) {
+    let blocks = message.get_mut("content").and_then(Value::as_array_mut);
+    let last = blocks.and_then(|blocks| blocks.iter_mut().rev().find(|b| !is_thinking(b)));
+    last.into_iter().for_each(mark);
+}
+
+/// Puts a cache breakpoint on `block`.
+fn mark(block: &mut Value) {
+    if let Some(fields) = block.as_object_mut() {
+        fields.insert("cache_control".into(), json!({"type": "ephemeral"}));
     }
 }
 
@@ -332,6 +374,7 @@ mod tests {
             messages,
             tools,
             max_output_tokens: 1024,
+            cache: PromptCache::Unmarked,
         }
     }
 
@@ -384,6 +427,58 @@ mod tests {
         // The two user messages around the system message merge.
         assert_eq!(body["messages"].as_array().unwrap().len(), 1);
         assert_eq!(body["messages"][0]["content"][1]["text"], "again");
+    }
+
+    #[test]
+    fn cache_marks_go_after_the_system_prompt_and_on_the_last_block() {
+        let tools = [ToolSchema {
+            name: "ls".into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        }];
+        let messages = [
+            Message::text(Role::User, "list"),
+            assistant(vec![
+                Part::Text("Listing.".into()),
+                call("c1", "ls", json!({})),
+            ]),
+            result("c1", "a.rs", false),
+        ];
+        let marked = RenderRequest {
+            cache: PromptCache::Marked,
+            ..request(Some("prompt"), &messages, &tools)
+        };
+        let mark = json!({"type": "ephemeral"});
+        let body = render(&marked);
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "prompt", "cache_control": mark}])
+        );
+        assert!(
+            body["tools"][0].get("cache_control").is_none(),
+            "the system mark covers tools"
+        );
+        let text = body.to_string();
+        assert_eq!(text.matches("cache_control").count(), 2, "{text}");
+        assert_eq!(body["messages"][2]["content"][0]["cache_control"], mark);
+
+        let body = render(&RenderRequest {
+            system: None,
+            ..marked
+        });
+        assert!(body.get("system").is_none());
+        assert_eq!(body["tools"][0]["cache_control"], mark);
+    }
+
+    #[test]
+    fn a_cache_mark_skips_signed_thinking() {
+        let mut message = json!({"role": "assistant", "content": [
+            {"type": "text", "text": "answer"},
+            thinking(),
+        ]});
+        mark_cache_breakpoint(&mut message);
+        assert!(message["content"][0].get("cache_control").is_some());
+        assert!(message["content"][1].get("cache_control").is_none());
     }
 
     #[test]

@@ -48,7 +48,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::anthropic::{data_uri, image_placeholder, tool_input};
-use super::{Frame, Place, RenderRequest, ToolSchema};
+use super::{Frame, ListEnd, Place, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 /// The user content put in front of a transcript that starts with the model.
@@ -101,6 +101,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "contents",
         lead: Vec::new(),
+        end: ListEnd::AsRendered,
     }
 }
 
@@ -400,6 +401,7 @@ mod tests {
             messages,
             tools,
             max_output_tokens: 2048,
+            cache: super::super::PromptCache::default(),
         }
     }
 

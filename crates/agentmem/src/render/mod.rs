@@ -160,6 +160,60 @@ pub struct RenderRequest<'a> {
     pub tools: &'a [ToolSchema],
     /// The most tokens the reply may use (required by Anthropic).
     pub max_output_tokens: u64,
+    /// Whether the body asks the provider to cache its prefix.
+    pub cache: PromptCache,
+}
+
+/// Whether a request body marks where the provider may cache its prefix.
+///
+/// A long agent session sends the same prefix call after call, and a cached
+/// prefix is read at a tenth of the input price. OpenAI and Gemini cache
+/// prefixes by themselves; Anthropic caches only up to the breakpoints a
+/// request marks (`cache_control`), so without marks every call of a tool
+/// loop pays for the whole context again.
+///
+/// ```
+/// use agentmem::message::{Message, Role};
+/// use agentmem::render::{render, PromptCache, RenderRequest, Target};
+/// let messages = [Message::text(Role::User, "hi")];
+/// let mut request = RenderRequest {
+///     model: "claude-sonnet-4-5",
+///     system: Some("Be brief."),
+///     messages: &messages,
+///     tools: &[],
+///     max_output_tokens: 1024,
+///     cache: PromptCache::Marked,
+/// };
+/// let body = render(Target::Anthropic, &request);
+/// assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+/// assert_eq!(body["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
+/// request.cache = PromptCache::Unmarked;
+/// assert_eq!(render(Target::Anthropic, &request)["system"], "Be brief.");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum PromptCache {
+    /// Breakpoints where the API takes them (Anthropic): after the tools and
+    /// system prompt, and after the conversation's last block, so the next
+    /// call of an agent loop reads everything sent before from the cache.
+    #[default]
+    Marked,
+    /// No marks: for a one-off call (Anthropic charges a cache write at
+    /// 1.25 times the input price) or a server that rejects them.
+    Unmarked,
+}
+
+impl FromStr for PromptCache {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "marked" => Ok(PromptCache::Marked),
+            "unmarked" => Ok(PromptCache::Unmarked),
+            other => Err(format!(
+                "unknown prompt cache setting {other:?}; use marked or unmarked"
+            )),
+        }
+    }
 }
 
 /// Renders `request` as the request body of `target`'s API.
@@ -216,6 +270,27 @@ pub struct Frame {
     /// Entries that come before the conversation's own (Chat Completions'
     /// system message).
     lead: Vec<Value>,
+    /// What the list's last entry carries.
+    end: ListEnd,
+}
+
+/// What the last entry of a message list carries beyond its render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListEnd {
+    /// Nothing: the entry as rendered.
+    AsRendered,
+    /// An Anthropic cache breakpoint on its last block that can hold one.
+    CacheBreakpoint,
+}
+
+impl ListEnd {
+    /// Marks `entry`, the list's last, as this end wants it.
+    fn mark(self, entry: &mut Value) {
+        match self {
+            ListEnd::AsRendered => {}
+            ListEnd::CacheBreakpoint => anthropic::mark_cache_breakpoint(entry),
+        }
+    }
 }
 
 impl Frame {
@@ -225,8 +300,12 @@ impl Frame {
             mut head,
             list_key,
             mut lead,
+            end,
         } = self;
         lead.extend(list);
+        if let Some(last) = lead.last_mut() {
+            end.mark(last);
+        }
         head.insert(list_key.to_owned(), Value::Array(lead));
         Value::Object(head)
     }

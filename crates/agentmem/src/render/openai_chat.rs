@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Frame, RenderRequest, ToolSchema};
+use super::{Frame, ListEnd, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 use crate::tokens::count::arguments_text;
 
@@ -26,6 +26,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "messages",
         lead,
+        end: ListEnd::AsRendered,
     }
 }
 

@@ -42,7 +42,7 @@
 use serde_json::{json, Map, Value};
 
 use super::anthropic::{image_placeholder, tool_input};
-use super::{Frame, RenderRequest, ToolSchema};
+use super::{Frame, ListEnd, RenderRequest, ToolSchema};
 use crate::message::{Message, Part, Role};
 
 pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
@@ -58,6 +58,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "input",
         lead: Vec::new(),
+        end: ListEnd::AsRendered,
     }
 }
 
@@ -218,6 +219,7 @@ mod tests {
             messages,
             tools,
             max_output_tokens: 1024,
+            cache: super::super::PromptCache::default(),
         }
     }
 

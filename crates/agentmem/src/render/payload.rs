@@ -15,7 +15,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{entries, Frame, Place, Target};
+use super::{entries, Frame, ListEnd, Place, Target};
 use crate::message::Message;
 
 /// A run of the message list's entries, serialized once.
@@ -59,10 +59,14 @@ impl Segment {
 ///
 /// Cloning is cheap: the message list is shared, not copied. Indexing
 /// (`payload["messages"]`) builds the whole [`Value`] once, on first use.
+/// The list's last entry is the one thing a body may send otherwise than its
+/// segment holds it: where the frame marks it (a cache breakpoint), the mark
+/// is put on a copy, so the shared segment stays as rendered for the calls
+/// in which it is not last.
 ///
 /// ```
 /// use agentmem::message::{Message, Role};
-/// use agentmem::render::{render, Payload, RenderRequest, Target};
+/// use agentmem::render::{render, Payload, PromptCache, RenderRequest, Target};
 /// let messages = [Message::text(Role::User, "hi")];
 /// let request = RenderRequest {
 ///     model: "gpt-4.1",
@@ -70,6 +74,7 @@ impl Segment {
 ///     messages: &messages,
 ///     tools: &[],
 ///     max_output_tokens: 1024,
+///     cache: PromptCache::Marked,
 /// };
 /// let payload = Payload::render(Target::OpenAiChat, &request);
 /// assert_eq!(payload["messages"][1]["content"], "hi");
@@ -79,15 +84,19 @@ impl Segment {
 pub struct Payload {
     frame: Frame,
     segments: Vec<Arc<Segment>>,
+    /// The segments' last entry as sent, when the frame marks it.
+    marked_last: Option<Box<RawValue>>,
     value: OnceLock<Value>,
 }
 
 impl Payload {
     /// A body of `frame` around `segments`, in order.
-    pub fn new(frame: Frame, segments: Vec<Arc<Segment>>) -> Payload {
+    pub fn new(mut frame: Frame, segments: Vec<Arc<Segment>>) -> Payload {
+        let marked_last = mark_list_end(&mut frame, &segments);
         Payload {
             frame,
             segments,
+            marked_last,
             value: OnceLock::new(),
         }
     }
@@ -137,6 +146,25 @@ impl Serialize for Payload {
     }
 }
 
+/// Marks the list's last entry as `frame` wants it: a lead entry in place,
+/// a segment's on a copy, which is returned.
+fn mark_list_end(frame: &mut Frame, segments: &[Arc<Segment>]) -> Option<Box<RawValue>> {
+    if frame.end == ListEnd::AsRendered {
+        return None;
+    }
+    let Some(last) = segments.iter().rev().find_map(|s| s.entries.last()) else {
+        frame
+            .lead
+            .last_mut()
+            .into_iter()
+            .for_each(|e| frame.end.mark(e));
+        return None;
+    };
+    let mut entry: Value = serde_json::from_str(last.get()).expect("an entry is JSON");
+    frame.end.mark(&mut entry);
+    Some(serde_json::value::to_raw_value(&entry).expect("a JSON value always serializes"))
+}
+
 /// The message list: the lead entries, then every segment's.
 struct List<'a>(&'a Payload);
 
@@ -147,9 +175,11 @@ impl Serialize for List<'_> {
         for entry in &payload.frame.lead {
             seq.serialize_element(entry)?;
         }
-        for segment in &payload.segments {
-            for entry in &segment.entries {
-                seq.serialize_element(entry)?;
+        let mut entries = payload.segments.iter().flat_map(|s| &s.entries).peekable();
+        while let Some(entry) = entries.next() {
+            match &payload.marked_last {
+                Some(marked) if entries.peek().is_none() => seq.serialize_element(marked)?,
+                Some(_) | None => seq.serialize_element(entry)?,
             }
         }
         seq.end()
