@@ -84,9 +84,8 @@ pub enum Command {
         /// A JSON file with the tool schemas (a list; OpenAI, Anthropic or neutral shape).
         #[arg(long)]
         tools: Option<PathBuf>,
-        /// The system prompt.
-        #[arg(long)]
-        system: Option<String>,
+        #[command(flatten)]
+        prompt: PromptArgs,
         /// Print the stats as JSON on stderr.
         #[arg(long)]
         stats: bool,
@@ -403,6 +402,20 @@ pub struct ModelArgs {
     /// or `unmarked`.
     #[arg(long, default_value = "marked")]
     pub prompt_cache: PromptCache,
+}
+
+/// What a prepared call says beside the conversation.
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// The system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Text that changes from call to call (the date, the open files), sent
+    /// after the conversation so that the prefix before it stays in the
+    /// provider's cache; the session adds its working memory and recalled
+    /// memories to it.
+    #[arg(long)]
+    pub live_context: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

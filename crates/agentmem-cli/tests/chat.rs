@@ -179,26 +179,29 @@ fn the_model_keeps_its_task_state_in_the_session_it_talks_in() {
     );
 
     let requests = server.requests();
-    let last_message = |i: usize| {
-        requests[i].body["messages"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()
-            .clone()
+    let messages = |i: usize| requests[i].body["messages"].as_array().unwrap().clone();
+    let last_of = |i: usize, role: &str| {
+        let messages = messages(i);
+        let last = messages.iter().rev().find(|m| m["role"] == role);
+        last.unwrap()["content"].as_str().unwrap().to_owned()
     };
-    let applied = last_message(1)["content"].as_str().unwrap().to_owned();
+    let applied = last_of(1, "tool");
     assert!(applied.contains("now at version 1"), "{applied}");
-    let refused = last_message(2)["content"].as_str().unwrap().to_owned();
+    let refused = last_of(2, "tool");
     assert!(
         refused.starts_with("error:") && refused.contains("found 1"),
         "{refused}"
     );
-    let system = requests[3].body["messages"][0]["content"].as_str().unwrap();
+    // The state closes the request, after the conversation, as it changes.
+    let live = messages(3).last().unwrap().clone();
+    let live = live["content"].as_str().unwrap();
+    assert_eq!(messages(3).last().unwrap()["role"], "system");
     assert!(
-        system.contains("# Working memory (version 1)") && system.contains("review auth"),
-        "{system}"
+        live.contains("# Working memory (version 1)") && live.contains("review auth"),
+        "{live}"
     );
+    let system = messages(3)[0]["content"].as_str().unwrap().to_owned();
+    assert!(!system.contains("# Working memory"), "{system}");
 
     let id = session_id(&output);
     let state = common::agentmem_with_input(

@@ -434,6 +434,26 @@ fn context_prepare_and_tokens() {
     assert_eq!(payload["system"], "Be brief.");
     assert!(!stdout(&unmarked).contains("cache_control"));
 
+    let live = run_ok(agentmem(dir.path()).args([
+        "prepare",
+        "s",
+        "--model",
+        "gpt-4o",
+        "--live-context",
+        "Today is Tuesday.",
+    ]));
+    let payload: Value = serde_json::from_slice(&live.stdout).unwrap();
+    let last = payload["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last,
+        json!({"role": "system", "content": "Today is Tuesday."})
+    );
+
     let bad = agentmem(dir.path())
         .args(["prepare", "s", "--target", "cohere"])
         .output()

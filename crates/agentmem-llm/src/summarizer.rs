@@ -68,6 +68,7 @@ impl LlmSummarizer {
                 max_output_tokens: request.max_tokens.saturating_add(ANSWER_OVERHEAD_TOKENS),
                 // One call per span: a cache write would only cost more.
                 cache: PromptCache::Unmarked,
+                live_context: None,
             },
         )
     }

@@ -670,6 +670,7 @@ fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
     };
     let mut request = PrepareRequest::new(model, target);
     request.system = optional_str(args, "system")?.map(str::to_owned);
+    request.live_context = optional_str(args, "live_context")?.map(str::to_owned);
     if let Some(cache) = optional_str(args, "prompt_cache")? {
         request.cache = cache.parse().map_err(ServiceError::bad_request)?;
     }

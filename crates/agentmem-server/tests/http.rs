@@ -56,6 +56,14 @@ fn a_client_walks_a_whole_agent_loop() {
         json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "prompt_cache": "unmarked"});
     let (_, plain) = server.call("POST", "/v1/sessions/s1/prepare", Some(&unmarked));
     assert_eq!(plain["payload"]["system"], "Be brief.", "{plain}");
+    let live = json!({"model": "gpt-4o", "live_context": "Today is Tuesday."});
+    let (_, closed) = server.call("POST", "/v1/sessions/s1/prepare", Some(&live));
+    let messages = closed["payload"]["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "Today is Tuesday.",
+        "{closed}"
+    );
     let counted = prepared["stats"]["counted_tokens"].as_u64().unwrap();
 
     // Usage rides on the answer's first event, and the calibration learns from it.

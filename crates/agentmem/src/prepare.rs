@@ -33,6 +33,12 @@ pub struct PrepareRequest {
     pub context: ContextSettingsLayer,
     /// Whether the payload marks where the provider may cache its prefix.
     pub cache: PromptCache,
+    /// System text that changes from call to call, sent after the
+    /// conversation so the prefix before it stays cached (see
+    /// [`RenderRequest::live_context`]): the date, the files open in an
+    /// editor. A session adds its working memory and the memories it
+    /// recalled for the latest question.
+    pub live_context: Option<String>,
 }
 
 impl PrepareRequest {
@@ -46,6 +52,7 @@ impl PrepareRequest {
             budget: BudgetSettings::default(),
             context: ContextSettingsLayer::default(),
             cache: PromptCache::default(),
+            live_context: None,
         }
     }
 }
@@ -147,14 +154,15 @@ pub struct Prepared {
     pub stats: ContextStats,
 }
 
-/// The tokens a request adds around the view: system prompt, tool schemas
-/// and reply priming.
+/// The tokens a request adds around the view: system prompt and live
+/// context (each counted as a system message), tool schemas and reply priming.
 pub fn request_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Sections {
     let tools_json: Vec<Value> = request.tools.iter().map(ToolSchema::to_json).collect();
+    let system_message =
+        |text: &String| count_message(&Message::text(Role::System, text), tokenizer).total;
+    let system = [&request.system, &request.live_context];
     Sections {
-        system: request.system.as_deref().map_or(0, |s| {
-            count_message(&Message::text(Role::System, s), tokenizer).total
-        }),
+        system: system.into_iter().flatten().map(system_message).sum(),
         tool_schemas: count_tool_schemas(&tools_json, tokenizer),
         reply: TOKENS_PER_REPLY,
         ..Sections::default()
@@ -237,6 +245,7 @@ pub fn prepare(
         tools: &request.tools,
         max_output_tokens: budget.max_output_tokens,
         cache: request.cache,
+        live_context: request.live_context.as_deref(),
     };
     // The frame reads only system messages (two APIs lift them out of the list).
     let system_messages = messages_from_events(

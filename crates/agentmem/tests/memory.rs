@@ -195,21 +195,18 @@ fn a_new_session_starts_with_what_earlier_sessions_left() {
     second
         .ingest(vec![Event::user("What should I know?")])
         .unwrap();
-    let system = second
+    let prepared = second
         .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
-        .unwrap()
-        .payload["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .unwrap();
+    let live = common::live_context(&prepared.payload);
     assert!(
-        system.starts_with("# What you know from earlier sessions"),
-        "{system}"
+        live.starts_with("# What you know from earlier sessions"),
+        "{live}"
     );
-    assert!(system.contains("never deploy on Fridays"));
+    assert!(live.contains("never deploy on Fridays"));
     assert!(
-        system.contains(&format!("## Session {first_id}")) && system.contains("table_0"),
-        "{system}"
+        live.contains(&format!("## Session {first_id}")) && live.contains("table_0"),
+        "{live}"
     );
 
     // The budget bounds it; 0 turns it off.
@@ -228,6 +225,11 @@ fn a_new_session_starts_with_what_earlier_sessions_left() {
         .unwrap()
         .payload;
     assert_eq!(payload["messages"][0]["role"], "user");
+    assert_eq!(
+        payload["messages"].as_array().unwrap().len(),
+        1,
+        "no live context"
+    );
 }
 
 #[test]
@@ -381,17 +383,13 @@ fn an_acknowledgement_keeps_the_question_before_it_as_what_is_recalled() {
 
     let mut second = store.create_session(&agent, None).unwrap();
     let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
-    let system = |session: &mut agentmem::session::Session| {
-        let payload = session.prepare(&request).unwrap().payload;
-        payload["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+    let live = |session: &mut agentmem::session::Session| {
+        common::live_context(&session.prepare(&request).unwrap().payload)
     };
     second
         .ingest(vec![Event::user("Why was the auth test flaky?")])
         .unwrap();
-    let asked = system(&mut second);
+    let asked = live(&mut second);
     assert!(asked.contains("times out after 30s"), "{asked}");
     second
         .ingest(vec![
@@ -400,8 +398,8 @@ fn an_acknowledgement_keeps_the_question_before_it_as_what_is_recalled() {
         ])
         .unwrap();
     assert_eq!(
-        system(&mut second),
+        live(&mut second),
         asked,
-        "the acknowledgement changed the system prompt"
+        "the acknowledgement changed what is recalled"
     );
 }

@@ -283,6 +283,7 @@ fn rendered(events: &[Event], target: Target) -> Value {
             tools: &tools,
             max_output_tokens: 1024,
             cache: PromptCache::Marked,
+            live_context: None,
         },
     )
 }

@@ -350,10 +350,11 @@ fn tool_schemas() -> Vec<ToolSchema> {
 
 /// The request for prepare number `call` of `spec`, rendered for `target`.
 fn request(spec: &Spec, target: Target, call: usize) -> PrepareRequest {
+    let (system, live_context) = system_and_live_context(spec, call);
     PrepareRequest {
         model: MODEL.to_owned(),
         target,
-        system: Some(system_prompt(spec, call)),
+        system: Some(system),
         tools: tool_schemas(),
         budget: BudgetSettings {
             context_window: Some(spec.context_window),
@@ -369,22 +370,28 @@ fn request(spec: &Spec, target: Target, call: usize) -> PrepareRequest {
             ..ContextSettingsLayer::default()
         },
         cache: PromptCache::Marked,
+        live_context,
     }
 }
 
-/// [`SYSTEM`], followed (with `varying_system`) by a memory block of one
-/// of three sizes in turn: none, a line, a quarter of the context window.
-fn system_prompt(spec: &Spec, call: usize) -> String {
+/// The system prompt and live context of call `call`: [`SYSTEM`], and (with
+/// `varying_system`) a memory block of one of three sizes in turn (none, a
+/// line, a quarter of the context window), three calls in the system
+/// prompt, then three as the live context.
+fn system_and_live_context(spec: &Spec, call: usize) -> (String, Option<String>) {
     let memory = match (spec.varying_system, call % 3) {
-        (false, _) | (true, 0) => String::new(),
-        (true, 1) => "\n\n[MEMORY:SEMANTIC]\n- The tests run with cargo nextest.".to_owned(),
+        (false, _) | (true, 0) => return (SYSTEM.to_owned(), None),
+        (true, 1) => "[MEMORY:SEMANTIC]\n- The tests run with cargo nextest.".to_owned(),
         (true, _) => format!(
-            "\n\n[MEMORY:HISTORY]\n{}",
+            "[MEMORY:HISTORY]\n{}",
             "user: the deploy script reads DEPLOY_TARGET and fails when it is unset\n"
                 .repeat(spec.context_window as usize / 60)
         ),
     };
-    format!("{SYSTEM}{memory}")
+    match (call / 3) % 2 {
+        0 => (format!("{SYSTEM}\n\n{memory}"), None),
+        _ => (SYSTEM.to_owned(), Some(memory)),
+    }
 }
 
 fn count(text: &str) -> u64 {
@@ -791,8 +798,9 @@ fn check_anthropic_pairs(body: &Value) -> Result<(), TestCaseError> {
 }
 
 /// Anthropic's cache breakpoints, as a session's payloads carry them: one on
-/// the system prompt and one on the conversation's last block, none left on
-/// an earlier message by a render reused from a call where it was last.
+/// the system prompt and one on the conversation's last block (only the
+/// live context may follow it), none left on an earlier message by a render
+/// reused from a call where it was last.
 fn check_anthropic_cache_marks(body: &Value) -> Result<(), TestCaseError> {
     let marked = |block: &Value| block.get("cache_control").is_some();
     let system = list(&body["system"], "system")?;
@@ -809,9 +817,14 @@ fn check_anthropic_cache_marks(body: &Value) -> Result<(), TestCaseError> {
     }
     if let Some(last) = messages.last() {
         let content = list(&last["content"], "content")?;
+        let is_live = |block: &Value| {
+            typ(block) == "text" && string(block, "text").is_ok_and(|t| t.starts_with("[MEMORY:"))
+        };
+        let mut after_mark = content.iter().rev().take_while(|b| !marked(b));
         prop_assert!(
-            content.last().is_some_and(marked),
-            "the last block is marked"
+            after_mark.all(is_live),
+            "only the live context follows the mark: {:?}",
+            content
         );
     }
     Ok(())

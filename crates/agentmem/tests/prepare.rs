@@ -372,3 +372,72 @@ fn the_cache_mark_follows_the_end_of_the_conversation_from_call_to_call() {
     assert!(!unmarked.to_string().contains("cache_control"));
     assert_eq!(unmarked["system"], "You are a coding agent.");
 }
+
+/// A body's message list, and everything else of it, without cache marks.
+fn unmarked(mut body: Value) -> (Vec<Value>, Value) {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(fields) => {
+                fields.remove("cache_control");
+                fields.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    strip(&mut body);
+    let key = ["messages", "input", "contents"]
+        .into_iter()
+        .find(|k| body.get(*k).is_some())
+        .unwrap();
+    let list = body.as_object_mut().unwrap().remove(key).unwrap();
+    (list.as_array().unwrap().clone(), body)
+}
+
+#[test]
+fn a_changed_working_memory_leaves_the_prefix_sent_before_it_as_it_was() {
+    use agentmem::working::StatePatch;
+    for target in Target::ALL {
+        let (_dir, mut session) = session_with(vec![Event::user("review the auth module")]);
+        let mut request = PrepareRequest::new("a-model", target);
+        request.system = Some("You are a coding agent.".into());
+        request.live_context = Some("Today is 2026-11-24.".into());
+        let state = |step: &str| StatePatch::from_json(json!({"step": step})).unwrap();
+        session.update_working_memory(state("read"), None).unwrap();
+        let first = session.prepare(&request).unwrap().payload.to_value();
+
+        session
+            .ingest(vec![
+                Event::tool_call("c1", "read_file", json!({"path": "src/auth.rs"})),
+                Event::tool_result("c1", "fn login() {}"),
+            ])
+            .unwrap();
+        session.update_working_memory(state("fix"), None).unwrap();
+        let second = session.prepare(&request).unwrap().payload.to_value();
+
+        let (first_list, first_rest) = unmarked(first);
+        let (second_list, second_rest) = unmarked(second);
+        let sent_before = &first_list[..first_list.len() - 1];
+        assert_eq!(
+            &second_list[..sent_before.len()],
+            sent_before,
+            "{target}: what was sent before the last entry is sent again as it was"
+        );
+        let (closing, rest) = (
+            second_list.last().unwrap().to_string(),
+            second_rest.to_string(),
+        );
+        if target == Target::Gemini {
+            // Function responses stand alone in their content: the live
+            // context goes to the system instruction instead.
+            assert!(rest.contains("Working memory (version 2)"), "{rest}");
+            assert!(!closing.contains("Working memory"), "{closing}");
+            continue;
+        }
+        assert_eq!(first_rest, second_rest, "{target}: the system prompt stays");
+        assert!(
+            closing.contains("Working memory (version 2)") && closing.contains("Today is"),
+            "{target}: the live context closes the list: {closing}"
+        );
+    }
+}

@@ -104,6 +104,7 @@ fn rendered(fixture: &Fixture, target: Target) -> Value {
         tools: &tools,
         max_output_tokens: MAX_OUTPUT_TOKENS,
         cache: PromptCache::Marked,
+        live_context: None,
     };
     render(target, &request)
 }

@@ -286,13 +286,10 @@ fn a_new_session_is_given_what_earlier_sessions_said_about_its_question() {
         .unwrap();
     let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
     let prepared = second.prepare(&request).unwrap();
-    let system = prepared.payload["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(system.contains("# What you know from earlier sessions\n[MEMORY:HISTORY]"));
-    assert!(system.contains("Assistant: The staging database listens on port 6432"));
-    assert!(!system.contains("Paris"), "only what the question recalls");
+    let live = common::live_context(&prepared.payload);
+    assert!(live.contains("# What you know from earlier sessions\n[MEMORY:HISTORY]"));
+    assert!(live.contains("Assistant: The staging database listens on port 6432"));
+    assert!(!live.contains("Paris"), "only what the question recalls");
     assert!(prepared.stats.sections.memory > 0);
 }
 
@@ -307,7 +304,8 @@ fn a_running_session_recalls_what_a_session_started_since_said() {
     running.flush_index();
     let alone = running.prepare(&request).unwrap();
     assert_eq!(
-        alone.payload["messages"][0]["role"], "user",
+        alone.payload["messages"].as_array().unwrap().len(),
+        1,
         "nothing to recall yet"
     );
 
@@ -328,12 +326,12 @@ fn a_running_session_recalls_what_a_session_started_since_said() {
     // Recall sees what is indexed by the time it asks.
     running.flush_index();
     let prepared = running.prepare(&request).unwrap();
-    let system = prepared.payload["messages"][0]["content"].as_str().unwrap();
+    let live = common::live_context(&prepared.payload);
     assert!(
-        system.contains("# What you know from earlier sessions\n[MEMORY:HISTORY]"),
-        "{system}"
+        live.contains("# What you know from earlier sessions\n[MEMORY:HISTORY]"),
+        "{live}"
     );
-    assert!(system.contains("6432"), "{system}");
+    assert!(live.contains("6432"), "{live}");
 }
 
 /// A line of a two-person dialogue, spoken by `name`.

@@ -372,9 +372,9 @@ fn compaction_keeps_the_state_in_the_context_the_snapshot_and_the_log() {
     let prepared = session
         .prepare(&PrepareRequest::new("gpt-4.1", Target::OpenAiChat))
         .unwrap();
-    let system = prepared.payload["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("# Working memory (version 13)"), "{system}");
-    assert!(system.contains("src/module_11.rs") && system.contains("src/module_0.rs"));
+    let live = common::live_context(&prepared.payload);
+    assert!(live.contains("# Working memory (version 13)"), "{live}");
+    assert!(live.contains("src/module_11.rs") && live.contains("src/module_0.rs"));
     assert!(prepared.stats.sections.working_memory > 50);
 
     // Resumed after the compaction: the snapshot's state, then the active log.

@@ -94,9 +94,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             id,
             model,
             tools,
-            system,
+            prompt,
             stats,
-        } => prepare::run(&ctx, &id, &model, tools.as_deref(), system, stats),
+        } => prepare::run(&ctx, &id, &model, tools.as_deref(), prompt, stats),
         Command::Tokens { encoding, model } => {
             tokens::run(&ctx, encoding.as_deref(), model.as_deref())
         }

@@ -9,14 +9,14 @@ use agentmem::tokens::budget::BudgetSettings;
 use anyhow::Context as _;
 
 use super::Context;
-use crate::cli::ModelArgs;
+use crate::cli::{ModelArgs, PromptArgs};
 
 pub fn run(
     ctx: &Context,
     id: &str,
     args: &ModelArgs,
     tools: Option<&Path>,
-    system: Option<String>,
+    prompt: PromptArgs,
     stats: bool,
 ) -> anyhow::Result<()> {
     // Opened for writing, so a compaction this prepare runs is persisted;
@@ -31,7 +31,8 @@ pub fn run(
     };
     ctx.report_recoveries(&session);
     let mut request = request_for(&session, args)?;
-    request.system = system;
+    request.system = prompt.system;
+    request.live_context = prompt.live_context;
     if let Some(path) = tools {
         request.tools = read_tools(path)?;
     }

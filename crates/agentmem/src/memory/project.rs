@@ -177,12 +177,24 @@ pub fn memory_block_for(
         }
     }
     if let (Some(agent_dir), Some(session)) = (agent_dir, session) {
-        let budget = settings
-            .cross_session_tokens
-            .unwrap_or(DEFAULT_CROSS_SESSION_TOKENS);
-        sections.extend(cross_session(agent_dir, session, budget, tokenizer));
+        sections.extend(cross_session_block(agent_dir, session, settings, tokenizer));
     }
     (!sections.is_empty()).then(|| sections.join("\n\n"))
+}
+
+/// The part of [`memory_block_for`] that `session` is given of the others:
+/// the agent's current facts and the latest summaries of its other
+/// sessions, within the cross-session budget.
+pub fn cross_session_block(
+    agent_dir: &Path,
+    session: &str,
+    settings: &MemorySettings,
+    tokenizer: Tokenizer,
+) -> Option<String> {
+    let budget = settings
+        .cross_session_tokens
+        .unwrap_or(DEFAULT_CROSS_SESSION_TOKENS);
+    cross_session(agent_dir, session, budget, tokenizer)
 }
 
 /// The agent's current facts (most salient and sure first) and the latest

@@ -41,6 +41,10 @@
 //!   carries the other. The next call of a tool loop then reads all it shares
 //!   with this one from the cache. Signed thinking blocks cannot carry a mark,
 //!   so the last block that can does.
+//! - **Live context** (see [`RenderRequest::live_context`]): a text block
+//!   after the mark in the closing user message, so it is never part of the
+//!   cached prefix; when the assistant closes the list, the system prompt's
+//!   last part.
 //!
 //! Pairing (every `tool_use` answered in the next user message) is the
 //! transcript's business: a call whose result is missing or comes later is
@@ -62,7 +66,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     head.insert("max_tokens".into(), request.max_output_tokens.into());
     let system = system_text(request);
     let mut tools: Vec<Value> = request.tools.iter().map(tool).collect();
-    let end = match request.cache {
+    match request.cache {
         PromptCache::Marked => {
             // The system prompt comes after the tools: one mark covers both.
             if system.is_empty() {
@@ -72,15 +76,13 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
                 mark(&mut block);
                 head.insert("system".into(), Value::Array(vec![block]));
             }
-            ListEnd::CacheBreakpoint
         }
         PromptCache::Unmarked => {
             if !system.is_empty() {
                 head.insert("system".into(), Value::String(system));
             }
-            ListEnd::AsRendered
         }
-    };
+    }
     if !tools.is_empty() {
         head.insert("tools".into(), Value::Array(tools));
     }
@@ -88,7 +90,48 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "messages",
         lead: Vec::new(),
-        end,
+        end: ListEnd::of(super::Target::Anthropic, request),
+    }
+}
+
+/// Marks the conversation's last block for the cache, then adds the live
+/// context after it: as a text block of the closing user message (text may
+/// follow tool results there), or, when the assistant closes the list (a
+/// reply to continue), at the end of the system prompt.
+pub(super) fn close_list(
+    head: &mut Map<String, Value>,
+    mut last: Option<&mut Value>,
+    live_context: Option<&str>,
+    cache: PromptCache,
+) -> Vec<Value> {
+    if let (PromptCache::Marked, Some(message)) = (cache, last.as_deref_mut()) {
+        mark_cache_breakpoint(message);
+    }
+    let Some(text) = live_context else {
+        return Vec::new();
+    };
+    let block = json!({"type": "text", "text": text});
+    match last.filter(|message| message["role"] == "user") {
+        Some(message) => push_block(&mut message["content"], block),
+        None => match head.remove("system") {
+            Some(Value::String(system)) => {
+                head.insert("system".into(), format!("{system}\n\n{text}").into());
+            }
+            Some(mut blocks) => {
+                push_block(&mut blocks, block);
+                head.insert("system".into(), blocks);
+            }
+            None => {
+                head.insert("system".into(), text.into());
+            }
+        },
+    }
+    Vec::new()
+}
+
+fn push_block(blocks: &mut Value, block: Value) {
+    if let Some(blocks) = blocks.as_array_mut() {
+        blocks.push(block);
     }
 }
 
@@ -375,6 +418,7 @@ mod tests {
             tools,
             max_output_tokens: 1024,
             cache: PromptCache::Unmarked,
+            live_context: None,
         }
     }
 
@@ -446,6 +490,7 @@ mod tests {
         ];
         let marked = RenderRequest {
             cache: PromptCache::Marked,
+            live_context: None,
             ..request(Some("prompt"), &messages, &tools)
         };
         let mark = json!({"type": "ephemeral"});

@@ -101,8 +101,36 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "contents",
         lead: Vec::new(),
-        end: ListEnd::AsRendered,
+        end: ListEnd::of(super::Target::Gemini, request),
     }
+}
+
+/// Adds the live context to the closing user content when it holds text
+/// alone (function responses are kept the only parts of theirs, as the API
+/// pairs them with the calls before), else to the system instruction.
+pub(super) fn close_list(
+    head: &mut Map<String, Value>,
+    last: Option<&mut Value>,
+    live_context: Option<&str>,
+) -> Vec<Value> {
+    let Some(text) = live_context else {
+        return Vec::new();
+    };
+    let part = json!({"text": text});
+    let user_text = last.filter(|content| {
+        let parts = content["parts"].as_array().into_iter().flatten();
+        content["role"] == "user" && parts.clone().all(|p| p.get("functionResponse").is_none())
+    });
+    let parts = match user_text {
+        Some(content) => &mut content["parts"],
+        None => &mut head
+            .entry("systemInstruction")
+            .or_insert_with(|| json!({"parts": []}))["parts"],
+    };
+    if let Some(parts) = parts.as_array_mut() {
+        parts.push(part);
+    }
+    Vec::new()
 }
 
 /// One text part per system text: the request's, then the transcript's.
@@ -402,6 +430,7 @@ mod tests {
             tools,
             max_output_tokens: 2048,
             cache: super::super::PromptCache::default(),
+            live_context: None,
         }
     }
 

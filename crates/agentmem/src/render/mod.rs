@@ -154,7 +154,7 @@ impl ToolSchema {
 #[derive(Debug, Clone, Copy)]
 pub struct RenderRequest<'a> {
     pub model: &'a str,
-    /// The system prompt (instructions and injected memory), if any.
+    /// The system prompt (instructions and lasting memory), if any.
     pub system: Option<&'a str>,
     pub messages: &'a [Message],
     pub tools: &'a [ToolSchema],
@@ -162,6 +162,14 @@ pub struct RenderRequest<'a> {
     pub max_output_tokens: u64,
     /// Whether the body asks the provider to cache its prefix.
     pub cache: PromptCache,
+    /// System text that changes from call to call (the working memory,
+    /// memories recalled for the latest question), sent after the
+    /// conversation: everything before it then stays the prefix the
+    /// provider has cached. Chat Completions gets a closing system message,
+    /// Responses a closing developer message; Anthropic and Gemini add it
+    /// to the closing user message (Gemini only when that holds no function
+    /// responses), else to the system prompt.
+    pub live_context: Option<&'a str>,
 }
 
 /// Whether a request body marks where the provider may cache its prefix.
@@ -183,6 +191,7 @@ pub struct RenderRequest<'a> {
 ///     tools: &[],
 ///     max_output_tokens: 1024,
 ///     cache: PromptCache::Marked,
+///     live_context: None,
 /// };
 /// let body = render(Target::Anthropic, &request);
 /// assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
@@ -270,25 +279,43 @@ pub struct Frame {
     /// Entries that come before the conversation's own (Chat Completions'
     /// system message).
     lead: Vec<Value>,
-    /// What the list's last entry carries.
+    /// How the list ends.
     end: ListEnd,
 }
 
-/// What the last entry of a message list carries beyond its render.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ListEnd {
-    /// Nothing: the entry as rendered.
-    AsRendered,
-    /// An Anthropic cache breakpoint on its last block that can hold one.
-    CacheBreakpoint,
+/// What a list gets at its end beyond its entries as rendered: the live
+/// context, and Anthropic's cache mark on the last block before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ListEnd {
+    target: Target,
+    live_context: Option<String>,
+    cache: PromptCache,
 }
 
 impl ListEnd {
-    /// Marks `entry`, the list's last, as this end wants it.
-    fn mark(self, entry: &mut Value) {
-        match self {
-            ListEnd::AsRendered => {}
-            ListEnd::CacheBreakpoint => anthropic::mark_cache_breakpoint(entry),
+    fn of(target: Target, request: &RenderRequest<'_>) -> ListEnd {
+        ListEnd {
+            target,
+            live_context: request.live_context.map(str::to_owned),
+            cache: request.cache,
+        }
+    }
+
+    /// Whether the entries as rendered already end the list.
+    fn is_plain(&self) -> bool {
+        let marks = self.target == Target::Anthropic && self.cache == PromptCache::Marked;
+        self.live_context.is_none() && !marks
+    }
+
+    /// Ends a list whose last entry is `last`: changes it and the body's
+    /// `head` as the target wants, and returns the entries to add after it.
+    fn close(&self, head: &mut Map<String, Value>, last: Option<&mut Value>) -> Vec<Value> {
+        let live = self.live_context.as_deref();
+        match self.target {
+            Target::OpenAiChat => openai_chat::close_list(live),
+            Target::OpenAiResponses => openai_responses::close_list(live),
+            Target::Anthropic => anthropic::close_list(head, last, live, self.cache),
+            Target::Gemini => gemini::close_list(head, last, live),
         }
     }
 }
@@ -303,10 +330,119 @@ impl Frame {
             end,
         } = self;
         lead.extend(list);
-        if let Some(last) = lead.last_mut() {
-            end.mark(last);
-        }
+        let closing = end.close(&mut head, lead.last_mut());
+        lead.extend(closing);
         head.insert(list_key.to_owned(), Value::Array(lead));
         Value::Object(head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::{Part, Role};
+
+    const LIVE: &str = "# Working memory (version 2)";
+
+    fn body(target: Target, messages: &[Message]) -> Value {
+        let request = RenderRequest {
+            model: "a-model",
+            system: Some("Be brief."),
+            messages,
+            tools: &[],
+            max_output_tokens: 1024,
+            cache: PromptCache::Marked,
+            live_context: Some(LIVE),
+        };
+        let whole = render(target, &request);
+        let joined = Payload::render(target, &request).to_value();
+        assert_eq!(
+            whole, joined,
+            "{target}: a payload ends its list as a render does"
+        );
+        whole
+    }
+
+    fn asked() -> Vec<Message> {
+        vec![Message::text(Role::User, "list the files")]
+    }
+
+    fn answered_by_a_tool() -> Vec<Message> {
+        let call = Part::ToolCall {
+            id: "c1".into(),
+            name: "ls".into(),
+            arguments: json!({}),
+        };
+        let result = Part::ToolResult {
+            call_id: "c1".into(),
+            name: Some("ls".into()),
+            content: "a.rs".into(),
+            is_error: false,
+        };
+        let mut messages = asked();
+        messages.push(Message {
+            role: Role::Assistant,
+            parts: vec![call],
+        });
+        messages.push(Message {
+            role: Role::Tool,
+            parts: vec![result],
+        });
+        messages
+    }
+
+    #[test]
+    fn openai_lists_close_with_a_message_of_the_live_context() {
+        for messages in [asked(), answered_by_a_tool()] {
+            let chat = body(Target::OpenAiChat, &messages);
+            let last = chat["messages"].as_array().unwrap().last().unwrap().clone();
+            assert_eq!(last, json!({"role": "system", "content": LIVE}));
+            let responses = body(Target::OpenAiResponses, &messages);
+            let last = responses["input"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone();
+            assert_eq!(last["role"], "developer");
+            assert_eq!(last["content"][0]["text"], LIVE);
+        }
+    }
+
+    #[test]
+    fn anthropic_adds_the_live_context_after_the_cache_mark_of_the_closing_user_message() {
+        let with_result = body(Target::Anthropic, &answered_by_a_tool());
+        let closing = &with_result["messages"][2]["content"];
+        assert_eq!(closing[0]["type"], "tool_result");
+        assert_eq!(closing[0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(closing[1], json!({"type": "text", "text": LIVE}));
+        assert_eq!(with_result["system"].as_array().unwrap().len(), 1);
+
+        let mut continued = asked();
+        continued.push(Message::text(Role::Assistant, "The files are"));
+        let prefill = body(Target::Anthropic, &continued);
+        let system = prefill["system"].as_array().unwrap();
+        assert_eq!(system[1], json!({"type": "text", "text": LIVE}));
+        let last = &prefill["messages"][1]["content"];
+        assert_eq!(
+            last.as_array().unwrap().len(),
+            1,
+            "the reply to continue ends the list"
+        );
+    }
+
+    #[test]
+    fn gemini_keeps_function_responses_alone_in_their_content() {
+        let asked = body(Target::Gemini, &asked());
+        assert_eq!(asked["contents"][0]["parts"][1], json!({"text": LIVE}));
+        let with_result = body(Target::Gemini, &answered_by_a_tool());
+        let closing = with_result["contents"][2]["parts"].as_array().unwrap();
+        assert!(closing.iter().all(|p| p.get("functionResponse").is_some()));
+        assert_eq!(
+            with_result["systemInstruction"]["parts"][1],
+            json!({"text": LIVE})
+        );
     }
 }

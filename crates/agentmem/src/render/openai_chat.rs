@@ -3,7 +3,8 @@
 //! The system prompt is the first message (`role: system`); an assistant
 //! message carries its tool calls in `tool_calls` (arguments as a JSON
 //! string); each result is a `role: tool` message with its `tool_call_id`.
-//! Reasoning is not accepted back and is left out.
+//! Reasoning is not accepted back and is left out. The live context (see
+//! [`RenderRequest::live_context`]) closes the list as a system message.
 
 use serde_json::{json, Map, Value};
 
@@ -26,8 +27,15 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "messages",
         lead,
-        end: ListEnd::AsRendered,
+        end: ListEnd::of(super::Target::OpenAiChat, request),
     }
+}
+
+/// The live context closes the list as a system message of its own, as a
+/// system message of the transcript is sent where it stands.
+pub(super) fn close_list(live_context: Option<&str>) -> Vec<Value> {
+    let message = |text| json!({"role": "system", "content": text});
+    live_context.map(message).into_iter().collect()
 }
 
 pub(super) fn entries(messages: &[Message]) -> Vec<Value> {

@@ -5,7 +5,8 @@
 //! - **System prompt**: the request's goes to `instructions`. System
 //!   messages of the transcript stay where they are, as `developer` messages
 //!   (the role the Responses API gives instructions; `system` is accepted too
-//!   but means the same on current models).
+//!   but means the same on current models). The live context (see
+//!   [`RenderRequest::live_context`]) closes the list as one more.
 //! - **Input** is a flat list of items, no alternation rule: every message is
 //!   a `{"type": "message", role, content}` item. User and developer content is
 //!   a list of `input_text` / `input_image` parts; assistant text is an
@@ -58,8 +59,15 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         head,
         list_key: "input",
         lead: Vec::new(),
-        end: ListEnd::AsRendered,
+        end: ListEnd::of(super::Target::OpenAiResponses, request),
     }
+}
+
+/// The live context closes the list as a developer message, the role a
+/// system message of the transcript gets.
+pub(super) fn close_list(live_context: Option<&str>) -> Vec<Value> {
+    let message = |text: &str| input_message("developer", &[Part::Text(text.to_owned())]);
+    live_context.and_then(message).into_iter().collect()
 }
 
 pub(super) fn entries(messages: &[Message]) -> Vec<Value> {
@@ -220,6 +228,7 @@ mod tests {
             tools,
             max_output_tokens: 1024,
             cache: super::super::PromptCache::default(),
+            live_context: None,
         }
     }
 

@@ -15,7 +15,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{entries, Frame, ListEnd, Place, Target};
+use super::{entries, Frame, Place, Target};
 use crate::message::Message;
 
 /// A run of the message list's entries, serialized once.
@@ -59,10 +59,10 @@ impl Segment {
 ///
 /// Cloning is cheap: the message list is shared, not copied. Indexing
 /// (`payload["messages"]`) builds the whole [`Value`] once, on first use.
-/// The list's last entry is the one thing a body may send otherwise than its
-/// segment holds it: where the frame marks it (a cache breakpoint), the mark
-/// is put on a copy, so the shared segment stays as rendered for the calls
-/// in which it is not last.
+/// The list's end is the one part a body may send otherwise than its
+/// segments hold it: a cache mark, or the live context joined to the last
+/// entry, goes on a copy, so the shared segment stays as rendered for the
+/// calls in which it is not last.
 ///
 /// ```
 /// use agentmem::message::{Message, Role};
@@ -75,6 +75,7 @@ impl Segment {
 ///     tools: &[],
 ///     max_output_tokens: 1024,
 ///     cache: PromptCache::Marked,
+///     live_context: None,
 /// };
 /// let payload = Payload::render(Target::OpenAiChat, &request);
 /// assert_eq!(payload["messages"][1]["content"], "hi");
@@ -84,19 +85,22 @@ impl Segment {
 pub struct Payload {
     frame: Frame,
     segments: Vec<Arc<Segment>>,
-    /// The segments' last entry as sent, when the frame marks it.
-    marked_last: Option<Box<RawValue>>,
+    /// The segments' last entry as sent, when the list's end changes it.
+    closed_last: Option<Box<RawValue>>,
+    /// The entries after the segments' (the live context's, for some APIs).
+    closing: Vec<Value>,
     value: OnceLock<Value>,
 }
 
 impl Payload {
     /// A body of `frame` around `segments`, in order.
     pub fn new(mut frame: Frame, segments: Vec<Arc<Segment>>) -> Payload {
-        let marked_last = mark_list_end(&mut frame, &segments);
+        let (closed_last, closing) = close_list(&mut frame, &segments);
         Payload {
             frame,
             segments,
-            marked_last,
+            closed_last,
+            closing,
             value: OnceLock::new(),
         }
     }
@@ -114,7 +118,8 @@ impl Payload {
 
     /// How many entries the message list holds.
     pub fn list_len(&self) -> usize {
-        self.frame.lead.len() + self.segments.iter().map(|s| s.len()).sum::<usize>()
+        let segments: usize = self.segments.iter().map(|s| s.len()).sum();
+        self.frame.lead.len() + segments + self.closing.len()
     }
 
     fn value(&self) -> &Value {
@@ -146,23 +151,21 @@ impl Serialize for Payload {
     }
 }
 
-/// Marks the list's last entry as `frame` wants it: a lead entry in place,
-/// a segment's on a copy, which is returned.
-fn mark_list_end(frame: &mut Frame, segments: &[Arc<Segment>]) -> Option<Box<RawValue>> {
-    if frame.end == ListEnd::AsRendered {
-        return None;
+/// Ends the list as `frame` wants it (see [`super::RenderRequest::live_context`]):
+/// a lead entry is changed in place, a segment's on a copy, returned first;
+/// then the entries that follow the last.
+fn close_list(frame: &mut Frame, segments: &[Arc<Segment>]) -> (Option<Box<RawValue>>, Vec<Value>) {
+    if frame.end.is_plain() {
+        return (None, Vec::new());
     }
     let Some(last) = segments.iter().rev().find_map(|s| s.entries.last()) else {
-        frame
-            .lead
-            .last_mut()
-            .into_iter()
-            .for_each(|e| frame.end.mark(e));
-        return None;
+        let closing = frame.end.close(&mut frame.head, frame.lead.last_mut());
+        return (None, closing);
     };
     let mut entry: Value = serde_json::from_str(last.get()).expect("an entry is JSON");
-    frame.end.mark(&mut entry);
-    Some(serde_json::value::to_raw_value(&entry).expect("a JSON value always serializes"))
+    let closing = frame.end.close(&mut frame.head, Some(&mut entry));
+    let entry = serde_json::value::to_raw_value(&entry).expect("a JSON value always serializes");
+    (Some(entry), closing)
 }
 
 /// The message list: the lead entries, then every segment's.
@@ -177,10 +180,13 @@ impl Serialize for List<'_> {
         }
         let mut entries = payload.segments.iter().flat_map(|s| &s.entries).peekable();
         while let Some(entry) = entries.next() {
-            match &payload.marked_last {
-                Some(marked) if entries.peek().is_none() => seq.serialize_element(marked)?,
+            match &payload.closed_last {
+                Some(closed) if entries.peek().is_none() => seq.serialize_element(closed)?,
                 Some(_) | None => seq.serialize_element(entry)?,
             }
+        }
+        for entry in &payload.closing {
+            seq.serialize_element(entry)?;
         }
         seq.end()
     }

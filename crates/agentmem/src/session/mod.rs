@@ -201,6 +201,7 @@ type MemoryStamp = Vec<Option<(std::time::SystemTime, u64)>>;
 #[derive(Debug)]
 struct OverheadCache {
     system: Option<String>,
+    live_context: Option<String>,
     tools: Vec<crate::render::ToolSchema>,
     encoding: Encoding,
     sections: crate::prepare::Sections,
@@ -215,11 +216,23 @@ struct MemoryCache {
     query: Option<String>,
     /// Project files and MEMORY.md.
     own: Option<String>,
-    /// The same, with the agent's best facts and latest summaries.
-    with_cross_session: Option<String>,
-    /// What is injected: `own` with what was recalled, or `with_cross_session`.
-    block: Option<String>,
+    /// The agent's best facts and latest summaries of its other sessions.
+    cross_session: Option<String>,
+    /// What is injected: `own`, with what was recalled or `cross_session`.
+    blocks: MemoryBlocks,
     tokens: u64,
+}
+
+/// Long-term memory as it is injected: what stays the same from call to
+/// call in the system prompt, what follows the latest question in the live
+/// context, so a new question does not change the prefix a provider cached.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct MemoryBlocks {
+    /// Project files and MEMORY.md.
+    lasting: Option<String>,
+    /// What was recalled for the latest question, or else the agent's best
+    /// facts and latest summaries.
+    recalled: Option<String>,
 }
 
 impl Session {

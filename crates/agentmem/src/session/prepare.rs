@@ -1,7 +1,7 @@
 //! `Session::prepare`: the model's view, shaped to fit, rendered for one API.
 
-use super::MemoryCache;
 use super::{CompactOptions, LastPrepare, OverheadCache, Session};
+use super::{MemoryBlocks, MemoryCache};
 use crate::context::compact::CompactReason;
 use crate::context::strategy::{PipelineSettings, Strategy};
 use crate::context::tiers::{
@@ -10,7 +10,7 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
-use crate::memory::project::{memory_block_for, memory_stamp};
+use crate::memory::project::{cross_session_block, memory_block_for, memory_stamp};
 use crate::prepare::{
     prepare, request_overhead, Limits, Measured, PrepareRequest, Prepared, Sections,
 };
@@ -67,14 +67,16 @@ impl Session {
             .resolve();
         let encoding = Encoding::for_model(&request.model);
         let tokenizer = encoding.tokenizer();
-        // MEMORY.md, project files and the working memory ride in the
-        // system prompt: never compacted away.
-        let memory = self.memory_block(tokenizer);
+        // Never compacted away: MEMORY.md and project files ride in the
+        // system prompt, what changes (recalled memories, the working
+        // memory) in the live context after the conversation.
+        let memory = self.memory_blocks(tokenizer);
         let working = self.working_memory_section(tokenizer);
-        let with_memory = with_blocks(
+        let with_memory = with_memory(
             request,
+            memory.lasting.as_deref(),
             [
-                memory.as_deref(),
+                memory.recalled.as_deref(),
                 working.as_ref().map(|(text, _)| text.as_str()),
             ],
         );
@@ -254,6 +256,7 @@ impl Session {
         if let Some(cached) = &self.overhead_cache {
             if cached.encoding == tokenizer.encoding()
                 && cached.system == request.system
+                && cached.live_context == request.live_context
                 && cached.tools == request.tools
             {
                 return cached.sections;
@@ -262,6 +265,7 @@ impl Session {
         let sections = request_overhead(request, tokenizer);
         self.overhead_cache = Some(OverheadCache {
             system: request.system.clone(),
+            live_context: request.live_context.clone(),
             tools: request.tools.clone(),
             encoding: tokenizer.encoding(),
             sections,
@@ -273,10 +277,10 @@ impl Session {
     /// for the latest user message that says something (not an "ok") when
     /// there is one, else the agent's best facts and latest summaries.
     /// Rebuilt only when a memory file or that message changed.
-    fn memory_block(&mut self, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
+    fn memory_blocks(&mut self, tokenizer: crate::tokens::Tokenizer) -> MemoryBlocks {
         let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
         // The latest question, not an "ok, go ahead" after it: that would
-        // recall noise and change the system prompt for nothing.
+        // recall noise and change the live context for nothing.
         let query = self
             .events
             .iter()
@@ -291,44 +295,46 @@ impl Session {
             .is_some_and(|c| c.stamp == stamp && c.encoding == encoding);
         if let Some(cache) = &self.memory_cache {
             if files_unchanged && cache.query == query {
-                return cache.block.clone();
+                return cache.blocks.clone();
             }
         }
         // The parts made of files alone are rebuilt only when a file changed.
-        let (own, with_cross_session) = match (&self.memory_cache, files_unchanged) {
-            (Some(cache), true) => (cache.own.clone(), cache.with_cross_session.clone()),
+        let (own, cross_session) = match (&self.memory_cache, files_unchanged) {
+            (Some(cache), true) => (cache.own.clone(), cache.cross_session.clone()),
             _ => {
-                let build = |session: Option<&str>| {
-                    let settings = &self.settings.memory;
-                    memory_block_for(Some(&self.settings.agent_dir), session, settings, tokenizer)
-                };
-                (build(None), build(Some(self.id.as_str())))
+                let settings = &self.settings.memory;
+                let agent_dir = &self.settings.agent_dir;
+                (
+                    memory_block_for(Some(agent_dir), None, settings, tokenizer),
+                    cross_session_block(agent_dir, self.id.as_str(), settings, tokenizer),
+                )
             }
         };
         let recalled = query
             .as_deref()
             .and_then(|q| self.recall_block(q, tokenizer));
-        let block = match recalled {
-            Some(recalled) => Some(match &own {
-                Some(own) => format!("{own}\n\n{recalled}"),
-                None => recalled,
-            }),
-            None => with_cross_session.clone(),
+        let blocks = MemoryBlocks {
+            lasting: own.clone(),
+            recalled: recalled.or_else(|| cross_session.clone()),
         };
         let tokens = match &self.memory_cache {
-            Some(cache) if cache.block == block && cache.encoding == encoding => cache.tokens,
-            _ => block.as_deref().map_or(0, |b| tokenizer.count(b) as u64),
+            Some(cache) if cache.blocks == blocks && cache.encoding == encoding => cache.tokens,
+            _ => [&blocks.lasting, &blocks.recalled]
+                .into_iter()
+                .flatten()
+                .map(|b| tokenizer.count(b) as u64)
+                .sum(),
         };
         self.memory_cache = Some(MemoryCache {
             stamp,
             encoding,
             query,
             own,
-            with_cross_session,
-            block: block.clone(),
+            cross_session,
+            blocks: blocks.clone(),
             tokens,
         });
-        block
+        blocks
     }
 
     /// Facts, episodes and other sessions' events recalled for `query`,
@@ -442,18 +448,24 @@ impl Session {
     }
 }
 
-/// The request with `blocks` (the memory block, the working-memory
-/// section) appended to its system prompt, in order.
-fn with_blocks<'a>(
+/// The request with the `lasting` memory block appended to its system
+/// prompt, and the `live` blocks (recalled memories, the working-memory
+/// section) to its live context, in order.
+fn with_memory<'a>(
     request: &PrepareRequest,
-    blocks: impl IntoIterator<Item = Option<&'a str>>,
+    lasting: Option<&str>,
+    live: impl IntoIterator<Item = Option<&'a str>>,
 ) -> PrepareRequest {
+    let join = |first: Option<String>, block: &str| match first {
+        Some(text) => format!("{text}\n\n{block}"),
+        None => block.to_owned(),
+    };
     let mut request = request.clone();
-    for block in blocks.into_iter().flatten() {
-        request.system = Some(match request.system.take() {
-            Some(system) => format!("{system}\n\n{block}"),
-            None => block.to_owned(),
-        });
+    if let Some(block) = lasting {
+        request.system = Some(join(request.system.take(), block));
+    }
+    for block in live.into_iter().flatten() {
+        request.live_context = Some(join(request.live_context.take(), block));
     }
     request
 }
