@@ -470,3 +470,32 @@ fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
     let bad = serde_json::json!({"query": " "});
     assert!(agentmem::search::parse_tool_arguments(&bad).is_err());
 }
+
+#[test]
+fn a_session_alone_keeps_what_stands_in_for_recall_in_the_system_prompt() {
+    let (_dir, store, agent) = common::fresh_store();
+    store
+        .facts(&agent)
+        .add(NewFact {
+            fact: "The staging database listens on port 6432".into(),
+            tags: vec![],
+            confidence: 0.9,
+            salience: 0.8,
+            provenance: Provenance::default(),
+            trust: Trust::User,
+        })
+        .unwrap();
+    let mut session = store.create_session(&agent, None).unwrap();
+    session
+        .ingest(vec![Event::user("Which port does staging use?")])
+        .unwrap();
+    session.flush_index();
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let payload = session.prepare(&request).unwrap().payload;
+    // Nothing beyond its own history to recall: the agent's best facts stand
+    // in, change only with their file, and so last in the system prompt.
+    let messages = payload["messages"].as_array().unwrap().clone();
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.contains("port 6432"), "{system}");
+    assert_eq!(messages.last().unwrap()["role"], "user", "no live context");
+}

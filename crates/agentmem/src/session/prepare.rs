@@ -310,12 +310,23 @@ impl Session {
                 )
             }
         };
-        let recalled = query
-            .as_deref()
-            .and_then(|q| self.recall_block(q, tokenizer));
-        let blocks = MemoryBlocks {
-            lasting: own.clone(),
-            recalled: recalled.or_else(|| cross_session.clone()),
+        let blocks = if query.is_none() || self.nothing_to_recall() {
+            // What stands in for recall then changes only with its files:
+            // it lasts, in the system prompt.
+            let lasting = [own.as_deref(), cross_session.as_deref()];
+            let lasting: Vec<&str> = lasting.into_iter().flatten().collect();
+            MemoryBlocks {
+                lasting: (!lasting.is_empty()).then(|| lasting.join("\n\n")),
+                recalled: None,
+            }
+        } else {
+            let recalled = query
+                .as_deref()
+                .and_then(|q| self.recall_block(q, tokenizer));
+            MemoryBlocks {
+                lasting: own.clone(),
+                recalled: recalled.or_else(|| cross_session.clone()),
+            }
         };
         let tokens = match &self.memory_cache {
             Some(cache) if cache.blocks == blocks && cache.encoding == encoding => cache.tokens,
@@ -337,9 +348,26 @@ impl Session {
         blocks
     }
 
+    /// Whether recall can find nothing: the session is alone with its own
+    /// history in the agent's index (whose facts its summary holds; facts
+    /// given by hand are in the block that stands in), or the index cannot
+    /// be read. Alone, a session does not refresh the index's copy of the
+    /// facts after each of its compactions. A writer's indexer has the
+    /// answer ready, as of the latest events it indexed.
+    fn nothing_to_recall(&mut self) -> bool {
+        let session = self.id.to_string();
+        match self.feeder.as_ref().and_then(|f| f.memories_beyond()) {
+            Some(beyond) => !beyond,
+            None => self
+                .index_mut()
+                .is_none_or(|index| !index.has_memories_beyond(&session).unwrap_or(false)),
+        }
+    }
+
     /// Facts, episodes and other sessions' events recalled for `query`,
-    /// under the cross-session budget; `None` when nothing matched (or the
-    /// index cannot be read: the salience-ordered block stands in).
+    /// under the cross-session budget, when there is something to recall
+    /// ([`Session::nothing_to_recall`]); `None` when nothing matched (the
+    /// salience-ordered block stands in).
     fn recall_block(&mut self, query: &str, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
         let budget = self
             .settings
@@ -349,20 +377,8 @@ impl Session {
         let heading = crate::memory::project::CROSS_SESSION_HEADING;
         let budget = budget.checked_sub(tokenizer.count(heading) as u64 + 1)?;
         let agent_dir = self.settings.agent_dir.clone();
-        // Alone with its own history (whose facts its summary holds), a
-        // session has nothing to recall and does not refresh the index's
-        // copy of the facts after each of its compactions; facts given by
-        // hand are in the block that stands in. A writer's indexer has the
-        // answer ready, as of the latest events it indexed.
         let session = self.id.to_string();
-        let indexed = self.feeder.as_ref().and_then(|f| f.memories_beyond());
-        if indexed == Some(false) {
-            return None;
-        }
         let index = self.index_mut()?;
-        if indexed.is_none() && !index.has_memories_beyond(&session).ok()? {
-            return None;
-        }
         crate::recall::refresh_memories(index, &agent_dir).ok()?;
         let mut request = crate::recall::RecallRequest::new(query, budget);
         request.exclude_session = Some(session);
