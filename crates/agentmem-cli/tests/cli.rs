@@ -576,6 +576,8 @@ fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
     assert!(turns.len() > 100);
     assert_eq!(summary["turns_over_budget"], 0);
     assert!(summary["compactions"].as_u64().unwrap() >= 1, "{summary}");
+    let repeated = summary["prefix_repeated_share"].as_f64().unwrap();
+    assert!(repeated > 0.5 && repeated < 1.0, "{summary}");
     for turn in turns {
         assert!(
             turn["context_tokens"].as_u64().unwrap() <= turn["budget"].as_u64().unwrap(),

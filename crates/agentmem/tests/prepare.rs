@@ -7,7 +7,7 @@ use agentmem::config::CONFIG_FILE;
 use agentmem::event::{Event, Usage};
 use agentmem::id::{AgentId, SessionId};
 use agentmem::prepare::PrepareRequest;
-use agentmem::render::{PromptCache, Target};
+use agentmem::render::{remove_cache_marks, PromptCache, Target};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::registry::ModelSource;
@@ -374,24 +374,10 @@ fn the_cache_mark_follows_the_end_of_the_conversation_from_call_to_call() {
 }
 
 /// A body's message list, and everything else of it, without cache marks.
-fn unmarked(mut body: Value) -> (Vec<Value>, Value) {
-    fn strip(value: &mut Value) {
-        match value {
-            Value::Object(fields) => {
-                fields.remove("cache_control");
-                fields.values_mut().for_each(strip);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip),
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-        }
-    }
-    strip(&mut body);
-    let key = ["messages", "input", "contents"]
-        .into_iter()
-        .find(|k| body.get(*k).is_some())
-        .unwrap();
-    let list = body.as_object_mut().unwrap().remove(key).unwrap();
-    (list.as_array().unwrap().clone(), body)
+fn unmarked(target: Target, mut body: Value) -> (Vec<Value>, Value) {
+    remove_cache_marks(&mut body);
+    let list = body.as_object_mut().unwrap().remove(target.list_key());
+    (list.unwrap().as_array().unwrap().clone(), body)
 }
 
 #[test]
@@ -415,8 +401,8 @@ fn a_changed_working_memory_leaves_the_prefix_sent_before_it_as_it_was() {
         session.update_working_memory(state("fix"), None).unwrap();
         let second = session.prepare(&request).unwrap().payload.to_value();
 
-        let (first_list, first_rest) = unmarked(first);
-        let (second_list, second_rest) = unmarked(second);
+        let (first_list, first_rest) = unmarked(target, first);
+        let (second_list, second_rest) = unmarked(target, second);
         let sent_before = &first_list[..first_list.len() - 1];
         assert_eq!(
             &second_list[..sent_before.len()],

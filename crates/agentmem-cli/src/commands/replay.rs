@@ -8,11 +8,12 @@ use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
 use agentmem::import::{self, Format};
 use agentmem::prepare::PrepareRequest;
-use agentmem::render::Target;
+use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
 use agentmem::store::Store;
 use anyhow::Context as _;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::Context;
 use crate::cli::ReplayArgs;
@@ -54,14 +55,15 @@ pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
     };
     let request = request(args, &ctx.store)?;
     let mut lines = Vec::new();
+    let mut prefixes = PrefixMeter::default();
     for (n, turn) in split_turns(events).into_iter().enumerate() {
-        let line = replay_turn(&mut session, &request, n, turn)?;
+        let line = replay_turn(&mut session, &request, &mut prefixes, n, turn)?;
         if ctx.json || args.plot.is_none() {
             println!("{}", serde_json::to_string(&line)?);
         }
         lines.push(line);
     }
-    let summary = summarize(&lines);
+    let summary = summarize(&lines, &prefixes);
     println!("{}", serde_json::to_string(&summary)?);
     if let Some(path) = &args.plot {
         std::fs::write(
@@ -127,6 +129,7 @@ fn split_turns(events: Vec<Event>) -> Vec<Vec<Event>> {
 fn replay_turn(
     session: &mut Session,
     request: &PrepareRequest,
+    prefixes: &mut PrefixMeter,
     n: usize,
     turn: Vec<Event>,
 ) -> anyhow::Result<TurnLine> {
@@ -145,7 +148,8 @@ fn replay_turn(
     for event in turn {
         let is_output = event.trace_type.is_model_output();
         if is_output && !previous_was_output {
-            model_call(session, request, std::mem::take(&mut pending), &mut line)?;
+            let events = std::mem::take(&mut pending);
+            model_call(session, request, prefixes, events, &mut line)?;
         }
         previous_was_output = is_output;
         pending.push(event);
@@ -154,7 +158,7 @@ fn replay_turn(
     session.ingest(pending)?;
     line.engine_us += started.elapsed().as_secs_f64() * 1e6;
     if line.model_calls == 0 {
-        model_call(session, request, Vec::new(), &mut line)?;
+        model_call(session, request, prefixes, Vec::new(), &mut line)?;
     }
     Ok(line)
 }
@@ -162,6 +166,7 @@ fn replay_turn(
 fn model_call(
     session: &mut Session,
     request: &PrepareRequest,
+    prefixes: &mut PrefixMeter,
     events: Vec<Event>,
     line: &mut TurnLine,
 ) -> anyhow::Result<()> {
@@ -169,6 +174,7 @@ fn model_call(
     session.ingest(events)?;
     let prepared = session.prepare(request)?;
     line.engine_us += started.elapsed().as_secs_f64() * 1e6;
+    prefixes.observe(request.target, &prepared.payload);
     let stats = prepared.stats;
     line.context_tokens = stats.context_tokens;
     line.budget = stats.input_budget;
@@ -184,12 +190,44 @@ fn model_call(
     Ok(())
 }
 
+/// How much of each prepared body repeats the one before it from its first
+/// byte: what a provider's prefix cache can serve. The body is read in the
+/// order providers cache it (everything but the message list, then the
+/// list), cache marks left out: they say where to cache, they are not content.
+#[derive(Debug, Default)]
+struct PrefixMeter {
+    previous: String,
+    sent_bytes: u64,
+    repeated_bytes: u64,
+}
+
+impl PrefixMeter {
+    fn observe(&mut self, target: Target, payload: &Payload) {
+        let mut body = payload.to_value();
+        remove_cache_marks(&mut body);
+        let Value::Object(mut fields) = body else {
+            return;
+        };
+        let list = fields.remove(target.list_key()).unwrap_or_default();
+        let text = format!("{}{list}", Value::Object(fields));
+        let repeated = self.previous.bytes().zip(text.bytes());
+        let repeated = repeated.take_while(|(a, b)| a == b).count();
+        self.sent_bytes += text.len() as u64;
+        self.repeated_bytes += repeated as u64;
+        self.previous = text;
+    }
+
+    fn share(&self) -> f64 {
+        self.repeated_bytes as f64 / self.sent_bytes.max(1) as f64
+    }
+}
+
 /// Turns at each end of a replay whose mean engine time the summary gives:
 /// whether the cost per turn grows with history.
 const FLATNESS_WINDOW_TURNS: usize = 100;
 
 /// The summary line.
-fn summarize(lines: &[TurnLine]) -> serde_json::Value {
+fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> serde_json::Value {
     let mean_us = |window: &[TurnLine]| {
         window.iter().map(|l| l.engine_us).sum::<f64>() / window.len().max(1) as f64
     };
@@ -222,5 +260,45 @@ fn summarize(lines: &[TurnLine]) -> serde_json::Value {
         "engine_ms_total": per_turn.iter().sum::<f64>() / 1e3,
         "engine_us_mean_first_100": first,
         "engine_us_mean_last_100": last,
+        "sent_bytes": prefixes.sent_bytes,
+        "prefix_repeated_share": prefixes.share(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use agentmem::message::{Message, Role};
+    use agentmem::render::{PromptCache, RenderRequest};
+
+    use super::*;
+
+    fn body(target: Target, messages: &[Message]) -> Payload {
+        let request = RenderRequest {
+            model: "a-model",
+            system: Some("Be brief."),
+            messages,
+            tools: &[],
+            max_output_tokens: 1024,
+            cache: PromptCache::Marked,
+            live_context: None,
+        };
+        Payload::render(target, &request)
+    }
+
+    #[test]
+    fn the_meter_counts_what_a_body_repeats_of_the_one_before_marks_aside() {
+        let asked = [Message::text(Role::User, "hi")];
+        let answered = [asked[0].clone(), Message::text(Role::Assistant, "Hello.")];
+        for target in [Target::OpenAiChat, Target::Anthropic] {
+            let mut meter = PrefixMeter::default();
+            meter.observe(target, &body(target, &asked));
+            let first = meter.sent_bytes;
+            assert_eq!(meter.repeated_bytes, 0);
+            meter.observe(target, &body(target, &answered));
+            // All of the first body but the `]` that closed its list.
+            assert_eq!(meter.repeated_bytes, first - 1, "{target}");
+            let share = meter.share();
+            assert!(share > 0.0 && share < 0.5, "{target}: {share}");
+        }
+    }
 }

@@ -88,7 +88,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     }
     Frame {
         head,
-        list_key: "messages",
+        list_key: super::Target::Anthropic.list_key(),
         lead: Vec::new(),
         end: ListEnd::of(super::Target::Anthropic, request),
     }

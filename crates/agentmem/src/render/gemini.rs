@@ -99,7 +99,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     );
     Frame {
         head,
-        list_key: "contents",
+        list_key: super::Target::Gemini.list_key(),
         lead: Vec::new(),
         end: ListEnd::of(super::Target::Gemini, request),
     }

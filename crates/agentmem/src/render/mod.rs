@@ -70,6 +70,20 @@ impl Target {
         }
     }
 
+    /// The field of a request body that holds the message list.
+    ///
+    /// ```
+    /// use agentmem::render::Target;
+    /// assert_eq!(Target::Gemini.list_key(), "contents");
+    /// ```
+    pub fn list_key(self) -> &'static str {
+        match self {
+            Target::OpenAiChat | Target::Anthropic => "messages",
+            Target::OpenAiResponses => "input",
+            Target::Gemini => "contents",
+        }
+    }
+
     /// Whether reasoning items go back to the model in this API: Responses
     /// takes reasoning items (encrypted content included), Anthropic takes
     /// signed thinking blocks; Chat Completions and Gemini take none.
@@ -222,6 +236,27 @@ impl FromStr for PromptCache {
                 "unknown prompt cache setting {other:?}; use marked or unmarked"
             )),
         }
+    }
+}
+
+/// Removes the cache marks ([`PromptCache`]) from a rendered body: they say
+/// where the provider may cache, they are not content, so two bodies share
+/// a cached prefix as far as their text without marks agrees.
+///
+/// ```
+/// use serde_json::json;
+/// let mut body = json!({"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]});
+/// agentmem::render::remove_cache_marks(&mut body);
+/// assert_eq!(body, json!({"system": [{"type": "text", "text": "Be brief."}]}));
+/// ```
+pub fn remove_cache_marks(body: &mut Value) {
+    match body {
+        Value::Object(fields) => {
+            fields.remove("cache_control");
+            fields.values_mut().for_each(remove_cache_marks);
+        }
+        Value::Array(items) => items.iter_mut().for_each(remove_cache_marks),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
 }
 

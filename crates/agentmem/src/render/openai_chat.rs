@@ -25,7 +25,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
         .collect();
     Frame {
         head,
-        list_key: "messages",
+        list_key: super::Target::OpenAiChat.list_key(),
         lead,
         end: ListEnd::of(super::Target::OpenAiChat, request),
     }

@@ -57,7 +57,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     }
     Frame {
         head,
-        list_key: "input",
+        list_key: super::Target::OpenAiResponses.list_key(),
         lead: Vec::new(),
         end: ListEnd::of(super::Target::OpenAiResponses, request),
     }
