@@ -302,11 +302,10 @@ pub struct ChatArgs {
     /// built-in extractive summarizer; same endpoint.
     #[arg(long)]
     pub summarizer_model: Option<String>,
-    /// Whether the payload marks where the provider may cache its prefix:
-    /// `marked` (Anthropic gets cache breakpoints after the system prompt
-    /// and at the conversation's end; the other APIs cache by themselves)
-    /// or `unmarked`.
-    #[arg(long, default_value = "marked")]
+    /// `on`: the payload is laid out for the provider's prefix cache
+    /// (Anthropic's cache breakpoints, the live context after the
+    /// conversation); `off`: a plain body, for a server that rejects them.
+    #[arg(long, default_value = "on")]
     pub prompt_cache: PromptCache,
 }
 
@@ -396,11 +395,10 @@ pub struct ModelArgs {
     /// Compaction starts at this fraction of the input budget (default 0.8).
     #[arg(long)]
     pub trigger_ratio: Option<f64>,
-    /// Whether the payload marks where the provider may cache its prefix:
-    /// `marked` (Anthropic gets cache breakpoints after the system prompt
-    /// and at the conversation's end; the other APIs cache by themselves)
-    /// or `unmarked`.
-    #[arg(long, default_value = "marked")]
+    /// `on`: the payload is laid out for the provider's prefix cache
+    /// (Anthropic's cache breakpoints, the live context after the
+    /// conversation); `off`: a plain body, for a server that rejects them.
+    #[arg(long, default_value = "on")]
     pub prompt_cache: PromptCache,
 }
 

@@ -429,7 +429,7 @@ fn context_prepare_and_tokens() {
     assert_eq!(stats["target"], "anthropic");
     assert!(stats["sections"]["tool_schemas"].as_u64().unwrap() > 0);
 
-    let unmarked = prepare_for_claude(&["--prompt-cache", "unmarked"]);
+    let unmarked = prepare_for_claude(&["--prompt-cache", "off"]);
     let payload: Value = serde_json::from_slice(&unmarked.stdout).unwrap();
     assert_eq!(payload["system"], "Be brief.");
     assert!(!stdout(&unmarked).contains("cache_control"));

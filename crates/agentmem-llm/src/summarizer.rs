@@ -67,7 +67,7 @@ impl LlmSummarizer {
                 tools: &[],
                 max_output_tokens: request.max_tokens.saturating_add(ANSWER_OVERHEAD_TOKENS),
                 // One call per span: a cache write would only cost more.
-                cache: PromptCache::Unmarked,
+                cache: PromptCache::Off,
                 live_context: None,
             },
         )

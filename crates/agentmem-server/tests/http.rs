@@ -53,7 +53,7 @@ fn a_client_walks_a_whole_agent_loop() {
         "Anthropic shape, cache marked: {prepared}"
     );
     let unmarked =
-        json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "prompt_cache": "unmarked"});
+        json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "prompt_cache": "off"});
     let (_, plain) = server.call("POST", "/v1/sessions/s1/prepare", Some(&unmarked));
     assert_eq!(plain["payload"]["system"], "Be brief.", "{plain}");
     let live = json!({"model": "gpt-4o", "live_context": "Today is Tuesday."});

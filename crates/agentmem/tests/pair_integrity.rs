@@ -282,7 +282,7 @@ fn rendered(events: &[Event], target: Target) -> Value {
             messages: &messages,
             tools: &tools,
             max_output_tokens: 1024,
-            cache: PromptCache::Marked,
+            cache: PromptCache::On,
             live_context: None,
         },
     )

@@ -369,7 +369,7 @@ fn request(spec: &Spec, target: Target, call: usize) -> PrepareRequest {
             raw_tail_turns: spec.raw_tail_turns,
             ..ContextSettingsLayer::default()
         },
-        cache: PromptCache::Marked,
+        cache: PromptCache::On,
         live_context,
     }
 }

@@ -367,7 +367,7 @@ fn the_cache_mark_follows_the_end_of_the_conversation_from_call_to_call() {
     let sent: Value = serde_json::from_str(&second.to_string()).unwrap();
     assert_eq!(sent, second.to_value(), "the body sent is the body read");
 
-    request.cache = PromptCache::Unmarked;
+    request.cache = PromptCache::Off;
     let unmarked = session.prepare(&request).unwrap().payload;
     assert!(!unmarked.to_string().contains("cache_control"));
     assert_eq!(unmarked["system"], "You are a coding agent.");

@@ -103,7 +103,7 @@ fn rendered(fixture: &Fixture, target: Target) -> Value {
         messages: &fixture.messages,
         tools: &tools,
         max_output_tokens: MAX_OUTPUT_TOKENS,
-        cache: PromptCache::Marked,
+        cache: PromptCache::On,
         live_context: None,
     };
     render(target, &request)

@@ -279,7 +279,7 @@ mod tests {
             messages,
             tools: &[],
             max_output_tokens: 1024,
-            cache: PromptCache::Marked,
+            cache: PromptCache::On,
             live_context: None,
         };
         Payload::render(target, &request)

@@ -33,7 +33,7 @@
 //!   [`data_uri`]). A local path or another URI cannot be sent without reading
 //!   it, which a renderer does not do: it becomes a text block naming it.
 //!
-//! - **Prompt caching** ([`PromptCache::Marked`]): Anthropic caches a prefix
+//! - **Prompt caching** ([`PromptCache::On`]): Anthropic caches a prefix
 //!   only up to a block marked `cache_control: {type: "ephemeral"}`, in the
 //!   order tools, system, messages. Two of the four marks the API allows are
 //!   used: the system prompt goes as one text block carrying a mark (or, with
@@ -67,7 +67,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     let system = system_text(request);
     let mut tools: Vec<Value> = request.tools.iter().map(tool).collect();
     match request.cache {
-        PromptCache::Marked => {
+        PromptCache::On => {
             // The system prompt comes after the tools: one mark covers both.
             if system.is_empty() {
                 tools.last_mut().into_iter().for_each(mark);
@@ -77,7 +77,7 @@ pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
                 head.insert("system".into(), Value::Array(vec![block]));
             }
         }
-        PromptCache::Unmarked => {
+        PromptCache::Off => {
             if !system.is_empty() {
                 head.insert("system".into(), Value::String(system));
             }
@@ -104,7 +104,7 @@ pub(super) fn close_list(
     live_context: Option<&str>,
     cache: PromptCache,
 ) -> Vec<Value> {
-    if let (PromptCache::Marked, Some(message)) = (cache, last.as_deref_mut()) {
+    if let (PromptCache::On, Some(message)) = (cache, last.as_deref_mut()) {
         mark_cache_breakpoint(message);
     }
     let Some(text) = live_context else {
@@ -417,7 +417,7 @@ mod tests {
             messages,
             tools,
             max_output_tokens: 1024,
-            cache: PromptCache::Unmarked,
+            cache: PromptCache::Off,
             live_context: None,
         }
     }
@@ -489,7 +489,7 @@ mod tests {
             result("c1", "a.rs", false),
         ];
         let marked = RenderRequest {
-            cache: PromptCache::Marked,
+            cache: PromptCache::On,
             live_context: None,
             ..request(Some("prompt"), &messages, &tools)
         };

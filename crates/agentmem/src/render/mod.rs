@@ -182,17 +182,19 @@ pub struct RenderRequest<'a> {
     /// provider has cached. Chat Completions gets a closing system message,
     /// Responses a closing developer message; Anthropic and Gemini add it
     /// to the closing user message (Gemini only when that holds no function
-    /// responses), else to the system prompt.
+    /// responses), else to the system prompt. With [`PromptCache::Off`] it
+    /// ends the system prompt.
     pub live_context: Option<&'a str>,
 }
 
-/// Whether a request body marks where the provider may cache its prefix.
+/// Whether a request body is laid out for the provider's prefix cache.
 ///
 /// A long agent session sends the same prefix call after call, and a cached
-/// prefix is read at a tenth of the input price. OpenAI and Gemini cache
-/// prefixes by themselves; Anthropic caches only up to the breakpoints a
-/// request marks (`cache_control`), so without marks every call of a tool
-/// loop pays for the whole context again.
+/// prefix is read at a tenth of the input price, but only while it stays
+/// byte for byte the same. OpenAI and Gemini cache prefixes by themselves;
+/// Anthropic caches only up to the breakpoints a request marks
+/// (`cache_control`), so without marks every call of a tool loop pays for
+/// the whole context again.
 ///
 /// ```
 /// use agentmem::message::{Message, Role};
@@ -204,25 +206,31 @@ pub struct RenderRequest<'a> {
 ///     messages: &messages,
 ///     tools: &[],
 ///     max_output_tokens: 1024,
-///     cache: PromptCache::Marked,
-///     live_context: None,
+///     cache: PromptCache::On,
+///     live_context: Some("Today is Tuesday."),
 /// };
 /// let body = render(Target::Anthropic, &request);
 /// assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
 /// assert_eq!(body["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
-/// request.cache = PromptCache::Unmarked;
-/// assert_eq!(render(Target::Anthropic, &request)["system"], "Be brief.");
+/// assert_eq!(body["messages"][0]["content"][1]["text"], "Today is Tuesday.");
+/// request.cache = PromptCache::Off;
+/// let plain = render(Target::Anthropic, &request);
+/// assert_eq!(plain["system"], "Be brief.\n\nToday is Tuesday.");
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum PromptCache {
-    /// Breakpoints where the API takes them (Anthropic): after the tools and
-    /// system prompt, and after the conversation's last block, so the next
-    /// call of an agent loop reads everything sent before from the cache.
+    /// Laid out for the cache: breakpoints where the API takes them
+    /// (Anthropic: after the tools and system prompt, and after the
+    /// conversation's last block), and the live context after the
+    /// conversation, so the next call of an agent loop reads everything
+    /// sent before from the cache.
     #[default]
-    Marked,
-    /// No marks: for a one-off call (Anthropic charges a cache write at
-    /// 1.25 times the input price) or a server that rejects them.
-    Unmarked,
+    On,
+    /// A plain body: no marks, and the live context at the end of the
+    /// system prompt. For a one-off call (Anthropic charges a cache write
+    /// at 1.25 times the input price), or a server that rejects cache marks
+    /// or a system message after the conversation (strict chat templates).
+    Off,
 }
 
 impl FromStr for PromptCache {
@@ -230,10 +238,10 @@ impl FromStr for PromptCache {
 
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "marked" => Ok(PromptCache::Marked),
-            "unmarked" => Ok(PromptCache::Unmarked),
+            "on" => Ok(PromptCache::On),
+            "off" => Ok(PromptCache::Off),
             other => Err(format!(
-                "unknown prompt cache setting {other:?}; use marked or unmarked"
+                "unknown prompt cache setting {other:?}; use on or off"
             )),
         }
     }
@@ -272,6 +280,21 @@ pub fn render(target: Target, request: &RenderRequest<'_>) -> Value {
 /// count (Anthropic and Gemini lift them out of the list); the rest is not
 /// read.
 pub fn frame(target: Target, request: &RenderRequest<'_>) -> Frame {
+    let system_with_live;
+    let request = match (request.cache, request.live_context) {
+        (PromptCache::Off, Some(live)) => {
+            system_with_live = match request.system {
+                Some(system) => format!("{system}\n\n{live}"),
+                None => live.to_owned(),
+            };
+            &RenderRequest {
+                system: Some(&system_with_live),
+                live_context: None,
+                ..*request
+            }
+        }
+        (PromptCache::On | PromptCache::Off, _) => request,
+    };
     match target {
         Target::OpenAiChat => openai_chat::frame(request),
         Target::OpenAiResponses => openai_responses::frame(request),
@@ -338,7 +361,7 @@ impl ListEnd {
 
     /// Whether the entries as rendered already end the list.
     fn is_plain(&self) -> bool {
-        let marks = self.target == Target::Anthropic && self.cache == PromptCache::Marked;
+        let marks = self.target == Target::Anthropic && self.cache == PromptCache::On;
         self.live_context.is_none() && !marks
     }
 
@@ -388,7 +411,7 @@ mod tests {
             messages,
             tools: &[],
             max_output_tokens: 1024,
-            cache: PromptCache::Marked,
+            cache: PromptCache::On,
             live_context: Some(LIVE),
         };
         let whole = render(target, &request);
@@ -466,6 +489,36 @@ mod tests {
             1,
             "the reply to continue ends the list"
         );
+    }
+
+    #[test]
+    fn a_plain_body_ends_its_system_prompt_with_the_live_context() {
+        for target in Target::ALL {
+            let messages = answered_by_a_tool();
+            let request = RenderRequest {
+                model: "a-model",
+                system: Some("Be brief."),
+                messages: &messages,
+                tools: &[],
+                max_output_tokens: 1024,
+                cache: PromptCache::Off,
+                live_context: Some(LIVE),
+            };
+            let plain = render(target, &request);
+            assert_eq!(plain, Payload::render(target, &request).to_value());
+            let text = plain.to_string();
+            assert_eq!(text.matches(LIVE).count(), 1, "{target}: {text}");
+            let list = plain[target.list_key()].as_array().unwrap();
+            let last = list.last().unwrap().to_string();
+            assert!(
+                !last.contains(LIVE) && !text.contains("cache_control"),
+                "{target}: {text}"
+            );
+            assert!(
+                text.contains(&format!("Be brief.\\n\\n{LIVE}")),
+                "{target}: {text}"
+            );
+        }
     }
 
     #[test]

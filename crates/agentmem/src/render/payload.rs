@@ -74,7 +74,7 @@ impl Segment {
 ///     messages: &messages,
 ///     tools: &[],
 ///     max_output_tokens: 1024,
-///     cache: PromptCache::Marked,
+///     cache: PromptCache::On,
 ///     live_context: None,
 /// };
 /// let payload = Payload::render(Target::OpenAiChat, &request);
