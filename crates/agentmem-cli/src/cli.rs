@@ -302,11 +302,8 @@ pub struct ChatArgs {
     /// built-in extractive summarizer; same endpoint.
     #[arg(long)]
     pub summarizer_model: Option<String>,
-    /// `on`: the payload is laid out for the provider's prefix cache
-    /// (Anthropic's cache breakpoints, the live context after the
-    /// conversation); `off`: a plain body, for a server that rejects them.
-    #[arg(long, default_value = "on")]
-    pub prompt_cache: PromptCache,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -395,6 +392,13 @@ pub struct ModelArgs {
     /// Compaction starts at this fraction of the input budget (default 0.8).
     #[arg(long)]
     pub trigger_ratio: Option<f64>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// Whether the payload is laid out for the provider's prefix cache.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
     /// `on`: the payload is laid out for the provider's prefix cache
     /// (Anthropic's cache breakpoints, the live context after the
     /// conversation); `off`: a plain body, for a server that rejects them.

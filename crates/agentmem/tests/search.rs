@@ -195,20 +195,27 @@ fn two_writers_on_one_index_wait_for_each_other_instead_of_failing() {
     );
 }
 
+/// A fact the user gave, sure and salient.
+fn said_by_the_user(fact: &str) -> NewFact {
+    NewFact {
+        fact: fact.into(),
+        tags: vec![],
+        confidence: 0.9,
+        salience: 0.8,
+        provenance: Provenance::default(),
+        trust: Trust::User,
+    }
+}
+
 #[test]
 fn recall_scores_facts_episodes_and_past_events_within_the_budget() {
     let (_dir, store, agent) = common::fresh_store();
     let past = session_with_archive(&store, &agent);
     store
         .facts(&agent)
-        .add(NewFact {
-            fact: "The parser lives in src/parse.rs and uses nom".into(),
-            tags: vec![],
-            confidence: 0.9,
-            salience: 0.8,
-            provenance: Provenance::default(),
-            trust: Trust::User,
-        })
+        .add(said_by_the_user(
+            "The parser lives in src/parse.rs and uses nom",
+        ))
         .unwrap();
     store
         .facts(&agent)
@@ -476,14 +483,9 @@ fn a_session_alone_keeps_what_stands_in_for_recall_in_the_system_prompt() {
     let (_dir, store, agent) = common::fresh_store();
     store
         .facts(&agent)
-        .add(NewFact {
-            fact: "The staging database listens on port 6432".into(),
-            tags: vec![],
-            confidence: 0.9,
-            salience: 0.8,
-            provenance: Provenance::default(),
-            trust: Trust::User,
-        })
+        .add(said_by_the_user(
+            "The staging database listens on port 6432",
+        ))
         .unwrap();
     let mut session = store.create_session(&agent, None).unwrap();
     session

@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
     let mut request = PrepareRequest::new(&model, target);
     request.system = args.system.clone();
     request.tools = tools::session_schemas();
-    request.cache = args.prompt_cache;
+    request.cache = args.cache.prompt_cache;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     loop {

@@ -60,7 +60,7 @@ pub fn request_for(session: &Session, args: &ModelArgs) -> anyhow::Result<Prepar
         None => Target::for_model(&model),
     };
     let mut request = PrepareRequest::new(model, target);
-    request.cache = args.prompt_cache;
+    request.cache = args.cache.prompt_cache;
     request.budget = BudgetSettings {
         context_window: args.context_window,
         max_output_tokens: args.max_output_tokens,

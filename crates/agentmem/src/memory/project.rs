@@ -128,18 +128,6 @@ pub fn memory_block(
     settings: &MemorySettings,
     tokenizer: Tokenizer,
 ) -> Option<String> {
-    memory_block_for(notebook, None, settings, tokenizer)
-}
-
-/// [`memory_block`], plus — for `session` — the agent's current facts and the
-/// latest summaries of its other sessions, within the cross-session budget.
-pub fn memory_block_for(
-    agent_dir: Option<&Path>,
-    session: Option<&str>,
-    settings: &MemorySettings,
-    tokenizer: Tokenizer,
-) -> Option<String> {
-    let notebook = agent_dir;
     let mut sections = Vec::new();
     let files = discover(&settings.project_dirs);
     if !files.is_empty() {
@@ -176,15 +164,12 @@ pub fn memory_block_for(
             sections.push(format!("{NOTEBOOK_HEADING}\n{kept}{note}"));
         }
     }
-    if let (Some(agent_dir), Some(session)) = (agent_dir, session) {
-        sections.extend(cross_session_block(agent_dir, session, settings, tokenizer));
-    }
     (!sections.is_empty()).then(|| sections.join("\n\n"))
 }
 
-/// The part of [`memory_block_for`] that `session` is given of the others:
-/// the agent's current facts and the latest summaries of its other
-/// sessions, within the cross-session budget.
+/// What `session` is given of its agent's other memories: the current facts
+/// and the latest summaries of its other sessions, within the cross-session
+/// budget.
 pub fn cross_session_block(
     agent_dir: &Path,
     session: &str,

@@ -10,7 +10,7 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
-use crate::memory::project::{cross_session_block, memory_block_for, memory_stamp};
+use crate::memory::project::{cross_session_block, memory_block, memory_stamp};
 use crate::prepare::{
     prepare, request_overhead, Limits, Measured, PrepareRequest, Prepared, Sections,
 };
@@ -305,7 +305,7 @@ impl Session {
                 let settings = &self.settings.memory;
                 let agent_dir = &self.settings.agent_dir;
                 (
-                    memory_block_for(Some(agent_dir), None, settings, tokenizer),
+                    memory_block(Some(agent_dir), settings, tokenizer),
                     cross_session_block(agent_dir, self.id.as_str(), settings, tokenizer),
                 )
             }
