@@ -112,6 +112,41 @@ fn compaction_archives_history_and_loses_nothing() {
 }
 
 #[test]
+fn the_archive_and_the_tail_keep_the_bytes_the_log_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(12));
+    let logged = std::fs::read(session.paths().raw_traces()).unwrap();
+    session.compact(&CompactOptions::default()).unwrap();
+    let archived = std::fs::read(session.paths().archive()).unwrap();
+    let active = std::fs::read(session.paths().raw_traces()).unwrap();
+    assert_eq!([archived, active].concat(), logged);
+}
+
+#[test]
+fn a_log_rewritten_by_hand_is_still_compacted_without_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = coding_turns(12);
+    let session = session_with(&dir, original.clone());
+    let (id, log) = (session.id().clone(), session.paths().raw_traces());
+    drop(session);
+    // The same events with their fields in sorted order: no line starts with its id.
+    let reordered: String = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let fields: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(line).unwrap();
+            format!("{}\n", serde_json::Value::Object(fields))
+        })
+        .collect();
+    assert!(!reordered.starts_with("{\"id\""));
+    std::fs::write(&log, reordered).unwrap();
+    let mut session = store(&dir).open_session(&agent(), &id).unwrap();
+    assert!(session.compact(&CompactOptions::default()).unwrap().applied);
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&original));
+}
+
+#[test]
 fn a_crash_between_snapshot_and_log_rewrite_is_finished_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let original = coding_turns(10);

@@ -22,7 +22,7 @@ use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRI
 use crate::context::strategy::{
     ContextSettingsLayer, Strategy, SUMMARIZER_FAILURES_BEFORE_FALLBACK,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::memory::episodic::{append_episode, read_episodes, EpisodicItem};
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
@@ -402,13 +402,9 @@ impl Session {
         number: u64,
         report: &CompactReport,
     ) -> Result<()> {
-        let fresh: Vec<Event> = span
-            .iter()
-            .filter(|e| !self.compactor.already_archived.contains(&e.id))
-            .cloned()
-            .collect();
+        let (archived_lines, fresh, tail_lines) = self.log_lines_split_at(span, &tail)?;
         let mut archive = AppendLog::open(&self.paths.archive(), Durability::Batch)?;
-        archive.append(&fresh).map_err(|failure| failure.error)?;
+        archive.append_encoded(&archived_lines)?;
         let snapshot = Snapshot {
             compactions: number,
             created: now_ts(),
@@ -419,13 +415,43 @@ impl Session {
             working_memory: Some(self.working.clone()),
         };
         snapshot.write(&self.paths.dir)?;
-        write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&tail)?)?;
+        write_atomic(&self.paths.raw_traces(), &tail_lines)?;
         self.reopen_log()?;
-        self.meta.archived_events = self.meta.archived_events.saturating_add(fresh.len());
+        self.meta.archived_events = self.meta.archived_events.saturating_add(fresh);
         self.events = tail;
         self.snapshot = Some(snapshot);
         self.meta_dirty = true;
         self.write_meta()
+    }
+
+    /// The lines `span` and `tail` take in the active log, as it holds them:
+    /// the span's lines the archive lacks (and how many), then the tail's.
+    /// Encoded afresh only when the log does not hold the active events one a
+    /// line (it always does unless edited by hand).
+    fn log_lines_split_at(
+        &self,
+        span: &[Event],
+        tail: &[Event],
+    ) -> Result<(Vec<u8>, usize, Vec<u8>)> {
+        let path = self.paths.raw_traces();
+        let log = std::fs::read(&path).io("read", &path)?;
+        let to_archive = |event: &Event| !self.compactor.already_archived.contains(&event.id);
+        if let Some(lines) = jsonl::lines_for(&log, &self.events) {
+            let (span_lines, tail_lines) = lines.split_at(span.len());
+            let fresh: Vec<&[u8]> = span_lines
+                .iter()
+                .zip(span)
+                .filter(|(_, event)| to_archive(event))
+                .map(|(line, _)| *line)
+                .collect();
+            return Ok((fresh.concat(), fresh.len(), tail_lines.concat()));
+        }
+        let fresh: Vec<Event> = span.iter().filter(|e| to_archive(e)).cloned().collect();
+        Ok((
+            jsonl::encode_lines(&fresh)?,
+            fresh.len(),
+            jsonl::encode_lines(tail)?,
+        ))
     }
 
     /// Ends the session: summarizes what happened since its last compaction

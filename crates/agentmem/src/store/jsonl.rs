@@ -153,6 +153,45 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
     log.with_file_name(name)
 }
 
+/// The lines of `log` (each with its newline), when it holds exactly
+/// `events`, one a line and in order; `None` when it does not.
+///
+/// A compaction moves the lines it archives as the log holds them: they were
+/// encoded once when appended, and encoding megabytes of events again cost
+/// more than all of its writes.
+///
+/// ```
+/// use agentmem::{event::Event, store::jsonl};
+/// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
+/// events[0].id = "ev-1".into();
+/// events[1].id = "ev-2".into();
+/// let log = jsonl::encode_lines(&events).unwrap();
+/// let lines = jsonl::lines_for(&log, &events).unwrap();
+/// assert_eq!(lines.concat(), log);
+/// assert!(jsonl::lines_for(&log, &events[..1]).is_none());
+/// ```
+pub fn lines_for<'log>(log: &'log [u8], events: &[Event]) -> Option<Vec<&'log [u8]>> {
+    let lines: Vec<&[u8]> = log
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    let holds_them = lines.len() == events.len()
+        && lines
+            .iter()
+            .zip(events)
+            .all(|(line, event)| line.ends_with(b"\n") && starts_with_id(line, &event.id));
+    holds_them.then_some(lines)
+}
+
+/// Whether `line` is the encoding of the event with `id` (the id is its first field).
+fn starts_with_id(line: &[u8], id: &str) -> bool {
+    let Ok(quoted) = serde_json::to_string(id) else {
+        return false;
+    };
+    line.strip_prefix(b"{\"id\":")
+        .is_some_and(|rest| rest.starts_with(quoted.as_bytes()))
+}
+
 /// Serializes events as JSONL.
 pub fn encode_lines(events: &[Event]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
@@ -243,6 +282,24 @@ impl AppendLog {
             }
         }
         Ok(())
+    }
+
+    /// Appends lines already encoded (by [`encode_lines`], or read from a log
+    /// with [`lines_for`]) in one write, synced unless the durability is `os`.
+    pub fn append_encoded(&mut self, lines: &[u8]) -> Result<()> {
+        debug_assert!(lines.is_empty() || lines.ends_with(b"\n"));
+        if lines.is_empty() {
+            return Ok(());
+        }
+        if let Err(error) = self.file.write_all(lines) {
+            let _ = self.file.set_len(self.len);
+            return Err(error).io("append to", &self.path);
+        }
+        self.len += lines.len() as u64;
+        match self.durability {
+            Durability::Always | Durability::Batch => self.file.sync_data().io("fsync", &self.path),
+            Durability::Os => Ok(()),
+        }
     }
 
     fn append_one(&mut self, event: &Event) -> Result<()> {
