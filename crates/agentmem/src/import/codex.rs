@@ -14,8 +14,10 @@
 //!   `opaque`, because its `encrypted_content` must be sent back unchanged.
 //! - `event_msg`: UI events. `token_count` puts its `last_token_usage` on the
 //!   latest event the model produced; `turn_aborted` becomes a turn-aborted
-//!   marker; `user_message`, `agent_message` and `agent_reasoning` repeat
-//!   response items and are skipped, so nothing is imported twice.
+//!   marker; `user_message` and `agent_message` usually repeat a response
+//!   item's message and are then skipped, so nothing is imported twice, but
+//!   some rollouts (a subagent's, for one) hold the conversation only there,
+//!   and then they are imported; `agent_reasoning` repeats reasoning items.
 //! - `compacted`: the summary that replaced earlier history.
 //! - `turn_context`: per-turn settings; only its model is kept, for usage.
 //!
@@ -26,6 +28,8 @@
 //! system event.
 //!
 //! Every line makes at most one event, whose id is a stable id of the line.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -45,23 +49,76 @@ const INJECTED_PREFIXES: [&str; 3] = [
 type Mapped = Result<Option<Event>, String>;
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
-    let mut rollout = Rollout::default();
-    let mut first = true;
-    for (index, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
+    let lines: Vec<(usize, &str, Result<Value, String>)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, raw)| !raw.trim().is_empty())
+        .map(|(index, raw)| (index + 1, raw, parse_line(raw)))
+        .collect();
+    let mut rollout = Rollout {
+        echoes: MessageEchoes::of(&lines),
+        ..Rollout::default()
+    };
+    for (position, (line_no, raw, parsed)) in lines.iter().enumerate() {
         rollout.imported.records += 1;
-        let line_no = index + 1;
-        let mapped = match serde_json::from_str::<Value>(raw) {
-            Ok(record) if record.is_object() => rollout.line(&record, first),
-            Ok(_) => Err("not a JSON object".to_owned()),
-            Err(e) => Err(format!("not JSON: {e}")),
+        let mapped = match parsed {
+            Ok(record) => rollout.line(record, position == 0),
+            Err(reason) => Err(reason.clone()),
         };
-        rollout.record(mapped, line_no, raw);
-        first = false;
+        rollout.record(mapped, *line_no, raw);
     }
     Ok(rollout.imported)
+}
+
+fn parse_line(raw: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(record) if record.is_object() => Ok(record),
+        Ok(_) => Err("not a JSON object".to_owned()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// The user and assistant messages of a rollout's response items, counted by
+/// role and text: a `user_message` or `agent_message` event matching one is
+/// its UI echo. Counted over the whole file first, because the echo is often
+/// written before the item it repeats.
+#[derive(Default)]
+struct MessageEchoes(HashMap<(&'static str, String), usize>);
+
+impl MessageEchoes {
+    fn of(lines: &[(usize, &str, Result<Value, String>)]) -> Self {
+        let mut echoes = MessageEchoes::default();
+        for record in lines.iter().filter_map(|(_, _, parsed)| parsed.as_ref().ok()) {
+            let item = match str_of(record, "type") {
+                "response_item" => record.get("payload").unwrap_or(&Value::Null),
+                _ => record,
+            };
+            if str_of(item, "type") != "message" {
+                continue;
+            }
+            let role = match str_of(item, "role") {
+                "user" => "user",
+                "assistant" => "assistant",
+                _ => continue,
+            };
+            let text = content_text(item.get("content")).trim().to_owned();
+            *echoes.0.entry((role, text)).or_default() += 1;
+        }
+        echoes
+    }
+
+    /// Whether a message of `role` with `text` is among the response items;
+    /// each item answers for one echo, so a message typed twice but recorded
+    /// once as an item is imported once from its second echo.
+    fn take(&mut self, role: &'static str, text: &str) -> bool {
+        match self.0.get_mut(&(role, text.trim().to_owned())) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                true
+            }
+            Some(_) | None => false,
+        }
+    }
 }
 
 /// Import state carried from line to line.
@@ -74,6 +131,8 @@ struct Rollout {
     ts: f64,
     /// The latest event the model produced, which a token count belongs to.
     last_model_event: Option<usize>,
+    /// Response-item messages not yet matched by their UI echo.
+    echoes: MessageEchoes,
 }
 
 impl Rollout {
@@ -143,12 +202,31 @@ impl Rollout {
                 TraceType::TurnAborted,
                 str_of(payload, "reason"),
             ))),
-            "user_message"
-            | "agent_message"
-            | "agent_reasoning"
-            | "agent_reasoning_raw_content" => Err("duplicate of a response item".into()),
+            "user_message" => self.event_message("user", payload),
+            "agent_message" => self.event_message("assistant", payload),
+            "agent_reasoning" | "agent_reasoning_raw_content" => {
+                Err("duplicate of a reasoning response item".into())
+            }
             other => Err(format!("a {other:?} event carries no conversation")),
         }
+    }
+
+    /// A `user_message` or `agent_message`: skipped when it echoes a response
+    /// item, else the only record of that message, imported as one.
+    fn event_message(&mut self, role: &'static str, payload: &Value) -> Mapped {
+        let text = str_of(payload, "message");
+        if self.echoes.take(role, text) {
+            return Err(format!("duplicate of a {role} response item"));
+        }
+        let images: Vec<String> = match payload.get("images") {
+            Some(Value::Array(urls)) => urls
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        role_event(role, text.to_owned(), images)
     }
 
     /// Puts a token count's `last_token_usage` on the latest model event.
@@ -255,10 +333,15 @@ fn response_item(item: &Value) -> Mapped {
 fn message_event(item: &Value) -> Mapped {
     let text = content_text(item.get("content"));
     let images = input_images(item.get("content"));
+    role_event(str_of(item, "role"), text, images)
+}
+
+/// A message of `role`: user text Codex injected becomes a tagged system event.
+fn role_event(role: &str, text: String, images: Vec<String>) -> Mapped {
     if text.trim().is_empty() && images.is_empty() {
         return Err("an empty message".into());
     }
-    let mut event = match str_of(item, "role") {
+    let mut event = match role {
         "user" if is_injected(&text) => Event::system(text).with_tag("injected_context"),
         "user" => Event::user(text),
         "assistant" => Event::assistant(text),
@@ -427,6 +510,34 @@ mod tests {
             ToolStatus::Success
         );
         assert_eq!(imported.skipped.len(), 1);
+    }
+
+    #[test]
+    fn event_messages_are_imported_unless_a_response_item_repeats_them() {
+        let text = r#"{"timestamp":"2026-01-03T04:05:10Z","type":"session_meta","payload":{"id":"child-1","source":{"subagent":"review"}}}
+{"timestamp":"2026-01-03T04:05:11Z","type":"event_msg","payload":{"type":"user_message","message":"check the parser"}}
+{"timestamp":"2026-01-03T04:05:12Z","type":"event_msg","payload":{"type":"agent_message","message":"The parser looks fine."}}
+{"timestamp":"2026-01-03T04:05:13Z","type":"event_msg","payload":{"type":"user_message","message":"and the lexer?"}}
+{"timestamp":"2026-01-03T04:05:13.001Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"and the lexer?"}]}}
+{"timestamp":"2026-01-03T04:05:14Z","type":"event_msg","payload":{"type":"agent_message","message":"The lexer drops tabs."}}
+{"timestamp":"2026-01-03T04:05:14.001Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"The lexer drops tabs."}]}}"#;
+        let imported = parse(text).unwrap();
+        let messages: Vec<(TraceType, &str)> = imported
+            .events
+            .iter()
+            .map(|e| (e.trace_type, e.content.as_str()))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                (TraceType::User, "check the parser"),
+                (TraceType::Assistant, "The parser looks fine."),
+                (TraceType::User, "and the lexer?"),
+                (TraceType::Assistant, "The lexer drops tabs."),
+            ]
+        );
+        let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(skipped, [4, 6]);
     }
 
     #[test]
