@@ -14,11 +14,19 @@
 //! | `thinking` / `redacted_thinking` | `reasoning`, the block kept verbatim in `opaque` (its signature must go back unchanged) |
 //! | `image`                        | an event of the line's role with the image in `media` |
 //!
-//! `summary` lines become `summary` events, `system` lines with content become
-//! `system` events, and user lines flagged `isCompactSummary` (the summary
-//! Claude Code writes after `/compact`) become `summary` events too. Lines that
-//! carry no conversation (`file-history-snapshot`, `queue-operation`, …) are
-//! reported as skipped. Subagent lines (`isSidechain`) are imported and tagged
+//! `summary` lines become `summary` events, and user lines flagged
+//! `isCompactSummary` (the summary Claude Code writes after `/compact`) become
+//! `summary` events too. A `queued_command` attachment (a prompt the user typed
+//! while the model was working) becomes a `user` event.
+//!
+//! Some lines are only shown to the person at the terminal and never sent to
+//! the model: `system` lines (compaction boundaries, `/context` tables, away
+//! summaries, turn timings) and the API errors Claude Code writes as assistant
+//! lines flagged `isApiErrorMessage`. They are kept in the log as `system`
+//! events tagged `display_only` and out of the model's view, so a replay never
+//! sends an error back as if the model had said it. Lines that carry no
+//! conversation (`file-history-snapshot`, `queue-operation`, …) are reported
+//! as skipped. Subagent lines (`isSidechain`) are imported and tagged
 //! `sidechain`; `isMeta` lines are tagged `meta`. Their user text becomes
 //! `system` events: nobody typed it, and a user event would start a turn.
 //!
@@ -37,6 +45,12 @@ use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
 
 /// The text Claude Code writes as a user message when the user presses Esc.
 const INTERRUPT_MARKER: &str = "[Request interrupted by user";
+
+/// The tag of events Claude Code showed its user but never sent to the model.
+const DISPLAY_ONLY_TAG: &str = "display_only";
+
+/// The tag of an API error Claude Code wrote as if the model had said it.
+const API_ERROR_TAG: &str = "api_error";
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let mut imported = Imported::default();
@@ -147,9 +161,11 @@ fn import_line(imported: &mut Imported, line: &Line<'_>) {
     }
     let (events_before, skipped_before) = (imported.events.len(), imported.skipped.len());
     match line.str_field("type") {
+        Some("assistant") if line.flag("isApiErrorMessage") => api_error_event(imported, line),
         Some(role @ ("user" | "assistant")) => message_events(imported, line, role),
         Some("summary") => text_event(imported, line, TraceType::Summary, "summary"),
-        Some("system") => text_event(imported, line, TraceType::System, "content"),
+        Some("system") => display_event(imported, line),
+        Some("attachment") => attachment_event(imported, line),
         Some(other) => {
             return skip(
                 imported,
@@ -176,6 +192,74 @@ fn text_event(imported: &mut Imported, line: &Line<'_>, trace_type: TraceType, k
             imported,
             line.no,
             format!("a {} line without {key:?} text", trace_type.as_str()),
+        ),
+    }
+}
+
+/// A `system` line: Claude Code's own status or command output, shown in the
+/// terminal and never part of a request, so it stays out of the model's view.
+fn display_event(imported: &mut Imported, line: &Line<'_>) {
+    let Some(text) = line.str_field("content").filter(|t| !t.trim().is_empty()) else {
+        let subtype = line.str_field("subtype").unwrap_or("untyped");
+        return skip(
+            imported,
+            line.no,
+            format!("a {subtype:?} system line without \"content\" text"),
+        );
+    };
+    let mut event = Event::system(text);
+    if let Some(subtype) = line.str_field("subtype") {
+        event.tags.push(subtype.to_owned());
+    }
+    imported
+        .events
+        .push(hide_from_model(line.finish(event, 0)));
+}
+
+/// An assistant line flagged `isApiErrorMessage`: the request failed and
+/// Claude Code wrote the error as the reply. The model never said it, so it
+/// is kept as a display-only system event, without the (zero) usage.
+fn api_error_event(imported: &mut Imported, line: &Line<'_>) {
+    let text = line
+        .message()
+        .map(|message| content_text(message.get("content")))
+        .unwrap_or_default();
+    if text.trim().is_empty() {
+        return skip(imported, line.no, "an API error message without text");
+    }
+    let mut event = line.finish(Event::system(text).with_tag(API_ERROR_TAG), 0);
+    event.usage = None;
+    imported.events.push(hide_from_model(event));
+}
+
+/// Tags an event display-only and keeps it out of the model's view. The
+/// sidechain tag is what [`Event::is_in_model_view`] reads: such events stay
+/// in the log, searchable and exportable, and are never sent to the model.
+fn hide_from_model(event: Event) -> Event {
+    let mut event = event.with_tag(DISPLAY_ONLY_TAG);
+    if !event.tags.iter().any(|t| t == crate::event::SIDECHAIN_TAG) {
+        event.tags.push(crate::event::SIDECHAIN_TAG.into());
+    }
+    event
+}
+
+/// An `attachment` line: a `queued_command` is a prompt the user typed while
+/// the model was still working, which Claude Code sent as a user message;
+/// other attachments (memory files, hook notes, todo lists) are skipped.
+fn attachment_event(imported: &mut Imported, line: &Line<'_>) {
+    let attachment = line.record.get("attachment").unwrap_or(&Value::Null);
+    match str_of(attachment, "type") {
+        "queued_command" => {
+            let prompt = content_text(attachment.get("prompt"));
+            match text_block_event("user", &prompt) {
+                Some(event) => imported.events.push(line.finish(event, 0)),
+                None => skip(imported, line.no, "a queued command without a prompt"),
+            }
+        }
+        other => skip(
+            imported,
+            line.no,
+            format!("a {other:?} attachment carries no conversation"),
         ),
     }
 }
@@ -276,7 +360,7 @@ fn role_type(role: &str) -> TraceType {
 fn tool_result_event(block: &Value) -> Event {
     let call_id = str_of(block, "tool_use_id");
     let content = block.get("content");
-    let text = content_text(content);
+    let text = tool_result_text(content);
     let is_error = block
         .get("is_error")
         .and_then(Value::as_bool)
@@ -292,6 +376,28 @@ fn tool_result_event(block: &Value) -> Event {
     };
     event.media = media(images);
     event
+}
+
+/// A tool result's content as text: a string, or its parts joined by
+/// newlines. A `tool_reference` part (a tool search naming the tool it
+/// loaded) has no text of its own, so it is written as `tool reference: Name`
+/// rather than leaving the result empty; images ride in `media`.
+fn tool_result_text(content: Option<&Value>) -> String {
+    let Some(Value::Array(parts)) = content else {
+        return content_text(content);
+    };
+    parts
+        .iter()
+        .filter_map(|part| match str_of(part, "type") {
+            "tool_reference" => Some(format!("tool reference: {}", str_of(part, "tool_name"))),
+            _ => part
+                .get("text")
+                .and_then(Value::as_str)
+                .or_else(|| part.as_str())
+                .map(str::to_owned),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn reasoning_event(block: &Value, text: &str) -> Event {
@@ -433,8 +539,73 @@ not json at all
         let imported = parse(text).unwrap();
         let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
         assert_eq!(kinds, [TraceType::System, TraceType::Summary]);
+        assert!(!imported.events[0].is_in_model_view());
+        assert!(imported.events[1].is_in_model_view());
         let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
         assert_eq!(skipped, [2, 3]);
+    }
+
+    #[test]
+    fn display_only_system_lines_stay_out_of_the_model_view() {
+        let text = r#"{"type":"system","subtype":"away_summary","content":"Waiting on the log file path.","uuid":"d1","timestamp":"2026-05-06T08:30:00.000Z"}
+{"type":"system","subtype":"local_command","content":"<local-command-stdout> Context Usage\n  88.7k/200k tokens (44%)\n</local-command-stdout>","level":"info","uuid":"d2"}
+{"type":"system","subtype":"turn_duration","durationMs":42742,"uuid":"d3"}
+{"type":"system","content":"Running PostToolUse hooks","level":"info","uuid":"d4"}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events.len(), 3);
+        for event in &imported.events {
+            assert_eq!(event.trace_type, TraceType::System);
+            assert!(event.tags.iter().any(|t| t == DISPLAY_ONLY_TAG));
+            assert!(!event.is_in_model_view(), "{event:?}");
+        }
+        assert!(imported.events[1].tags.iter().any(|t| t == "local_command"));
+        assert_eq!(imported.skipped[0].line, 3);
+        assert!(imported.skipped[0].reason.contains("turn_duration"));
+    }
+
+    #[test]
+    fn api_errors_are_not_replayed_as_model_output() {
+        let text = r#"{"type":"user","uuid":"e1","message":{"role":"user","content":"fix the lexer"}}
+{"type":"assistant","isApiErrorMessage":true,"uuid":"e2","message":{"id":"msg_err","role":"assistant","model":"<synthetic>","content":[{"type":"text","text":"API Error: Connection closed mid-response"}],"usage":{"input_tokens":0,"output_tokens":0}}}
+{"type":"assistant","uuid":"e3","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"Fixed."}]}}"#;
+        let imported = parse(text).unwrap();
+        let error = &imported.events[1];
+        assert_eq!(error.trace_type, TraceType::System);
+        assert_eq!(error.content, "API Error: Connection closed mid-response");
+        assert!(error.tags.iter().any(|t| t == API_ERROR_TAG));
+        assert!(!error.is_in_model_view());
+        assert!(error.usage.is_none());
+        let in_view: Vec<&str> = imported
+            .events
+            .iter()
+            .filter(|e| e.is_in_model_view())
+            .map(|e| e.content.as_str())
+            .collect();
+        assert_eq!(in_view, ["fix the lexer", "Fixed."]);
+    }
+
+    #[test]
+    fn a_queued_command_is_a_user_message() {
+        let text = r#"{"type":"attachment","uuid":"q1","timestamp":"2026-05-06T08:14:57.000Z","attachment":{"type":"queued_command","prompt":"also push it"}}
+{"type":"attachment","uuid":"q2","attachment":{"type":"nested_memory","path":"CLAUDE.md","content":{"content":"Always run cargo fmt."}}}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events.len(), 1);
+        assert_eq!(imported.events[0].trace_type, TraceType::User);
+        assert_eq!(imported.events[0].content, "also push it");
+        assert_eq!(imported.events[0].id, "cc-q1-0");
+        assert!(imported.events[0].ts > 1.7e9);
+        assert_eq!(imported.skipped[0].line, 2);
+        assert!(imported.skipped[0].reason.contains("nested_memory"));
+    }
+
+    #[test]
+    fn a_tool_reference_result_names_the_tool() {
+        let text = r#"{"type":"assistant","uuid":"r1","message":{"id":"msg_r","role":"assistant","content":[{"type":"tool_use","id":"toolu_s","name":"ToolSearch","input":{"query":"select:Read"}}]}}
+{"type":"user","uuid":"r2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_s","content":[{"type":"tool_reference","tool_name":"Read"}]}]}}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events[1].content, "tool reference: Read");
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[0].status, ToolStatus::Success);
     }
 
     #[test]
