@@ -9,7 +9,8 @@
 //!   environment context, `AGENTS.md` instructions — are system events tagged
 //!   `injected_context`, so they do not open turns); `function_call`,
 //!   `custom_tool_call` and `local_shell_call` become tool calls, their
-//!   `*_output` items the results (`success: false` sets `tool_error`);
+//!   `*_output` items the results (`tool_error` is set by `success: false`,
+//!   or by a non-zero exit code the output reports: see [`shell_output`]);
 //!   `reasoning` becomes a reasoning event with the item kept verbatim in
 //!   `opaque`, because its `encrypted_content` must be sent back unchanged.
 //! - `event_msg`: UI events. `token_count` puts its `last_token_usage` on the
@@ -383,19 +384,71 @@ fn input_images(content: Option<&Value>) -> Vec<String> {
 /// A tool output: a string, a list of content items, or `{content, success}`.
 fn output_event(item: &Value) -> Mapped {
     let call_id = call_id(item)?;
-    let (text, success) = match item.get("output") {
-        Some(Value::String(text)) => (text.clone(), None),
+    let (text, failed) = match item.get("output") {
+        Some(Value::String(text)) => shell_output(text),
         Some(Value::Object(output)) => (
             content_text(output.get("content")),
-            output.get("success").and_then(Value::as_bool),
+            output.get("success").and_then(Value::as_bool) == Some(false),
         ),
-        Some(list @ Value::Array(_)) => (content_text(Some(list)), None),
-        _ => (String::new(), None),
+        Some(list @ Value::Array(_)) => (content_text(Some(list)), false),
+        _ => (String::new(), false),
     };
-    Ok(Some(match success {
-        Some(false) => Event::tool_error(call_id, text),
-        Some(true) | None => Event::tool_result(call_id, text),
+    Ok(Some(if failed {
+        Event::tool_error(call_id, text)
+    } else {
+        Event::tool_result(call_id, text)
     }))
+}
+
+/// A string output as the model saw it, and whether the command failed.
+///
+/// Codex never writes a `success` flag on a string output; a command's exit
+/// code is inside the text, in one of three shapes:
+///
+/// - legacy: the JSON text `{"output": "...", "metadata": {"exit_code": 1}}`,
+///   unwrapped to its `output`;
+/// - `Exit code: 1` on the first line, then `Wall time:` and `Output:`;
+/// - `Process exited with code 101` among the header lines before `Output:`.
+///
+/// A non-zero code is a failure; any other text is a successful result.
+fn shell_output(text: &str) -> (String, bool) {
+    if let Some((output, exit_code)) = legacy_shell_output(text) {
+        let failed = exit_code.is_some_and(|code| code != 0);
+        let output = match (output.is_empty(), exit_code) {
+            (true, Some(code)) if failed => format!("exit code {code}"),
+            _ => output,
+        };
+        return (output, failed);
+    }
+    let failed = header_exit_code(text).is_some_and(|code| code != 0);
+    (text.to_owned(), failed)
+}
+
+/// The legacy JSON output's `output` text and `metadata.exit_code`, if the
+/// text is that JSON object.
+fn legacy_shell_output(text: &str) -> Option<(String, Option<i64>)> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let wrapped: Value = serde_json::from_str(text).ok()?;
+    let output = wrapped.get("output")?.as_str()?.to_owned();
+    let metadata = wrapped.get("metadata")?;
+    let exit_code = metadata.get("exit_code").and_then(Value::as_i64);
+    Some((output, exit_code))
+}
+
+/// The exit code a shell output's header reports: `Exit code: N` or `Process
+/// exited with code N`, read only above the `Output:` line so a command that
+/// prints either phrase is not taken for a failure.
+fn header_exit_code(text: &str) -> Option<i64> {
+    text.lines()
+        .take_while(|line| line.trim() != "Output:")
+        .find_map(|line| {
+            let line = line.trim();
+            line.strip_prefix("Exit code:")
+                .or_else(|| line.strip_prefix("Process exited with code"))
+                .and_then(|code| code.trim().parse().ok())
+        })
 }
 
 /// Reasoning: the summary text (else the raw reasoning text) as content, the
@@ -538,6 +591,38 @@ mod tests {
         );
         let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
         assert_eq!(skipped, [4, 6]);
+    }
+
+    #[test]
+    fn a_non_zero_exit_code_in_the_output_is_a_failed_result() {
+        let text = r#"{"timestamp":"2026-04-01T00:00:04Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"pytest\"]}","call_id":"c1"}}
+{"timestamp":"2026-04-01T00:00:05Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Exit code: 1\nWall time: 0.4 seconds\nOutput:\n1 failed"}}
+{"timestamp":"2026-04-01T00:00:06Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cargo build\"}","call_id":"c2"}}
+{"timestamp":"2026-04-01T00:00:07Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":"Chunk ID: 1\nWall time: 2.0 seconds\nProcess exited with code 101\nOutput:\nerror[E0425]"}}
+{"timestamp":"2026-04-01T00:00:08Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"c3"}}
+{"timestamp":"2026-04-01T00:00:09Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c3","output":"{\"output\":\"a.rs\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.1}}"}}
+{"timestamp":"2026-04-01T00:00:10Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"false\"]}","call_id":"c4"}}
+{"timestamp":"2026-04-01T00:00:11Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c4","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":1,\"duration_seconds\":2.8}}"}}
+{"timestamp":"2026-04-01T00:00:12Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"cat\",\"notes\"]}","call_id":"c5"}}
+{"timestamp":"2026-04-01T00:00:13Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c5","output":"Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 2"}}"#;
+        let imported = parse(text).unwrap();
+        let statuses: Vec<ToolStatus> = tool_interactions(&imported.events)
+            .iter()
+            .map(|view| view.status)
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ToolStatus::Error,
+                ToolStatus::Error,
+                ToolStatus::Success,
+                ToolStatus::Error,
+                ToolStatus::Success
+            ]
+        );
+        assert_eq!(imported.events[5].content, "a.rs\n");
+        assert_eq!(imported.events[7].content, "exit code 1");
+        assert_eq!(imported.events[7].tool_error.as_deref(), Some("exit code 1"));
     }
 
     #[test]
