@@ -6,8 +6,9 @@
 //! - `response_item`: what was sent to or came back from the model, the
 //!   conversation itself. `message` becomes a user, assistant or system event
 //!   (developer messages, and user messages Codex injects itself — the
-//!   environment context, `AGENTS.md` instructions — are system events tagged
-//!   `injected_context`, so they do not open turns); `function_call`,
+//!   environment context, `AGENTS.md` instructions, skills, the note that a
+//!   turn was aborted — are system events tagged `injected_context`, so they
+//!   do not open turns); `function_call`,
 //!   `custom_tool_call` and `local_shell_call` become tool calls, their
 //!   `*_output` items the results (`tool_error` is set by `success: false`,
 //!   or by a non-zero exit code the output reports: see [`shell_output`]);
@@ -38,11 +39,20 @@ use super::openai_messages::{content_text, parse_arguments};
 use super::{stable_id, Imported, Skipped};
 use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
 
-/// User messages starting with these are context Codex injects, not the user typing.
-const INJECTED_PREFIXES: [&str; 3] = [
+/// User messages starting with these are context Codex injects, not the user
+/// typing: as user events they would open turns the user never started.
+const INJECTED_PREFIXES: [&str; 8] = [
     "<environment_context>",
     "<user_instructions>",
     "# AGENTS.md instructions",
+    // Tells the model the user interrupted the previous turn.
+    "<turn_aborted>",
+    // A command the user ran in the terminal (`!cmd`) and its output.
+    "<user_shell_command>",
+    // The body of a skill the harness loaded.
+    "<skill>",
+    "<codex_internal_context>",
+    "<recommended_plugins>",
 ];
 
 /// What a line maps to: an event, nothing (consumed without an event), or the
@@ -623,6 +633,30 @@ mod tests {
         assert_eq!(imported.events[5].content, "a.rs\n");
         assert_eq!(imported.events[7].content, "exit code 1");
         assert_eq!(imported.events[7].tool_error.as_deref(), Some("exit code 1"));
+    }
+
+    #[test]
+    fn harness_messages_do_not_open_turns() {
+        let user = |text: &str| {
+            let item = serde_json::json!({"timestamp":"2026-04-01T00:00:13Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":text}]}});
+            item.to_string()
+        };
+        let text = [
+            user("<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>"),
+            user("<user_shell_command>\n<command>git status</command>\n<result>clean</result>\n</user_shell_command>"),
+            user("<skill>\n<name>release</name>\nTag, then push.\n</skill>"),
+            user("<codex_internal_context>\nresumed\n</codex_internal_context>"),
+            user("<recommended_plugins>\n- lint\n</recommended_plugins>"),
+            user("tag the release"),
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(kinds[..5], [TraceType::System; 5]);
+        assert!(imported.events[..5]
+            .iter()
+            .all(|e| e.tags == ["injected_context"]));
+        assert_eq!(kinds[5], TraceType::User);
     }
 
     #[test]
