@@ -2,7 +2,10 @@
 //!
 //! A current rollout line is `{"timestamp", "type", "payload"}`:
 //!
-//! - `session_meta`: its `payload.id` is the source session id; no event.
+//! - `session_meta`: its `payload.id` is the source session id; its
+//!   `base_instructions.text` (the system prompt) and `instructions` (the
+//!   user's standing instructions) become system events, as a legacy
+//!   header's instructions do.
 //! - `response_item`: what was sent to or came back from the model, the
 //!   conversation itself. `message` becomes a user, assistant or system event
 //!   (developer messages, and user messages Codex injects itself — the
@@ -29,7 +32,9 @@
 //! header's instructions (sent to the model as its instructions) become a
 //! system event.
 //!
-//! Every line makes at most one event, whose id is a stable id of the line.
+//! A line makes at most one event, whose id is a stable id of the line, except
+//! a `session_meta` holding both kinds of instructions; the second event of a
+//! line takes the line's id with `-1` appended.
 
 use std::collections::HashMap;
 
@@ -55,9 +60,9 @@ const INJECTED_PREFIXES: [&str; 8] = [
     "<recommended_plugins>",
 ];
 
-/// What a line maps to: an event, nothing (consumed without an event), or the
-/// reason it was left out.
-type Mapped = Result<Option<Event>, String>;
+/// What a line maps to: its events (none when it is consumed without one), or
+/// the reason it was left out.
+type Mapped = Result<Vec<Event>, String>;
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let lines: Vec<(usize, &str, Result<Value, String>)> = text
@@ -169,15 +174,20 @@ impl Rollout {
 
     fn record(&mut self, mapped: Mapped, line: usize, raw: &str) {
         match mapped {
-            Ok(Some(mut event)) => {
-                event.id = stable_id("codex", line, raw);
-                event.ts = self.ts;
-                if made_by_model(event.trace_type) {
-                    self.last_model_event = Some(self.imported.events.len());
+            Ok(events) => {
+                let line_id = stable_id("codex", line, raw);
+                for (index, mut event) in events.into_iter().enumerate() {
+                    event.id = match index {
+                        0 => line_id.clone(),
+                        _ => format!("{line_id}-{index}"),
+                    };
+                    event.ts = self.ts;
+                    if made_by_model(event.trace_type) {
+                        self.last_model_event = Some(self.imported.events.len());
+                    }
+                    self.imported.events.push(event);
                 }
-                self.imported.events.push(event);
             }
-            Ok(None) => {}
             Err(reason) => self.imported.skipped.push(Skipped { line, reason }),
         }
     }
@@ -186,7 +196,7 @@ impl Rollout {
         match kind {
             "session_meta" => {
                 self.set_session_id(payload.get("id"));
-                Ok(None)
+                Ok(instruction_events(payload))
             }
             "turn_context" => {
                 if let Some(model) = payload.get("model").and_then(Value::as_str) {
@@ -198,7 +208,7 @@ impl Rollout {
             "event_msg" => self.event_msg(payload),
             "compacted" => match payload.get("message").and_then(Value::as_str) {
                 Some(summary) if !summary.trim().is_empty() => {
-                    Ok(Some(Event::new(TraceType::Summary, summary)))
+                    Ok(vec![Event::new(TraceType::Summary, summary)])
                 }
                 _ => Err("a compaction without a summary message".into()),
             },
@@ -209,10 +219,10 @@ impl Rollout {
     fn event_msg(&mut self, payload: &Value) -> Mapped {
         match str_of(payload, "type") {
             "token_count" => self.attach_usage(payload),
-            "turn_aborted" => Ok(Some(Event::new(
+            "turn_aborted" => Ok(vec![Event::new(
                 TraceType::TurnAborted,
                 str_of(payload, "reason"),
-            ))),
+            )]),
             "user_message" => self.event_message("user", payload),
             "agent_message" => self.event_message("assistant", payload),
             "agent_reasoning" | "agent_reasoning_raw_content" => {
@@ -264,17 +274,12 @@ impl Rollout {
             return Err("a token count before any model output".into());
         };
         event.usage = Some(usage);
-        Ok(None)
+        Ok(Vec::new())
     }
 
     fn legacy_header(&mut self, record: &Value) -> Mapped {
         self.set_session_id(record.get("id"));
-        match record.get("instructions").and_then(Value::as_str) {
-            Some(text) if !text.trim().is_empty() => {
-                Ok(Some(Event::system(text).with_tag("injected_context")))
-            }
-            _ => Ok(None),
-        }
+        Ok(instruction_events(record))
     }
 
     fn set_session_id(&mut self, id: Option<&Value>) {
@@ -282,6 +287,25 @@ impl Rollout {
             self.imported.source_session_id = id.and_then(Value::as_str).map(str::to_owned);
         }
     }
+}
+
+/// The instructions a session starts with, sent to the model ahead of the
+/// conversation: `base_instructions.text` (the system prompt, current
+/// rollouts) and `instructions` (the user's standing instructions, current
+/// rollouts and the legacy header), each a system event tagged
+/// `injected_context`.
+fn instruction_events(meta: &Value) -> Vec<Event> {
+    let base = meta
+        .get("base_instructions")
+        .and_then(|base| base.get("text"))
+        .and_then(Value::as_str);
+    let user = meta.get("instructions").and_then(Value::as_str);
+    [base, user]
+        .into_iter()
+        .flatten()
+        .filter(|text| !text.trim().is_empty())
+        .map(|text| Event::system(text).with_tag("injected_context"))
+        .collect()
 }
 
 /// The old format's first line: `{id, timestamp, instructions}`, no `type`.
@@ -310,30 +334,30 @@ fn response_item(item: &Value) -> Mapped {
         "message" => message_event(item),
         "function_call" => {
             let args = parse_arguments(item.get("arguments"));
-            Ok(Some(Event::tool_call(
+            Ok(vec![Event::tool_call(
                 call_id(item)?,
                 str_of(item, "name"),
                 args,
-            )))
+            )])
         }
         "custom_tool_call" => {
             let input = Value::String(str_of(item, "input").to_owned());
-            Ok(Some(Event::tool_call(
+            Ok(vec![Event::tool_call(
                 call_id(item)?,
                 str_of(item, "name"),
                 input,
-            )))
+            )])
         }
         "local_shell_call" => {
             let action = item.get("action").cloned().unwrap_or(Value::Null);
-            Ok(Some(Event::tool_call(
+            Ok(vec![Event::tool_call(
                 call_id(item)?,
                 "local_shell",
                 action,
-            )))
+            )])
         }
         "function_call_output" | "custom_tool_call_output" => output_event(item),
-        "reasoning" => Ok(Some(reasoning_event(item))),
+        "reasoning" => Ok(vec![reasoning_event(item)]),
         "web_search_call" => {
             Err("a web search the provider ran itself; there is no result to pair".into())
         }
@@ -365,7 +389,7 @@ fn role_event(role: &str, text: String, images: Vec<String>) -> Mapped {
             ..Media::default()
         });
     }
-    Ok(Some(event))
+    Ok(vec![event])
 }
 
 fn is_injected(text: &str) -> bool {
@@ -403,11 +427,11 @@ fn output_event(item: &Value) -> Mapped {
         Some(list @ Value::Array(_)) => (content_text(Some(list)), false),
         _ => (String::new(), false),
     };
-    Ok(Some(if failed {
+    Ok(vec![if failed {
         Event::tool_error(call_id, text)
     } else {
         Event::tool_result(call_id, text)
-    }))
+    }])
 }
 
 /// A string output as the model saw it, and whether the command failed.
@@ -657,6 +681,32 @@ mod tests {
             .iter()
             .all(|e| e.tags == ["injected_context"]));
         assert_eq!(kinds[5], TraceType::User);
+    }
+
+    #[test]
+    fn session_meta_instructions_are_the_system_prompt() {
+        let text = r#"{"timestamp":"2026-04-01T00:00:00Z","type":"session_meta","payload":{"id":"s-meta","cwd":"/w","base_instructions":{"text":"You are a coding agent."},"instructions":"Prefer small diffs."}}
+{"timestamp":"2026-04-01T00:00:01Z","type":"session_meta","payload":{"id":"s-meta-2","instructions":null}}
+{"timestamp":"2026-04-01T00:00:02Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}}"#;
+        let imported = parse(text).unwrap();
+        let events: Vec<(TraceType, &str)> = imported
+            .events
+            .iter()
+            .map(|e| (e.trace_type, e.content.as_str()))
+            .collect();
+        assert_eq!(
+            events,
+            [
+                (TraceType::System, "You are a coding agent."),
+                (TraceType::System, "Prefer small diffs."),
+                (TraceType::User, "hello"),
+            ]
+        );
+        assert!(imported.events[..2]
+            .iter()
+            .all(|e| e.tags == ["injected_context"]));
+        assert_eq!(imported.events[1].id, format!("{}-1", imported.events[0].id));
+        assert_eq!(imported.source_session_id.as_deref(), Some("s-meta"));
     }
 
     #[test]
