@@ -219,8 +219,8 @@ fn codex_rollout() {
             (TraceType::System, 2),
             (TraceType::User, 2),
             (TraceType::Reasoning, 2),
-            (TraceType::ToolCall, 3),
-            (TraceType::ToolResult, 3),
+            (TraceType::ToolCall, 4),
+            (TraceType::ToolResult, 4),
             (TraceType::Assistant, 1),
             (TraceType::TurnAborted, 1),
         ],
@@ -228,8 +228,17 @@ fn codex_rollout() {
     assert_paired(name, &imported.events, &[]);
     assert_eq!(imported.records, 26);
     // turn_context, three event_msg duplicates of response items plus one of
-    // reasoning, a rate-limits-only token count, and the web search.
-    assert_eq!(imported.skipped.len(), 7);
+    // reasoning, and a rate-limits-only token count; the web search is kept
+    // as a call and its result.
+    assert_eq!(imported.skipped.len(), 6);
+    let search = tool_interactions(&imported.events)
+        .into_iter()
+        .find(|i| i.tool_name == "web_search")
+        .expect("the web search is imported");
+    assert_eq!(
+        search.arguments["query"],
+        "rust E0432 unresolved import after renaming module"
+    );
     assert_eq!(
         imported.source_session_id.as_deref(),
         Some("0199a2b4-6c1e-7d3f-9e80-5b7c2d4f6a18")
@@ -262,7 +271,12 @@ fn codex_rollout() {
         .collect();
     assert_eq!(
         statuses,
-        [ToolStatus::Success, ToolStatus::Success, ToolStatus::Error]
+        [
+            ToolStatus::Success,
+            ToolStatus::Success,
+            ToolStatus::Error,
+            ToolStatus::Success
+        ]
     );
     let reasoning = imported
         .events

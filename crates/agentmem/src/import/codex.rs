@@ -16,7 +16,10 @@
 //!   `*_output` items the results (`tool_error` is set by `success: false`,
 //!   or by a non-zero exit code the output reports: see [`shell_output`]);
 //!   `reasoning` becomes a reasoning event with the item kept verbatim in
-//!   `opaque`, because its `encrypted_content` must be sent back unchanged.
+//!   `opaque`, because its `encrypted_content` must be sent back unchanged;
+//!   `web_search_call` (a search the provider ran itself) becomes a
+//!   `web_search` tool call and a result saying what was searched, since the
+//!   results themselves are not in the rollout.
 //! - `event_msg`: UI events. `token_count` puts its `last_token_usage` on the
 //!   latest event the model produced; `turn_aborted` becomes a turn-aborted
 //!   marker; `user_message` and `agent_message` usually repeat a response
@@ -33,8 +36,9 @@
 //! system event.
 //!
 //! A line makes at most one event, whose id is a stable id of the line, except
-//! a `session_meta` holding both kinds of instructions; the second event of a
-//! line takes the line's id with `-1` appended.
+//! a `session_meta` holding both kinds of instructions and a web search (its
+//! call and its result); the second event of a line takes the line's id with
+//! `-1` appended.
 
 use std::collections::HashMap;
 
@@ -78,7 +82,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
     for (position, (line_no, raw, parsed)) in lines.iter().enumerate() {
         rollout.imported.records += 1;
         let mapped = match parsed {
-            Ok(record) => rollout.line(record, position == 0),
+            Ok(record) => rollout.line(record, position == 0, *line_no),
             Err(reason) => Err(reason.clone()),
         };
         rollout.record(mapped, *line_no, raw);
@@ -152,7 +156,7 @@ struct Rollout {
 }
 
 impl Rollout {
-    fn line(&mut self, record: &Value, first: bool) -> Mapped {
+    fn line(&mut self, record: &Value, first: bool, line_no: usize) -> Mapped {
         if let Some(ts) = record
             .get("timestamp")
             .and_then(Value::as_str)
@@ -162,12 +166,12 @@ impl Rollout {
         }
         let kind = record.get("type").and_then(Value::as_str);
         match (kind, record.get("payload")) {
-            (Some(kind), Some(payload)) => self.rollout_item(kind, payload),
+            (Some(kind), Some(payload)) => self.rollout_item(kind, payload, line_no),
             _ if first && is_legacy_header(record) => self.legacy_header(record),
             _ if record.get("record_type").is_some() => {
                 Err("a legacy state record, not conversation".into())
             }
-            (Some(_), None) => response_item(record),
+            (Some(_), None) => response_item(record, line_no),
             (None, _) => Err("a line without a \"type\"".into()),
         }
     }
@@ -192,7 +196,7 @@ impl Rollout {
         }
     }
 
-    fn rollout_item(&mut self, kind: &str, payload: &Value) -> Mapped {
+    fn rollout_item(&mut self, kind: &str, payload: &Value, line_no: usize) -> Mapped {
         match kind {
             "session_meta" => {
                 self.set_session_id(payload.get("id"));
@@ -204,7 +208,7 @@ impl Rollout {
                 }
                 Err("turn settings (cwd, policies); only the model is kept, for usage".into())
             }
-            "response_item" => response_item(payload),
+            "response_item" => response_item(payload, line_no),
             "event_msg" => self.event_msg(payload),
             "compacted" => match payload.get("message").and_then(Value::as_str) {
                 Some(summary) if !summary.trim().is_empty() => {
@@ -328,8 +332,8 @@ fn made_by_model(trace_type: TraceType) -> bool {
     }
 }
 
-/// A Responses API item, from a current or a legacy rollout.
-fn response_item(item: &Value) -> Mapped {
+/// A Responses API item, from a current or a legacy rollout, on line `line_no`.
+fn response_item(item: &Value, line_no: usize) -> Mapped {
     match str_of(item, "type") {
         "message" => message_event(item),
         "function_call" => {
@@ -358,9 +362,7 @@ fn response_item(item: &Value) -> Mapped {
         }
         "function_call_output" | "custom_tool_call_output" => output_event(item),
         "reasoning" => Ok(vec![reasoning_event(item)]),
-        "web_search_call" => {
-            Err("a web search the provider ran itself; there is no result to pair".into())
-        }
+        "web_search_call" => Ok(web_search_events(item, line_no)),
         other => Err(format!("unsupported response item {other:?}")),
     }
 }
@@ -483,6 +485,39 @@ fn header_exit_code(text: &str) -> Option<i64> {
                 .or_else(|| line.strip_prefix("Process exited with code"))
                 .and_then(|code| code.trim().parse().ok())
         })
+}
+
+/// A web search the provider ran itself, as a `web_search` call (its action
+/// as the arguments) and its result. The rollout keeps the query but not
+/// what the search returned, so the result says what ran; the pair keeps the
+/// search visible to history and to the model without an unanswered call.
+/// Items without an id get one from their line.
+fn web_search_events(item: &Value, line_no: usize) -> Vec<Event> {
+    let call_id = match str_of(item, "id") {
+        "" => format!("web_search_{line_no}"),
+        id => id.to_owned(),
+    };
+    let action = item.get("action").cloned().unwrap_or(Value::Null);
+    let summary = web_search_summary(&action);
+    let result = match str_of(item, "status") {
+        "failed" => Event::tool_error(call_id.as_str(), format!("{summary} (failed)")),
+        _ => Event::tool_result(call_id.as_str(), summary),
+    };
+    vec![Event::tool_call(call_id, "web_search", action), result]
+}
+
+/// What a web search action did, in words.
+fn web_search_summary(action: &Value) -> String {
+    let url = str_of(action, "url");
+    match str_of(action, "type") {
+        "search" => match str_of(action, "query") {
+            "" => "searched the web".to_owned(),
+            query => format!("searched the web for {query:?}"),
+        },
+        "open_page" => format!("opened the page {url}"),
+        "find_in_page" => format!("searched the page {url} for {:?}", str_of(action, "pattern")),
+        _ => "ran a web search".to_owned(),
+    }
 }
 
 /// Reasoning: the summary text (else the raw reasoning text) as content, the
@@ -707,6 +742,31 @@ mod tests {
             .all(|e| e.tags == ["injected_context"]));
         assert_eq!(imported.events[1].id, format!("{}-1", imported.events[0].id));
         assert_eq!(imported.source_session_id.as_deref(), Some("s-meta"));
+    }
+
+    #[test]
+    fn a_web_search_is_kept_as_a_paired_call() {
+        let text = r#"{"timestamp":"2026-04-01T00:00:10Z","type":"response_item","payload":{"type":"web_search_call","status":"completed","action":{"type":"search","query":"pytest assertion rewrite","queries":["pytest assertion rewrite"]}}}
+{"timestamp":"2026-04-01T00:00:11Z","type":"response_item","payload":{"type":"web_search_call","id":"ws_2","status":"completed","action":{"type":"open_page","url":"https://docs.pytest.org/"}}}"#;
+        let imported = parse(text).unwrap();
+        assert!(imported.skipped.is_empty());
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view.len(), 2);
+        assert_eq!(view[0].status, ToolStatus::Success);
+        assert_eq!(view[0].arguments["query"], "pytest assertion rewrite");
+        assert_eq!(
+            imported.events[1].content,
+            "searched the web for \"pytest assertion rewrite\""
+        );
+        assert_eq!(imported.events[0].tool_call_id.as_deref(), Some("web_search_1"));
+        assert_eq!(imported.events[2].tool_call_id.as_deref(), Some("ws_2"));
+        assert_eq!(
+            imported.events[3].content,
+            "opened the page https://docs.pytest.org/"
+        );
+        let ids: std::collections::HashSet<&str> =
+            imported.events.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids.len(), 4);
     }
 
     #[test]
