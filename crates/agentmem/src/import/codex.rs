@@ -108,7 +108,10 @@ struct MessageEchoes(HashMap<(&'static str, String), usize>);
 impl MessageEchoes {
     fn of(lines: &[(usize, &str, Result<Value, String>)]) -> Self {
         let mut echoes = MessageEchoes::default();
-        for record in lines.iter().filter_map(|(_, _, parsed)| parsed.as_ref().ok()) {
+        for record in lines
+            .iter()
+            .filter_map(|(_, _, parsed)| parsed.as_ref().ok())
+        {
             let item = match str_of(record, "type") {
                 "response_item" => record.get("payload").unwrap_or(&Value::Null),
                 _ => record,
@@ -515,7 +518,10 @@ fn web_search_summary(action: &Value) -> String {
             query => format!("searched the web for {query:?}"),
         },
         "open_page" => format!("opened the page {url}"),
-        "find_in_page" => format!("searched the page {url} for {:?}", str_of(action, "pattern")),
+        "find_in_page" => format!(
+            "searched the page {url} for {:?}",
+            str_of(action, "pattern")
+        ),
         _ => "ran a web search".to_owned(),
     }
 }
@@ -691,7 +697,10 @@ mod tests {
         );
         assert_eq!(imported.events[5].content, "a.rs\n");
         assert_eq!(imported.events[7].content, "exit code 1");
-        assert_eq!(imported.events[7].tool_error.as_deref(), Some("exit code 1"));
+        assert_eq!(
+            imported.events[7].tool_error.as_deref(),
+            Some("exit code 1")
+        );
     }
 
     #[test]
@@ -740,7 +749,10 @@ mod tests {
         assert!(imported.events[..2]
             .iter()
             .all(|e| e.tags == ["injected_context"]));
-        assert_eq!(imported.events[1].id, format!("{}-1", imported.events[0].id));
+        assert_eq!(
+            imported.events[1].id,
+            format!("{}-1", imported.events[0].id)
+        );
         assert_eq!(imported.source_session_id.as_deref(), Some("s-meta"));
     }
 
@@ -758,7 +770,10 @@ mod tests {
             imported.events[1].content,
             "searched the web for \"pytest assertion rewrite\""
         );
-        assert_eq!(imported.events[0].tool_call_id.as_deref(), Some("web_search_1"));
+        assert_eq!(
+            imported.events[0].tool_call_id.as_deref(),
+            Some("web_search_1")
+        );
         assert_eq!(imported.events[2].tool_call_id.as_deref(), Some("ws_2"));
         assert_eq!(
             imported.events[3].content,
