@@ -7,7 +7,7 @@
 //!
 //! | block                          | event                                         |
 //! |--------------------------------|-----------------------------------------------|
-//! | `text` in a user line          | `user` (or `turn_aborted` for the interrupt marker) |
+//! | `text` in a user line          | `user` (or `turn_aborted` for the interrupt marker); beside a `tool_result`, `system` tagged `tool_result_context` |
 //! | `text` in an assistant line    | `assistant`                                   |
 //! | `tool_use {id, name, input}`   | `tool_call`                                   |
 //! | `tool_result {tool_use_id, …}` | `tool_result`, `tool_error` set when `is_error` |
@@ -51,6 +51,9 @@ const DISPLAY_ONLY_TAG: &str = "display_only";
 
 /// The tag of an API error Claude Code wrote as if the model had said it.
 const API_ERROR_TAG: &str = "api_error";
+
+/// The tag of text Claude Code sends beside a tool result (`Tool loaded.`).
+const TOOL_RESULT_CONTEXT_TAG: &str = "tool_result_context";
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let mut imported = Imported::default();
@@ -211,9 +214,7 @@ fn display_event(imported: &mut Imported, line: &Line<'_>) {
     if let Some(subtype) = line.str_field("subtype") {
         event.tags.push(subtype.to_owned());
     }
-    imported
-        .events
-        .push(hide_from_model(line.finish(event, 0)));
+    imported.events.push(hide_from_model(line.finish(event, 0)));
 }
 
 /// An assistant line flagged `isApiErrorMessage`: the request failed and
@@ -289,6 +290,9 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
         Some(Value::Array(blocks)) => {
             for (index, block) in blocks.iter().enumerate() {
                 match block_event(role, block) {
+                    Ok(Some(event)) if role == "user" && carries_tool_result(blocks) => imported
+                        .events
+                        .push(line.finish(beside_tool_result(event), index)),
                     Ok(Some(event)) => imported.events.push(line.finish(event, index)),
                     Ok(None) => {}
                     Err(reason) => skip(
@@ -304,6 +308,34 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
             line.no,
             format!("a {role} message without content"),
         ),
+    }
+}
+
+fn carries_tool_result(blocks: &[Value]) -> bool {
+    blocks
+        .iter()
+        .any(|block| str_of(block, "type") == "tool_result")
+}
+
+/// User text in the message that returns a tool result was written by Claude
+/// Code, not typed (`Tool loaded.`): the model read it, but as a user event it
+/// would open a turn in the middle of the model's work. It becomes a system
+/// event in the same turn; the interrupt marker stays a turn-aborted marker.
+fn beside_tool_result(event: Event) -> Event {
+    match event.trace_type {
+        TraceType::User => {
+            let mut event = event.with_tag(TOOL_RESULT_CONTEXT_TAG);
+            event.trace_type = TraceType::System;
+            event
+        }
+        TraceType::Assistant
+        | TraceType::ToolCall
+        | TraceType::ToolResult
+        | TraceType::System
+        | TraceType::Reasoning
+        | TraceType::Summary
+        | TraceType::TurnAborted
+        | TraceType::WorkingMemory => event,
     }
 }
 
@@ -596,6 +628,43 @@ not json at all
         assert!(imported.events[0].ts > 1.7e9);
         assert_eq!(imported.skipped[0].line, 2);
         assert!(imported.skipped[0].reason.contains("nested_memory"));
+    }
+
+    #[test]
+    fn text_beside_a_tool_result_stays_in_the_turn() {
+        let text = r#"{"type":"user","uuid":"t1","message":{"role":"user","content":"read the parser"}}
+{"type":"assistant","uuid":"t2","message":{"id":"msg_t","role":"assistant","content":[{"type":"tool_use","id":"toolu_s","name":"ToolSearch","input":{"query":"select:Read"}}]}}
+{"type":"user","uuid":"t3","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_s","content":[{"type":"tool_reference","tool_name":"Read"}]},{"type":"text","text":"Tool loaded."}]}}
+{"type":"assistant","uuid":"t4","message":{"id":"msg_u","role":"assistant","content":[{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"sleep 100"}}]}}
+{"type":"user","uuid":"t5","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_b","content":"The user doesn't want to proceed with this tool use.","is_error":true},{"type":"text","text":"[Request interrupted by user for tool use]"}]}}"#;
+        let imported = parse(text).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceType::User,
+                TraceType::ToolCall,
+                TraceType::ToolResult,
+                TraceType::System,
+                TraceType::ToolCall,
+                TraceType::ToolResult,
+                TraceType::TurnAborted
+            ]
+        );
+        let loaded = &imported.events[3];
+        assert_eq!(loaded.content, "Tool loaded.");
+        assert_eq!(loaded.tags, [TOOL_RESULT_CONTEXT_TAG]);
+        assert!(loaded.is_in_model_view());
+        let mut tracker = crate::turn::TurnTracker::default();
+        let turns: std::collections::HashSet<String> = imported
+            .events
+            .into_iter()
+            .map(|mut event| {
+                tracker.assign(&mut event);
+                event.turn_id
+            })
+            .collect();
+        assert_eq!(turns.len(), 1, "{turns:?}");
     }
 
     #[test]
