@@ -15,6 +15,11 @@ use serde_json::{Map, Value};
 /// context: the parent saw only the subagent's final result.
 pub const SIDECHAIN_TAG: &str = "sidechain";
 
+/// The tag of what an agent showed its user but never sent its model (an API
+/// error written as the reply, a `/context` table, a note that the session
+/// was compacted). Kept in the log, searchable and exportable; never sent.
+pub const DISPLAY_ONLY_TAG: &str = "display_only";
+
 /// What an event is. The names are the on-disk `trace_type` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -349,10 +354,15 @@ impl Event {
     }
 
     /// Whether the event belongs in the model's context: not a subagent's
-    /// own (see [`SIDECHAIN_TAG`]), and not a working-memory update, whose
-    /// effect the model sees as the current state in a section of its own.
+    /// own (see [`SIDECHAIN_TAG`]), not shown to the user only (see
+    /// [`DISPLAY_ONLY_TAG`]), and not a working-memory update, whose effect
+    /// the model sees as the current state in a section of its own.
     pub fn is_in_model_view(&self) -> bool {
-        !self.trace_type.is_state_update() && !self.tags.iter().any(|t| t == SIDECHAIN_TAG)
+        !self.trace_type.is_state_update()
+            && !self
+                .tags
+                .iter()
+                .any(|t| t == SIDECHAIN_TAG || t == DISPLAY_ONLY_TAG)
     }
 
     /// Sets the id (builder style).

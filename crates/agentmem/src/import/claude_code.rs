@@ -41,13 +41,10 @@ use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;
 use super::{stable_id, Imported, Skipped};
-use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
+use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage, DISPLAY_ONLY_TAG};
 
 /// The text Claude Code writes as a user message when the user presses Esc.
 const INTERRUPT_MARKER: &str = "[Request interrupted by user";
-
-/// The tag of events Claude Code showed its user but never sent to the model.
-const DISPLAY_ONLY_TAG: &str = "display_only";
 
 /// The tag of an API error Claude Code wrote as if the model had said it.
 const API_ERROR_TAG: &str = "api_error";
@@ -233,15 +230,10 @@ fn api_error_event(imported: &mut Imported, line: &Line<'_>) {
     imported.events.push(hide_from_model(event));
 }
 
-/// Tags an event display-only and keeps it out of the model's view. The
-/// sidechain tag is what [`Event::is_in_model_view`] reads: such events stay
-/// in the log, searchable and exportable, and are never sent to the model.
+/// Tags an event display-only: it stays in the log, searchable and
+/// exportable, and is never sent to the model (see [`Event::is_in_model_view`]).
 fn hide_from_model(event: Event) -> Event {
-    let mut event = event.with_tag(DISPLAY_ONLY_TAG);
-    if !event.tags.iter().any(|t| t == crate::event::SIDECHAIN_TAG) {
-        event.tags.push(crate::event::SIDECHAIN_TAG.into());
-    }
-    event
+    event.with_tag(DISPLAY_ONLY_TAG)
 }
 
 /// An `attachment` line: a `queued_command` is a prompt the user typed while
