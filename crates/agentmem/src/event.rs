@@ -20,6 +20,12 @@ pub const SIDECHAIN_TAG: &str = "sidechain";
 /// was compacted). Kept in the log, searchable and exportable; never sent.
 pub const DISPLAY_ONLY_TAG: &str = "display_only";
 
+/// The tag of a summary an agent compacted its own context into (Claude
+/// Code's `/compact`, Codex's `compacted`): from it on, its model saw the
+/// summary instead of what came before, so the model's view starts over
+/// there. Everything before stays in the log.
+pub const REPLACES_HISTORY_TAG: &str = "replaces_history";
+
 /// What an event is. The names are the on-disk `trace_type` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -354,7 +360,7 @@ impl Event {
     }
 
     /// Whether the event belongs in the model's context: not a subagent's
-    /// own (see [`SIDECHAIN_TAG`]), not shown to the user only (see
+    /// own (see [`SIDECHAIN_TAG`]), not shown to the user alone (see
     /// [`DISPLAY_ONLY_TAG`]), and not a working-memory update, whose effect
     /// the model sees as the current state in a section of its own.
     pub fn is_in_model_view(&self) -> bool {
@@ -363,6 +369,11 @@ impl Event {
                 .tags
                 .iter()
                 .any(|t| t == SIDECHAIN_TAG || t == DISPLAY_ONLY_TAG)
+    }
+
+    /// Whether the model's view starts over at this event (see [`REPLACES_HISTORY_TAG`]).
+    pub fn replaces_history(&self) -> bool {
+        self.trace_type == TraceType::Summary && self.tags.iter().any(|t| t == REPLACES_HISTORY_TAG)
     }
 
     /// Sets the id (builder style).

@@ -222,6 +222,9 @@ impl Transcript {
         if !event.is_in_model_view() {
             return;
         }
+        if event.replaces_history() {
+            self.start_over();
+        }
         let before = self.total.total;
         let (viewed, tokens) = self.see(event);
         let starts = starts_message(self.items.last().map(|i| &i.event), &viewed);
@@ -256,6 +259,17 @@ impl Transcript {
         }
         self.pairs.observe(&viewed);
         self.items.push(ViewItem::new(viewed, tokens));
+    }
+
+    /// Empties the view for a summary that replaced everything before it. A
+    /// usage anchor measured on the old view no longer says anything.
+    fn start_over(&mut self) {
+        self.items.clear();
+        self.total = TokenCounts::default();
+        self.unshrunk = 0;
+        self.response_start_total = 0;
+        self.anchor = None;
+        self.pairs = PairCheck::default();
     }
 
     /// `event` as the model sees it, with its count; remembered by event id
@@ -479,6 +493,34 @@ mod tests {
         third.extend(&[call, other]);
         assert_eq!(third.items()[1].event.content, "short");
         assert!(third.items()[1].tokens.total < cut.tokens.total);
+    }
+
+    #[test]
+    fn a_summary_that_replaced_history_starts_the_view_over() {
+        let before = [
+            Event::user("fix the parser").with_id("e1"),
+            Event::assistant("reading src/parser.rs ".repeat(50)).with_id("e2"),
+        ];
+        let summary = Event::new(TraceType::Summary, "The parser was fixed.")
+            .with_tag(crate::event::REPLACES_HISTORY_TAG)
+            .with_id("e3");
+        let after = Event::user("now the lexer").with_id("e4");
+        let mut transcript = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        transcript.extend(&before);
+        transcript.extend(&[summary.clone(), after.clone()]);
+        let ids: Vec<&str> = transcript
+            .items()
+            .iter()
+            .map(|i| i.event.id.as_str())
+            .collect();
+        assert_eq!(ids, ["e3", "e4"]);
+        let alone = Transcript::from_events(Encoding::O200kBase, &[summary, after]);
+        assert_eq!(transcript.totals(), alone.totals());
+        assert_eq!(transcript.unshrunk_total(), alone.unshrunk_total());
+
+        let plain = Event::new(TraceType::Summary, "A note.").with_id("e5");
+        transcript.extend(&[plain]);
+        assert_eq!(transcript.len(), 3, "an untagged summary replaces nothing");
     }
 
     #[test]

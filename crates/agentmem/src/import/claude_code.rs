@@ -16,7 +16,8 @@
 //!
 //! `summary` lines become `summary` events, and user lines flagged
 //! `isCompactSummary` (the summary Claude Code writes after `/compact`) become
-//! `summary` events too. A `queued_command` attachment (a prompt the user typed
+//! `summary` events tagged `replaces_history`: Claude Code's model saw the
+//! summary instead of what came before, and so does a replay's. A `queued_command` attachment (a prompt the user typed
 //! while the model was working) becomes a `user` event.
 //!
 //! Some lines are only shown to the person at the terminal and never sent to
@@ -41,7 +42,9 @@ use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;
 use super::{stable_id, Imported, Skipped};
-use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage, DISPLAY_ONLY_TAG};
+use crate::event::{
+    parse_rfc3339, Event, Media, TraceType, Usage, DISPLAY_ONLY_TAG, REPLACES_HISTORY_TAG,
+};
 
 /// The text Claude Code writes as a user message when the user presses Esc.
 const INTERRUPT_MARKER: &str = "[Request interrupted by user";
@@ -268,9 +271,8 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
     };
     if line.flag("isCompactSummary") {
         let summary = content_text(message.get("content"));
-        imported
-            .events
-            .push(line.finish(Event::new(TraceType::Summary, summary), 0));
+        let summary = Event::new(TraceType::Summary, summary).with_tag(REPLACES_HISTORY_TAG);
+        imported.events.push(line.finish(summary, 0));
         return;
     }
     match message.get("content") {
@@ -565,6 +567,7 @@ not json at all
         assert_eq!(kinds, [TraceType::System, TraceType::Summary]);
         assert!(!imported.events[0].is_in_model_view());
         assert!(imported.events[1].is_in_model_view());
+        assert!(imported.events[1].replaces_history());
         let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
         assert_eq!(skipped, [2, 3]);
     }

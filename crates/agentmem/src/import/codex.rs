@@ -26,7 +26,8 @@
 //!   item's message and are then skipped, so nothing is imported twice, but
 //!   some rollouts (a subagent's, for one) hold the conversation only there,
 //!   and then they are imported; `agent_reasoning` repeats reasoning items.
-//! - `compacted`: the summary that replaced earlier history.
+//! - `compacted`: the summary that replaced earlier history, a `summary`
+//!   event tagged `replaces_history`, where the model's view starts over.
 //! - `turn_context`: per-turn settings; only its model is kept, for usage.
 //!
 //! The older format (early 2025) starts with a header `{id, timestamp,
@@ -46,7 +47,7 @@ use serde_json::Value;
 
 use super::openai_messages::{content_text, parse_arguments};
 use super::{stable_id, Imported, Skipped};
-use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
+use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage, REPLACES_HISTORY_TAG};
 
 /// User messages starting with these are context Codex injects, not the user
 /// typing: as user events they would open turns the user never started.
@@ -215,7 +216,9 @@ impl Rollout {
             "event_msg" => self.event_msg(payload),
             "compacted" => match payload.get("message").and_then(Value::as_str) {
                 Some(summary) if !summary.trim().is_empty() => {
-                    Ok(vec![Event::new(TraceType::Summary, summary)])
+                    Ok(vec![
+                        Event::new(TraceType::Summary, summary).with_tag(REPLACES_HISTORY_TAG)
+                    ])
                 }
                 _ => Err("a compaction without a summary message".into()),
             },
@@ -793,6 +796,7 @@ mod tests {
         let imported = parse(text).unwrap();
         let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
         assert_eq!(kinds, [TraceType::Summary, TraceType::TurnAborted]);
+        assert!(imported.events[0].replaces_history());
         assert_eq!(imported.skipped.len(), 2);
         assert!(imported.skipped[0]
             .reason
