@@ -26,8 +26,12 @@
 //!   item's message and are then skipped, so nothing is imported twice, but
 //!   some rollouts (a subagent's, for one) hold the conversation only there,
 //!   and then they are imported; `agent_reasoning` repeats reasoning items.
-//! - `compacted`: the summary that replaced earlier history, a `summary`
-//!   event tagged `replaces_history`, where the model's view starts over.
+//! - `compacted`: the history that replaced earlier context, a `summary`
+//!   event tagged `replaces_history`, where the model's view starts over. Its
+//!   content is the summary `message` when there is one, then the messages of
+//!   the `replacement_history` that the model kept seeing (`role: text`); a
+//!   remote compaction has no message, and its replacement history alone is
+//!   the content (see [`compacted_event`]).
 //! - `turn_context`: per-turn settings; only its model is kept, for usage.
 //!
 //! The older format (early 2025) starts with a header `{id, timestamp,
@@ -214,14 +218,7 @@ impl Rollout {
             }
             "response_item" => response_item(payload, line_no),
             "event_msg" => self.event_msg(payload),
-            "compacted" => match payload.get("message").and_then(Value::as_str) {
-                Some(summary) if !summary.trim().is_empty() => {
-                    Ok(vec![
-                        Event::new(TraceType::Summary, summary).with_tag(REPLACES_HISTORY_TAG)
-                    ])
-                }
-                _ => Err("a compaction without a summary message".into()),
-            },
+            "compacted" => compacted_event(payload),
             other => Err(format!("unsupported rollout line type {other:?}")),
         }
     }
@@ -297,6 +294,74 @@ impl Rollout {
             self.imported.source_session_id = id.and_then(Value::as_str).map(str::to_owned);
         }
     }
+}
+
+/// A `compacted` line: the history Codex replaced earlier context with, as a
+/// `summary` event tagged `replaces_history`, where the model's view starts
+/// over.
+///
+/// A local compaction writes the summary as `message`; a remote one leaves
+/// `message` empty and writes only `replacement_history`, the items the model
+/// saw from then on (earlier user messages, the summary as a user message,
+/// or an encrypted `compaction` item). The summary's content is the summary
+/// message, then the replacement history's other messages; without one, it
+/// is the replacement history alone. Encrypted items are kept verbatim in
+/// `opaque`, since only the provider can read them.
+fn compacted_event(payload: &Value) -> Mapped {
+    let message = str_of(payload, "message").trim();
+    let history = match payload.get("replacement_history") {
+        Some(Value::Array(items)) => items.as_slice(),
+        _ => &[],
+    };
+    let content = match (message.is_empty(), history_lines(history, message)) {
+        (true, lines) if lines.is_empty() => {
+            return Err(
+                "a compaction with neither a summary message nor a replacement history".into(),
+            )
+        }
+        (true, lines) => lines.join("\n\n"),
+        (false, lines) if lines.is_empty() => message.to_owned(),
+        (false, lines) => format!(
+            "{message}\n\nKept from before the compaction:\n\n{}",
+            lines.join("\n\n")
+        ),
+    };
+    let mut event = Event::new(TraceType::Summary, content).with_tag(REPLACES_HISTORY_TAG);
+    let encrypted: Vec<Value> = history
+        .iter()
+        .filter(|item| item.get("encrypted_content").is_some())
+        .cloned()
+        .collect();
+    if !encrypted.is_empty() {
+        event.opaque = Some(Value::Array(encrypted));
+    }
+    Ok(vec![event])
+}
+
+/// The replacement history as the model read it, one entry per item: a
+/// message as `role: text`, an encrypted compaction item as a note that a
+/// summary only the provider can read stood there, any other item by its
+/// type. A message repeating the `summary` message (Codex writes the summary
+/// into the history too, behind a preamble) is left out, so it is not
+/// imported twice.
+fn history_lines(history: &[Value], summary: &str) -> Vec<String> {
+    history
+        .iter()
+        .filter_map(|item| match str_of(item, "type") {
+            "message" => {
+                let text = content_text(item.get("content"));
+                let text = text.trim();
+                let repeats_summary = !summary.is_empty() && text.ends_with(summary);
+                (!text.is_empty() && !repeats_summary)
+                    .then(|| format!("{}: {text}", str_of(item, "role")))
+            }
+            "compaction" => Some(
+                "[earlier conversation, compacted into a summary only the provider can read]"
+                    .to_owned(),
+            ),
+            other => Some(format!("[a {other:?} item]")),
+        })
+        .collect()
 }
 
 /// The instructions a session starts with, sent to the model ahead of the
@@ -801,5 +866,60 @@ mod tests {
         assert!(imported.skipped[0]
             .reason
             .contains("before any model output"));
+    }
+
+    #[test]
+    fn a_compaction_without_a_message_is_its_replacement_history() {
+        let text = r#"{"timestamp":"2026-06-10T09:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"make the lexer handle tabs"}]}}
+{"timestamp":"2026-06-10T09:00:01Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done: tabs are whitespace now."}]}}
+{"timestamp":"2026-06-10T09:05:00Z","type":"compacted","payload":{"message":"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"make the lexer handle tabs"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"Another model worked on this task; its summary:\nThe lexer treats tabs as whitespace; tests pass."}]}]}}
+{"timestamp":"2026-06-10T09:06:00Z","type":"compacted","payload":{"message":"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"now the parser"}]},{"type":"compaction","encrypted_content":"gAAAAbc"}]}}
+{"timestamp":"2026-06-10T09:07:00Z","type":"compacted","payload":{"message":"","replacement_history":[]}}
+{"timestamp":"2026-06-10T09:08:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"and the parser?"}]}}"#;
+        let imported = parse(text).unwrap();
+        let kinds: Vec<TraceType> = imported.events.iter().map(|e| e.trace_type).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceType::User,
+                TraceType::Assistant,
+                TraceType::Summary,
+                TraceType::Summary,
+                TraceType::User
+            ]
+        );
+        let handoff = &imported.events[2];
+        assert!(handoff.replaces_history());
+        assert_eq!(
+            handoff.content,
+            "user: make the lexer handle tabs\n\nuser: Another model worked on this task; its summary:\nThe lexer treats tabs as whitespace; tests pass."
+        );
+        assert!(handoff.opaque.is_none());
+        let encrypted = &imported.events[3];
+        assert!(encrypted.replaces_history());
+        assert_eq!(
+            encrypted.content,
+            "user: now the parser\n\n[earlier conversation, compacted into a summary only the provider can read]"
+        );
+        assert_eq!(
+            encrypted.opaque.as_ref().unwrap()[0]["encrypted_content"],
+            "gAAAAbc"
+        );
+        assert_eq!(imported.skipped.len(), 1);
+        assert_eq!(imported.skipped[0].line, 5);
+        assert!(imported.skipped[0].reason.contains("neither"));
+    }
+
+    #[test]
+    fn a_compaction_message_comes_first_and_is_not_repeated() {
+        let text = r#"{"timestamp":"2026-06-10T09:05:00Z","type":"compacted","payload":{"message":"The lexer treats tabs as whitespace.","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"make the lexer handle tabs"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"Another model worked on this task; its summary:\nThe lexer treats tabs as whitespace."}]}]}}
+{"timestamp":"2026-06-10T09:06:00Z","type":"compacted","payload":{"message":"Only the summary.","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"Only the summary."}]}]}}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            imported.events[0].content,
+            "The lexer treats tabs as whitespace.\n\nKept from before the compaction:\n\nuser: make the lexer handle tabs"
+        );
+        assert_eq!(imported.events[1].content, "Only the summary.");
+        assert!(imported.events.iter().all(Event::replaces_history));
     }
 }
