@@ -19,7 +19,8 @@
 //!   `opaque`, because its `encrypted_content` must be sent back unchanged;
 //!   `web_search_call` (a search the provider ran itself) becomes a
 //!   `web_search` tool call and a result saying what was searched, since the
-//!   results themselves are not in the rollout.
+//!   results themselves are not in the rollout; `compaction` (a summary the
+//!   provider encrypted) is skipped, since nobody but the provider can read it.
 //! - `event_msg`: UI events. `token_count` puts its `last_token_usage` on the
 //!   latest event the model produced; `turn_aborted` becomes a turn-aborted
 //!   marker; `user_message` and `agent_message` usually repeat a response
@@ -434,6 +435,11 @@ fn response_item(item: &Value, line_no: usize) -> Mapped {
         "function_call_output" | "custom_tool_call_output" => output_event(item),
         "reasoning" => Ok(vec![reasoning_event(item)]),
         "web_search_call" => Ok(web_search_events(item, line_no)),
+        "compaction" => Err(
+            "an encrypted compaction item: only the provider that wrote it can read it, \
+             so it has no text to import"
+                .into(),
+        ),
         other => Err(format!("unsupported response item {other:?}")),
     }
 }
@@ -921,5 +927,14 @@ mod tests {
         );
         assert_eq!(imported.events[1].content, "Only the summary.");
         assert!(imported.events.iter().all(Event::replaces_history));
+    }
+
+    #[test]
+    fn an_encrypted_compaction_item_is_skipped_with_its_reason() {
+        let text = r#"{"timestamp":"2026-06-10T09:05:00Z","type":"response_item","payload":{"type":"compaction","encrypted_content":"gAAAAxyz"}}"#;
+        let imported = parse(text).unwrap();
+        assert!(imported.events.is_empty());
+        assert_eq!(imported.skipped.len(), 1);
+        assert!(imported.skipped[0].reason.contains("encrypted compaction"));
     }
 }
