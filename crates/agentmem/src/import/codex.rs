@@ -14,7 +14,8 @@
 //!   do not open turns); `function_call`,
 //!   `custom_tool_call` and `local_shell_call` become tool calls, their
 //!   `*_output` items the results (`tool_error` is set by `success: false`,
-//!   or by a non-zero exit code the output reports: see [`shell_output`]);
+//!   or by a non-zero exit code the output reports: see [`shell_output`];
+//!   images in an output's content list go to `media`);
 //!   `reasoning` becomes a reasoning event with the item kept verbatim in
 //!   `opaque`, because its `encrypted_content` must be sent back unchanged;
 //!   `web_search_call` (a search the provider ran itself) becomes a
@@ -495,22 +496,36 @@ fn input_images(content: Option<&Value>) -> Vec<String> {
 }
 
 /// A tool output: a string, a list of content items, or `{content, success}`.
+/// A list (what `view_image` and MCP tools return) holds `input_text` parts,
+/// kept as the text, and `input_image` parts, kept in `media` as a message's
+/// images are, so an image-only output is not imported as an empty result.
 fn output_event(item: &Value) -> Mapped {
     let call_id = call_id(item)?;
-    let (text, failed) = match item.get("output") {
-        Some(Value::String(text)) => shell_output(text),
+    let (text, failed, images) = match item.get("output") {
+        Some(Value::String(text)) => {
+            let (text, failed) = shell_output(text);
+            (text, failed, Vec::new())
+        }
         Some(Value::Object(output)) => (
             content_text(output.get("content")),
             output.get("success").and_then(Value::as_bool) == Some(false),
+            input_images(output.get("content")),
         ),
-        Some(list @ Value::Array(_)) => (content_text(Some(list)), false),
-        _ => (String::new(), false),
+        Some(list @ Value::Array(_)) => (content_text(Some(list)), false, input_images(Some(list))),
+        _ => (String::new(), false, Vec::new()),
     };
-    Ok(vec![if failed {
+    let mut event = if failed {
         Event::tool_error(call_id, text)
     } else {
         Event::tool_result(call_id, text)
-    }])
+    };
+    if !images.is_empty() {
+        event.media = Some(Media {
+            images,
+            ..Media::default()
+        });
+    }
+    Ok(vec![event])
 }
 
 /// A string output as the model saw it, and whether the command failed.
@@ -936,5 +951,28 @@ mod tests {
         assert!(imported.events.is_empty());
         assert_eq!(imported.skipped.len(), 1);
         assert!(imported.skipped[0].reason.contains("encrypted compaction"));
+    }
+
+    #[test]
+    fn images_in_a_tool_output_become_media() {
+        let text = r#"{"timestamp":"2026-04-01T00:00:08Z","type":"response_item","payload":{"type":"function_call","name":"view_image","arguments":"{\"path\":\"shot.png\"}","call_id":"c_img"}}
+{"timestamp":"2026-04-01T00:00:09Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c_img","output":[{"type":"input_text","text":"shot.png (800x600)"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0K"}]}}
+{"timestamp":"2026-04-01T00:00:10Z","type":"response_item","payload":{"type":"function_call","name":"view_image","arguments":"{\"path\":\"b.png\"}","call_id":"c_only"}}
+{"timestamp":"2026-04-01T00:00:11Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c_only","output":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}}"#;
+        let imported = parse(text).unwrap();
+        let result = &imported.events[1];
+        assert_eq!(result.content, "shot.png (800x600)");
+        assert_eq!(
+            result.media.as_ref().unwrap().images,
+            ["data:image/png;base64,iVBORw0K"]
+        );
+        let image_only = &imported.events[3];
+        assert_eq!(image_only.content, "");
+        assert_eq!(
+            image_only.media.as_ref().unwrap().images,
+            ["data:image/png;base64,AAAA"]
+        );
+        let view = tool_interactions(&imported.events);
+        assert!(view.iter().all(|v| v.status == ToolStatus::Success));
     }
 }
