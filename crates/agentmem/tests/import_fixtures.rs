@@ -120,7 +120,8 @@ fn claude_code_session() {
         name,
         &imported,
         &[
-            (TraceType::Summary, 1),
+            // The session title (a `summary` line), display-only.
+            (TraceType::System, 1),
             (TraceType::User, 1),
             (TraceType::Reasoning, 1),
             (TraceType::Assistant, 2),
@@ -178,9 +179,9 @@ fn claude_code_session_that_grew_keeps_its_ids() {
         name,
         &grown,
         &[
-            (TraceType::Summary, 1),
             (TraceType::User, 2),
-            (TraceType::System, 2),
+            // The meta line, a system line and the session title.
+            (TraceType::System, 3),
             (TraceType::Reasoning, 1),
             (TraceType::Assistant, 5),
             (TraceType::ToolCall, 4),

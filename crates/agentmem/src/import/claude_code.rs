@@ -14,18 +14,20 @@
 //! | `thinking` / `redacted_thinking` | `reasoning`, the block kept verbatim in `opaque` (its signature must go back unchanged) |
 //! | `image`                        | an event of the line's role with the image in `media` |
 //!
-//! `summary` lines become `summary` events, and user lines flagged
-//! `isCompactSummary` (the summary Claude Code writes after `/compact`) become
-//! `summary` events tagged `replaces_history`: Claude Code's model saw the
-//! summary instead of what came before, and so does a replay's. A `queued_command` attachment (a prompt the user typed
-//! while the model was working) becomes a `user` event.
+//! User lines flagged `isCompactSummary` (the summary Claude Code writes
+//! after `/compact`) become `summary` events tagged `replaces_history`: Claude
+//! Code's model saw the summary instead of what came before, and so does a
+//! replay's. A `queued_command` attachment (a prompt the user typed while the
+//! model was working) becomes a `user` event.
 //!
 //! Some lines are only shown to the person at the terminal and never sent to
 //! the model: `system` lines (compaction boundaries, `/context` tables, away
-//! summaries, turn timings) and the API errors Claude Code writes as assistant
-//! lines flagged `isApiErrorMessage`. They are kept in the log as `system`
-//! events tagged `display_only` and out of the model's view, so a replay never
-//! sends an error back as if the model had said it. Lines that carry no
+//! summaries, turn timings), `summary` lines (despite the name, the session's
+//! title in the resume picker, tagged `session_title`) and the API errors
+//! Claude Code writes as assistant lines flagged `isApiErrorMessage`. They are
+//! kept in the log as `system` events tagged `display_only` and out of the
+//! model's view, so a replay never sends an error back as if the model had
+//! said it, nor a title as if it summarized the conversation. Lines that carry no
 //! conversation (`file-history-snapshot`, `queue-operation`, …) are reported
 //! as skipped. Subagent lines (`isSidechain`) are imported and tagged
 //! `sidechain`; `isMeta` lines are tagged `meta`. Their user text becomes
@@ -51,6 +53,9 @@ const INTERRUPT_MARKER: &str = "[Request interrupted by user";
 
 /// The tag of an API error Claude Code wrote as if the model had said it.
 const API_ERROR_TAG: &str = "api_error";
+
+/// The tag of a session's title (a `summary` line), shown in the resume picker.
+const SESSION_TITLE_TAG: &str = "session_title";
 
 /// The tag of text Claude Code sends beside a tool result (`Tool loaded.`).
 const TOOL_RESULT_CONTEXT_TAG: &str = "tool_result_context";
@@ -166,7 +171,7 @@ fn import_line(imported: &mut Imported, line: &Line<'_>) {
     match line.str_field("type") {
         Some("assistant") if line.flag("isApiErrorMessage") => api_error_event(imported, line),
         Some(role @ ("user" | "assistant")) => message_events(imported, line, role),
-        Some("summary") => text_event(imported, line, TraceType::Summary, "summary"),
+        Some("summary") => session_title_event(imported, line),
         Some("system") => display_event(imported, line),
         Some("attachment") => attachment_event(imported, line),
         Some(other) => {
@@ -183,18 +188,20 @@ fn import_line(imported: &mut Imported, line: &Line<'_>) {
     }
 }
 
-/// A `summary` or `system` line: one event from the text under `key`.
-fn text_event(imported: &mut Imported, line: &Line<'_>, trace_type: TraceType, key: &str) {
-    match line.str_field(key) {
-        Some(text) if !text.trim().is_empty() => {
-            imported
-                .events
-                .push(line.finish(Event::new(trace_type, text), 0));
+/// A `summary` line: despite its name, the title Claude Code shows for the
+/// session in its resume picker (`Refactoring auth module`), never sent to
+/// the model. As a summary it would enter the model's view as if it stood for
+/// history; it is kept as a display-only system event tagged `session_title`.
+fn session_title_event(imported: &mut Imported, line: &Line<'_>) {
+    match line.str_field("summary") {
+        Some(title) if !title.trim().is_empty() => {
+            let event = Event::system(title).with_tag(SESSION_TITLE_TAG);
+            imported.events.push(hide_from_model(line.finish(event, 0)));
         }
         _ => skip(
             imported,
             line.no,
-            format!("a {} line without {key:?} text", trace_type.as_str()),
+            "a session title line without \"summary\" text",
         ),
     }
 }
@@ -510,7 +517,7 @@ not json at all
                 TraceType::Assistant,
                 TraceType::ToolCall,
                 TraceType::ToolResult,
-                TraceType::Summary
+                TraceType::System
             ]
         );
         assert_eq!(imported.source_session_id.as_deref(), Some("s-1"));
@@ -682,5 +689,22 @@ not json at all
             event.media.as_ref().unwrap().images,
             ["data:image/png;base64,iVBO"]
         );
+    }
+
+    #[test]
+    fn a_summary_line_is_a_display_only_session_title() {
+        let text = r#"{"type":"user","uuid":"s1","timestamp":"2026-05-06T08:00:00.000Z","message":{"role":"user","content":"split the auth module"}}
+{"type":"summary","summary":"Refactoring auth module","leafUuid":"s1"}
+{"type":"summary","summary":"  ","leafUuid":"s1"}"#;
+        let imported = parse(text).unwrap();
+        let title = &imported.events[1];
+        assert_eq!(title.trace_type, TraceType::System);
+        assert_eq!(title.content, "Refactoring auth module");
+        assert_eq!(title.tags, [SESSION_TITLE_TAG, DISPLAY_ONLY_TAG]);
+        assert!(!title.is_in_model_view());
+        assert!(!title.replaces_history());
+        assert_eq!(imported.skipped.len(), 1);
+        assert_eq!(imported.skipped[0].line, 3);
+        assert!(imported.skipped[0].reason.contains("session title"));
     }
 }
