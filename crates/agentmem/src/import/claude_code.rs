@@ -13,6 +13,7 @@
 //! | `tool_result {tool_use_id, …}` | `tool_result`, `tool_error` set when `is_error` |
 //! | `thinking` / `redacted_thinking` | `reasoning`, the block kept verbatim in `opaque` (its signature must go back unchanged) |
 //! | `image`                        | an event of the line's role with the image in `media` |
+//! | `document`                     | an event of the line's role naming the document (title, media type, size), or its text for a plain-text one; the block verbatim in `opaque` |
 //!
 //! User lines flagged `isCompactSummary` (the summary Claude Code writes
 //! after `/compact`) become `summary` events tagged `replaces_history`: Claude
@@ -363,9 +364,77 @@ fn block_event(role: &str, block: &Value) -> Result<Option<Event>, String> {
             event.media = media(vec![image]);
             event
         }
+        "document" => document_event(role, block),
         other => return Err(format!("unsupported block type {other:?}")),
     };
     Ok(Some(event))
+}
+
+/// A `document` block (a PDF or text file the user attached). [`Media`] holds
+/// images, audio and video only, and a document passed off as an image would
+/// be sent as one; so the content says what was attached (title, media type,
+/// size), or is the document's text when it is plain text, and the block is
+/// kept verbatim in `opaque`, so nothing of it is lost and a replay to the
+/// same provider can send it back unchanged.
+fn document_event(role: &str, block: &Value) -> Event {
+    let mut event = Event::new(role_type(role), document_text(block));
+    event.opaque = Some(block.clone());
+    event
+}
+
+/// What the model read of a document: its text for a plain-text source, else
+/// a placeholder naming it, e.g. `[document attached: "spec.pdf",
+/// application/pdf, 1.2 MB]`.
+fn document_text(block: &Value) -> String {
+    let source = block.get("source").unwrap_or(&Value::Null);
+    let title = match str_of(block, "title") {
+        "" => String::new(),
+        title => format!("{title:?}, "),
+    };
+    let media_type = match str_of(source, "media_type") {
+        "" => "unknown type",
+        media_type => media_type,
+    };
+    match str_of(source, "type") {
+        "base64" => {
+            let size = readable_size(base64_decoded_len(str_of(source, "data")));
+            format!("[document attached: {title}{media_type}, {size}]")
+        }
+        "url" => format!("[document attached: {title}{}]", str_of(source, "url")),
+        "file" => format!(
+            "[document attached: {title}file {}]",
+            str_of(source, "file_id")
+        ),
+        "text" => format!(
+            "[document attached: {title}{media_type}]\n{}",
+            str_of(source, "data")
+        ),
+        "content" => format!(
+            "[document attached: {title}content blocks]\n{}",
+            content_text(source.get("content"))
+        ),
+        other => format!("[document attached: {title}a {other:?} source]"),
+    }
+}
+
+/// The number of bytes base64 `data` decodes to.
+fn base64_decoded_len(data: &str) -> usize {
+    let data = data.trim_end();
+    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+    (data.len() / 4 * 3 + (data.len() % 4 * 3 / 4)).saturating_sub(padding)
+}
+
+/// A byte count for a person or a model: `512 bytes`, `3.4 KB`, `1.2 MB`.
+fn readable_size(bytes: usize) -> String {
+    const KB: f64 = 1024.0;
+    let size = bytes as f64;
+    if size < KB {
+        format!("{bytes} bytes")
+    } else if size < KB * KB {
+        format!("{:.1} KB", size / KB)
+    } else {
+        format!("{:.1} MB", size / (KB * KB))
+    }
 }
 
 /// Text in a user line is a user message, except the interrupt marker, which
@@ -706,5 +775,38 @@ not json at all
         assert_eq!(imported.skipped.len(), 1);
         assert_eq!(imported.skipped[0].line, 3);
         assert!(imported.skipped[0].reason.contains("session title"));
+    }
+
+    #[test]
+    fn a_document_is_named_and_kept_whole() {
+        let text = r#"{"type":"user","uuid":"p1","timestamp":"2026-05-06T08:32:00.000Z","message":{"role":"user","content":[{"type":"document","title":"spec.pdf","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQK"}},{"type":"text","text":"summarize this spec"}]}}
+{"type":"user","uuid":"p2","message":{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"TODO: tabs"}}]}}"#;
+        let imported = parse(text).unwrap();
+        assert!(imported.skipped.is_empty());
+        let pdf = &imported.events[0];
+        assert_eq!(pdf.trace_type, TraceType::User);
+        assert_eq!(
+            pdf.content,
+            "[document attached: \"spec.pdf\", application/pdf, 9 bytes]"
+        );
+        assert_eq!(
+            pdf.opaque.as_ref().unwrap()["source"]["data"],
+            "JVBERi0xLjQK"
+        );
+        assert_eq!(imported.events[1].content, "summarize this spec");
+        assert_eq!(
+            imported.events[2].content,
+            "[document attached: text/plain]\nTODO: tabs"
+        );
+    }
+
+    #[test]
+    fn document_sizes_read_well() {
+        assert_eq!(base64_decoded_len("JVBERi0x"), 6);
+        assert_eq!(base64_decoded_len("JVBERi0="), 5);
+        assert_eq!(base64_decoded_len("JVBERg=="), 4);
+        assert_eq!(readable_size(512), "512 bytes");
+        assert_eq!(readable_size(3 * 1024 + 512), "3.5 KB");
+        assert_eq!(readable_size(5 * 1024 * 1024), "5.0 MB");
     }
 }
