@@ -363,18 +363,20 @@ fn swe_agent_legacy_trajectory() {
             (TraceType::User, 1),
             (TraceType::Assistant, 4),
             (TraceType::ToolCall, 4),
-            (TraceType::ToolResult, 3),
+            (TraceType::ToolResult, 4),
         ],
     );
-    // SWE-agent 0.x ends the run on `submit` without an observation in the
-    // history, so the last synthesized call stays pending.
-    assert_paired(name, &imported.events, &["swe-call-4"]);
-    assert_eq!((imported.records, imported.skipped.len()), (10, 1));
+    // SWE-agent 0.x ends the history on `submit` without an observation; the
+    // diff it returned is the last trajectory step's observation.
+    assert_paired(name, &imported.events, &[]);
+    assert_eq!((imported.records, imported.skipped.len()), (11, 1));
     let names: Vec<String> = tool_interactions(&imported.events)
         .into_iter()
         .map(|i| i.tool_name)
         .collect();
     assert_eq!(names, ["create", "edit", "python", "submit"]);
+    let submit = &tool_interactions(&imported.events)[3];
+    assert!(submit.result.as_deref().unwrap().contains("diff --git"));
 }
 
 #[test]

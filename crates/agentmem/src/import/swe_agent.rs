@@ -16,6 +16,12 @@
 //!   (`message_type: "observation"`, or no `message_type` at all in 0.x)
 //!   answers the latest call still waiting. Other user messages stay user
 //!   events.
+//! - Trajectory steps the history never answered → appended: SWE-agent writes
+//!   the final `submit` step to `trajectory` only (1.x leaves it out of the
+//!   history; 0.x keeps the action but not the diff it returned). A missing
+//!   step becomes its thought, a synthesized call and its observation (ids
+//!   `swe-step-<n>-…`); a history call left waiting gets its step's
+//!   observation as result.
 //!
 //! Without a history, each `trajectory` step (`thought`, `action`,
 //! `observation`) becomes an assistant event, a tool call and its result, after
@@ -39,21 +45,24 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let history = root.get("history").and_then(Value::as_array);
     let steps = root.get("trajectory").and_then(Value::as_array);
     match (history, steps) {
-        (Some(history), _) if !history.is_empty() => Ok(History::default().import(history)),
+        (Some(history), steps) if !history.is_empty() => {
+            Ok(History::default().import(history, steps.map_or(&[], Vec::as_slice)))
+        }
         (_, Some(steps)) => Ok(from_trajectory(steps, root)),
         (Some(_), None) => Ok(Imported::default()),
         (None, None) => Err("expected an object with a \"history\" or \"trajectory\" list".into()),
     }
 }
 
-/// Gives the events of record `position` their ids: `swe-<position>-<part>-<hash>`.
-fn push_events(imported: &mut Imported, position: usize, record: &Value, events: Vec<Event>) {
+/// Gives the events of one record their ids: `<prefix>-<part>-<hash>`, where
+/// the prefix is `swe-<position>` for a history entry or trajectory step, and
+/// `swe-step-<number>` for a step imported beside a history.
+fn push_events(imported: &mut Imported, prefix: &str, record: &Value, events: Vec<Event>) {
     let record = record.to_string();
-    let prefix = format!("swe-{position}");
     for (part, event) in events.into_iter().enumerate() {
         imported
             .events
-            .push(event.with_id(stable_id(&prefix, part, &record)));
+            .push(event.with_id(stable_id(prefix, part, &record)));
     }
 }
 
@@ -67,21 +76,96 @@ struct History {
     pending_call: Option<String>,
     /// Calls synthesized so far, for `swe-call-<n>`.
     synthesized: usize,
+    /// Assistant messages that took an action: the trajectory steps the
+    /// history holds.
+    actions: usize,
+    /// The latest of those actions, to check the trajectory lines up with it.
+    last_action: String,
 }
 
 impl History {
-    fn import(mut self, history: &[Value]) -> Imported {
+    fn import(mut self, history: &[Value], steps: &[Value]) -> Imported {
         for (index, entry) in history.iter().enumerate() {
             self.imported.records += 1;
             match self.entry(entry) {
-                Ok(events) => push_events(&mut self.imported, index + 1, entry, events),
+                Ok(events) => push_events(
+                    &mut self.imported,
+                    &format!("swe-{}", index + 1),
+                    entry,
+                    events,
+                ),
                 Err(reason) => self.imported.skipped.push(Skipped {
                     line: index + 1,
                     reason,
                 }),
             }
         }
+        self.trailing_steps(steps);
         self.imported
+    }
+
+    /// What `trajectory` holds beyond the history. SWE-agent writes the final
+    /// step (the thought, the `submit` call and the diff it returns) to the
+    /// trajectory only: 1.x leaves the whole step out of the history, 0.x keeps
+    /// the action but not its observation, so without this the run would end
+    /// on a pending call and lose the submitted patch.
+    fn trailing_steps(&mut self, steps: &[Value]) {
+        let answered = self.actions;
+        if answered > 0 {
+            let Some(last) = steps.get(answered - 1) else {
+                return;
+            };
+            if !self.lines_up(last) {
+                self.imported.skipped.push(Skipped {
+                    line: answered,
+                    reason: format!(
+                        "trajectory steps after step {answered} left out: that step does not take the history's last action, so which steps the history lacks is unknown"
+                    ),
+                });
+                return;
+            }
+            self.answer_pending(answered, last);
+        }
+        for (index, step) in steps.iter().enumerate().skip(answered) {
+            self.imported.records += 1;
+            let call_id = self.next_call_id();
+            match step_events(step, call_id) {
+                Ok(events) => {
+                    let prefix = format!("swe-step-{}", index + 1);
+                    push_events(&mut self.imported, &prefix, step, events)
+                }
+                Err(reason) => self.imported.skipped.push(Skipped {
+                    line: index + 1,
+                    reason: format!("trajectory step {}: {reason}", index + 1),
+                }),
+            }
+        }
+    }
+
+    /// Whether trajectory step `step` took the history's last action.
+    fn lines_up(&self, step: &Value) -> bool {
+        let action = step.get("action").and_then(Value::as_str).unwrap_or("");
+        action.trim() == self.last_action
+    }
+
+    /// The observation of step `number` as the result of the call the history
+    /// left waiting (SWE-agent 0.x's final `submit`).
+    fn answer_pending(&mut self, number: usize, step: &Value) {
+        let Some(call_id) = self.pending_call.take() else {
+            return;
+        };
+        self.imported.records += 1;
+        let observation = step
+            .get("observation")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let result = Event::tool_result(call_id, observation);
+        push_events(
+            &mut self.imported,
+            &format!("swe-step-{number}"),
+            step,
+            vec![result],
+        );
     }
 
     /// The events of one history entry, or the reason it was left out.
@@ -135,13 +219,19 @@ impl History {
         if !thought.trim().is_empty() {
             events.push(Event::assistant(thought));
         }
-        match entry.get("tool_calls").and_then(Value::as_array) {
+        let action = str_of(entry, "action");
+        let calls = entry.get("tool_calls").and_then(Value::as_array);
+        if !action.trim().is_empty() || calls.is_some_and(|calls| !calls.is_empty()) {
+            self.actions += 1;
+            action.trim().clone_into(&mut self.last_action);
+        }
+        match calls {
             Some(calls) if !calls.is_empty() => {
                 for call in calls {
                     events.push(self.function_call(call)?);
                 }
             }
-            _ => events.extend(self.synthesized_call(str_of(entry, "action"))),
+            _ => events.extend(self.synthesized_call(action)),
         }
         Ok(events)
     }
@@ -233,8 +323,8 @@ fn from_trajectory(steps: &[Value], root: &Map<String, Value>) -> Imported {
     }
     for (index, step) in steps.iter().enumerate() {
         imported.records += 1;
-        match step_events(step, index + 1) {
-            Ok(events) => push_events(&mut imported, index + 1, step, events),
+        match step_events(step, format!("swe-call-{}", index + 1)) {
+            Ok(events) => push_events(&mut imported, &format!("swe-{}", index + 1), step, events),
             Err(reason) => imported.skipped.push(Skipped {
                 line: index + 1,
                 reason,
@@ -244,8 +334,8 @@ fn from_trajectory(steps: &[Value], root: &Map<String, Value>) -> Imported {
     imported
 }
 
-/// One step: the thought, the action as a call, the observation as its result.
-fn step_events(step: &Value, number: usize) -> Result<Vec<Event>, String> {
+/// One step: the thought, the action as call `call_id`, the observation as its result.
+fn step_events(step: &Value, call_id: String) -> Result<Vec<Event>, String> {
     let step = step.as_object().ok_or("not a JSON object")?;
     let thought = match str_of(step, "thought") {
         "" => str_of(step, "response"),
@@ -257,7 +347,6 @@ fn step_events(step: &Value, number: usize) -> Result<Vec<Event>, String> {
         events.push(Event::assistant(thought));
     }
     if !action.trim().is_empty() {
-        let call_id = format!("swe-call-{number}");
         events.push(action_call(call_id.clone(), action));
         events.push(Event::tool_result(call_id, str_of(step, "observation")));
     }
@@ -344,6 +433,85 @@ mod tests {
         assert_eq!(view[1].tool_name, "submit");
         assert_eq!(view[1].status, ToolStatus::Pending);
         assert_eq!(imported.events[1].content, "ISSUE: sum is wrong");
+    }
+
+    #[test]
+    fn the_final_step_missing_from_a_history_comes_from_the_trajectory() {
+        // SWE-agent 1.x: the `submit` step is in the trajectory only.
+        let text = r#"{"trajectory":[
+          {"action":"python3 check.py","observation":"8.2","response":"Run it.","thought":"Run it.","execution_time":0.3,"state":{}},
+          {"action":"submit","observation":"diff --git a/check.py b/check.py\n+fixed","response":"It works; submitting.","thought":"It works; submitting.","execution_time":0.2,"state":{}}
+        ],"history":[
+          {"role":"system","content":"You are a helpful assistant.","agent":"main","message_type":"system_prompt"},
+          {"role":"user","content":"check.py fails to parse.","agent":"main","message_type":"observation"},
+          {"role":"assistant","content":"Run it.","thought":"Run it.","action":"python3 check.py","agent":"main","message_type":"action",
+           "tool_calls":[{"id":"call_run","type":"function","function":{"name":"bash","arguments":"{\"command\":\"python3 check.py\"}"}}]},
+          {"role":"tool","content":"8.2","agent":"main","message_type":"observation","tool_call_ids":["call_run"]}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported)[5..],
+            [
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        assert_eq!(imported.events[5].content, "It works; submitting.");
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[1].tool_call_id, "swe-call-1");
+        assert_eq!(view[1].tool_name, "submit");
+        assert_eq!(view[1].status, ToolStatus::Success);
+        assert!(view[1].result.as_deref().unwrap().contains("+fixed"));
+        assert_eq!(imported.records, 5);
+        assert!(imported.events[7].id.starts_with("swe-step-2-2-"));
+    }
+
+    #[test]
+    fn a_pending_submit_is_answered_by_the_trajectory() {
+        // SWE-agent 0.x: `submit` is in the history, its diff only in the trajectory.
+        let text = r#"{"trajectory":[
+          {"action":"open a.py\n","observation":"[File: a.py]","response":"","thought":"open it","state":"{}"},
+          {"action":"submit\n","observation":"\ndiff --git a/a.py b/a.py\n+fixed","response":"","thought":"done","state":"{}"}
+        ],"history":[
+          {"role":"system","content":"SETTING: ...","agent":"primary"},
+          {"role":"user","content":"ISSUE: a.py is wrong","agent":"primary"},
+          {"role":"assistant","content":"open it","thought":"open it","action":"open a.py\n","agent":"primary"},
+          {"role":"user","content":"[File: a.py]","agent":"primary"},
+          {"role":"assistant","content":"done","thought":"done","action":"submit\n","agent":"primary"}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view.len(), 2);
+        assert_eq!(view[1].tool_call_id, "swe-call-2");
+        assert_eq!(view[1].status, ToolStatus::Success);
+        assert!(view[1].result.as_deref().unwrap().contains("+fixed"));
+        assert_eq!(
+            imported
+                .events
+                .iter()
+                .filter(|e| e.content == "done")
+                .count(),
+            1,
+            "the thought is not repeated"
+        );
+        assert_eq!(imported.records, 6);
+        assert!(imported.skipped.is_empty());
+    }
+
+    #[test]
+    fn a_trajectory_that_does_not_line_up_with_the_history_adds_nothing() {
+        let text = r#"{"trajectory":[
+          {"action":"ls","observation":"a.py","thought":"look"},
+          {"action":"submit","observation":"diff","thought":"done"}
+        ],"history":[
+          {"role":"user","content":"ISSUE: a.py is wrong","agent":"primary"},
+          {"role":"assistant","content":"cat","thought":"","action":"cat a.py","agent":"primary"},
+          {"role":"user","content":"print(1)","agent":"primary"}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(tool_interactions(&imported.events).len(), 1);
+        assert!(imported.skipped[0].reason.contains("left out"));
     }
 
     #[test]
