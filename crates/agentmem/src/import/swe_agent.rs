@@ -6,7 +6,9 @@
 //! - The first user message is the problem statement → a user event.
 //! - Demonstrations (`is_demo`, or `message_type: "demonstration"`) are worked
 //!   examples from the agent's config, not this run → skipped.
-//! - An assistant message → an assistant event with its thought, plus one tool
+//! - An assistant message → reasoning events for its `thinking_blocks` (each
+//!   block kept verbatim in `opaque`, signature and all), an assistant event
+//!   with its thought, plus one tool
 //!   call per `tool_calls` entry (SWE-agent 1.x with function calling). SWE-agent
 //!   0.x (and 1.x's text parsers) have no `tool_calls`: the command is in
 //!   `action`, so one call is synthesized with id `swe-call-<n>`, named after
@@ -35,7 +37,7 @@ use serde_json::{json, Map, Value};
 
 use super::openai_messages::{content_text, parse_arguments};
 use super::{stable_id, Imported, Skipped};
-use crate::event::Event;
+use crate::event::{Event, TraceType};
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -215,7 +217,7 @@ impl History {
             "" => content,
             thought => thought.to_owned(),
         };
-        let mut events = Vec::new();
+        let mut events = thinking_events(entry);
         if !thought.trim().is_empty() {
             events.push(Event::assistant(thought));
         }
@@ -300,6 +302,25 @@ impl History {
     }
 }
 
+/// An assistant message's `thinking_blocks` (Anthropic models' extended
+/// thinking) as reasoning events, before its text. Each block is kept
+/// verbatim in `opaque`: a `thinking` block's signature (a
+/// `redacted_thinking` block's `data`) must go back to the provider unchanged.
+fn thinking_events(entry: &Map<String, Value>) -> Vec<Event> {
+    let blocks = entry.get("thinking_blocks").and_then(Value::as_array);
+    blocks
+        .into_iter()
+        .flatten()
+        .filter(|block| block.is_object())
+        .map(|block| {
+            let text = block.get("thinking").and_then(Value::as_str);
+            let mut event = Event::new(TraceType::Reasoning, text.unwrap_or_default());
+            event.opaque = Some(block.clone());
+            event
+        })
+        .collect()
+}
+
 fn is_demonstration(entry: &Map<String, Value>) -> bool {
     entry
         .get("is_demo")
@@ -379,7 +400,6 @@ fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::TraceType;
     use crate::tool_interaction::{tool_interactions, ToolStatus};
 
     fn kinds(imported: &Imported) -> Vec<TraceType> {
@@ -411,6 +431,40 @@ mod tests {
         assert_eq!(view[0].arguments["command"], "cat -n src/sum.py");
         assert_eq!(imported.records, 4);
         assert!(imported.source_session_id.is_none());
+    }
+
+    #[test]
+    fn thinking_blocks_become_signed_reasoning_before_the_text() {
+        let text = r#"{"history":[
+          {"role":"user","content":"check.py fails to parse.","agent":"main","message_type":"observation"},
+          {"role":"assistant","content":"Find the file first.","thought":"Find the file first.","action":"find_file check.py","agent":"main","message_type":"action",
+           "thinking_blocks":[{"type":"thinking","thinking":"The colon is missing on line 4.","signature":"EqQBCkgIARAB=="},{"type":"redacted_thinking","data":"EmwKAhgB"}],
+           "tool_calls":[{"id":"call_find","type":"function","function":{"name":"find_file","arguments":"{\"file_name\":\"check.py\"}"}}]},
+          {"role":"tool","content":"Found 1 match","agent":"main","message_type":"observation","tool_call_ids":["call_find"]}
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::User,
+                TraceType::Reasoning,
+                TraceType::Reasoning,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        let thinking = &imported.events[1];
+        assert_eq!(thinking.content, "The colon is missing on line 4.");
+        assert_eq!(
+            thinking.opaque.as_ref().unwrap()["signature"],
+            "EqQBCkgIARAB=="
+        );
+        assert_eq!(imported.events[2].content, "");
+        assert_eq!(
+            imported.events[2].opaque.as_ref().unwrap()["data"],
+            "EmwKAhgB"
+        );
     }
 
     #[test]
