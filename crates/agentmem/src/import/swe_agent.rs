@@ -29,6 +29,12 @@
 //! `observation`) becomes an assistant event, a tool call and its result, after
 //! the problem statement from the first step's `query` when there is one.
 //!
+//! A retry loop writes `attempts`, one such object per attempt, and when it
+//! ends the chosen attempt again at the top level (`info.best_attempt_idx`
+//! names it). The top-level run is imported and the other attempts reported
+//! as skipped; while the loop runs there is no top level, so the last attempt
+//! is imported.
+//!
 //! Token usage is left out: `info.model_stats` only totals the whole run.
 //! Trajectories name no session of their own (`source_session_id` is `None`),
 //! and carry no timestamps, so the session stamps the events.
@@ -44,6 +50,25 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root = root
         .as_object()
         .ok_or("expected a trajectory object with a \"history\" or \"trajectory\" list")?;
+    let attempts = root.get("attempts").and_then(Value::as_array);
+    let has_run = root.contains_key("history") || root.contains_key("trajectory");
+    match attempts {
+        Some(attempts) if !has_run => last_attempt(attempts),
+        Some(attempts) => {
+            let chosen = root
+                .get("info")
+                .and_then(|info| info.get("best_attempt_idx"))
+                .and_then(Value::as_u64);
+            let mut imported = run(root)?;
+            skip_attempts(&mut imported, attempts, chosen);
+            Ok(imported)
+        }
+        None => run(root),
+    }
+}
+
+/// One run: its history, completed by its trajectory, else its trajectory.
+fn run(root: &Map<String, Value>) -> Result<Imported, String> {
     let history = root.get("history").and_then(Value::as_array);
     let steps = root.get("trajectory").and_then(Value::as_array);
     match (history, steps) {
@@ -52,7 +77,45 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         }
         (_, Some(steps)) => Ok(from_trajectory(steps, root)),
         (Some(_), None) => Ok(Imported::default()),
-        (None, None) => Err("expected an object with a \"history\" or \"trajectory\" list".into()),
+        (None, None) => Err(
+            "expected an object with a \"history\" or \"trajectory\" list, or an \"attempts\" list of such objects"
+                .into(),
+        ),
+    }
+}
+
+/// A retry loop still running writes only `attempts`, one run per attempt:
+/// the last is the one under way, so it is imported and the earlier ones are
+/// reported as skipped. (Once the loop ends, the chosen attempt is also
+/// written at the top level, and imported from there.)
+fn last_attempt(attempts: &[Value]) -> Result<Imported, String> {
+    let Some((last, earlier)) = attempts.split_last() else {
+        return Ok(Imported::default());
+    };
+    let last = last.as_object().ok_or(format!(
+        "attempt {} of the retry loop is not a trajectory object",
+        attempts.len()
+    ))?;
+    let mut imported = run(last)?;
+    skip_attempts(&mut imported, earlier, None);
+    Ok(imported)
+}
+
+/// Reports the attempts of a retry loop that are not imported: all of
+/// `attempts` but the `chosen` one (0-based), which is the run imported.
+fn skip_attempts(imported: &mut Imported, attempts: &[Value], chosen: Option<u64>) {
+    for (index, _) in attempts.iter().enumerate() {
+        if chosen == Some(index as u64) {
+            continue;
+        }
+        imported.records += 1;
+        imported.skipped.push(Skipped {
+            line: index + 1,
+            reason: format!(
+                "attempt {} of a retry loop, not the run imported; to import it, save it as a trajectory file of its own",
+                index + 1
+            ),
+        });
     }
 }
 
@@ -566,6 +629,49 @@ mod tests {
         let imported = parse(text).unwrap();
         assert_eq!(tool_interactions(&imported.events).len(), 1);
         assert!(imported.skipped[0].reason.contains("left out"));
+    }
+
+    /// One attempt of a retry loop, its problem statement and command named `tag`.
+    fn attempt(tag: &str) -> String {
+        format!(
+            r#"{{"trajectory":[{{"action":"ls {tag}","observation":"{tag}.py","thought":"look"}}],
+              "history":[{{"role":"user","content":"ISSUE {tag}","agent":"main","message_type":"observation"}},
+                         {{"role":"assistant","content":"look","thought":"look","action":"ls {tag}","agent":"main","message_type":"action"}},
+                         {{"role":"user","content":"{tag}.py","agent":"main","message_type":"observation"}}],
+              "info":{{"exit_status":"submitted"}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_retry_loop_under_way_imports_its_last_attempt() {
+        let text = format!(r#"{{"attempts":[{}, {}]}}"#, attempt("a"), attempt("b"));
+        let imported = parse(&text).unwrap();
+        assert_eq!(imported.events[0].content, "ISSUE b");
+        assert_eq!(tool_interactions(&imported.events).len(), 1);
+        assert_eq!(imported.skipped.len(), 1);
+        assert_eq!(imported.skipped[0].line, 1);
+        assert!(imported.skipped[0].reason.contains("attempt 1"));
+        assert!(parse(r#"{"attempts":[]}"#).unwrap().events.is_empty());
+        assert!(parse(r#"{"attempts":[7]}"#)
+            .unwrap_err()
+            .contains("attempt 1"));
+    }
+
+    #[test]
+    fn a_finished_retry_loop_imports_the_chosen_run_and_skips_the_others() {
+        let chosen = attempt("a");
+        let top: Value = serde_json::from_str(&chosen).unwrap();
+        let mut root = top.as_object().unwrap().clone();
+        root.insert("info".into(), json!({"best_attempt_idx": 0}));
+        let attempts: Vec<Value> = [chosen, attempt("b"), attempt("c")]
+            .iter()
+            .map(|a| serde_json::from_str(a).unwrap())
+            .collect();
+        root.insert("attempts".into(), Value::Array(attempts));
+        let imported = parse(&Value::Object(root).to_string()).unwrap();
+        assert_eq!(imported.events[0].content, "ISSUE a");
+        let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(skipped, [2, 3]);
     }
 
     #[test]
