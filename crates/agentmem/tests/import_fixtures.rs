@@ -389,13 +389,20 @@ fn openhands_events() {
         &[
             (TraceType::System, 1),
             (TraceType::User, 1),
-            (TraceType::Assistant, 3),
+            (TraceType::Assistant, 4),
             (TraceType::ToolCall, 6),
-            (TraceType::ToolResult, 5),
+            (TraceType::ToolResult, 6),
         ],
     );
-    // OpenHands answers `finish` with no observation.
-    assert_paired(name, &imported.events, &["toolu_01CgY9pU4rV7wA1xB3dE6fHi"]);
+    // OpenHands answers `finish` with no observation: the importer gives it a
+    // result, and its final thought is the last thing the agent says.
+    assert_paired(name, &imported.events, &[]);
+    let last = imported.events.last().unwrap();
+    assert_eq!(
+        (last.id.as_str(), last.trace_type),
+        ("oh-14-final", TraceType::Assistant)
+    );
+    assert!(last.content.contains("[^a-z0-9-]"));
     // A recall and two agent-state changes.
     assert_eq!((imported.records, imported.skipped.len()), (16, 3));
     let statuses: Vec<ToolStatus> = tool_interactions(&imported.events)
@@ -410,7 +417,7 @@ fn openhands_events() {
             ToolStatus::Error,
             ToolStatus::Success,
             ToolStatus::Success,
-            ToolStatus::Pending
+            ToolStatus::Success
         ]
     );
     // Per-call usage on the five actions that have it (and on their thoughts);

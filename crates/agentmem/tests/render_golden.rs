@@ -28,11 +28,10 @@ Use the tools to inspect and change it, and keep answers short.";
 const MAX_OUTPUT_TOKENS: u64 = 4096;
 
 /// Calls the fixtures leave unanswered at their very end: `(fixture, call id,
-/// tool name)`. OpenHands' `finish` action has no observation. (SWE-agent's
-/// legacy `submit` has none in the history either, but the trajectory's last
-/// step answers it.)
-const TRAILING_CALLS: [(&str, &str, &str); 1] =
-    [("openhands", "toolu_01CgY9pU4rV7wA1xB3dE6fHi", "finish")];
+/// tool name)`. None today: SWE-agent's legacy `submit` has no observation in
+/// the history, but the trajectory's last step answers it, and OpenHands'
+/// `finish` (which has no observation at all) is given a result on import.
+const TRAILING_CALLS: [(&str, &str, &str); 0] = [];
 
 /// Rule breaks the fixtures are known to cause: `(fixture, target, call id or
 /// tool name the break is about)`. None today: the one fixture whose subagent

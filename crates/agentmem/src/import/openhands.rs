@@ -16,8 +16,10 @@
 //!   when the model made it by function calling (else `oh-<id>` and the action
 //!   name) and `args` as arguments. An action's `args.thought` is the text the
 //!   model wrote with the call, so it becomes an assistant event just before.
-//!   `finish` and `message` get no observation in OpenHands, so a `finish`
-//!   call stays pending.
+//! - `finish` gets no observation in OpenHands: its call is given a successful
+//!   result (`oh-<id>-result`), and the final answer (`args.final_thought`,
+//!   else `args.message` or `args.outputs.content`) becomes an assistant
+//!   event after it (`oh-<id>-final`).
 //! - Every other observation → the tool result of the action its `cause`
 //!   names (else of its own `tool_call_metadata`); `error`, `user_rejected` and
 //!   a `run` with a non-zero exit code set `tool_error`.
@@ -38,8 +40,13 @@ use serde_json::{Map, Value};
 use super::{stable_id, Imported, Skipped};
 use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
 
-/// The events made from one OpenHands event: an optional thought, then the main event.
-type Mapped = Result<(Option<Event>, Event), String>;
+/// The events made from one OpenHands event, in order, each with the suffix
+/// its id takes after `oh-<id>` (`""` for the main event, `"-thought"` for an
+/// action's thought).
+type Mapped = Result<Vec<(&'static str, Event)>, String>;
+
+/// The id suffix of the result given to a `finish` call.
+const FINISH_RESULT: &str = "-result";
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -136,7 +143,7 @@ impl Stream {
             None => Err("not a JSON object".into()),
         };
         match mapped {
-            Ok((source, (thought, main))) => self.push(&source, thought, main),
+            Ok((source, events)) => self.push(&source, events),
             Err(reason) => self.imported.skipped.push(Skipped {
                 line: position,
                 reason,
@@ -154,42 +161,68 @@ impl Stream {
         }
     }
 
-    fn push(&mut self, source: &Source<'_>, thought: Option<Event>, main: Event) {
+    /// Stamps the events of one source event and appends them, each with the
+    /// usage of the model call behind the event, except the result made up
+    /// for `finish`, which no model call produced.
+    fn push(&mut self, source: &Source<'_>, events: Vec<(&'static str, Event)>) {
         let (ts, usage) = (source.ts(), call_usage(source.map));
-        if let Some(thought) = thought {
-            let mut thought = thought
-                .with_id(format!("{}-thought", source.base_id))
+        for (suffix, event) in events {
+            let mut event = event
+                .with_id(format!("{}{suffix}", source.base_id))
                 .with_ts(ts);
-            thought.usage.clone_from(&usage);
-            self.imported.events.push(thought);
+            if suffix != FINISH_RESULT {
+                event.usage.clone_from(&usage);
+            }
+            self.imported.events.push(event);
         }
-        let mut main = main.with_id(source.base_id.clone()).with_ts(ts);
-        main.usage = usage;
-        self.imported.events.push(main);
     }
 
     fn action(&mut self, source: &Source<'_>, action: &str) -> Mapped {
         let has_call = source.metadata("tool_call_id").is_some();
+        let main = |event: Event| vec![("", event)];
         match action {
-            "message" => message_event(source).map(|event| (None, event)),
-            "system" => Ok((None, Event::system(source.arg_content_or_message()))),
-            "think" if !has_call => Ok((
-                None,
-                Event::new(TraceType::Reasoning, source.arg("thought")),
-            )),
+            "message" => message_event(source).map(main),
+            "system" => Ok(main(Event::system(source.arg_content_or_message()))),
+            "think" if !has_call => Ok(main(Event::new(
+                TraceType::Reasoning,
+                source.arg("thought"),
+            ))),
             "condensation" => match source.arg("summary") {
                 "" => Err("a condensation without a summary".into()),
-                summary => Ok((None, Event::new(TraceType::Summary, summary))),
+                summary => Ok(main(Event::new(TraceType::Summary, summary))),
             },
             "change_agent_state" | "recall" | "null" | "condensation_request" => {
                 Err(format!("agent bookkeeping ({action}), not conversation"))
             }
+            "finish" => Ok(self.finish_action(source)),
             _ => Ok(self.tool_action(source, action)),
         }
     }
 
+    /// `finish`: the call, a result, then the final answer as an assistant
+    /// event. OpenHands answers `finish` with no observation, so the call gets
+    /// a successful result here: left pending, it would be shown to the model
+    /// as an aborted call. The answer is only an argument of the call, so it
+    /// would otherwise never read as what the agent said last.
+    fn finish_action(&mut self, source: &Source<'_>) -> Vec<(&'static str, Event)> {
+        let mut events = self.tool_action(source, "finish");
+        let call_id = events
+            .last()
+            .and_then(|(_, call)| call.tool_call_id.clone())
+            .unwrap_or_else(|| source.base_id.clone());
+        events.push((
+            FINISH_RESULT,
+            Event::tool_result(call_id, finish_result(source)),
+        ));
+        let answer = final_answer(source);
+        if !answer.trim().is_empty() && answer.trim() != source.arg("thought").trim() {
+            events.push(("-final", Event::assistant(answer)));
+        }
+        events
+    }
+
     /// An action the model took with a tool: its thought, then the call.
-    fn tool_action(&mut self, source: &Source<'_>, action: &str) -> (Option<Event>, Event) {
+    fn tool_action(&mut self, source: &Source<'_>, action: &str) -> Vec<(&'static str, Event)> {
         let call_id = source
             .metadata("tool_call_id")
             .unwrap_or(&source.base_id)
@@ -203,12 +236,14 @@ impl Stream {
         if let Some(id) = source.map.get("id").and_then(id_key) {
             self.call_of_action.insert(id, call_id.clone());
         }
+        let mut events = Vec::new();
         // A think call's thought is its argument, not text beside the call.
-        let thought = match (action, source.arg("thought").trim()) {
-            ("think", _) | (_, "") => None,
-            (_, thought) => Some(Event::assistant(thought)),
-        };
-        (thought, Event::tool_call(call_id, tool_name, args))
+        match (action, source.arg("thought").trim()) {
+            ("think", _) | (_, "") => {}
+            (_, thought) => events.push(("-thought", Event::assistant(thought))),
+        }
+        events.push(("", Event::tool_call(call_id, tool_name, args)));
+        events
     }
 
     fn observation(&mut self, source: &Source<'_>, observation: &str) -> Mapped {
@@ -234,7 +269,38 @@ impl Stream {
         } else {
             Event::tool_result(call_id, content)
         };
-        Ok((None, event))
+        Ok(vec![("", event)])
+    }
+}
+
+/// The agent's final answer: `args.final_thought` (current OpenHands), else
+/// `args.message`, else the `content` of `args.outputs` (older versions).
+fn final_answer<'a>(source: &Source<'a>) -> &'a str {
+    let from_outputs = || {
+        source
+            .args()
+            .and_then(|args| args.get("outputs"))
+            .and_then(|outputs| outputs.get("content"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    match (source.arg("final_thought"), source.arg("message")) {
+        ("", "") => from_outputs(),
+        ("", message) => message,
+        (final_thought, _) => final_thought,
+    }
+}
+
+/// The result given to a `finish` call, saying whether the agent reported the
+/// task done (`args.task_completed`, a string or a bool).
+fn finish_result(source: &Source<'_>) -> String {
+    let completed = source.args().and_then(|args| args.get("task_completed"));
+    match completed {
+        Some(Value::String(state)) if !state.is_empty() => {
+            format!("Finished (task_completed: {state}).")
+        }
+        Some(Value::Bool(state)) => format!("Finished (task_completed: {state})."),
+        _ => "Finished.".to_owned(),
     }
 }
 
@@ -419,6 +485,62 @@ mod tests {
         assert!(imported.skipped[0]
             .reason
             .contains("answering no tool call"));
+    }
+
+    #[test]
+    fn finish_gets_a_result_and_its_final_answer_is_said() {
+        let text = r#"[
+          {"id":3,"timestamp":"2025-03-14T09:27:13","source":"agent","message":"Done.","action":"finish",
+           "args":{"final_thought":"FINAL ANSWER: the parser now accepts trailing commas.","task_completed":"true","outputs":{},"thought":""},
+           "tool_call_metadata":{"function_name":"finish","tool_call_id":"toolu_fin","model_response":{"id":"resp_9"},"total_calls_in_response":1},
+           "llm_metrics":{"token_usages":[{"model":"claude-x","prompt_tokens":900,"completion_tokens":40,"response_id":"resp_9"}]}}
+        ]"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::ToolCall,
+                TraceType::ToolResult,
+                TraceType::Assistant
+            ]
+        );
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[0].status, ToolStatus::Success);
+        assert_eq!(
+            view[0].result.as_deref(),
+            Some("Finished (task_completed: true).")
+        );
+        let answer = &imported.events[2];
+        assert_eq!(answer.id, "oh-3-final");
+        assert!(answer.content.starts_with("FINAL ANSWER"));
+        assert!(answer.usage.is_some());
+        assert!(
+            imported.events[1].usage.is_none(),
+            "no model call made the result"
+        );
+    }
+
+    #[test]
+    fn an_older_finish_says_its_message_once() {
+        let text = r#"[
+          {"id":5,"source":"agent","action":"finish","args":{"outputs":{},"thought":"Renamed the file."}},
+          {"id":6,"source":"agent","action":"finish","args":{"message":"All three tests pass now.","outputs":{}}},
+          {"id":7,"source":"agent","action":"finish","args":{"outputs":{"content":"42"},"thought":""}}
+        ]"#;
+        let imported = parse(text).unwrap();
+        let said: Vec<&str> = imported
+            .events
+            .iter()
+            .filter(|e| e.trace_type == TraceType::Assistant)
+            .map(|e| e.content.as_str())
+            .collect();
+        assert_eq!(
+            said,
+            ["Renamed the file.", "All three tests pass now.", "42"]
+        );
+        let view = tool_interactions(&imported.events);
+        assert!(view.iter().all(|i| i.status == ToolStatus::Success));
+        assert_eq!(view[0].tool_call_id, "oh-5");
     }
 
     #[test]
