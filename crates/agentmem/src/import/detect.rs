@@ -92,14 +92,14 @@ fn list_format(items: &[Value]) -> Option<Format> {
 
 fn object_format(map: &Map<String, Value>) -> Option<Format> {
     for key in ["history", "trajectory"] {
-        let Some(items) = map.get(key).and_then(Value::as_array) else {
+        let Some(list) = map.get(key).and_then(Value::as_array) else {
             continue;
         };
-        let items = || items.iter().take(SNIFF).filter_map(Value::as_object);
+        let items = || list.iter().take(SNIFF).filter_map(Value::as_object);
         if items().any(is_swe_agent_entry) {
             return Some(Format::SweAgent);
         }
-        if items().any(is_openhands_event) {
+        if items().any(is_openhands_event) || is_opendevin_pairs(list) {
             return Some(Format::OpenHands);
         }
     }
@@ -120,6 +120,17 @@ fn is_swe_agent_entry(item: &Map<String, Value>) -> bool {
         && (item.contains_key("thought") || item.contains_key("response"))
         && !item.contains_key("source");
     message || step
+}
+
+/// OpenDevin's history: `[action, observation]` pairs of OpenHands events.
+fn is_opendevin_pairs(items: &[Value]) -> bool {
+    items
+        .iter()
+        .take(SNIFF)
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_object)
+        .any(is_openhands_event)
 }
 
 fn is_openhands_event(item: &Map<String, Value>) -> bool {
@@ -205,6 +216,13 @@ mod tests {
             detect(
                 "o.json",
                 r#"{"history":[{"id":1,"source":"agent","observation":"run"}]}"#
+            ),
+            Format::OpenHands
+        );
+        assert_eq!(
+            detect(
+                "o.json",
+                r#"{"history":[[{"id":1,"source":"agent","action":"run"},{"observation":"run"}]]}"#
             ),
             Format::OpenHands
         );

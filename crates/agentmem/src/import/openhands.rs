@@ -1,6 +1,10 @@
 //! OpenHands event streams: a JSON list of events, or an object holding one
 //! under `events`, `trajectory` or `history`.
 //!
+//! Old OpenDevin histories hold `[action, observation]` pairs instead of
+//! events: the pairs are flattened, and an observation naming no `cause`
+//! answers the action of its pair. Record positions count the flattened events.
+//!
 //! An OpenHands event is an *action* (`action`, `args`) or an *observation*
 //! (`observation`, `content`, `extras`, and `cause`: the id of the action it
 //! answers). The mapping:
@@ -54,8 +58,15 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         "expected a list of OpenHands events, or an object with one under \"events\", \"trajectory\" or \"history\"",
     )?;
     let mut stream = Stream::default();
-    for (index, event) in events.iter().enumerate() {
-        stream.event(index + 1, event);
+    let mut position = 0;
+    for item in events {
+        match item.as_array() {
+            Some(pair) => stream.pair(&mut position, pair),
+            None => {
+                position += 1;
+                stream.event(position, item);
+            }
+        }
     }
     Ok(stream.imported)
 }
@@ -130,9 +141,25 @@ struct Stream {
     imported: Imported,
     /// The call id of each tool action, by the action's event id, for `cause`.
     call_of_action: HashMap<String, String>,
+    /// Inside an `[action, observation]` pair: the call its action made, which
+    /// its observation answers when it names no `cause`.
+    pair_call: Option<String>,
+    in_pair: bool,
 }
 
 impl Stream {
+    /// An `[action, observation]` pair (OpenDevin's history): its events in
+    /// order, `position` counting each as one record of the flattened list.
+    fn pair(&mut self, position: &mut usize, pair: &[Value]) {
+        self.in_pair = true;
+        for event in pair {
+            *position += 1;
+            self.event(*position, event);
+        }
+        self.in_pair = false;
+        self.pair_call = None;
+    }
+
     fn event(&mut self, position: usize, record: &Value) {
         self.imported.records += 1;
         let mapped = match record.as_object() {
@@ -206,6 +233,8 @@ impl Stream {
     /// would otherwise never read as what the agent said last.
     fn finish_action(&mut self, source: &Source<'_>) -> Vec<(&'static str, Event)> {
         let mut events = self.tool_action(source, "finish");
+        // Its result is made here, so an observation paired with it answers nothing.
+        self.pair_call = None;
         let call_id = events
             .last()
             .and_then(|(_, call)| call.tool_call_id.clone())
@@ -236,6 +265,9 @@ impl Stream {
         if let Some(id) = source.map.get("id").and_then(id_key) {
             self.call_of_action.insert(id, call_id.clone());
         }
+        if self.in_pair {
+            self.pair_call = Some(call_id.clone());
+        }
         let mut events = Vec::new();
         // A think call's thought is its argument, not text beside the call.
         match (action, source.arg("thought").trim()) {
@@ -259,6 +291,7 @@ impl Stream {
             .and_then(|cause| self.call_of_action.get(&cause).cloned());
         let call_id = by_cause
             .or_else(|| source.metadata("tool_call_id").map(str::to_owned))
+            .or_else(|| self.pair_call.take())
             .ok_or_else(|| format!("a {observation:?} observation answering no tool call"))?;
         let content = match source.text("content") {
             "" => source.text("message"),
@@ -541,6 +574,37 @@ mod tests {
         let view = tool_interactions(&imported.events);
         assert!(view.iter().all(|i| i.status == ToolStatus::Success));
         assert_eq!(view[0].tool_call_id, "oh-5");
+    }
+
+    #[test]
+    fn opendevin_action_observation_pairs_are_flattened() {
+        let text = r#"{"instance_id":"demo-1","history":[
+          [{"id":0,"source":"user","message":"Rename a.py to b.py","action":"message","args":{"content":"Rename a.py to b.py","wait_for_response":false}},
+           {"message":"No observation","observation":"null","content":"","extras":{}}],
+          [{"id":3,"source":"agent","message":"Running command: mv a.py b.py","action":"run","args":{"command":"mv a.py b.py","thought":"Rename it."}},
+           {"message":"Command `mv a.py b.py` executed with exit code 0.","observation":"run","content":"","extras":{"command_id":-1,"command":"mv a.py b.py","exit_code":0}}],
+          [{"id":5,"source":"agent","message":"Done.","action":"finish","args":{"outputs":{},"thought":"Renamed."}},
+           {"message":"No observation","observation":"null","content":"","extras":{}}]
+        ]}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(
+            kinds(&imported),
+            [
+                TraceType::User,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult,
+                TraceType::Assistant,
+                TraceType::ToolCall,
+                TraceType::ToolResult
+            ]
+        );
+        let view = tool_interactions(&imported.events);
+        assert_eq!(view[0].tool_call_id, "oh-3");
+        assert_eq!(view[0].status, ToolStatus::Success);
+        assert_eq!(imported.records, 6);
+        let skipped: Vec<usize> = imported.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(skipped, [2, 6]);
     }
 
     #[test]
