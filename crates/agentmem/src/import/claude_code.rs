@@ -7,7 +7,7 @@
 //!
 //! | block                          | event                                         |
 //! |--------------------------------|-----------------------------------------------|
-//! | `text` in a user line          | `user` (or `turn_aborted` for the interrupt marker); beside a `tool_result`, `system` tagged `tool_result_context` |
+//! | `text` in a user line          | `user` (or `turn_aborted` for the interrupt marker); beside a `tool_result`, joined to the result's content |
 //! | `text` in an assistant line    | `assistant`                                   |
 //! | `tool_use {id, name, input}`   | `tool_call`                                   |
 //! | `tool_result {tool_use_id, …}` | `tool_result`, `tool_error` set when `is_error` |
@@ -57,9 +57,6 @@ const API_ERROR_TAG: &str = "api_error";
 
 /// The tag of a session's title (a `summary` line), shown in the resume picker.
 const SESSION_TITLE_TAG: &str = "session_title";
-
-/// The tag of text Claude Code sends beside a tool result (`Tool loaded.`).
-const TOOL_RESULT_CONTEXT_TAG: &str = "tool_result_context";
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let mut imported = Imported::default();
@@ -290,12 +287,10 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
             }
         }
         Some(Value::Array(blocks)) => {
+            let mut events = Vec::new();
             for (index, block) in blocks.iter().enumerate() {
                 match block_event(role, block) {
-                    Ok(Some(event)) if role == "user" && carries_tool_result(blocks) => imported
-                        .events
-                        .push(line.finish(beside_tool_result(event), index)),
-                    Ok(Some(event)) => imported.events.push(line.finish(event, index)),
+                    Ok(Some(event)) => events.push(line.finish(event, index)),
                     Ok(None) => {}
                     Err(reason) => skip(
                         imported,
@@ -304,6 +299,8 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
                     ),
                 }
             }
+            join_text_to_tool_result(&mut events);
+            imported.events.extend(events);
         }
         _ => skip(
             imported,
@@ -313,32 +310,34 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
     }
 }
 
-fn carries_tool_result(blocks: &[Value]) -> bool {
-    blocks
-        .iter()
-        .any(|block| str_of(block, "type") == "tool_result")
-}
-
 /// User text in the message that returns a tool result was written by Claude
-/// Code, not typed (`Tool loaded.`): the model read it, but as a user event it
-/// would open a turn in the middle of the model's work. It becomes a system
-/// event in the same turn; the interrupt marker stays a turn-aborted marker.
-fn beside_tool_result(event: Event) -> Event {
-    match event.trace_type {
-        TraceType::User => {
-            let mut event = event.with_tag(TOOL_RESULT_CONTEXT_TAG);
-            event.trace_type = TraceType::System;
-            event
-        }
-        TraceType::Assistant
-        | TraceType::ToolCall
-        | TraceType::ToolResult
-        | TraceType::System
-        | TraceType::Reasoning
-        | TraceType::Summary
-        | TraceType::TurnAborted
-        | TraceType::WorkingMemory => event,
+/// Code, not typed (`Tool loaded.`), and the model read it with the result: as
+/// a user event it would open a turn in the middle of the model's work, so it
+/// joins the last result's content. The interrupt marker stays a turn-aborted
+/// marker.
+fn join_text_to_tool_result(events: &mut Vec<Event>) {
+    let Some(last_result) = events
+        .iter()
+        .rposition(|e| e.trace_type == TraceType::ToolResult)
+    else {
+        return;
+    };
+    let texts: Vec<String> = events
+        .iter()
+        .filter(|e| e.trace_type == TraceType::User)
+        .map(|e| e.content.clone())
+        .collect();
+    if texts.is_empty() {
+        return;
     }
+    let result = &mut events[last_result];
+    result.content = [std::mem::take(&mut result.content)]
+        .into_iter()
+        .chain(texts)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    events.retain(|e| e.trace_type != TraceType::User);
 }
 
 /// The event for one content block; `Ok(None)` for an empty text block, and
@@ -716,16 +715,15 @@ not json at all
                 TraceType::User,
                 TraceType::ToolCall,
                 TraceType::ToolResult,
-                TraceType::System,
                 TraceType::ToolCall,
                 TraceType::ToolResult,
                 TraceType::TurnAborted
             ]
         );
-        let loaded = &imported.events[3];
-        assert_eq!(loaded.content, "Tool loaded.");
-        assert_eq!(loaded.tags, [TOOL_RESULT_CONTEXT_TAG]);
-        assert!(loaded.is_in_model_view());
+        assert_eq!(
+            imported.events[2].content,
+            "tool reference: Read\n\nTool loaded."
+        );
         let mut tracker = crate::turn::TurnTracker::default();
         let turns: std::collections::HashSet<String> = imported
             .events
