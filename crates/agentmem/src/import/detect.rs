@@ -28,6 +28,17 @@ const CODEX_LINE_TYPES: [&str; 5] = [
     "compacted",
 ];
 
+/// Response items an early-2025 Codex rollout writes bare, one a line, after
+/// its header.
+const CODEX_LEGACY_ITEM_TYPES: [&str; 6] = [
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "local_shell_call",
+    "custom_tool_call",
+];
+
 /// Claude Code line types that identify a session log on their own.
 const CLAUDE_LINE_TYPES: [&str; 4] = ["user", "assistant", "summary", "file-history-snapshot"];
 
@@ -164,7 +175,9 @@ fn line_format(line: &Map<String, Value>) -> Option<Format> {
         && ["id", "timestamp", "instructions"]
             .iter()
             .all(|k| line.contains_key(*k));
-    if codex_item || codex_header {
+    let codex_legacy_item =
+        kind.is_some_and(|k| CODEX_LEGACY_ITEM_TYPES.contains(&k)) && !line.contains_key("payload");
+    if codex_item || codex_header || codex_legacy_item {
         return Some(Format::Codex);
     }
     let claude_type = kind.is_some_and(|k| CLAUDE_LINE_TYPES.contains(&k));
@@ -245,6 +258,8 @@ mod tests {
         assert_eq!(detect("r.jsonl", codex), Format::Codex);
         let legacy = "{\"id\":\"x\",\"timestamp\":\"t\",\"instructions\":null}\n{\"record_type\":\"state\"}\n";
         assert_eq!(detect("r.jsonl", legacy), Format::Codex);
+        let bare_items = "{\"id\":\"x\",\"timestamp\":\"t\"}\n{\"type\":\"message\",\"role\":\"user\",\"content\":[]}\n";
+        assert_eq!(detect("r.jsonl", bare_items), Format::Codex);
         let claude = "garbage line\n{\"type\":\"file-history-snapshot\",\"messageId\":\"m\"}\n";
         assert_eq!(detect("s.jsonl", claude), Format::ClaudeCode);
         let one_line = r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"hi"}}"#;
