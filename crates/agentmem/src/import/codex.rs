@@ -23,7 +23,9 @@
 //!   results themselves are not in the rollout; `compaction` (a summary the
 //!   provider encrypted) is skipped, since nobody but the provider can read it.
 //! - `event_msg`: UI events. `token_count` puts its `last_token_usage` on the
-//!   latest event the model produced; `turn_aborted` becomes a turn-aborted
+//!   output it measures: the latest event the model produced while nothing
+//!   has answered it yet, else (newer rollouts write the count first) the
+//!   next one; `turn_aborted` becomes a turn-aborted
 //!   marker; `user_message` and `agent_message` usually repeat a response
 //!   item's message and are then skipped, so nothing is imported twice, but
 //!   some rollouts (a subagent's, for one) hold the conversation only there,
@@ -94,7 +96,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         };
         rollout.record(mapped, *line_no, raw);
     }
-    Ok(rollout.imported)
+    Ok(rollout.finish())
 }
 
 fn parse_line(raw: &str) -> Result<Value, String> {
@@ -161,6 +163,9 @@ struct Rollout {
     ts: f64,
     /// The latest event the model produced, which a token count belongs to.
     last_model_event: Option<usize>,
+    /// A token count written before the output it measures (newer rollouts
+    /// write it between the UI echo and the response item), and its line.
+    pending_usage: Option<(Usage, usize)>,
     /// Response-item messages not yet matched by their UI echo.
     echoes: MessageEchoes,
 }
@@ -198,6 +203,9 @@ impl Rollout {
                     event.ts = self.ts;
                     if made_by_model(event.trace_type) {
                         self.last_model_event = Some(self.imported.events.len());
+                        if let Some((usage, _)) = self.pending_usage.take() {
+                            event.usage = Some(usage);
+                        }
                     }
                     self.imported.events.push(event);
                 }
@@ -219,15 +227,15 @@ impl Rollout {
                 Err("turn settings (cwd, policies); only the model is kept, for usage".into())
             }
             "response_item" => response_item(payload, line_no),
-            "event_msg" => self.event_msg(payload),
+            "event_msg" => self.event_msg(payload, line_no),
             "compacted" => compacted_event(payload),
             other => Err(format!("unsupported rollout line type {other:?}")),
         }
     }
 
-    fn event_msg(&mut self, payload: &Value) -> Mapped {
+    fn event_msg(&mut self, payload: &Value, line_no: usize) -> Mapped {
         match str_of(payload, "type") {
-            "token_count" => self.attach_usage(payload),
+            "token_count" => self.attach_usage(payload, line_no),
             "turn_aborted" => Ok(vec![Event::new(
                 TraceType::TurnAborted,
                 str_of(payload, "reason"),
@@ -259,8 +267,10 @@ impl Rollout {
         role_event(role, text.to_owned(), images)
     }
 
-    /// Puts a token count's `last_token_usage` on the latest model event.
-    fn attach_usage(&mut self, payload: &Value) -> Mapped {
+    /// Puts a token count's `last_token_usage` on the output it measures:
+    /// the latest model event while its call is still the latest (it has no
+    /// usage yet and nothing answered it), else the next model event.
+    fn attach_usage(&mut self, payload: &Value, line_no: usize) -> Mapped {
         let Some(last) = payload
             .get("info")
             .and_then(|info| info.get("last_token_usage"))
@@ -276,14 +286,41 @@ impl Rollout {
             cached_tokens: count("cached_input_tokens"),
             model: self.model.clone(),
         };
-        let latest = self
-            .last_model_event
-            .and_then(|index| self.imported.events.get_mut(index));
-        let Some(event) = latest else {
-            return Err("a token count before any model output".into());
-        };
-        event.usage = Some(usage);
+        match self.latest_unmeasured_output() {
+            Some(event) => event.usage = Some(usage),
+            None => {
+                if let Some((_, earlier)) = self.pending_usage.replace((usage, line_no)) {
+                    self.imported.skipped.push(Skipped {
+                        line: earlier,
+                        reason: "a token count no model output followed".into(),
+                    });
+                }
+            }
+        }
         Ok(Vec::new())
+    }
+
+    /// The latest model event, if its call is still the latest one: no
+    /// usage yet, and no input (a tool result, a user message) after it.
+    fn latest_unmeasured_output(&mut self) -> Option<&mut Event> {
+        let index = self.last_model_event?;
+        let events = &mut self.imported.events;
+        let answered = events[index + 1..]
+            .iter()
+            .any(|e| !made_by_model(e.trace_type));
+        let event = events.get_mut(index)?;
+        (event.usage.is_none() && !answered).then_some(event)
+    }
+
+    /// Reports a token count left waiting for output at the end of the file.
+    fn finish(mut self) -> Imported {
+        if let Some((_, line)) = self.pending_usage.take() {
+            self.imported.skipped.push(Skipped {
+                line,
+                reason: "a token count no model output followed".into(),
+            });
+        }
+        self.imported
     }
 
     fn legacy_header(&mut self, record: &Value) -> Mapped {
@@ -884,9 +921,56 @@ mod tests {
         assert_eq!(kinds, [TraceType::Summary, TraceType::TurnAborted]);
         assert!(imported.events[0].replaces_history());
         assert_eq!(imported.skipped.len(), 2);
-        assert!(imported.skipped[0]
-            .reason
-            .contains("before any model output"));
+        let unclaimed = imported
+            .skipped
+            .iter()
+            .find(|s| s.reason.contains("no model output followed"))
+            .unwrap();
+        assert_eq!(unclaimed.line, 1);
+    }
+
+    #[test]
+    fn a_token_count_written_before_its_output_measures_that_output() {
+        let usage = |input: u64| {
+            format!(
+                r#"{{"timestamp":"2025-11-23T19:30:30Z","type":"event_msg","payload":{{"type":"token_count","info":{{"last_token_usage":{{"input_tokens":{input},"output_tokens":13}}}}}}}}"#
+            )
+        };
+        let assistant = |text: &str| {
+            format!(
+                r#"{{"timestamp":"2025-11-23T19:30:30Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}}}"#
+            )
+        };
+        let user = r#"{"timestamp":"2025-11-23T19:30:19Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"a test prompt"}]}}"#;
+        let echo = r#"{"timestamp":"2025-11-23T19:30:30Z","type":"event_msg","payload":{"type":"agent_message","message":"acknowledged"}}"#;
+        let text = [
+            usage(1_000),
+            assistant("first answer"),
+            user.to_owned(),
+            echo.to_owned(),
+            usage(194_558),
+            assistant("acknowledged"),
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        let measured: Vec<(&str, Option<u64>)> = imported
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.content.as_str(),
+                    e.usage.as_ref().map(|u| u.prompt_tokens),
+                )
+            })
+            .collect();
+        assert_eq!(
+            measured,
+            [
+                ("first answer", Some(1_000)),
+                ("a test prompt", None),
+                ("acknowledged", Some(194_558))
+            ]
+        );
     }
 
     #[test]
