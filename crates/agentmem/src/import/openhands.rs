@@ -18,8 +18,11 @@
 //! - Every other action (`run`, `read`, `edit`, `browse`, `finish`, …) → a
 //!   tool call, with the call id and function name of `tool_call_metadata`
 //!   when the model made it by function calling (else `oh-<id>` and the action
-//!   name) and `args` as arguments. An action's `args.thought` is the text the
-//!   model wrote with the call, so it becomes an assistant event just before.
+//!   name). Its arguments are the model's own: the `function.arguments` of
+//!   the matching call in `tool_call_metadata.model_response` (else, without
+//!   function calling, OpenHands' `args`). An action's `args.thought` is the
+//!   text the model wrote with the call, so it becomes an assistant event
+//!   just before.
 //! - `finish` gets no observation in OpenHands: its call is given a successful
 //!   result (`oh-<id>-result`), and the final answer (`args.final_thought`,
 //!   else `args.message` or `args.outputs.content`) becomes an assistant
@@ -257,10 +260,8 @@ impl Stream {
             .unwrap_or(&source.base_id)
             .to_owned();
         let tool_name = source.metadata("function_name").unwrap_or(action);
-        let args = source
-            .map
-            .get("args")
-            .cloned()
+        let args = model_arguments(source.map, &call_id)
+            .or_else(|| source.map.get("args").cloned())
             .unwrap_or_else(|| Value::Object(Map::new()));
         if let Some(id) = source.map.get("id").and_then(id_key) {
             self.call_of_action.insert(id, call_id.clone());
@@ -303,6 +304,32 @@ impl Stream {
             Event::tool_result(call_id, content)
         };
         Ok(vec![("", event)])
+    }
+}
+
+/// The arguments the model itself gave call `call_id`: the matching entry of
+/// `tool_call_metadata.model_response.choices[0].message.tool_calls`, whose
+/// `function.arguments` is a JSON string. OpenHands' own `args` are its
+/// internal action fields (`impl_source`, `translated_ipython_code`, a copy of
+/// the thought, …), not what the model called, so they are only the fallback
+/// for actions made without function calling or with unparseable arguments.
+fn model_arguments(map: &Map<String, Value>, call_id: &str) -> Option<Value> {
+    let tool_calls = map
+        .get("tool_call_metadata")?
+        .get("model_response")?
+        .get("choices")?
+        .get(0)?
+        .get("message")?
+        .get("tool_calls")?
+        .as_array()?;
+    let function = tool_calls
+        .iter()
+        .find(|call| call.get("id").and_then(Value::as_str) == Some(call_id))?
+        .get("function")?;
+    match function.get("arguments")? {
+        Value::String(arguments) => serde_json::from_str(arguments).ok(),
+        arguments @ Value::Object(_) => Some(arguments.clone()),
+        _ => None,
     }
 }
 
@@ -493,6 +520,38 @@ mod tests {
         assert_eq!(view[0].tool_name, "execute_bash");
         assert_eq!(view[0].status, ToolStatus::Error);
         assert_eq!(imported.skipped.len(), 1);
+    }
+
+    #[test]
+    fn tool_calls_carry_the_models_own_arguments() {
+        let text = r#"[
+          {"id":4,"source":"agent","action":"read","args":{"path":"/workspace/app/util.py","start":0,"end":-1,"thought":"Check the helper.","impl_source":"oh_aci","view_range":[10,30]},
+           "tool_call_metadata":{"function_name":"str_replace_editor","tool_call_id":"toolu_r1","total_calls_in_response":2,
+            "model_response":{"id":"resp_4","choices":[{"index":0,"message":{"role":"assistant","content":"Check the helper.","tool_calls":[
+              {"id":"toolu_r0","type":"function","function":{"name":"execute_bash","arguments":"{\"command\": \"ls\"}"}},
+              {"id":"toolu_r1","type":"function","function":{"name":"str_replace_editor","arguments":"{\"command\": \"view\", \"path\": \"/workspace/app/util.py\", \"view_range\": [10, 30]}"}}]}}]}}},
+          {"id":5,"source":"agent","action":"run","args":{"command":"pytest -q","thought":"","is_input":false},
+           "tool_call_metadata":{"function_name":"execute_bash","tool_call_id":"toolu_r2",
+            "model_response":{"id":"resp_5","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[
+              {"id":"toolu_r2","type":"function","function":{"name":"execute_bash","arguments":"{not json"}}]}}]}}}
+        ]"#;
+        let imported = parse(text).unwrap();
+        let calls: Vec<&Event> = imported
+            .events
+            .iter()
+            .filter(|e| e.trace_type == TraceType::ToolCall)
+            .collect();
+        assert_eq!(
+            calls[0].tool_args,
+            Some(
+                serde_json::json!({"command":"view","path":"/workspace/app/util.py","view_range":[10,30]})
+            )
+        );
+        // Unparseable model arguments: OpenHands' own `args` are kept.
+        assert_eq!(
+            calls[1].tool_args,
+            Some(serde_json::json!({"command":"pytest -q","thought":"","is_input":false}))
+        );
     }
 
     #[test]
