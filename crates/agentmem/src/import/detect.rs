@@ -5,7 +5,9 @@
 //! trajectory object are recognized by the fields of their items. A document
 //! that matches none of those (a JSONL file of one line also parses as one
 //! value) is then read as JSONL, and its first few parseable lines decide:
-//! agentmem events carry `trace_type` (or `kind` and `content`), Codex lines
+//! OpenHands agent-SDK events carry a `kind` the SDK writes (`MessageEvent`,
+//! `ActionEvent`, …; also how an SDK event list is recognized), agentmem
+//! events carry `trace_type` (or `kind` and `content`), Codex lines
 //! are `{type, payload}` (or start with the old `{id, timestamp, instructions}`
 //! header), Claude Code lines carry `sessionId` or `uuid`.
 
@@ -13,6 +15,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::openhands_sdk::is_sdk_event;
 use super::Format;
 use crate::error::{Error, Result};
 
@@ -144,10 +147,13 @@ fn is_opendevin_pairs(items: &[Value]) -> bool {
         .any(is_openhands_event)
 }
 
+/// A classic OpenHands event (`action`, `observation`, `source`), or one of
+/// the agent SDK (a `kind` such as `ActionEvent`).
 fn is_openhands_event(item: &Map<String, Value>) -> bool {
     ["action", "observation", "source"]
         .iter()
         .any(|key| item.contains_key(*key))
+        || is_sdk_event(item)
 }
 
 /// The format named by the first JSONL line that tells.
@@ -164,6 +170,11 @@ fn jsonl_format(text: &str) -> Option<Format> {
 
 fn line_format(line: &Map<String, Value>) -> Option<Format> {
     let kind = line.get("type").and_then(Value::as_str);
+    // Before agentmem events: both name their type under `kind`, but only
+    // the SDK's kinds are class names such as `MessageEvent`.
+    if is_sdk_event(line) {
+        return Some(Format::OpenHands);
+    }
     if line.contains_key("trace_type")
         || (line.contains_key("kind") && line.contains_key("content"))
     {
@@ -264,6 +275,22 @@ mod tests {
         assert_eq!(detect("s.jsonl", claude), Format::ClaudeCode);
         let one_line = r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"hi"}}"#;
         assert_eq!(detect("s.jsonl", one_line), Format::ClaudeCode);
+    }
+
+    #[test]
+    fn openhands_sdk_events_are_recognized_as_a_list_and_as_jsonl() {
+        let list = r#"[{"id":"e0","kind":"SystemPromptEvent","system_prompt":{"type":"text","text":"s"},"tools":[]}]"#;
+        assert_eq!(detect("events.json", list), Format::OpenHands);
+        let jsonl = concat!(
+            r#"{"id":"e0","timestamp":"t","kind":"ConversationStateUpdateEvent","key":"k","value":1}"#,
+            "\n",
+            r#"{"id":"e1","kind":"ObservationEvent","tool_call_id":"c1","observation":{"content":[]}}"#,
+            "\n"
+        );
+        assert_eq!(detect("events.jsonl", jsonl), Format::OpenHands);
+        let one_line =
+            r#"{"id":"e1","kind":"MessageEvent","llm_message":{"role":"user","content":[]}}"#;
+        assert_eq!(detect("event.jsonl", one_line), Format::OpenHands);
     }
 
     #[test]

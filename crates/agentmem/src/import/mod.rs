@@ -12,6 +12,7 @@ mod codex;
 mod detect;
 mod openai_messages;
 mod openhands;
+mod openhands_sdk;
 mod swe_agent;
 
 use std::fmt;
@@ -36,7 +37,8 @@ pub enum Format {
     Codex,
     /// A SWE-agent trajectory (`*.traj`).
     SweAgent,
-    /// An OpenHands event list (JSON).
+    /// An OpenHands event list (JSON), or the agent SDK's ("V1") events as a
+    /// JSON list or one a line (JSONL).
     OpenHands,
 }
 

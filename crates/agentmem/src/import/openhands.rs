@@ -1,6 +1,11 @@
 //! OpenHands event streams: a JSON list of events, or an object holding one
 //! under `events`, `trajectory` or `history`.
 //!
+//! Logs of the agent SDK ("V1": events told apart by a `kind` such as
+//! `ActionEvent`, as a JSON list or one event per line) are handed to
+//! [`openhands_sdk`](super::openhands_sdk); the rest of this module reads the
+//! classic events.
+//!
 //! Old OpenDevin histories hold `[action, observation]` pairs instead of
 //! events: the pairs are flattened, and an observation naming no `cause`
 //! answers the action of its pair. Record positions count the flattened events.
@@ -44,7 +49,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{stable_id, Imported, Skipped};
+use super::{openhands_sdk, stable_id, Imported, Skipped};
 use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
 
 /// The events made from one OpenHands event, in order, each with the suffix
@@ -56,10 +61,29 @@ type Mapped = Result<Vec<(&'static str, Event)>, String>;
 const FINISH_RESULT: &str = "-result";
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
-    let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let root: Value = match serde_json::from_str(text) {
+        Ok(root) => root,
+        Err(_) if openhands_sdk::is_sdk_jsonl(text) => return Ok(openhands_sdk::parse_jsonl(text)),
+        Err(e) => {
+            return Err(format!(
+            "not JSON: {e} (nor JSONL of OpenHands SDK events, one object with a \"kind\" a line)"
+        ))
+        }
+    };
+    // One SDK event alone: a one-line JSONL file, or an event saved on its own.
+    if root.as_object().is_some_and(openhands_sdk::is_sdk_event) {
+        return Ok(openhands_sdk::parse_list(std::slice::from_ref(&root)));
+    }
     let events = event_list(&root).ok_or(
         "expected a list of OpenHands events, or an object with one under \"events\", \"trajectory\" or \"history\"",
     )?;
+    if events
+        .iter()
+        .filter_map(Value::as_object)
+        .any(openhands_sdk::is_sdk_event)
+    {
+        return Ok(openhands_sdk::parse_list(events));
+    }
     let mut stream = Stream::default();
     let mut position = 0;
     for item in events {
@@ -131,11 +155,16 @@ impl<'a> Source<'a> {
     }
 
     fn ts(&self) -> f64 {
-        let text = self.text("timestamp");
-        parse_rfc3339(text)
-            .or_else(|| parse_rfc3339(&format!("{text}Z")))
-            .unwrap_or(0.0)
+        timestamp(self.text("timestamp"))
     }
+}
+
+/// An OpenHands timestamp; without a zone (`2024-11-05T12:34:56.789012`, as
+/// OpenHands writes them) it is read as UTC. `0.0` when there is none.
+pub(super) fn timestamp(text: &str) -> f64 {
+    parse_rfc3339(text)
+        .or_else(|| parse_rfc3339(&format!("{text}Z")))
+        .unwrap_or(0.0)
 }
 
 /// Import state carried from event to event.
