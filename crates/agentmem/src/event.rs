@@ -20,6 +20,11 @@ pub const SIDECHAIN_TAG: &str = "sidechain";
 /// was compacted). Kept in the log, searchable and exportable; never sent.
 pub const DISPLAY_ONLY_TAG: &str = "display_only";
 
+/// The tag of what a rewind left behind: the branch a user abandoned by
+/// editing an earlier prompt, which the agent's model no longer saw. Kept in
+/// the log, searchable and exportable; never sent.
+pub const ABANDONED_BRANCH_TAG: &str = "abandoned_branch";
+
 /// The tag of a summary an agent compacted its own context into (Claude
 /// Code's `/compact`, Codex's `compacted`): from it on, its model saw the
 /// summary instead of what came before, so the model's view starts over
@@ -361,14 +366,14 @@ impl Event {
 
     /// Whether the event belongs in the model's context: not a subagent's
     /// own (see [`SIDECHAIN_TAG`]), not shown to the user alone (see
-    /// [`DISPLAY_ONLY_TAG`]), and not a working-memory update, whose effect
+    /// [`DISPLAY_ONLY_TAG`]), not left behind by a rewind (see
+    /// [`ABANDONED_BRANCH_TAG`]), and not a working-memory update, whose effect
     /// the model sees as the current state in a section of its own.
     pub fn is_in_model_view(&self) -> bool {
         !self.trace_type.is_state_update()
-            && !self
-                .tags
-                .iter()
-                .any(|t| t == SIDECHAIN_TAG || t == DISPLAY_ONLY_TAG)
+            && !self.tags.iter().any(|t| {
+                [SIDECHAIN_TAG, DISPLAY_ONLY_TAG, ABANDONED_BRANCH_TAG].contains(&t.as_str())
+            })
     }
 
     /// Whether the model's view starts over at this event (see [`REPLACES_HISTORY_TAG`]).

@@ -34,12 +34,20 @@
 //! `sidechain`; `isMeta` lines are tagged `meta`. Their user text becomes
 //! `system` events: nobody typed it, and a user event would start a turn.
 //!
+//! Every line names its parent, so a session is a tree: a rewind (editing an
+//! earlier prompt) starts a branch beside the old one, and Claude Code's model
+//! sees only the branch that ends at the last line. The lines of a branch a
+//! rewind left behind are imported tagged `abandoned_branch`, out of the
+//! model's view.
+//!
 //! `message.id` becomes the `correlation_id`, grouping the events of one model
 //! response (Claude Code writes one line per block, each repeating the usage);
 //! the usage is kept on the response's last event only, so it counts once.
 //!
 //! Ids are `cc-<uuid>-<block>`: the uuid is the line's own, so re-importing a
 //! session file that grew gives the lines already seen the same ids.
+
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -48,6 +56,10 @@ use super::{stable_id, Imported, Skipped};
 use crate::event::{
     parse_rfc3339, Event, Media, TraceType, Usage, DISPLAY_ONLY_TAG, REPLACES_HISTORY_TAG,
 };
+
+/// The tag of the lines of a branch a rewind left behind: kept in the log,
+/// out of the model's view.
+const ABANDONED_BRANCH_TAG: &str = crate::event::ABANDONED_BRANCH_TAG;
 
 /// The text Claude Code writes as a user message when the user presses Esc.
 const INTERRUPT_MARKER: &str = "[Request interrupted by user";
@@ -59,28 +71,139 @@ const API_ERROR_TAG: &str = "api_error";
 const SESSION_TITLE_TAG: &str = "session_title";
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
+    let lines: Vec<ParsedLine<'_>> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, raw)| !raw.trim().is_empty())
+        .map(|(index, raw)| (index + 1, raw, parse_line(raw)))
+        .collect();
+    let abandoned = Branches::of(&lines).abandoned();
     let mut imported = Imported::default();
-    for (index, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
+    for (line_no, raw, parsed) in &lines {
         imported.records += 1;
-        let line_no = index + 1;
-        match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(record)) => import_line(
-                &mut imported,
-                &Line {
-                    no: line_no,
-                    raw,
-                    record: &record,
-                },
-            ),
-            Ok(_) => skip(&mut imported, line_no, "not a JSON object"),
-            Err(e) => skip(&mut imported, line_no, format!("not JSON: {e}")),
+        let record = match parsed {
+            Ok(record) => record,
+            Err(reason) => {
+                skip(&mut imported, *line_no, reason.clone());
+                continue;
+            }
+        };
+        let before = imported.events.len();
+        let line = Line {
+            no: *line_no,
+            raw,
+            record,
+        };
+        import_line(&mut imported, &line);
+        if line
+            .str_field("uuid")
+            .is_some_and(|u| abandoned.contains(u))
+        {
+            for event in &mut imported.events[before..] {
+                event.tags.push(ABANDONED_BRANCH_TAG.into());
+            }
         }
     }
     keep_usage_once_per_response(&mut imported.events);
     Ok(imported)
+}
+
+/// A line's number, its text, and its record or why it has none.
+type ParsedLine<'a> = (usize, &'a str, Result<Map<String, Value>, String>);
+
+fn parse_line(raw: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(record)) => Ok(record),
+        Ok(_) => Err("not a JSON object".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// The conversation tree Claude Code writes: every line names its parent
+/// (`parentUuid`, or `logicalParentUuid` across a compaction boundary). A
+/// rewind (editing an earlier prompt) starts a new branch beside the old one,
+/// and Claude Code's model sees only the branch that ends at the last line.
+struct Branches<'a> {
+    parent: HashMap<&'a str, &'a str>,
+    children: HashMap<&'a str, Vec<&'a str>>,
+    /// Lines that hold a prompt the user typed (text, not a tool result).
+    prompts: HashSet<&'a str>,
+    /// The last line of the main conversation.
+    leaf: Option<&'a str>,
+}
+
+impl<'a> Branches<'a> {
+    fn of(lines: &'a [ParsedLine<'a>]) -> Self {
+        let mut branches = Branches {
+            parent: HashMap::new(),
+            children: HashMap::new(),
+            prompts: HashSet::new(),
+            leaf: None,
+        };
+        let records = lines
+            .iter()
+            .filter_map(|(_, _, parsed)| parsed.as_ref().ok());
+        for record in records {
+            let field = |key: &str| record.get(key).and_then(Value::as_str);
+            let sidechain = record.get("isSidechain").and_then(Value::as_bool) == Some(true);
+            let Some(uuid) = field("uuid").filter(|_| !sidechain) else {
+                continue;
+            };
+            if let Some(parent) = field("parentUuid").or_else(|| field("logicalParentUuid")) {
+                branches.parent.insert(uuid, parent);
+                branches.children.entry(parent).or_default().push(uuid);
+            }
+            if field("type") == Some("user") && is_typed_prompt(record) {
+                branches.prompts.insert(uuid);
+            }
+            branches.leaf = Some(uuid);
+        }
+        branches
+    }
+
+    /// The lines of branches a rewind left: everything under a prompt whose
+    /// parent is on the live branch but which is not on it itself. Only a
+    /// prompt starts an abandoned branch, so a tree of another shape (a
+    /// parent named in another file, results written beside their calls)
+    /// never hides anything.
+    fn abandoned(&self) -> HashSet<&'a str> {
+        let live = self.live();
+        let roots = self.prompts.iter().copied().filter(|prompt| {
+            !live.contains(prompt)
+                && self
+                    .parent
+                    .get(prompt)
+                    .is_some_and(|parent| live.contains(parent) && Some(*parent) != self.leaf)
+        });
+        let mut abandoned = HashSet::new();
+        let mut stack: Vec<&str> = roots.collect();
+        while let Some(uuid) = stack.pop() {
+            if live.contains(uuid) || !abandoned.insert(uuid) {
+                continue;
+            }
+            stack.extend(self.children.get(uuid).into_iter().flatten().copied());
+        }
+        abandoned
+    }
+
+    /// The branch from the last line back to the first, as far as parents reach.
+    fn live(&self) -> HashSet<&'a str> {
+        let mut live = HashSet::new();
+        let mut at = self.leaf;
+        while let Some(uuid) = at.filter(|u| live.insert(*u)) {
+            at = self.parent.get(uuid).copied();
+        }
+        live
+    }
+}
+
+/// Whether a user line holds text the user typed, not only tool results.
+fn is_typed_prompt(record: &Map<String, Value>) -> bool {
+    match record.get("message").and_then(|m| m.get("content")) {
+        Some(Value::String(text)) => !text.trim().is_empty(),
+        Some(Value::Array(blocks)) => blocks.iter().all(|b| str_of(b, "type") != "tool_result"),
+        _ => false,
+    }
 }
 
 /// Claude Code repeats a response's usage on every line of it; keep it on the
@@ -734,6 +857,58 @@ not json at all
             })
             .collect();
         assert_eq!(turns.len(), 1, "{turns:?}");
+    }
+
+    #[test]
+    fn a_rewound_branch_stays_in_the_log_but_out_of_the_view() {
+        let line = |uuid: &str, parent: &str, kind: &str, text: &str| {
+            format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"message":{{"role":"{kind}","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+            )
+        };
+        let text = [
+            line("u1", "null", "user", "Start"),
+            line("a1", r#""u1""#, "assistant", "Ready"),
+            line("b1u", r#""a1""#, "user", "First attempt"),
+            line("b1a", r#""b1u""#, "assistant", "First answer"),
+            line("b2u", r#""a1""#, "user", "Second attempt"),
+            line("b2a", r#""b2u""#, "assistant", "Second answer"),
+            r#"{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","uuid":"cb","parentUuid":null,"logicalParentUuid":"b2a"}"#.to_owned(),
+            line("p1u", r#""cb""#, "user", "After compaction"),
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        let abandoned: Vec<&str> = imported
+            .events
+            .iter()
+            .filter(|e| e.tags.iter().any(|t| t == ABANDONED_BRANCH_TAG))
+            .map(|e| e.content.as_str())
+            .collect();
+        assert_eq!(abandoned, ["First attempt", "First answer"]);
+        let viewed = imported.events.iter().filter(|e| e.is_in_model_view());
+        let viewed: Vec<&str> = viewed.map(|e| e.content.as_str()).collect();
+        assert_eq!(
+            viewed,
+            [
+                "Start",
+                "Ready",
+                "Second attempt",
+                "Second answer",
+                "After compaction"
+            ]
+        );
+    }
+
+    #[test]
+    fn results_written_beside_their_calls_are_not_a_rewind() {
+        let text = r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"read both"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]}}
+{"type":"assistant","uuid":"a2","parentUuid":"a1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Read","input":{}}]}}
+{"type":"user","uuid":"r1","parentUuid":"a1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"one"}]}}
+{"type":"user","uuid":"r2","parentUuid":"a2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"two"}]}}
+{"type":"user","uuid":"m1","parentUuid":"xx-in-another-file","message":{"role":"user","content":"a prompt whose parent is elsewhere"}}"#;
+        let imported = parse(text).unwrap();
+        assert!(imported.events.iter().all(|e| e.is_in_model_view()));
     }
 
     #[test]
