@@ -304,7 +304,9 @@ fn fixtures_yield_what_happened() {
         .any(|b| b.starts_with("Done:") && b.contains("split_header")));
     // Claude Code's `summary` line is the title its resume picker shows,
     // never sent to its model: not earlier context.
-    assert!(!s.render().contains("Parser header test failing on CRLF input"));
+    assert!(!s
+        .render()
+        .contains("Parser header test failing on CRLF input"));
     // The subagent's inner Grep call is not the parent's.
     assert!(!bullets(&s, "Commands run")
         .iter()
