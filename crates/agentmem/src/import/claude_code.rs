@@ -54,12 +54,9 @@ use serde_json::{Map, Value};
 use super::openai_messages::content_text;
 use super::{stable_id, Imported, Skipped};
 use crate::event::{
-    parse_rfc3339, Event, Media, TraceType, Usage, DISPLAY_ONLY_TAG, REPLACES_HISTORY_TAG,
+    parse_rfc3339, Event, Media, TraceType, Usage, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG,
+    REPLACES_HISTORY_TAG,
 };
-
-/// The tag of the lines of a branch a rewind left behind: kept in the log,
-/// out of the model's view.
-const ABANDONED_BRANCH_TAG: &str = crate::event::ABANDONED_BRANCH_TAG;
 
 /// The text Claude Code writes as a user message when the user presses Esc.
 const INTERRUPT_MARKER: &str = "[Request interrupted by user";
@@ -439,28 +436,32 @@ fn message_events(imported: &mut Imported, line: &Line<'_>, role: &str) {
 /// joins the last result's content. The interrupt marker stays a turn-aborted
 /// marker.
 fn join_text_to_tool_result(events: &mut Vec<Event>) {
-    let Some(last_result) = events
-        .iter()
-        .rposition(|e| e.trace_type == TraceType::ToolResult)
-    else {
-        return;
-    };
-    let texts: Vec<String> = events
-        .iter()
-        .filter(|e| e.trace_type == TraceType::User)
-        .map(|e| e.content.clone())
-        .collect();
-    if texts.is_empty() {
+    if !events.iter().any(|e| e.trace_type == TraceType::ToolResult) {
         return;
     }
-    let result = &mut events[last_result];
-    result.content = [std::mem::take(&mut result.content)]
-        .into_iter()
-        .chain(texts)
-        .filter(|part| !part.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    events.retain(|e| e.trace_type != TraceType::User);
+    // A document keeps its block in `opaque`: it stays an event of its own.
+    let joins = |e: &Event| e.trace_type == TraceType::User && e.opaque.is_none();
+    let (joined, kept): (Vec<Event>, Vec<Event>) =
+        std::mem::take(events).into_iter().partition(joins);
+    *events = kept;
+    let result = events
+        .iter_mut()
+        .rfind(|e| e.trace_type == TraceType::ToolResult)
+        .expect("a result was found above and results are kept");
+    for event in joined {
+        if !event.content.is_empty() {
+            result.content = match result.content.is_empty() {
+                true => event.content,
+                false => format!("{}\n\n{}", result.content, event.content),
+            };
+        }
+        if let Some(media) = event.media {
+            let into = result.media.get_or_insert_with(Default::default);
+            into.images.extend(media.images);
+            into.audio.extend(media.audio);
+            into.video.extend(media.video);
+        }
+    }
 }
 
 /// The event for one content block; `Ok(None)` for an empty text block, and
@@ -909,6 +910,18 @@ not json at all
 {"type":"user","uuid":"m1","parentUuid":"xx-in-another-file","message":{"role":"user","content":"a prompt whose parent is elsewhere"}}"#;
         let imported = parse(text).unwrap();
         assert!(imported.events.iter().all(|e| e.is_in_model_view()));
+    }
+
+    #[test]
+    fn an_image_beside_a_tool_result_joins_it() {
+        let text = r#"{"type":"assistant","uuid":"i1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Screenshot","input":{}}]}}
+{"type":"user","uuid":"i2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"captured"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"text","text":"Here it is."}]}}"#;
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events.len(), 2, "{:?}", imported.events);
+        let result = &imported.events[1];
+        assert_eq!(result.content, "captured\n\nHere it is.");
+        assert_eq!(result.media.as_ref().unwrap().images.len(), 1);
+        assert!(imported.skipped.is_empty());
     }
 
     #[test]
