@@ -166,6 +166,9 @@ struct Rollout {
     /// A token count written before the output it measures (newer rollouts
     /// write it between the UI echo and the response item), and its line.
     pending_usage: Option<(Usage, usize)>,
+    /// The running total of the latest token count: Codex writes the same
+    /// count again when only its rate limits changed.
+    last_total: Option<Value>,
     /// Response-item messages not yet matched by their UI echo.
     echoes: MessageEchoes,
 }
@@ -271,12 +274,15 @@ impl Rollout {
     /// the latest model event while its call is still the latest (it has no
     /// usage yet and nothing answered it), else the next model event.
     fn attach_usage(&mut self, payload: &Value, line_no: usize) -> Mapped {
-        let Some(last) = payload
-            .get("info")
-            .and_then(|info| info.get("last_token_usage"))
-        else {
+        let info = payload.get("info");
+        let Some(last) = info.and_then(|info| info.get("last_token_usage")) else {
             return Err("a token count without usage (rate limits only)".into());
         };
+        let total = info.and_then(|info| info.get("total_token_usage")).cloned();
+        if total.is_some() && total == self.last_total {
+            return Err("a repeat of the previous token count".into());
+        }
+        self.last_total = total;
         let count = |key: &str| last.get(key).and_then(Value::as_u64).unwrap_or(0);
         let usage = Usage {
             estimated_prompt_tokens: None,
@@ -927,6 +933,31 @@ mod tests {
             .find(|s| s.reason.contains("no model output followed"))
             .unwrap();
         assert_eq!(unclaimed.line, 1);
+    }
+
+    #[test]
+    fn a_token_count_written_again_counts_once() {
+        let count = r#"{"timestamp":"2025-11-23T19:30:30Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":120,"output_tokens":5},"last_token_usage":{"input_tokens":120,"output_tokens":5}}}}"#;
+        let reply = |text: &str| {
+            format!(
+                r#"{{"timestamp":"2025-11-23T19:30:31Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}}}"#
+            )
+        };
+        let text = [
+            reply("one"),
+            count.to_owned(),
+            count.to_owned(),
+            reply("two"),
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        let measured: Vec<Option<u64>> = imported
+            .events
+            .iter()
+            .map(|e| e.usage.as_ref().map(|u| u.prompt_tokens))
+            .collect();
+        assert_eq!(measured, [Some(120), None]);
+        assert!(imported.skipped.iter().any(|s| s.reason.contains("repeat")));
     }
 
     #[test]
