@@ -139,6 +139,15 @@ impl MessageEchoes {
         echoes
     }
 
+    /// Whether a user message among the response items holds `text` (Codex
+    /// wraps the user's standing instructions in one).
+    fn a_user_message_holds(&self, text: &str) -> bool {
+        let text = text.trim();
+        self.0
+            .keys()
+            .any(|(role, message)| *role == "user" && message.contains(text))
+    }
+
     /// Whether a message of `role` with `text` is among the response items;
     /// each item answers for one echo, so a message typed twice but recorded
     /// once as an item is imported once from its second echo.
@@ -221,7 +230,11 @@ impl Rollout {
         match kind {
             "session_meta" => {
                 self.set_session_id(payload.get("id"));
-                Ok(instruction_events(payload))
+                let mut events = instruction_events(payload);
+                // Current rollouts also send the user's instructions as a
+                // message, which is imported where it stands.
+                events.retain(|e| !self.echoes.a_user_message_holds(&e.content));
+                Ok(events)
             }
             "turn_context" => {
                 if let Some(model) = payload.get("model").and_then(Value::as_str) {
@@ -933,6 +946,21 @@ mod tests {
             .find(|s| s.reason.contains("no model output followed"))
             .unwrap();
         assert_eq!(unclaimed.line, 1);
+    }
+
+    #[test]
+    fn instructions_a_message_repeats_are_imported_once() {
+        let text = r#"{"timestamp":"2025-12-28T12:18:30Z","type":"session_meta","payload":{"id":"s","base_instructions":{"text":"You are Codex."},"instructions":"Use 4 spaces."}}
+{"timestamp":"2025-12-28T12:18:30Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<user_instructions>\n\nUse 4 spaces.\n\n</user_instructions>"}]}}"#;
+        let imported = parse(text).unwrap();
+        let texts: Vec<&str> = imported.events.iter().map(|e| e.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "You are Codex.",
+                "<user_instructions>\n\nUse 4 spaces.\n\n</user_instructions>"
+            ]
+        );
     }
 
     #[test]
