@@ -65,11 +65,11 @@ pub(super) fn is_sdk_event(map: &Map<String, Value>) -> bool {
         .is_some_and(|kind| KINDS.contains(&kind))
 }
 
-/// Whether `text` is JSONL of SDK events: its first line holding JSON is one.
+/// Whether `text` is JSONL of SDK events: its first line that parses is
+/// one (a torn or corrupt first line does not hide the rest).
 pub(super) fn is_sdk_jsonl(text: &str) -> bool {
     text.lines()
-        .find(|line| !line.trim().is_empty())
-        .and_then(|line| serde_json::from_str::<Value>(line).ok())
+        .find_map(|line| serde_json::from_str::<Value>(line).ok())
         .as_ref()
         .and_then(Value::as_object)
         .is_some_and(is_sdk_event)
@@ -575,6 +575,11 @@ mod tests {
         assert_eq!(imported.skipped[0].line, 3);
         let view = tool_interactions(&imported.events);
         assert_eq!(view[0].status, ToolStatus::Success);
+
+        let torn_first = format!("{{\"id\":\"b\n{jsonl}");
+        let imported = parse(&torn_first).unwrap();
+        assert_eq!(imported.events.len(), 3, "a torn first line hides nothing");
+        assert_eq!(imported.skipped[0].line, 1);
 
         let single = r#"{"id":"s0","source":"agent","kind":"SystemPromptEvent","system_prompt":{"type":"text","text":"Be brief."},"tools":[]}"#;
         let imported = parse(single).unwrap();
