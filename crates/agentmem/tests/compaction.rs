@@ -147,6 +147,27 @@ fn a_log_rewritten_by_hand_is_still_compacted_without_loss() {
 }
 
 #[test]
+fn what_an_imported_compaction_replaced_is_archived_but_not_summarized_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = coding_turns(12);
+    // The agent compacted its own context after turn 3: its model saw the
+    // summary from then on, not turns 0 to 3.
+    let summary = Event::new(TraceType::Summary, "Turns 0-3 fixed four crates.")
+        .with_tag(agentmem::event::REPLACES_HISTORY_TAG)
+        .with_id("imported-summary")
+        .with_ts(13.5);
+    events.insert(1 + 4 * 4, summary);
+    let original = events.clone();
+    let mut session = session_with(&dir, events);
+    assert!(session.compact(&CompactOptions::default()).unwrap().applied);
+    let base = &session.snapshot().unwrap().base;
+    let text: String = base.iter().map(|e| e.content.as_str()).collect();
+    assert!(!text.contains("Turn 2: fix"), "{text}");
+    assert!(text.contains("Turn 5: fix"), "{text}");
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&original));
+}
+
+#[test]
 fn a_crash_between_snapshot_and_log_rewrite_is_finished_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let original = coding_turns(10);

@@ -149,8 +149,15 @@ impl Session {
         // The summarizer reads the old base and the span as one list, with
         // no secrets: what it writes enters long-term memory.
         let mut input = old_base.clone();
+        // What a summary the agent compacted into replaced, its model no
+        // longer saw: the summary stands for it (it is archived all the same).
+        let seen_from = split
+            .span
+            .iter()
+            .rposition(Event::replaces_history)
+            .unwrap_or(0);
         input.extend(
-            view_of(&split.span)
+            view_of(&split.span[seen_from..])
                 .into_iter()
                 .map(|e| redact_event(e, redaction)),
         );
