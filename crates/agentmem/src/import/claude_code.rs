@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;
-use super::{stable_id, Imported, Skipped};
+use super::{stable_id, verbatim_reasoning, Imported, Skipped};
 use crate::event::{
     parse_rfc3339, Event, Media, TraceType, Usage, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG,
     REPLACES_HISTORY_TAG,
@@ -479,8 +479,8 @@ fn block_event(role: &str, block: &Value) -> Result<Option<Event>, String> {
             object_or_empty(block.get("input")),
         ),
         "tool_result" => tool_result_event(block),
-        "thinking" => reasoning_event(block, str_of(block, "thinking")),
-        "redacted_thinking" => reasoning_event(block, ""),
+        "thinking" => verbatim_reasoning(str_of(block, "thinking"), block),
+        "redacted_thinking" => verbatim_reasoning("", block),
         "image" => {
             let image = image_ref(block).ok_or("an image block without a usable source")?;
             let mut event = Event::new(role_type(role), "");
@@ -623,12 +623,6 @@ fn tool_result_text(content: Option<&Value>) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn reasoning_event(block: &Value, text: &str) -> Event {
-    let mut event = Event::new(TraceType::Reasoning, text);
-    event.opaque = Some(block.clone());
-    event
 }
 
 /// An image block as a reference: a data URI for inline base64, else its URL.

@@ -678,9 +678,7 @@ fn reasoning_event(item: &Value) -> Event {
     if text.is_empty() {
         text = content_text(item.get("content"));
     }
-    let mut event = Event::new(TraceType::Reasoning, text);
-    event.opaque = Some(item.clone());
-    event
+    super::verbatim_reasoning(&text, item)
 }
 
 fn call_id(item: &Value) -> Result<&str, String> {

@@ -128,6 +128,14 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
     Ok(imported)
 }
 
+/// A reasoning event reading `text`, with the provider's block kept verbatim
+/// in `opaque`: a signed or encrypted block must go back unchanged.
+pub(crate) fn verbatim_reasoning(text: &str, block: &serde_json::Value) -> Event {
+    let mut event = Event::new(crate::event::TraceType::Reasoning, text);
+    event.opaque = Some(block.clone());
+    event
+}
+
 /// A stable event id: `<prefix>-<position>-<hash of the record>`.
 ///
 /// The position keeps ids of a growing file unchanged for the records already

@@ -384,7 +384,7 @@ fn reasoning_events(map: &Map<String, Value>) -> Vec<(String, Event)> {
             .enumerate()
             .map(|(index, block)| {
                 let text = block.get("thinking").and_then(Value::as_str);
-                let event = opaque_reasoning(text.unwrap_or_default(), block);
+                let event = super::verbatim_reasoning(text.unwrap_or_default(), block);
                 (format!("-thinking-{index}"), event)
             })
             .collect();
@@ -394,7 +394,10 @@ fn reasoning_events(map: &Map<String, Value>) -> Vec<(String, Event)> {
         .filter(|item| item.is_object())
     {
         let summary = content_text(item.get("summary"));
-        return vec![("-reasoning".into(), opaque_reasoning(&summary, item))];
+        return vec![(
+            "-reasoning".into(),
+            super::verbatim_reasoning(&summary, item),
+        )];
     }
     match map.get("reasoning_content").and_then(Value::as_str) {
         Some(text) if !text.trim().is_empty() => {
@@ -402,12 +405,6 @@ fn reasoning_events(map: &Map<String, Value>) -> Vec<(String, Event)> {
         }
         _ => Vec::new(),
     }
-}
-
-fn opaque_reasoning(text: &str, item: &Value) -> Event {
-    let mut event = Event::new(TraceType::Reasoning, text);
-    event.opaque = Some(item.clone());
-    event
 }
 
 /// The images of content parts (`{type: "image", image_urls: [...]}`).

@@ -43,7 +43,7 @@ use serde_json::{json, Map, Value};
 
 use super::openai_messages::{content_text, parse_arguments};
 use super::{stable_id, Imported, Skipped};
-use crate::event::{Event, TraceType};
+use crate::event::Event;
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -377,9 +377,7 @@ fn thinking_events(entry: &Map<String, Value>) -> Vec<Event> {
         .filter(|block| block.is_object())
         .map(|block| {
             let text = block.get("thinking").and_then(Value::as_str);
-            let mut event = Event::new(TraceType::Reasoning, text.unwrap_or_default());
-            event.opaque = Some(block.clone());
-            event
+            super::verbatim_reasoning(text.unwrap_or_default(), block)
         })
         .collect()
 }
@@ -463,6 +461,7 @@ fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::TraceType;
     use crate::tool_interaction::{tool_interactions, ToolStatus};
 
     fn kinds(imported: &Imported) -> Vec<TraceType> {
