@@ -117,10 +117,7 @@ struct Source<'a> {
 
 impl<'a> Source<'a> {
     fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
-        let base_id = match map.get("id").and_then(id_key) {
-            Some(id) => format!("oh-{id}"),
-            None => stable_id("oh", position, &record.to_string()),
-        };
+        let base_id = base_id(map, position, record);
         Source { map, base_id }
     }
 
@@ -503,6 +500,15 @@ fn response_usage(response: &Value) -> Option<Usage> {
 }
 
 /// An event id (a number, sometimes a string) as a map key.
+/// `oh-<id>` for an event with an id (either format), else a stable id of
+/// the record at `position`: what the ids of its events start with.
+pub(super) fn base_id(map: &Map<String, Value>, position: usize, record: &Value) -> String {
+    match map.get("id").and_then(id_key) {
+        Some(id) => format!("oh-{id}"),
+        None => stable_id("oh", position, &record.to_string()),
+    }
+}
+
 fn id_key(id: &Value) -> Option<String> {
     match id {
         Value::Number(n) => Some(n.to_string()),

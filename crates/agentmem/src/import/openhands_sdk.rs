@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;
 use super::openhands::timestamp;
-use super::{stable_id, Imported, Skipped};
+use super::{Imported, Skipped};
 use crate::event::{Event, Media, TraceType};
 
 /// The `kind` values of the SDK's events, which tell its logs apart.
@@ -132,10 +132,7 @@ struct Source<'a> {
 
 impl<'a> Source<'a> {
     fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
-        let base_id = match map.get("id").and_then(Value::as_str) {
-            Some(id) if !id.is_empty() => format!("oh-{id}"),
-            _ => stable_id("oh", position, &record.to_string()),
-        };
+        let base_id = super::openhands::base_id(map, position, record);
         Source { map, base_id }
     }
 
