@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;
-use super::{stable_id, verbatim_reasoning, Imported, Skipped};
+use super::{json_object_line, stable_id, verbatim_reasoning, Imported, Skipped};
 use crate::event::{
     parse_rfc3339, Event, Media, TraceType, Usage, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG,
     REPLACES_HISTORY_TAG,
@@ -72,7 +72,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         .lines()
         .enumerate()
         .filter(|(_, raw)| !raw.trim().is_empty())
-        .map(|(index, raw)| (index + 1, raw, parse_line(raw)))
+        .map(|(index, raw)| (index + 1, raw, json_object_line(raw)))
         .collect();
     let abandoned = Branches::of(&lines).abandoned();
     let mut imported = Imported::default();
@@ -107,14 +107,6 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
 
 /// A line's number, its text, and its record or why it has none.
 type ParsedLine<'a> = (usize, &'a str, Result<Map<String, Value>, String>);
-
-fn parse_line(raw: &str) -> Result<Map<String, Value>, String> {
-    match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(record)) => Ok(record),
-        Ok(_) => Err("not a JSON object".into()),
-        Err(e) => Err(format!("not JSON: {e}")),
-    }
-}
 
 /// The conversation tree Claude Code writes: every line names its parent
 /// (`parentUuid`, or `logicalParentUuid` across a compaction boundary). A

@@ -82,7 +82,13 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         .lines()
         .enumerate()
         .filter(|(_, raw)| !raw.trim().is_empty())
-        .map(|(index, raw)| (index + 1, raw, parse_line(raw)))
+        .map(|(index, raw)| {
+            (
+                index + 1,
+                raw,
+                super::json_object_line(raw).map(Value::Object),
+            )
+        })
         .collect();
     let mut rollout = Rollout {
         echoes: MessageEchoes::of(&lines),
@@ -97,14 +103,6 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         rollout.record(mapped, *line_no, raw);
     }
     Ok(rollout.finish())
-}
-
-fn parse_line(raw: &str) -> Result<Value, String> {
-    match serde_json::from_str::<Value>(raw) {
-        Ok(record) if record.is_object() => Ok(record),
-        Ok(_) => Err("not a JSON object".to_owned()),
-        Err(e) => Err(format!("not JSON: {e}")),
-    }
 }
 
 /// The user and assistant messages of a rollout's response items, counted by

@@ -128,6 +128,17 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
     Ok(imported)
 }
 
+/// One line of a JSONL transcript as the object it must be, or why it is not.
+pub(crate) fn json_object_line(
+    raw: &str,
+) -> std::result::Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Object(record)) => Ok(record),
+        Ok(_) => Err("not a JSON object".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
 /// A reasoning event reading `text`, with the provider's block kept verbatim
 /// in `opaque`: a signed or encrypted block must go back unchanged.
 pub(crate) fn verbatim_reasoning(text: &str, block: &serde_json::Value) -> Event {
