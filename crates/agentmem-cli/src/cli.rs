@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use agentmem::context::strategy::CompactionTiming;
 use agentmem::render::PromptCache;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
@@ -365,6 +366,11 @@ pub struct ReplayArgs {
     /// Keep the replayed session in the store under this id.
     #[arg(long)]
     pub session: Option<String>,
+    /// When automatic compactions are summarized: inline (in the prepare
+    /// that finds one due) or background (while the model answers, applied
+    /// by the next prepare).
+    #[arg(long)]
+    pub compaction_timing: Option<CompactionTiming>,
     /// Draw context tokens per turn, with the budget, trigger and compactions, as SVG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -485,6 +491,14 @@ pub struct BenchArgs {
     /// as the workload's task sets it.
     #[arg(long, default_value_t = 128_000)]
     pub budget: u64,
+    /// When the workload's compactions are summarized: inline, or
+    /// background (while the model answers; see --model-latency-ms).
+    #[arg(long, default_value = "inline")]
+    pub compaction_timing: CompactionTiming,
+    /// Milliseconds the workload's agent waits for its model after each
+    /// prepare (not timed): what a background compaction overlaps with.
+    #[arg(long, default_value_t = 0)]
+    pub model_latency_ms: u64,
     /// Load-test the HTTP API: concurrent clients on separate sessions,
     /// then on one shared session, over loopback.
     #[arg(long)]

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use agentmem::context::compact::CompactReason;
 use agentmem::context::overflow::{classify_provider_error, ProviderError};
-use agentmem::context::strategy::Strategy;
+use agentmem::context::strategy::{CompactionTiming, Strategy};
 use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
 use agentmem::id::{AgentId, SessionId};
-use agentmem::prepare::PrepareRequest;
+use agentmem::prepare::{ContextStats, PrepareRequest};
 use agentmem::render::Target;
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::snapshot::Snapshot;
@@ -722,4 +722,176 @@ fn an_overflow_that_names_its_sizes_is_recovered_from_in_one_step() {
         limit_in_our_count * 95 / 100,
         "the retry's window is the limit in our count, less 5%"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Background compaction: drafted on a thread of its own while the model
+// answers, applied by the next prepare. It makes the snapshot an inline
+// compaction makes, leaves the files untouched until it is applied, runs
+// inline when the context does not fit the budget as it is, and handles a
+// failing summarizer and a superseded draft like any compaction.
+// ---------------------------------------------------------------------------
+
+/// An 18,000-token input budget, its trigger at 14,400; the `summarize`
+/// strategy, so only a compaction shrinks the view.
+fn timed_request(timing: CompactionTiming) -> PrepareRequest {
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(20_000);
+    request.budget.max_output_tokens = Some(1_000);
+    request.budget.safety_margin = Some(1_000);
+    request.context.strategy = Some(Strategy::Summarize);
+    request.context.compaction_timing = Some(timing);
+    request
+}
+
+fn prepare_with(session: &mut Session, timing: CompactionTiming) -> ContextStats {
+    session.prepare(&timed_request(timing)).unwrap().stats
+}
+
+fn compacted(stats: &ContextStats) -> Option<usize> {
+    stats.actions.iter().find_map(|action| match *action {
+        Action::Compacted { events, .. } => Some(events),
+        _ => None,
+    })
+}
+
+fn started(stats: &ContextStats) -> Option<usize> {
+    stats.actions.iter().find_map(|action| match *action {
+        Action::CompactionStarted { events } => Some(events),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_draft_is_applied_by_the_next_prepare_as_an_inline_compaction_would_be() {
+    let events = coding_turns(16);
+    let (inline_dir, background_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut inline = session_with(&inline_dir, events.clone());
+    let inline_stats = prepare_with(&mut inline, CompactionTiming::Inline);
+    let inline_events = compacted(&inline_stats).expect("the inline prepare compacts");
+
+    let mut session = session_with(&background_dir, events.clone());
+    let log = std::fs::read(session.paths().raw_traces()).unwrap();
+    let first = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(started(&first), Some(inline_events), "{:?}", first.actions);
+    assert_eq!(compacted(&first), None);
+    assert!(
+        first.context_tokens > first.trigger_tokens && first.context_tokens <= first.input_budget,
+        "sent as it is, over the trigger but within the budget: {first:?}"
+    );
+    assert_eq!(std::fs::read(session.paths().raw_traces()).unwrap(), log);
+    assert!(!session.paths().archive().exists() && session.snapshot().is_none());
+
+    let second = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(
+        compacted(&second),
+        Some(inline_events),
+        "{:?}",
+        second.actions
+    );
+    assert_eq!(
+        session.snapshot().unwrap().base,
+        inline.snapshot().unwrap().base
+    );
+    assert_eq!(second.context_tokens, inline_stats.context_tokens);
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&events));
+}
+
+#[test]
+fn events_that_arrive_while_drafting_stay_in_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(16));
+    let drafted = started(&prepare_with(&mut session, CompactionTiming::Background)).unwrap();
+    let late = Event::user("Also bump the version to 2.4.1.").with_id("late");
+    session.ingest(vec![late]).unwrap();
+    let stats = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(compacted(&stats), Some(drafted));
+    assert_eq!(session.events().last().unwrap().id, "late");
+    let all = session.full_history().unwrap();
+    assert_eq!(all.len(), coding_turns(16).len() + 1);
+}
+
+#[test]
+fn a_context_over_the_budget_is_compacted_inline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(20));
+    let stats = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(started(&stats), None, "{:?}", stats.actions);
+    assert!(compacted(&stats).is_some(), "{:?}", stats.actions);
+    assert!(stats.context_tokens <= stats.input_budget);
+}
+
+#[test]
+fn a_draft_that_failed_leaves_history_untouched_until_the_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(16));
+    let calls = Arc::new(Mutex::new(0));
+    session.set_summarizer(Box::new(Failing(calls.clone())));
+    let log = std::fs::read(session.paths().raw_traces()).unwrap();
+    assert!(started(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
+    for failures in 1..=2 {
+        // The failure is reported, and the next draft started at once.
+        let stats = prepare_with(&mut session, CompactionTiming::Background);
+        let said = format!("{:?}", stats.actions);
+        assert!(
+            said.contains(&format!("failed ({failures} in a row)")),
+            "{said}"
+        );
+        assert!(started(&stats).is_some(), "{said}");
+        assert_eq!(std::fs::read(session.paths().raw_traces()).unwrap(), log);
+        assert!(session.snapshot().is_none());
+    }
+    assert!(compacted(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
+    let summary = &session.snapshot().unwrap().base.last().unwrap().content;
+    assert!(
+        summary.contains("search_conversation_history"),
+        "a trim stood in: {summary}"
+    );
+    assert_eq!(*calls.lock().unwrap(), 3);
+}
+
+#[test]
+fn a_manual_compaction_supersedes_a_draft() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = coding_turns(16);
+    let mut session = session_with(&dir, events.clone());
+    assert!(started(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied);
+    let stats = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(compacted(&stats), None, "{:?}", stats.actions);
+    assert_eq!(session.snapshot().unwrap().compactions, 1);
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&events));
+}
+
+#[test]
+fn a_session_dropped_while_drafting_keeps_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(16));
+    let log = std::fs::read(session.paths().raw_traces()).unwrap();
+    assert!(started(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
+    drop(session);
+    let mut session = store(&dir)
+        .open_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    assert_eq!(std::fs::read(session.paths().raw_traces()).unwrap(), log);
+    assert!(session.snapshot().is_none());
+    assert!(started(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
+}
+
+#[test]
+fn the_timing_comes_from_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(agentmem::config::CONFIG_FILE),
+        "[context]\nstrategy = \"summarize\"\ncompaction_timing = \"background\"\n",
+    )
+    .unwrap();
+    let store = Store::with_config(dir.path(), agentmem::Config::load(dir.path()).unwrap());
+    let mut session = store.create_session(&agent(), None).unwrap();
+    session.ingest(coding_turns(16)).unwrap();
+    let mut request = timed_request(CompactionTiming::Inline);
+    request.context = Default::default();
+    let stats = session.prepare(&request).unwrap().stats;
+    assert!(started(&stats).is_some(), "{:?}", stats.actions);
 }

@@ -35,7 +35,7 @@
 use std::collections::{HashMap, HashSet};
 
 use agentmem::context::normalize::normalize_pairs;
-use agentmem::context::strategy::{ContextSettingsLayer, Strategy as Shaping};
+use agentmem::context::strategy::{CompactionTiming, ContextSettingsLayer, Strategy as Shaping};
 use agentmem::event::{Event, TraceType, Usage};
 use agentmem::id::{AgentId, SessionId};
 use agentmem::message::SUMMARY_PREFIX;
@@ -126,6 +126,9 @@ struct Spec {
     max_turns: Option<usize>,
     keep_tool_results: Option<usize>,
     raw_tail_turns: Option<usize>,
+    /// Whether automatic compactions are drafted in the background (and
+    /// applied by the next prepare) or inline.
+    compaction_timing: CompactionTiming,
     /// Each response reports the provider's prompt size (our last count, as
     /// an exact provider would), so the usage anchor is exercised.
     report_usage: bool,
@@ -251,6 +254,7 @@ prop_compose! {
         max_turns in prop::option::weighted(0.3, 1usize..8),
         keep_tool_results in prop::option::weighted(0.3, 0usize..6),
         raw_tail_turns in prop::option::weighted(0.3, 0usize..5),
+        compaction_timing in prop_oneof![Just(CompactionTiming::Inline), Just(CompactionTiming::Background)],
         report_usage in any::<bool>(),
         varying_system in any::<bool>(),
         reopen_before_turn in prop::option::weighted(0.3, 1usize..40),
@@ -263,6 +267,7 @@ prop_compose! {
             max_turns: max_turns.filter(|_| strategy == Shaping::Trim),
             keep_tool_results,
             raw_tail_turns,
+            compaction_timing,
             report_usage,
             varying_system,
             reopen_before_turn,
@@ -367,6 +372,7 @@ fn request(spec: &Spec, target: Target, call: usize) -> PrepareRequest {
             max_turns: spec.max_turns,
             keep_tool_results: spec.keep_tool_results,
             raw_tail_turns: spec.raw_tail_turns,
+            compaction_timing: Some(spec.compaction_timing),
             ..ContextSettingsLayer::default()
         },
         cache: PromptCache::On,
@@ -1256,6 +1262,7 @@ fn trimming_with_usage_and_memory_blocks(context_window: u64, turns: Vec<TurnSpe
         max_turns: None,
         keep_tool_results: None,
         raw_tail_turns: None,
+        compaction_timing: CompactionTiming::Inline,
         report_usage: true,
         varying_system: true,
         reopen_before_turn: None,
@@ -1275,6 +1282,7 @@ fn a_usage_report_for_a_prompt_with_synthetic_results_keeps_the_offset_true() {
         max_turns: None,
         keep_tool_results: None,
         raw_tail_turns: None,
+        compaction_timing: CompactionTiming::Inline,
         report_usage: true,
         varying_system: false,
         reopen_before_turn: None,
@@ -1308,6 +1316,7 @@ fn a_cut_made_for_one_large_system_prompt_does_not_outlive_its_call() {
         max_turns: None,
         keep_tool_results: None,
         raw_tail_turns: None,
+        compaction_timing: CompactionTiming::Inline,
         report_usage: false,
         varying_system: true,
         reopen_before_turn: None,

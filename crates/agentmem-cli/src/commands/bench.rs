@@ -58,6 +58,8 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
             model: &args.model,
             budget: args.budget,
             durability,
+            compaction_timing: args.compaction_timing,
+            model_latency: std::time::Duration::from_millis(args.model_latency_ms),
         };
         rows.extend(super::bench_workload::run(dir.path(), path, &setup)?);
     }

@@ -5,8 +5,9 @@
 //! turn instead: 2.5 per turn on this workload.)
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use agentmem::context::strategy::CompactionTiming;
 use agentmem::event::Event;
 use agentmem::id::AgentId;
 use agentmem::prepare::PrepareRequest;
@@ -24,6 +25,9 @@ pub struct Setup<'a> {
     /// The input budget, in tokens.
     pub budget: u64,
     pub durability: Durability,
+    pub compaction_timing: CompactionTiming,
+    /// How long the agent waits for its model after each prepare (not timed).
+    pub model_latency: Duration,
 }
 
 pub fn run(
@@ -36,6 +40,7 @@ pub fn run(
     let mut session = store.create_session(&AgentId::default(), None)?;
     let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
     super::replay::set_input_budget(&mut request, &store, setup.budget);
+    request.context.compaction_timing = Some(setup.compaction_timing);
     let mut over_budget = 0;
     let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
     for turn in turns {
@@ -49,6 +54,7 @@ pub fn run(
         if prepared.stats.context_tokens > prepared.stats.input_budget {
             over_budget += 1;
         }
+        std::thread::sleep(setup.model_latency);
     }
     let total: Vec<f64> = ingest_us
         .iter()
@@ -63,10 +69,12 @@ pub fn run(
             "bench": "workload budget",
             "figure": format!("{over_budget} turns over budget"),
             "detail": format!(
-                "input budget {} tokens, largest context {} tokens, durability {}",
+                "input budget {} tokens, largest context {} tokens, durability {}, compaction {}, model latency {} ms",
                 setup.budget,
                 stats_tokens.iter().max().copied().unwrap_or(0),
-                setup.durability
+                setup.durability,
+                setup.compaction_timing.name(),
+                setup.model_latency.as_millis()
             ),
             "turns_over_budget": over_budget,
         }),
@@ -95,14 +103,16 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "bench": name,
         "figure": format!("p50 {:.0} µs/turn", percentile(0.5)),
         "detail": format!(
-            "p99 {:.0} µs, first {window} turns {first:.0} µs, last {window} {last:.0} µs (×{:.2}), {} turns, total {:.2} s",
+            "p99 {:.0} µs, max {:.0} µs, first {window} turns {first:.0} µs, last {window} {last:.0} µs (×{:.2}), {} turns, total {:.2} s",
             percentile(0.99),
+            percentile(1.0),
             last / first.max(f64::MIN_POSITIVE),
             per_turn_us.len(),
             per_turn_us.iter().sum::<f64>() / 1e6
         ),
         "p50_us": percentile(0.5),
         "p99_us": percentile(0.99),
+        "max_us": percentile(1.0),
         "first_window_mean_us": first,
         "last_window_mean_us": last,
     })

@@ -86,6 +86,7 @@ fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
     if let Some(strategy) = &args.strategy {
         request.context.strategy = Some(strategy.parse().map_err(anyhow::Error::msg)?);
     }
+    request.context.compaction_timing = args.compaction_timing;
     if let Some(budget) = args.budget {
         set_input_budget(&mut request, store, budget);
     }

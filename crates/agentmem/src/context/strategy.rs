@@ -73,6 +73,44 @@ impl FromStr for Strategy {
     }
 }
 
+/// When an automatic compaction's summary is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactionTiming {
+    /// In the prepare that finds it due, before the call is rendered.
+    #[default]
+    Inline,
+    /// On a thread of its own while the model answers, when the context
+    /// still fits the input budget: the prepare that finds it due sends the
+    /// context as it is (between the trigger and the budget), and the next
+    /// prepare applies the compaction, waiting for the summary if it is not
+    /// ready. Always the next prepare, so a replay gives the same contexts
+    /// however fast the summarizer is; a slow summarizer (a model) then
+    /// costs the agent nothing when it is done before the next call.
+    Background,
+}
+
+impl CompactionTiming {
+    /// The name used in configuration and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionTiming::Inline => "inline",
+            CompactionTiming::Background => "background",
+        }
+    }
+}
+
+impl FromStr for CompactionTiming {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [CompactionTiming::Inline, CompactionTiming::Background]
+            .into_iter()
+            .find(|timing| timing.name() == s)
+            .ok_or_else(|| format!("unknown compaction timing {s:?}; use inline or background"))
+    }
+}
+
 /// Pipeline settings as one layer gives them (request > session > agent > file > defaults).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,6 +131,8 @@ pub struct ContextSettingsLayer {
     /// Tools whose latest result survives compaction (e.g. a todo list).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_tools: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_timing: Option<CompactionTiming>,
 }
 
 impl ContextSettingsLayer {
@@ -108,6 +148,7 @@ impl ContextSettingsLayer {
                 .or(lower.kept_user_message_tokens),
             summary_max_tokens: self.summary_max_tokens.or(lower.summary_max_tokens),
             protected_tools: self.protected_tools.or(lower.protected_tools),
+            compaction_timing: self.compaction_timing.or(lower.compaction_timing),
         }
     }
 
@@ -125,6 +166,7 @@ impl ContextSettingsLayer {
                 .summary_max_tokens
                 .unwrap_or(DEFAULT_SUMMARY_MAX_TOKENS),
             protected_tools: self.protected_tools.clone().unwrap_or_default(),
+            compaction_timing: self.compaction_timing.unwrap_or_default(),
         }
     }
 }
@@ -139,6 +181,7 @@ pub struct PipelineSettings {
     pub kept_user_message_tokens: u64,
     pub summary_max_tokens: u64,
     pub protected_tools: Vec<String>,
+    pub compaction_timing: CompactionTiming,
 }
 
 impl PipelineSettings {
@@ -152,6 +195,7 @@ impl PipelineSettings {
             kept_user_message_tokens: Some(self.kept_user_message_tokens),
             summary_max_tokens: Some(self.summary_max_tokens),
             protected_tools: Some(self.protected_tools.clone()),
+            compaction_timing: Some(self.compaction_timing),
         }
     }
 }

@@ -46,6 +46,9 @@ pub enum Action {
     ItemsDropped { items: usize, tokens_saved: u64 },
     /// History was compacted into a summary (persisted).
     Compacted { events: usize, tokens_saved: u64 },
+    /// A compaction of this many events is being drafted in the
+    /// background; the next prepare applies it.
+    CompactionStarted { events: usize },
     /// A compaction was due but did not run, and why.
     CompactionSkipped { reason: String },
 }
@@ -60,7 +63,9 @@ impl Action {
             | Action::TurnsTrimmed { tokens_saved, .. }
             | Action::ItemsDropped { tokens_saved, .. }
             | Action::Compacted { tokens_saved, .. } => *tokens_saved,
-            Action::PairsRepaired { .. } | Action::CompactionSkipped { .. } => 0,
+            Action::PairsRepaired { .. }
+            | Action::CompactionStarted { .. }
+            | Action::CompactionSkipped { .. } => 0,
         }
     }
 }

@@ -11,17 +11,15 @@
 //! is finished on open by dropping the events the archive already holds.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
+use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::Session;
 use crate::config::Durability;
-use crate::context::compact::{
-    build_base, fallback_summary, split_for_compaction, CompactReason, CompactReport,
-};
+use crate::context::compact::{split_for_compaction, CompactReason, CompactReport};
 use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
-use crate::context::strategy::{
-    ContextSettingsLayer, Strategy, SUMMARIZER_FAILURES_BEFORE_FALLBACK,
-};
+use crate::context::strategy::{ContextSettingsLayer, Strategy};
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::memory::episodic::{append_episode, read_episodes, EpisodicItem};
@@ -32,8 +30,7 @@ use crate::store::atomic::write_atomic;
 use crate::store::jsonl::{self, AppendLog};
 use crate::store::snapshot::Snapshot;
 use crate::store::SessionPaths;
-use crate::summarize::fidelity::check_fidelity;
-use crate::summarize::{summarize_hierarchical, Fact as SummaryFact, SummaryRequest};
+use crate::summarize::{Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
 use crate::transcript::Transcript;
 
@@ -90,7 +87,59 @@ impl Session {
     /// assert_eq!(session.full_history().unwrap().len(), 16); // nothing lost
     /// ```
     pub fn compact(&mut self, options: &CompactOptions) -> Result<CompactReport> {
+        // A compaction drafted in the background is superseded by this one.
+        self.drafting = None;
         let started = Instant::now();
+        let Some(input) = self.draft_input(options)? else {
+            return Ok(self.empty_report(options, started));
+        };
+        let encoding = input.tokenizer.encoding();
+        self.apply_draft(draft(input), options.reason, encoding, started)
+    }
+
+    /// Starts drafting an automatic compaction on a thread of its own; the
+    /// next prepare applies it ([`CompactionTiming::Background`]). Returns
+    /// how many events it compacts (0: nothing to compact).
+    ///
+    /// [`CompactionTiming::Background`]: crate::context::strategy::CompactionTiming::Background
+    pub(super) fn start_drafting(&mut self, options: &CompactOptions) -> Result<usize> {
+        let Some(input) = self.draft_input(options)? else {
+            return Ok(0);
+        };
+        let events = input.span_len;
+        let encoding = input.tokenizer.encoding();
+        let handle = std::thread::Builder::new()
+            .name("agentmem-compact".into())
+            .spawn(move || draft(input))
+            .io("start a thread for", &self.paths.dir)?;
+        self.drafting = Some(Drafting {
+            handle,
+            reason: options.reason,
+            encoding,
+            started: Instant::now(),
+        });
+        Ok(events)
+    }
+
+    /// Applies the compaction drafted in the background, waiting for its
+    /// summary if it is not ready; `None` when none was started.
+    pub(super) fn finish_drafting(&mut self) -> Option<Result<CompactReport>> {
+        let drafting = self.drafting.take()?;
+        let draft = match drafting.handle.join() {
+            Ok(draft) => draft,
+            Err(_) => {
+                return Some(Err(Error::Summarizer {
+                    message: "the summarizer panicked while drafting in the background".into(),
+                    failures: self.compactor.consecutive_failures,
+                }))
+            }
+        };
+        Some(self.apply_draft(draft, drafting.reason, drafting.encoding, drafting.started))
+    }
+
+    /// Copies out of the session what a draft of the compaction `options`
+    /// asks for is made from; `None` when the span is empty.
+    fn draft_input(&mut self, options: &CompactOptions) -> Result<Option<DraftInput>> {
         if self.writer.is_none() {
             return Err(Error::ReadOnly {
                 session: self.id.to_string(),
@@ -108,36 +157,20 @@ impl Session {
             .encoding
             .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
             .unwrap_or_default();
-        let tokens_before = self.transcript_in(encoding).unshrunk_total();
-        let tokenizer = encoding.tokenizer();
         let split = split_for_compaction(&self.events, settings.raw_tail_turns);
-        let mut report = CompactReport {
-            reason: options.reason,
-            tokens_before,
-            tokens_after: tokens_before,
-            tokens_saved: 0,
-            events_compacted: 0,
-            identifiers: 0,
-            identifier_survival: 1.0,
-            summarizer: format!(
-                "{} {}",
-                self.compactor.summarizer.name(),
-                self.compactor.summarizer.version()
-            ),
-            fallback: None,
-            focus: options.focus.clone(),
-            duration_ms: 0.0,
-            applied: false,
+        let Some(span_last) = split.span.last() else {
+            return Ok(None);
         };
-        if split.span.is_empty() {
-            return Ok(report);
-        }
+        let span_last_id = span_last.id.clone();
         let old_base = self
             .snapshot
             .as_ref()
             .map(|s| s.base.clone())
             .unwrap_or_default();
         let redaction = self.settings.redaction;
+        let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
+        let failures_before = self.compactor.consecutive_failures;
+        let summarizer = Arc::clone(&self.compactor.summarizer);
         let transcript = self.transcript_in(encoding);
         let view_of = |events: &[Event]| -> Vec<Event> {
             events
@@ -146,9 +179,6 @@ impl Session {
                 .map(|e| transcript.view_of(e))
                 .collect()
         };
-        // The summarizer reads the old base and the span as one list, with
-        // no secrets: what it writes enters long-term memory.
-        let mut input = old_base.clone();
         // What a summary the agent compacted into replaced, its model no
         // longer saw: the summary stands for it (it is archived all the same).
         let seen_from = split
@@ -156,62 +186,127 @@ impl Session {
             .iter()
             .rposition(Event::replaces_history)
             .unwrap_or(0);
+        // The summarizer reads the old base and the span as one list, with
+        // no secrets: what it writes enters long-term memory.
+        let old_base_len = old_base.len();
+        let mut input = old_base;
         input.extend(
             view_of(&split.span[seen_from..])
                 .into_iter()
                 .map(|e| redact_event(e, redaction)),
         );
-        let tail_view = view_of(&split.tail);
-        let (summary, facts) = self.summarize(
-            &input,
-            old_base.len(),
-            options,
-            settings.summary_max_tokens,
-            tokenizer,
-            &mut report,
-        )?;
-        // The summary enters long-term memory (snapshot, episodic store): no secrets.
-        let summary = redact(&summary, self.settings.redaction).0;
+        Ok(Some(DraftInput {
+            number,
+            span_len: split.span.len(),
+            span_last_id,
+            input,
+            old_base_len,
+            tail_view: view_of(&split.tail),
+            settings,
+            tokenizer: encoding.tokenizer(),
+            redaction,
+            focus: options.focus.clone(),
+            failures_before,
+            summarizer,
+        }))
+    }
+
+    /// Applies `draft` if the active log still starts with its span and it
+    /// frees space: archive, snapshot and log, then long-term memory.
+    fn apply_draft(
+        &mut self,
+        draft: Draft,
+        reason: CompactReason,
+        encoding: Encoding,
+        started: Instant,
+    ) -> Result<CompactReport> {
+        let tokens_before = self.transcript_in(encoding).unshrunk_total();
+        let mut report = CompactReport {
+            reason,
+            tokens_before,
+            tokens_after: tokens_before,
+            tokens_saved: 0,
+            events_compacted: 0,
+            identifiers: draft.identifiers,
+            identifier_survival: draft.identifier_survival,
+            summarizer: self.summarizer_label(),
+            fallback: None,
+            focus: draft.focus.clone(),
+            duration_ms: 0.0,
+            applied: false,
+        };
+        let settled = self.settle(draft.outcome)?;
+        report.fallback = settled.fallback;
         let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
-        let span_view = &input[old_base.len()..];
-        let mut base = build_base(&old_base, span_view, summary, &settings, tokenizer, number);
-        let new_context: String = base
-            .iter()
-            .chain(&tail_view)
-            .map(|e| e.content.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let fidelity = check_fidelity(span_view, &new_context);
-        report.identifiers = fidelity.identifiers;
-        report.identifier_survival = fidelity.survival_rate();
-        if let Some(hints) = fidelity.lookup_hints() {
-            let summary = base.last_mut().expect("the base ends with the summary");
-            summary.content = format!("{}\n\n{hints}", summary.content);
+        let span_intact = number == draft.number
+            && self
+                .events
+                .get(draft.span_len.wrapping_sub(1))
+                .is_some_and(|e| e.id == draft.span_last_id);
+        if !span_intact {
+            report.duration_ms = draft.drafting_ms;
+            return Ok(report);
         }
+        let tail = self.events[draft.span_len..].to_vec();
         let mut after = self.transcript_in(encoding).successor();
-        after.extend(&base);
-        after.extend(&split.tail);
+        after.extend(&draft.base);
+        after.extend(&tail);
         after.forget_anchor();
         after.forget_unseen();
         report.tokens_after = after.totals().total;
-        report.events_compacted = split.span.len();
-        report.duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        report.events_compacted = draft.span_len;
         if report.tokens_after >= tokens_before {
             self.compactor.blocked_below = Some(tokens_before.saturating_add(tokens_before / 10));
+            report.duration_ms = draft.drafting_ms + started.elapsed().as_secs_f64() * 1e3;
             return Ok(report);
         }
         report.tokens_saved = tokens_before - report.tokens_after;
         report.applied = true;
-        let summary_text = base.last().map(|e| e.content.clone()).unwrap_or_default();
-        self.persist_compaction(&split.span, split.tail, base, number, &report)?;
-        self.remember_episode(&split.span, summary_text, number, &report)?;
-        self.remember_facts(facts, &split.span)?;
+        let summary_text = draft
+            .base
+            .last()
+            .map(|e| e.content.clone())
+            .unwrap_or_default();
+        let span = self.events[..draft.span_len].to_vec();
+        self.persist_compaction(&span, tail, draft.base, number, &report)?;
+        self.remember_episode(&span, summary_text, number, &report)?;
+        self.remember_facts(settled.facts, &span)?;
         self.transcript = Some(after);
         self.compactor.blocked_below = None;
+        report.duration_ms = draft.drafting_ms + started.elapsed().as_secs_f64() * 1e3;
         for hook in &mut self.compactor.after_hooks {
             hook(&report);
         }
         Ok(report)
+    }
+
+    /// The report of a compaction that found nothing to compact.
+    fn empty_report(&mut self, options: &CompactOptions, started: Instant) -> CompactReport {
+        let encoding = options
+            .encoding
+            .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
+            .unwrap_or_default();
+        let tokens = self.transcript_in(encoding).unshrunk_total();
+        CompactReport {
+            reason: options.reason,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            tokens_saved: 0,
+            events_compacted: 0,
+            identifiers: 0,
+            identifier_survival: 1.0,
+            summarizer: self.summarizer_label(),
+            fallback: None,
+            focus: options.focus.clone(),
+            duration_ms: started.elapsed().as_secs_f64() * 1e3,
+            applied: false,
+        }
+    }
+
+    /// The summarizer's name and version, as reports give them.
+    fn summarizer_label(&self) -> String {
+        let summarizer = &self.compactor.summarizer;
+        format!("{} {}", summarizer.name(), summarizer.version())
     }
 
     /// Re-derives the working context from the raw log — archive included —
@@ -318,46 +413,34 @@ impl Session {
         u64::try_from(window * OVERFLOW_ROOM_PERCENT / 100).ok()
     }
 
-    /// Summarizes `input` (the previous snapshot's base before `span_start`,
-    /// the span being compacted after it); counts failures, falls back after
-    /// too many.
-    fn summarize(
-        &mut self,
-        input: &[Event],
-        span_start: usize,
-        options: &CompactOptions,
-        max_tokens: u64,
-        tokenizer: crate::tokens::Tokenizer,
-        report: &mut CompactReport,
-    ) -> Result<(String, Vec<SummaryFact>)> {
-        let span = &input[span_start..];
-        let request = SummaryRequest {
-            events: input,
-            focus: options.focus.as_deref(),
-            max_tokens,
-            tokenizer,
-        };
-        let text = match summarize_hierarchical(self.compactor.summarizer.as_ref(), &request) {
-            Ok(summary) => {
+    /// Counts the summarizer's failures in a row (a success starts over);
+    /// a failure that left history as it was is [`Error::Summarizer`].
+    fn settle(&mut self, outcome: Outcome) -> Result<Settled> {
+        match outcome {
+            Outcome::Summarized { summary, facts } => {
                 self.compactor.consecutive_failures = 0;
-                (summary.render(), summary.facts)
+                Ok(Settled {
+                    summary,
+                    facts,
+                    fallback: None,
+                })
             }
-            Err(error) => {
+            Outcome::Failed { message } => {
                 self.compactor.consecutive_failures += 1;
-                let failures = self.compactor.consecutive_failures;
-                if failures < SUMMARIZER_FAILURES_BEFORE_FALLBACK {
-                    return Err(Error::Summarizer {
-                        message: error.to_string(),
-                        failures,
-                    });
-                }
-                report.fallback = Some(format!(
-                    "the summarizer failed {failures} times in a row ({error}); trimmed instead"
-                ));
-                (fallback_summary(span, failures), Vec::new())
+                Err(Error::Summarizer {
+                    message,
+                    failures: self.compactor.consecutive_failures,
+                })
             }
-        };
-        Ok(text)
+            Outcome::FellBack { summary, note } => {
+                self.compactor.consecutive_failures += 1;
+                Ok(Settled {
+                    summary,
+                    facts: Vec::new(),
+                    fallback: Some(note),
+                })
+            }
+        }
     }
 
     /// Keeps the summary's facts in the agent's semantic store, each with the
@@ -495,29 +578,20 @@ impl Session {
             .iter()
             .map(|e| redact_event(e.clone(), self.settings.redaction))
             .collect();
-        // Only a fallback note would be written to it; the end has no report of its own.
-        let mut report = CompactReport {
-            reason: CompactReason::Manual,
-            tokens_before: 0,
-            tokens_after: 0,
-            tokens_saved: 0,
-            events_compacted: 0,
-            identifiers: 0,
-            identifier_survival: 1.0,
-            summarizer: String::new(),
-            fallback: None,
+        let request = SummaryRequest {
+            events: &span,
             focus: None,
-            duration_ms: 0.0,
-            applied: false,
+            max_tokens: SESSION_SUMMARY_MAX_TOKENS,
+            tokenizer: Encoding::default().tokenizer(),
         };
-        let (summary, facts) = self.summarize(
+        let failures = self.compactor.consecutive_failures;
+        let outcome = summarize_or_fall_back(
+            self.compactor.summarizer.as_ref(),
+            &request,
             &span,
-            0,
-            &CompactOptions::default(),
-            SESSION_SUMMARY_MAX_TOKENS,
-            Encoding::default().tokenizer(),
-            &mut report,
-        )?;
+            failures,
+        );
+        let Settled { summary, facts, .. } = self.settle(outcome)?;
         let item = EpisodicItem {
             id,
             ts: span.last().map_or_else(now_ts, |e| e.ts),
@@ -567,6 +641,23 @@ impl Session {
         writer.log = AppendLog::open(&self.paths.raw_traces(), durability)?;
         Ok(())
     }
+}
+
+/// A summary the session keeps, with its facts.
+struct Settled {
+    summary: String,
+    facts: Vec<SummaryFact>,
+    /// Why a trim stood in for the summarizer, when one did.
+    fallback: Option<String>,
+}
+
+/// A compaction being drafted on its own thread.
+#[derive(Debug)]
+pub(super) struct Drafting {
+    handle: std::thread::JoinHandle<Draft>,
+    reason: CompactReason,
+    encoding: Encoding,
+    started: Instant,
 }
 
 /// The longest session-end summary, in tokens.

@@ -13,6 +13,7 @@
 //! working memory (in `working.rs`) is changed only through its log.
 
 mod compaction;
+mod drafting;
 mod prepare;
 mod working;
 
@@ -42,6 +43,7 @@ use crate::tokens::Encoding;
 use crate::tool_interaction::{tool_interactions, ToolInteraction};
 use crate::transcript::Transcript;
 use crate::turn::TurnTracker;
+pub use drafting::SharedSummarizer;
 
 /// How often, at most, ingest refreshes `meta.json` (it is also written on close).
 const META_REFRESH_INTERVAL: Duration = Duration::from_secs(2);
@@ -89,7 +91,7 @@ pub type BeforeCompactionHook = Box<dyn FnMut(crate::context::compact::CompactRe
 
 /// The summarizer and what compaction remembers between runs.
 struct Compactor {
-    summarizer: Box<dyn Summarizer + Send>,
+    summarizer: SharedSummarizer,
     consecutive_failures: u32,
     /// After a compaction that freed nothing: no automatic one until the
     /// context grows past this many tokens (no compaction loops).
@@ -182,6 +184,9 @@ pub struct Session {
     working: crate::working::WorkingMemory,
     /// The working-memory section as last rendered.
     working_section: Option<working::SectionCache>,
+    /// An automatic compaction being drafted in the background, applied by
+    /// the next prepare.
+    drafting: Option<compaction::Drafting>,
 }
 
 /// The session's read handle on the agent's search index.
@@ -278,7 +283,7 @@ impl Session {
             settings,
             snapshot,
             compactor: Compactor {
-                summarizer: Box::new(ExtractiveSummarizer::default()),
+                summarizer: Arc::new(ExtractiveSummarizer::default()),
                 consecutive_failures: 0,
                 blocked_below: None,
                 after_hooks: Vec::new(),
@@ -294,6 +299,7 @@ impl Session {
             index: IndexReader::Unopened,
             working,
             working_section: None,
+            drafting: None,
             transcript: None,
             calibration,
             last_prepare: None,
@@ -359,9 +365,11 @@ impl Session {
         base.chain(&self.events).cloned().collect()
     }
 
-    /// Replaces the summarizer compaction uses (the extractive one by default).
-    pub fn set_summarizer(&mut self, summarizer: Box<dyn Summarizer + Send>) {
-        self.compactor.summarizer = summarizer;
+    /// Replaces the summarizer compaction uses (the extractive one by
+    /// default). It is shared with the thread a background compaction is
+    /// drafted on, so it is `Sync`.
+    pub fn set_summarizer(&mut self, summarizer: Box<dyn Summarizer + Send + Sync>) {
+        self.compactor.summarizer = Arc::from(summarizer);
         self.compactor.consecutive_failures = 0;
     }
 

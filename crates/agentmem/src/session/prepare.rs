@@ -3,7 +3,7 @@
 use super::{CompactOptions, LastPrepare, OverheadCache, Session};
 use super::{MemoryBlocks, MemoryCache};
 use crate::context::compact::CompactReason;
-use crate::context::strategy::{PipelineSettings, Strategy};
+use crate::context::strategy::{CompactionTiming, PipelineSettings, Strategy};
 use crate::context::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
     AUTO_TIERS,
@@ -92,11 +92,11 @@ impl Session {
             tokenizer,
             settings: &settings,
         };
-        let mut actions = self.shrink_to(&trigger, encoding)?;
         let must_fit = Shrink {
             target: budget.input_budget().saturating_sub(offset),
             ..trigger
         };
+        let mut actions = self.shrink_to(&trigger, must_fit.target, encoding)?;
         let calibration = self.calibration.get(&request.model);
         let transcript = self.transcript_in(encoding);
         let fits =
@@ -166,10 +166,16 @@ impl Session {
 
     /// Brings the view under `shrink.target` with the strategy: view-level
     /// tiers first, then (for `auto` and `summarize`) a persistent compaction,
-    /// then the tiers again on what the compaction left.
-    fn shrink_to(&mut self, trigger: &Shrink<'_>, encoding: Encoding) -> Result<Vec<Action>> {
+    /// then the tiers again on what the compaction left. A compaction drafted
+    /// in the background since the last prepare is applied first.
+    fn shrink_to(
+        &mut self,
+        trigger: &Shrink<'_>,
+        input_budget: u64,
+        encoding: Encoding,
+    ) -> Result<Vec<Action>> {
         let settings = trigger.settings;
-        let mut actions = Vec::new();
+        let mut actions: Vec<Action> = self.finish_drafting().map(action_of).into_iter().collect();
         let over = |session: &mut Session| {
             session.transcript_in(encoding).totals().total >= trigger.target
         };
@@ -187,8 +193,10 @@ impl Session {
         }
         let compacts = matches!(settings.strategy, Strategy::Auto | Strategy::Summarize);
         if compacts && over(self) {
-            actions.push(self.compact_for(encoding, trigger));
-            if over(self) {
+            let action = self.compact_for(encoding, trigger, input_budget);
+            let drafting = matches!(action, Action::CompactionStarted { .. });
+            actions.push(action);
+            if !drafting && over(self) {
                 actions.extend(
                     self.transcript_in_mut(encoding)
                         .reshape(|items| shrink_view(items, settings, shrink)),
@@ -198,8 +206,15 @@ impl Session {
         Ok(actions)
     }
 
-    /// Runs an automatic compaction and says what came of it.
-    fn compact_for(&mut self, encoding: Encoding, trigger: &Shrink<'_>) -> Action {
+    /// Runs an automatic compaction, or starts drafting it in the background
+    /// when the settings say so and the context fits `input_budget` as it
+    /// is, and says what came of it.
+    fn compact_for(
+        &mut self,
+        encoding: Encoding,
+        trigger: &Shrink<'_>,
+        input_budget: u64,
+    ) -> Action {
         let total = self.transcript_in(encoding).unshrunk_total();
         if self.writer.is_none() {
             return Action::CompactionSkipped {
@@ -227,22 +242,18 @@ impl Session {
         options.context.summary_max_tokens = Some(trigger.settings.summary_max_tokens.min(quarter));
         options.context.kept_user_message_tokens =
             Some(trigger.settings.kept_user_message_tokens.min(quarter));
-        match self.compact(&options) {
-            Ok(report) if report.applied => Action::Compacted {
-                events: report.events_compacted,
-                tokens_saved: report.tokens_saved,
+        let fits = self.transcript_in(encoding).totals().total <= input_budget;
+        match trigger.settings.compaction_timing {
+            CompactionTiming::Background if fits => match self.start_drafting(&options) {
+                Ok(0) => Action::CompactionSkipped {
+                    reason: NOTHING_TO_COMPACT.into(),
+                },
+                Ok(events) => Action::CompactionStarted { events },
+                Err(error) => action_of(Err(error)),
             },
-            Ok(_) => Action::CompactionSkipped {
-                reason: "nothing to compact, or it would free nothing".into(),
-            },
-            Err(Error::Summarizer { message, failures }) => Action::CompactionSkipped {
-                reason: format!(
-                    "the summarizer failed ({failures} in a row): {message}; history untouched"
-                ),
-            },
-            Err(other) => Action::CompactionSkipped {
-                reason: other.to_string(),
-            },
+            CompactionTiming::Background | CompactionTiming::Inline => {
+                action_of(self.compact(&options))
+            }
         }
     }
 
@@ -467,6 +478,30 @@ impl Session {
 /// The request with the `lasting` memory block appended to its system
 /// prompt, and the `live` blocks (recalled memories, the working-memory
 /// section) to its live context, in order.
+/// Why a compaction that ran was not applied.
+const NOTHING_TO_COMPACT: &str = "nothing to compact, or it would free nothing";
+
+/// The pipeline's account of an automatic compaction.
+fn action_of(result: Result<crate::context::compact::CompactReport>) -> Action {
+    match result {
+        Ok(report) if report.applied => Action::Compacted {
+            events: report.events_compacted,
+            tokens_saved: report.tokens_saved,
+        },
+        Ok(_) => Action::CompactionSkipped {
+            reason: NOTHING_TO_COMPACT.into(),
+        },
+        Err(Error::Summarizer { message, failures }) => Action::CompactionSkipped {
+            reason: format!(
+                "the summarizer failed ({failures} in a row): {message}; history untouched"
+            ),
+        },
+        Err(other) => Action::CompactionSkipped {
+            reason: other.to_string(),
+        },
+    }
+}
+
 fn with_memory<'a>(
     request: &PrepareRequest,
     lasting: Option<&str>,
