@@ -2,8 +2,11 @@
 
 mod support;
 
+use agentmem::context::strategy::{CompactionTiming, Strategy};
+use agentmem::context::tiers::Action;
 use agentmem::event::Event;
 use agentmem::id::AgentId;
+use agentmem::prepare::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::session::CompactOptions;
 use agentmem::store::Store;
@@ -93,6 +96,82 @@ fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
     assert_eq!(facts[0].fact, "Never deploy on Fridays");
     assert_eq!(facts[0].provenance.source_event_ids, ["ask-0"]);
     assert_eq!(facts[0].provenance.extractor, "llm:gpt-4o-mini");
+}
+
+/// With `compaction_timing = background` the summarizer model is asked
+/// while the agent goes on: the prepare that finds a compaction due returns
+/// before the model answers, the session keeps ingesting meanwhile, and the
+/// next prepare applies the model's summary.
+#[test]
+fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
+    let summary = json!({"sections": {"Goal": ["Ship the v2.4 release notes"]}, "facts": []});
+    let (release, held) = std::sync::mpsc::channel();
+    let server = Loopback::start_held(vec![answer(&summary.to_string())], held);
+    std::env::set_var("AM_TEST_KEY_SUMMARIZER_BACKGROUND", "k");
+    let endpoint = Endpoint {
+        base_url: format!("{}/v1", server.url),
+        api_key_env: "AM_TEST_KEY_SUMMARIZER_BACKGROUND".into(),
+        ..Endpoint::official(Target::OpenAiChat, "gpt-4o-mini")
+    };
+    let summarizer = LlmSummarizer::new(Client::new(endpoint).unwrap(), "gpt-4o-mini", 100_000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.set_summarizer(Box::new(summarizer));
+    // About 15,900 tokens: over the trigger (14,400), within the budget (18,000).
+    for t in 0..13 {
+        session
+            .ingest(vec![
+                Event::user(format!("Step {t} of the release notes.")),
+                Event::assistant("Drafting the release notes for v2.4 now. ".repeat(100)),
+            ])
+            .unwrap();
+    }
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(20_000);
+    request.budget.max_output_tokens = Some(1_000);
+    request.budget.safety_margin = Some(1_000);
+    request.context.strategy = Some(Strategy::Summarize);
+    request.context.compaction_timing = Some(CompactionTiming::Background);
+
+    let first = session.prepare(&request).unwrap().stats;
+    assert!(
+        first
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::CompactionStarted { .. })),
+        "{:?}",
+        first.actions
+    );
+    // The model has the request and has not answered: the agent goes on.
+    for _ in 0..5_000 {
+        if !server.requests().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(server.requests().len(), 1, "the draft asked the model");
+    assert!(session.snapshot().is_none());
+    session
+        .ingest(vec![Event::user("Also link the changelog.").with_id("late")])
+        .unwrap();
+    release.send(()).unwrap();
+
+    let second = session.prepare(&request).unwrap().stats;
+    assert!(
+        second
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Compacted { .. })),
+        "{:?}",
+        second.actions
+    );
+    let summary_text = &session.snapshot().unwrap().base.last().unwrap().content;
+    assert!(
+        summary_text.contains("Ship the v2.4 release notes"),
+        "{summary_text}"
+    );
+    assert_eq!(session.events().last().unwrap().id, "late");
 }
 
 #[test]

@@ -68,6 +68,9 @@ impl Recorded {
     }
 }
 
+/// The longest a held reply waits for its release.
+pub const HELD_REPLY_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub struct Loopback {
     pub url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
@@ -76,6 +79,18 @@ pub struct Loopback {
 impl Loopback {
     /// Serves `replies` in order, then 500s.
     pub fn start(replies: Vec<Reply>) -> Loopback {
+        Loopback::serve(replies, None)
+    }
+
+    /// Like [`Loopback::start`], but each reply waits for a message on
+    /// `release` after its request is recorded: a model still thinking for
+    /// as long as the test wants (at most [`HELD_REPLY_MAX`], so a test
+    /// that never releases it fails instead of hanging).
+    pub fn start_held(replies: Vec<Reply>, release: std::sync::mpsc::Receiver<()>) -> Loopback {
+        Loopback::serve(replies, Some(release))
+    }
+
+    fn serve(replies: Vec<Reply>, release: Option<std::sync::mpsc::Receiver<()>>) -> Loopback {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -88,6 +103,9 @@ impl Loopback {
                     continue;
                 };
                 recorded.lock().unwrap().push(request);
+                if let Some(release) = &release {
+                    let _ = release.recv_timeout(HELD_REPLY_MAX);
+                }
                 let reply = replies.next().unwrap_or_else(|| {
                     Reply::json(
                         500,
