@@ -238,10 +238,13 @@ impl Session {
         let settled = self.settle(draft.outcome)?;
         report.fallback = settled.fallback;
         let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
+        // Only this session writes its log, and a manual compaction drops
+        // the draft; this holds unless the files were changed under it.
         let span_intact = number == draft.number
-            && self
-                .events
-                .get(draft.span_len.wrapping_sub(1))
+            && draft
+                .span_len
+                .checked_sub(1)
+                .and_then(|last| self.events.get(last))
                 .is_some_and(|e| e.id == draft.span_last_id);
         if !span_intact {
             report.duration_ms = draft.drafting_ms;

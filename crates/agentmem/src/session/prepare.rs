@@ -33,9 +33,10 @@ impl Session {
     /// compaction, stopping as soon as it is under the trigger); if it still
     /// exceeds the input budget, the oldest turns are left out so the payload
     /// fits. View-level changes last for the session's lifetime, so each
-    /// prepare only handles what is new. Tool pairs are then repaired for the
-    /// provider on the copy that is rendered. Every step is listed in
-    /// `stats.actions`.
+    /// prepare only handles what is new. With [`CompactionTiming::Background`]
+    /// the compaction is drafted on a thread of its own and applied by the
+    /// next prepare. Tool pairs are then repaired for the provider on the
+    /// copy that is rendered. Every step is listed in `stats.actions`.
     ///
     /// ```
     /// # use agentmem::{event::Event, store::Store, Durability};
@@ -475,9 +476,6 @@ impl Session {
     }
 }
 
-/// The request with the `lasting` memory block appended to its system
-/// prompt, and the `live` blocks (recalled memories, the working-memory
-/// section) to its live context, in order.
 /// Why a compaction that ran was not applied.
 const NOTHING_TO_COMPACT: &str = "nothing to compact, or it would free nothing";
 
@@ -502,6 +500,9 @@ fn action_of(result: Result<crate::context::compact::CompactReport>) -> Action {
     }
 }
 
+/// The request with the `lasting` memory block appended to its system
+/// prompt, and the `live` blocks (recalled memories, the working-memory
+/// section) to its live context, in order.
 fn with_memory<'a>(
     request: &PrepareRequest,
     lasting: Option<&str>,
