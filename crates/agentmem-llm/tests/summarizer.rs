@@ -24,6 +24,17 @@ fn answer(text: &str) -> Reply {
     )
 }
 
+/// An LLM summarizer on `gpt-4o-mini` through `server`, its key in `key_env`.
+fn chat_summarizer(server: &Loopback, key_env: &str) -> LlmSummarizer {
+    std::env::set_var(key_env, "k");
+    let endpoint = Endpoint {
+        base_url: format!("{}/v1", server.url),
+        api_key_env: key_env.into(),
+        ..Endpoint::official(Target::OpenAiChat, "gpt-4o-mini")
+    };
+    LlmSummarizer::new(Client::new(endpoint).unwrap(), "gpt-4o-mini", 100_000)
+}
+
 #[test]
 fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
     let summary = json!({
@@ -40,13 +51,7 @@ fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
         ]
     });
     let server = Loopback::start(vec![answer(&format!("```json\n{summary}\n```"))]);
-    std::env::set_var("AM_TEST_KEY_SUMMARIZER", "k");
-    let endpoint = Endpoint {
-        base_url: format!("{}/v1", server.url),
-        api_key_env: "AM_TEST_KEY_SUMMARIZER".into(),
-        ..Endpoint::official(Target::OpenAiChat, "gpt-4o-mini")
-    };
-    let summarizer = LlmSummarizer::new(Client::new(endpoint).unwrap(), "gpt-4o-mini", 100_000);
+    let summarizer = chat_summarizer(&server, "AM_TEST_KEY_SUMMARIZER");
 
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Durability::Os).unwrap();
@@ -107,13 +112,7 @@ fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
     let summary = json!({"sections": {"Goal": ["Ship the v2.4 release notes"]}, "facts": []});
     let (release, held) = std::sync::mpsc::channel();
     let server = Loopback::start_held(vec![answer(&summary.to_string())], held);
-    std::env::set_var("AM_TEST_KEY_SUMMARIZER_BACKGROUND", "k");
-    let endpoint = Endpoint {
-        base_url: format!("{}/v1", server.url),
-        api_key_env: "AM_TEST_KEY_SUMMARIZER_BACKGROUND".into(),
-        ..Endpoint::official(Target::OpenAiChat, "gpt-4o-mini")
-    };
-    let summarizer = LlmSummarizer::new(Client::new(endpoint).unwrap(), "gpt-4o-mini", 100_000);
+    let summarizer = chat_summarizer(&server, "AM_TEST_KEY_SUMMARIZER_BACKGROUND");
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Durability::Os).unwrap();
     let mut session = store.create_session(&AgentId::default(), None).unwrap();
@@ -177,13 +176,7 @@ fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
 #[test]
 fn an_answer_without_json_is_a_summarizer_failure_and_history_stays() {
     let server = Loopback::start(vec![answer("Sorry, I cannot help with that.")]);
-    std::env::set_var("AM_TEST_KEY_SUMMARIZER_BAD", "k");
-    let endpoint = Endpoint {
-        base_url: format!("{}/v1", server.url),
-        api_key_env: "AM_TEST_KEY_SUMMARIZER_BAD".into(),
-        ..Endpoint::official(Target::OpenAiChat, "gpt-4o-mini")
-    };
-    let summarizer = LlmSummarizer::new(Client::new(endpoint).unwrap(), "gpt-4o-mini", 100_000);
+    let summarizer = chat_summarizer(&server, "AM_TEST_KEY_SUMMARIZER_BAD");
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Durability::Os).unwrap();
     let mut session = store.create_session(&AgentId::default(), None).unwrap();
