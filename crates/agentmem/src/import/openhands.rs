@@ -109,19 +109,19 @@ fn event_list(root: &Value) -> Option<&Vec<Value>> {
 }
 
 /// One source event and what its events share.
-struct Source<'a> {
-    map: &'a Map<String, Value>,
+pub(super) struct Source<'a> {
+    pub(super) map: &'a Map<String, Value>,
     /// `oh-<id>`, or a stable id when the event has none.
-    base_id: String,
+    pub(super) base_id: String,
 }
 
 impl<'a> Source<'a> {
-    fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
+    pub(super) fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
         let base_id = base_id(map, position, record);
         Source { map, base_id }
     }
 
-    fn text(&self, key: &str) -> &'a str {
+    pub(super) fn text(&self, key: &str) -> &'a str {
         self.map
             .get(key)
             .and_then(Value::as_str)
@@ -499,16 +499,16 @@ fn response_usage(response: &Value) -> Option<Usage> {
     })
 }
 
-/// An event id (a number, sometimes a string) as a map key.
 /// `oh-<id>` for an event with an id (either format), else a stable id of
 /// the record at `position`: what the ids of its events start with.
-pub(super) fn base_id(map: &Map<String, Value>, position: usize, record: &Value) -> String {
+fn base_id(map: &Map<String, Value>, position: usize, record: &Value) -> String {
     match map.get("id").and_then(id_key) {
         Some(id) => format!("oh-{id}"),
         None => stable_id("oh", position, &record.to_string()),
     }
 }
 
+/// An event id (a number, sometimes a string) as a map key.
 fn id_key(id: &Value) -> Option<String> {
     match id {
         Value::Number(n) => Some(n.to_string()),

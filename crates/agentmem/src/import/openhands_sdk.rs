@@ -32,7 +32,7 @@
 use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;
-use super::openhands::timestamp;
+use super::openhands::{timestamp, Source};
 use super::{Imported, Skipped};
 use crate::event::{Event, Media, TraceType};
 
@@ -123,26 +123,8 @@ fn import_record(imported: &mut Imported, position: usize, record: &Value) {
     }
 }
 
-/// One source event and what its events share.
-struct Source<'a> {
-    map: &'a Map<String, Value>,
-    /// `oh-<id>`, or a stable id when the event has none.
-    base_id: String,
-}
-
+/// What the agent-SDK reads of a source event beyond the shared accessors.
 impl<'a> Source<'a> {
-    fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
-        let base_id = super::openhands::base_id(map, position, record);
-        Source { map, base_id }
-    }
-
-    fn text(&self, key: &str) -> &'a str {
-        self.map
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    }
-
     /// The string under `key`, when it is one and not empty.
     fn non_empty(&self, key: &str) -> Option<&'a str> {
         self.map
