@@ -136,6 +136,13 @@ pub struct ContextStats {
     /// What decisions use: the anchored figure when there is one, else the
     /// count corrected by the model's calibration.
     pub context_tokens: u64,
+    /// How many of `counted_tokens` are estimated from bytes: events that
+    /// joined while the context was so far below the trigger and the budget
+    /// that no count of them could cross either (a byte-level BPE makes at
+    /// most a token per byte), so they are counted only when a check needs
+    /// them. Every decision is the one exact counts give; 0 when the figures
+    /// are all counted.
+    pub estimated_tokens: u64,
     pub calibration: Option<Calibration>,
     pub compaction_due: bool,
     pub over_budget: bool,
@@ -177,6 +184,9 @@ pub struct Measured {
     /// [`request_overhead`] of the request.
     pub overhead: Sections,
     pub calibration: Option<Calibration>,
+    /// Tokens of the view estimated, not counted (see
+    /// [`Transcript::estimated_tokens`](crate::transcript::Transcript::estimated_tokens)).
+    pub estimated: u64,
 }
 
 /// What a call is counted and bounded by: the tokenizer, the model, its budget.
@@ -205,6 +215,7 @@ pub fn prepare(
         offset,
         overhead,
         calibration,
+        estimated,
     } = measured;
     let Limits {
         tokenizer,
@@ -279,6 +290,7 @@ pub fn prepare(
             counted_tokens,
             anchored_tokens,
             context_tokens,
+            estimated_tokens: estimated,
             calibration,
             compaction_due: context_tokens >= budget.trigger_tokens(),
             over_budget: context_tokens > budget.input_budget(),

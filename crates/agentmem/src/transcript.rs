@@ -4,8 +4,19 @@
 //! The view is the compaction snapshot's base events (if any) followed by
 //! the active log's events, each as the model sees it: tool outputs cut by
 //! the write-time guard, evicted outputs replaced by their preview. Every
-//! event is counted once, when it joins; totals are running sums, so keeping
-//! the transcript current costs what the new events cost.
+//! event is counted once; totals are running sums, so keeping the
+//! transcript current costs what the new events cost.
+//!
+//! Counting is most of what a new event costs, and far below the trigger it
+//! decides nothing. So events the session appends join [counted later]: with
+//! an estimate from their bytes, and a bound no count can pass (a byte-level
+//! BPE makes at most one token per byte). A check against a limit that the
+//! bounds prove is met counts nothing; any other check, and anything that
+//! reshapes the view, counts them first. Decisions are then the ones exact
+//! counts give; only the reported figure is partly estimated, and says so
+//! ([`Transcript::estimated_tokens`]).
+//!
+//! [counted later]: Transcript::extend_counting_later
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -15,7 +26,9 @@ use crate::context::guard::{self, GuardPolicy};
 use crate::context::normalize::PairCheck;
 use crate::event::{Event, TraceType};
 use crate::message::{messages_from_events, parts_of, role_of, starts_message, Message};
-use crate::tokens::count::{count_part, role_name, TokenCounts, TOKENS_PER_MESSAGE};
+use crate::tokens::count::{
+    count_part, count_part_at_most, role_name, TokenCounts, TOKENS_PER_MESSAGE,
+};
 use crate::tokens::{Encoding, Tokenizer};
 
 /// A provider-reported prompt size, and where in the transcript it was measured.
@@ -116,7 +129,42 @@ pub struct Transcript {
     seen: HashMap<String, Seen>,
     /// Whether the view's tool pairs are intact, kept up to date as it grows.
     pairs: PairCheck,
+    /// Items whose counts are estimates, in view order.
+    uncounted: Vec<Uncounted>,
+    /// How far the totals may be below the exact ones: each uncounted
+    /// item's bound less its estimate, summed.
+    uncounted_slack: u64,
+    /// Where the latest model response started: counting an item before
+    /// it moves `response_start_total` too.
+    response_start: usize,
+    /// Bytes of text counted so far, and the tokens they made: the ratio
+    /// estimates are made with.
+    counted_bytes: u64,
+    counted_tokens: u64,
 }
+
+/// An item counted by estimate, waiting to be counted.
+#[derive(Debug, Clone)]
+struct Uncounted {
+    index: usize,
+    /// What no count of it can pass.
+    bound: TokenCounts,
+    /// The tool result it views, to remember once counted.
+    tool_result: Option<GuardedResult>,
+}
+
+/// A tool result's [`fingerprint`], and whether the guard changed its content.
+#[derive(Debug, Clone, Copy)]
+struct GuardedResult {
+    fingerprint: u64,
+    cut: bool,
+}
+
+/// Tokens per byte assumed before any text was counted (English and code
+/// make about four bytes a token).
+const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
+/// Bytes counted before the transcript's own ratio replaces the default.
+const RATIO_MIN_BYTES: u64 = 4_096;
 
 /// What the guard and the tokenizer made of one tool result.
 #[derive(Debug, Clone)]
@@ -173,6 +221,11 @@ impl Transcript {
             anchor: None,
             seen: HashMap::new(),
             pairs: PairCheck::default(),
+            uncounted: Vec::new(),
+            uncounted_slack: 0,
+            response_start: 0,
+            counted_bytes: 0,
+            counted_tokens: 0,
         }
     }
 
@@ -211,27 +264,51 @@ impl Transcript {
         transcript
     }
 
-    /// Adds events that come after the ones already in the view.
+    /// Adds events that come after the ones already in the view, counted.
     pub fn extend(&mut self, events: &[Event]) {
         for event in events {
-            self.push(event);
+            self.push(event, Counting::Now);
         }
     }
 
-    fn push(&mut self, event: &Event) {
+    /// Adds events that come after the ones already in the view, with
+    /// estimated counts until a check needs them (see the module's docs).
+    /// An event that reports usage is counted now, with all before it: the
+    /// provider measured them, and an anchor is exact or useless.
+    pub fn extend_counting_later(&mut self, events: &[Event]) {
+        for event in events {
+            self.push(event, Counting::Later);
+        }
+    }
+
+    fn push(&mut self, event: &Event, counting: Counting) {
         if !event.is_in_model_view() {
             return;
         }
         if event.replaces_history() {
             self.start_over();
         }
+        let counting = match counting {
+            Counting::Later if event.usage.is_none() => Counting::Later,
+            Counting::Later | Counting::Now => {
+                self.count_all();
+                Counting::Now
+            }
+        };
         let before = self.total.total;
-        let (viewed, tokens) = self.see(event);
+        let (viewed, tokens, uncounted) = match counting {
+            Counting::Now => {
+                let (viewed, tokens) = self.see(event);
+                (viewed, tokens, None)
+            }
+            Counting::Later => self.glance(event),
+        };
         let starts = starts_message(self.items.last().map(|i| &i.event), &viewed);
         if starts {
             self.total.add(message_framing(&viewed, self.tokenizer));
             if event.trace_type.is_model_output() {
                 self.response_start_total = before;
+                self.response_start = self.items.len();
             }
         }
         self.total.add(tokens);
@@ -258,16 +335,123 @@ impl Transcript {
             });
         }
         self.pairs.observe(&viewed);
+        if let Some(uncounted) = uncounted {
+            self.uncounted_slack = self
+                .uncounted_slack
+                .saturating_add(uncounted.bound.total.saturating_sub(tokens.total));
+            self.uncounted.push(uncounted);
+        }
         self.items.push(ViewItem::new(viewed, tokens));
+    }
+
+    /// `event` as the model sees it, with an estimate of its count, and
+    /// what it takes to count it later; counted now when it was seen before.
+    fn glance(&mut self, event: &Event) -> (Event, TokenCounts, Option<Uncounted>) {
+        if let Some((viewed, tokens)) = self.remembered(event) {
+            return (viewed, tokens, None);
+        }
+        let viewed = model_view(event, &self.guard, self.tokenizer);
+        let bound = event_tokens_at_most(&viewed);
+        let estimate = self.estimate(bound);
+        let tool_result =
+            (event.trace_type == TraceType::ToolResult && !event.id.is_empty()).then(|| {
+                GuardedResult {
+                    fingerprint: fingerprint(event),
+                    cut: viewed.content != event.content,
+                }
+            });
+        let uncounted = Uncounted {
+            index: self.items.len(),
+            bound,
+            tool_result,
+        };
+        (viewed, estimate, Some(uncounted))
+    }
+
+    /// `bound` scaled by the tokens per byte counted so far.
+    fn estimate(&self, bound: TokenCounts) -> TokenCounts {
+        let ratio = if self.counted_bytes >= RATIO_MIN_BYTES {
+            (self.counted_tokens as f64 / self.counted_bytes as f64).min(1.0)
+        } else {
+            DEFAULT_TOKENS_PER_BYTE
+        };
+        let scale = |n: u64| (n as f64 * ratio).round() as u64;
+        TokenCounts {
+            total: scale(bound.total),
+            tool_output: scale(bound.tool_output),
+            reasoning: scale(bound.reasoning),
+            system: scale(bound.system),
+        }
+    }
+
+    /// Counts every item that has an estimate, and corrects the totals.
+    fn count_all(&mut self) {
+        for uncounted in std::mem::take(&mut self.uncounted) {
+            let exact = event_tokens(&self.items[uncounted.index].event, self.tokenizer);
+            self.learn_ratio(uncounted.bound, exact);
+            let estimate = std::mem::replace(&mut self.items[uncounted.index].tokens, exact);
+            self.total.sub(estimate);
+            self.total.add(exact);
+            let correct = |figure: &mut u64| {
+                *figure = figure
+                    .saturating_sub(estimate.total)
+                    .saturating_add(exact.total);
+            };
+            correct(&mut self.unshrunk);
+            if uncounted.index < self.response_start {
+                correct(&mut self.response_start_total);
+            }
+            if let Some(result) = uncounted.tool_result {
+                let item = &self.items[uncounted.index];
+                let seen = Seen {
+                    fingerprint: result.fingerprint,
+                    cut: result.cut.then(|| item.event.content.clone()),
+                    tokens: exact,
+                };
+                self.seen.insert(item.event.id.clone(), seen);
+            }
+        }
+        self.uncounted_slack = 0;
+    }
+
+    fn learn_ratio(&mut self, bound: TokenCounts, exact: TokenCounts) {
+        self.counted_bytes = self.counted_bytes.saturating_add(bound.total);
+        self.counted_tokens = self.counted_tokens.saturating_add(exact.total);
+    }
+
+    /// Whether the view's total is below `limit`: proved by the bounds of
+    /// the items not counted yet when they can, else by counting them.
+    pub fn is_below(&mut self, limit: u64) -> bool {
+        if self.total.total.saturating_add(self.uncounted_slack) < limit {
+            return true;
+        }
+        self.count_all();
+        self.total.total < limit
+    }
+
+    /// Counts the items that have estimates, so that every figure is exact.
+    pub fn count_now(&mut self) {
+        self.count_all();
+    }
+
+    /// How many of [`Transcript::totals`]' tokens are estimates, not counts.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.uncounted
+            .iter()
+            .map(|u| self.items[u.index].tokens.total)
+            .sum()
     }
 
     /// Empties the view for a summary that replaced everything before it. A
     /// usage anchor measured on the old view no longer says anything.
     fn start_over(&mut self) {
+        self.uncounted.clear();
+        self.uncounted_slack = 0;
         self.items.clear();
         self.total = TokenCounts::default();
         self.unshrunk = 0;
         self.response_start_total = 0;
+        self.response_start = 0;
         self.anchor = None;
         self.pairs = PairCheck::default();
     }
@@ -280,6 +464,7 @@ impl Transcript {
         }
         let viewed = model_view(event, &self.guard, self.tokenizer);
         let tokens = event_tokens(&viewed, self.tokenizer);
+        self.learn_ratio(event_tokens_at_most(&viewed), tokens);
         if event.trace_type == TraceType::ToolResult && !event.id.is_empty() {
             let seen = Seen {
                 fingerprint: fingerprint(event),
@@ -303,6 +488,7 @@ impl Transcript {
     /// may drop, add and reorder items; it changes one's content only through
     /// [`ViewItem::replace_content`].
     pub fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
+        self.count_all();
         let result = shape(&mut self.items);
         self.total = measure(&self.items, self.tokenizer);
         self.pairs = PairCheck::default();
@@ -329,7 +515,8 @@ impl Transcript {
         messages_of(&self.items)
     }
 
-    /// The running totals, message framing included.
+    /// The running totals, message framing included; partly estimated
+    /// while items wait to be counted ([`Transcript::estimated_tokens`]).
     pub fn totals(&self) -> TokenCounts {
         self.total
     }
@@ -415,6 +602,23 @@ pub fn event_tokens(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
         tokens.add(count_part(&part, tokenizer));
     }
     tokens
+}
+
+/// At least [`event_tokens`] of the same event, without tokenizing.
+fn event_tokens_at_most(event: &Event) -> TokenCounts {
+    let mut tokens = TokenCounts::default();
+    for part in parts_of(event) {
+        tokens.add(count_part_at_most(&part));
+    }
+    tokens
+}
+
+/// When an event joining the view is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counting {
+    Now,
+    /// When a check needs it: estimated from its bytes until then.
+    Later,
 }
 
 /// What starting a message costs: the fixed overhead and the role (twice
@@ -521,6 +725,50 @@ mod tests {
         let plain = Event::new(TraceType::Summary, "A note.").with_id("e5");
         transcript.extend(&[plain]);
         assert_eq!(transcript.len(), 3, "an untagged summary replaces nothing");
+    }
+
+    #[test]
+    fn events_counted_later_are_bounded_until_a_check_needs_their_counts() {
+        let events = [
+            Event::user("Run the tests and tell me what fails.").with_id("e1"),
+            Event::tool_call("c1", "bash", serde_json::json!({"cmd": "cargo test"})).with_id("e2"),
+            Event::tool_result("c1", "test parser::tokens ... FAILED\n".repeat(40)).with_id("e3"),
+            Event::assistant("The parser's token test fails on every run.").with_id("e4"),
+        ];
+        let counted = Transcript::from_events(Encoding::O200kBase, &events);
+        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        later.extend_counting_later(&events);
+        assert!(later.estimated_tokens() > 0);
+        let bytes: u64 = events.iter().map(|e| e.content.len() as u64).sum();
+        assert!(later.is_below(bytes * 2), "the bounds prove it");
+        assert!(later.estimated_tokens() > 0, "so nothing was counted");
+
+        let exact = counted.totals().total;
+        assert!(!later.is_below(exact), "the bounds cannot tell: it counts");
+        assert_eq!(later.estimated_tokens(), 0);
+        assert_eq!(later.totals(), counted.totals());
+        assert_eq!(later.unshrunk_total(), counted.unshrunk_total());
+        assert_eq!(later.items(), counted.items());
+        assert!(later.is_below(exact + 1));
+    }
+
+    #[test]
+    fn a_usage_report_counts_what_came_before_it() {
+        let mut reply = Event::assistant("Done: the parser test passes now.").with_id("e2");
+        reply.usage = Some(crate::event::Usage {
+            prompt_tokens: 900,
+            ..Default::default()
+        });
+        let events = [
+            Event::user("Fix the parser test. ".repeat(20)).with_id("e1"),
+            reply,
+        ];
+        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        later.extend_counting_later(&events);
+        let counted = Transcript::from_events(Encoding::O200kBase, &events);
+        assert_eq!(later.estimated_tokens(), 0);
+        assert_eq!(later.anchor(), counted.anchor());
+        assert_eq!(later.totals(), counted.totals());
     }
 
     #[test]

@@ -71,30 +71,115 @@ fn the_count_is_openais_published_rule_applied_to_the_payload() {
     assert_eq!(prepared.stats.budget.context_window, 128_000);
 }
 
-#[test]
-fn upkeep_as_events_arrive_equals_a_fresh_count() {
-    let (_dir, mut session) = session_with(conversation());
+/// A session of [`conversation`], prepared for gpt-4.1, that `events` then joined.
+fn prepared_then_joined(
+    events: Vec<Event>,
+) -> (
+    tempfile::TempDir,
+    agentmem::session::Session,
+    PrepareRequest,
+) {
+    let (dir, mut session) = session_with(conversation());
     let request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
     session.prepare(&request).unwrap();
-    session
-        .ingest(vec![
-            Event::assistant("東京."),
-            Event::tool_call("c1", "lookup", json!({"q": "population of Tokyo"})),
-            Event::tool_result("c1", "37.4 million (metropolitan area, 2023)"),
-            Event::assistant("About 37 million people."),
-        ])
-        .unwrap();
-    let kept_up = session.prepare(&request).unwrap().stats;
+    session.ingest(events).unwrap();
+    (dir, session, request)
+}
+
+#[test]
+fn upkeep_as_events_arrive_equals_a_fresh_count() {
+    let (_dir, mut session, request) = prepared_then_joined(vec![
+        Event::assistant("東京."),
+        Event::tool_call("c1", "lookup", json!({"q": "population of Tokyo"})),
+        Event::tool_result("c1", "37.4 million (metropolitan area, 2023)"),
+        Event::assistant("About 37 million people."),
+    ]);
+    let far_below_the_trigger = session.prepare(&request).unwrap().stats;
+    assert!(far_below_the_trigger.estimated_tokens > 0);
     let fresh = Transcript::from_events(Encoding::O200kBase, session.events());
     assert_eq!(
         session.transcript_in(Encoding::O200kBase).totals(),
         fresh.totals()
     );
+    let kept_up = session.prepare(&request).unwrap().stats;
+    assert_eq!(kept_up.estimated_tokens, 0);
     assert_eq!(
         kept_up.sections.tool_outputs,
         tiktoken("37.4 million (metropolitan area, 2023)")
     );
     assert_eq!(kept_up.messages, fresh.messages().len());
+    assert_eq!(far_below_the_trigger.messages, kept_up.messages);
+}
+
+#[test]
+fn usage_after_an_estimated_prompt_is_paired_with_its_count() {
+    let (_dir, mut session, request) = prepared_then_joined(vec![
+        Event::assistant("東京."),
+        Event::user("And of Italy?"),
+    ]);
+    let sent = session.prepare(&request).unwrap();
+    assert!(sent.stats.estimated_tokens > 0);
+    let exact = cookbook_count(&sent.payload.to_value());
+    assert_ne!(sent.stats.counted_tokens, exact, "an estimate");
+    let mut reply = Event::assistant("Rome.");
+    reply.usage = Some(Usage {
+        prompt_tokens: exact + 7,
+        completion_tokens: 2,
+        ..Usage::default()
+    });
+    session.ingest(vec![reply]).unwrap();
+    let usage = session.events().last().unwrap().usage.clone().unwrap();
+    assert_eq!(usage.estimated_prompt_tokens, Some(exact));
+    let next = session.prepare(&request).unwrap().stats;
+    assert_eq!(next.anchored_tokens, Some(next.counted_tokens + 7));
+}
+
+/// Events appended far below the trigger are estimated, not counted; a
+/// prepare whose checks the bounds cannot settle counts them first, so a
+/// session sends what one counting every event sends, call after call.
+#[test]
+fn counting_later_sends_what_counting_every_event_sends() {
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/long-coding-session.jsonl"
+    ));
+    let text = std::fs::read_to_string(path).unwrap();
+    let events = agentmem::import::parse(agentmem::import::Format::Events, path, &text)
+        .unwrap()
+        .events;
+    let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    request.budget.context_window = Some(40_000);
+    let (_lazy_dir, mut lazy) = session_with(Vec::new());
+    let (_eager_dir, mut eager) = session_with(Vec::new());
+    let (mut estimated_calls, mut compactions) = (0, 0);
+    for event in events {
+        let is_call = event.trace_type == agentmem::event::TraceType::Assistant;
+        lazy.ingest(vec![event.clone()]).unwrap();
+        eager.ingest(vec![event]).unwrap();
+        if !is_call {
+            continue;
+        }
+        let sent = lazy.prepare(&request).unwrap();
+        eager.transcript_in(Encoding::O200kBase);
+        let counted = eager.prepare(&request).unwrap();
+        assert_eq!(sent.payload.to_value(), counted.payload.to_value());
+        assert_eq!(sent.stats.actions, counted.stats.actions);
+        assert_eq!(counted.stats.estimated_tokens, 0);
+        assert!(sent.stats.context_tokens <= sent.stats.input_budget);
+        if sent.stats.estimated_tokens == 0 {
+            assert_eq!(sent.stats.counted_tokens, counted.stats.counted_tokens);
+        } else {
+            estimated_calls += 1;
+        }
+        compactions += sent
+            .stats
+            .actions
+            .iter()
+            .filter(|a| matches!(a, agentmem::context::tiers::Action::Compacted { .. }))
+            .count();
+    }
+    assert!(estimated_calls > 0, "some calls were far below the trigger");
+    assert!(compactions > 0, "and some crossed it");
 }
 
 #[test]

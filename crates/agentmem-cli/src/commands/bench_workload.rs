@@ -41,7 +41,7 @@ pub fn run(
     let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
     super::replay::set_input_budget(&mut request, &store, setup.budget);
     request.context.compaction_timing = Some(setup.compaction_timing);
-    let mut over_budget = 0;
+    let (mut over_budget, mut estimated_turns) = (0, 0);
     let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
     for turn in turns {
         let started = Instant::now();
@@ -53,6 +53,9 @@ pub fn run(
         stats_tokens.push(prepared.stats.context_tokens);
         if prepared.stats.context_tokens > prepared.stats.input_budget {
             over_budget += 1;
+        }
+        if prepared.stats.estimated_tokens > 0 {
+            estimated_turns += 1;
         }
         std::thread::sleep(setup.model_latency);
     }
@@ -69,7 +72,7 @@ pub fn run(
             "bench": "workload budget",
             "figure": format!("{over_budget} turns over budget"),
             "detail": format!(
-                "input budget {} tokens, largest context {} tokens, durability {}, compaction {}, model latency {} ms",
+                "input budget {} tokens, largest context {} tokens, {estimated_turns} turns sent with estimated counts, durability {}, compaction {}, model latency {} ms",
                 setup.budget,
                 stats_tokens.iter().max().copied().unwrap_or(0),
                 setup.durability,
@@ -77,6 +80,7 @@ pub fn run(
                 setup.model_latency.as_millis()
             ),
             "turns_over_budget": over_budget,
+            "turns_estimated": estimated_turns,
         }),
     ];
     for at in [200, 2_000] {

@@ -23,6 +23,9 @@ use crate::cli::ReplayArgs;
 pub struct TurnLine {
     pub turn: usize,
     pub context_tokens: u64,
+    /// How many of `context_tokens` are estimated from bytes, not counted:
+    /// events far below the trigger are counted only when a check needs it.
+    pub estimated_tokens: u64,
     pub budget: u64,
     pub trigger: u64,
     pub actions: Vec<Action>,
@@ -137,6 +140,7 @@ fn replay_turn(
     let mut line = TurnLine {
         turn: n + 1,
         context_tokens: 0,
+        estimated_tokens: 0,
         budget: 0,
         trigger: 0,
         actions: Vec::new(),
@@ -178,6 +182,7 @@ fn model_call(
     prefixes.observe(request.target, &prepared.payload);
     let stats = prepared.stats;
     line.context_tokens = stats.context_tokens;
+    line.estimated_tokens = stats.estimated_tokens;
     line.budget = stats.input_budget;
     line.trigger = stats.trigger_tokens;
     line.tokens_saved += stats.tokens_saved;

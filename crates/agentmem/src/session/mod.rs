@@ -123,6 +123,8 @@ struct LastPrepare {
     /// Tokens the provider sees that the view does not hold (a measured offset).
     offset_tokens: u64,
     trigger_tokens: u64,
+    /// Whether the counts held estimates of events not counted yet.
+    estimated: bool,
 }
 
 /// What one ingest call did.
@@ -527,8 +529,17 @@ impl Session {
             .take_if(|last| last.events == self.events.len()); // else events arrived in between
         match paired {
             Some(last) if usage.estimated_prompt_tokens.is_none() => {
-                usage.estimated_prompt_tokens = Some(last.counted_tokens);
-                usage.estimated_view_tokens = Some(last.view_tokens);
+                // Calibration and anchors learn from counts, not estimates:
+                // the view is as it was sent, so counting it now corrects them.
+                let transcript = self.transcript.as_mut().filter(|_| last.estimated);
+                let (before, after) = transcript.map_or((0, 0), |transcript| {
+                    let before = transcript.totals().total;
+                    transcript.count_now();
+                    (before, transcript.totals().total)
+                });
+                let correct = |n: u64| n.saturating_sub(before).saturating_add(after);
+                usage.estimated_prompt_tokens = Some(correct(last.counted_tokens));
+                usage.estimated_view_tokens = Some(correct(last.view_tokens));
                 usage.model.get_or_insert(last.model);
             }
             Some(_) => {}
@@ -566,10 +577,10 @@ impl Session {
     }
 
     /// Whether the context now passes the trigger of the last prepare.
-    fn compaction_due(&self) -> bool {
-        match (&self.transcript, &self.last_prepare) {
+    fn compaction_due(&mut self) -> bool {
+        match (&mut self.transcript, &self.last_prepare) {
             (Some(transcript), Some(last)) => {
-                transcript.totals().total.saturating_add(last.offset_tokens) >= last.trigger_tokens
+                !transcript.is_below(last.trigger_tokens.saturating_sub(last.offset_tokens))
             }
             _ => false,
         }
@@ -609,7 +620,7 @@ impl Session {
             return;
         }
         if let Some(transcript) = &mut self.transcript {
-            transcript.extend(&events);
+            transcript.extend_counting_later(&events);
         }
         events
             .iter()

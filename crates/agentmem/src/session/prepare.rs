@@ -99,10 +99,15 @@ impl Session {
         };
         let mut actions = self.shrink_to(&trigger, must_fit.target, encoding)?;
         let calibration = self.calibration.get(&request.model);
-        let transcript = self.transcript_in(encoding);
-        let fits =
-            settings.strategy == Strategy::None || transcript.totals().total <= must_fit.target;
+        let transcript = self.view_in(encoding);
+        let fits = settings.strategy == Strategy::None
+            || transcript.is_below(must_fit.target.saturating_add(1));
         let intact = transcript.pairs_are_intact();
+        if !(intact && fits) {
+            // A repaired or cut copy is shaped item by item, by counts.
+            transcript.count_now();
+        }
+        let estimated = transcript.estimated_tokens();
         debug_assert_eq!(
             intact,
             crate::context::normalize::pairs_are_intact(
@@ -121,6 +126,7 @@ impl Session {
             offset: anchor_offset,
             overhead,
             calibration,
+            estimated,
         };
         let prepared = if intact && fits {
             prepare(
@@ -161,6 +167,7 @@ impl Session {
             events: self.events.len(),
             offset_tokens: offset,
             trigger_tokens: prepared.stats.trigger_tokens,
+            estimated: estimated > 0,
         });
         Ok(prepared)
     }
@@ -177,9 +184,7 @@ impl Session {
     ) -> Result<Vec<Action>> {
         let settings = trigger.settings;
         let mut actions: Vec<Action> = self.finish_drafting().map(action_of).into_iter().collect();
-        let over = |session: &mut Session| {
-            session.transcript_in(encoding).totals().total >= trigger.target
-        };
+        let over = |session: &mut Session| !session.view_in(encoding).is_below(trigger.target);
         // Once over the trigger, shrink below it with room to spare, so the
         // next calls do not cross it again straight away.
         let shrink = &Shrink {
@@ -398,12 +403,21 @@ impl Session {
         (!recalled.items.is_empty()).then(|| format!("{heading}\n{}", recalled.block))
     }
 
-    /// The transcript counted in `encoding`, built on first use.
+    /// The transcript counted in `encoding`, built on first use, every
+    /// event in it counted.
     pub fn transcript_in(&mut self, encoding: Encoding) -> &Transcript {
         self.transcript_in_mut(encoding)
     }
 
     fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
+        let transcript = self.view_in(encoding);
+        transcript.count_now();
+        transcript
+    }
+
+    /// The transcript in `encoding`, events appended since the last check
+    /// maybe not counted yet (see [`Transcript::extend_counting_later`]).
+    fn view_in(&mut self, encoding: Encoding) -> &mut Transcript {
         let stale = self
             .transcript
             .as_ref()
@@ -461,7 +475,7 @@ impl Session {
         overhead: u64,
     ) -> Option<u64> {
         let unprepared = self.unprepared_call_overhead_tokens;
-        let anchor = self.transcript_in(encoding).anchor()?;
+        let anchor = self.view_in(encoding).anchor()?;
         let measured = anchor
             .reported_prompt_tokens
             .saturating_sub(anchor.transcript_tokens_before);

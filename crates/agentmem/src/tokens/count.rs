@@ -83,7 +83,17 @@ pub fn count_message(message: &Message, tokenizer: Tokenizer) -> TokenCounts {
 
 /// Counts one part of a message.
 pub fn count_part(part: &Part, tokenizer: Tokenizer) -> TokenCounts {
-    let count = |text: &str| tokenizer.count(text) as u64;
+    tally_part(part, |text| tokenizer.count(text) as u64)
+}
+
+/// At least [`count_part`] of the same part, without tokenizing: a byte-level
+/// BPE never makes more tokens than bytes, nor the estimate more than chars.
+pub fn count_part_at_most(part: &Part) -> TokenCounts {
+    tally_part(part, |text| text.len() as u64)
+}
+
+/// One part's tokens, with `count` giving those of each text in it.
+fn tally_part(part: &Part, count: impl Fn(&str) -> u64) -> TokenCounts {
     match part {
         Part::Text(text) => TokenCounts {
             total: count(text),
