@@ -291,7 +291,7 @@ impl Transcript {
         let counting = match counting {
             Counting::Later if event.usage.is_none() => Counting::Later,
             Counting::Later | Counting::Now => {
-                self.count_all();
+                self.count_now();
                 Counting::Now
             }
         };
@@ -384,8 +384,9 @@ impl Transcript {
         }
     }
 
-    /// Counts every item that has an estimate, and corrects the totals.
-    fn count_all(&mut self) {
+    /// Counts every item that has an estimate, and corrects the totals: then
+    /// every figure is exact.
+    pub fn count_now(&mut self) {
         for uncounted in std::mem::take(&mut self.uncounted) {
             let exact = event_tokens(&self.items[uncounted.index].event, self.tokenizer);
             self.learn_ratio(uncounted.bound, exact);
@@ -425,13 +426,8 @@ impl Transcript {
         if self.total.total.saturating_add(self.uncounted_slack) < limit {
             return true;
         }
-        self.count_all();
+        self.count_now();
         self.total.total < limit
-    }
-
-    /// Counts the items that have estimates, so that every figure is exact.
-    pub fn count_now(&mut self) {
-        self.count_all();
     }
 
     /// How many of [`Transcript::totals`]' tokens are estimates, not counts.
@@ -488,7 +484,7 @@ impl Transcript {
     /// may drop, add and reorder items; it changes one's content only through
     /// [`ViewItem::replace_content`].
     pub fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
-        self.count_all();
+        self.count_now();
         let result = shape(&mut self.items);
         self.total = measure(&self.items, self.tokenizer);
         self.pairs = PairCheck::default();
