@@ -8,7 +8,7 @@ use agentmem::event::Event;
 use agentmem::id::AgentId;
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::Target;
-use agentmem::session::CompactOptions;
+use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::Durability;
 use agentmem_llm::{Client, Endpoint, LlmSummarizer};
@@ -35,6 +35,15 @@ fn chat_summarizer(server: &Loopback, key_env: &str) -> LlmSummarizer {
     LlmSummarizer::new(Client::new(endpoint).unwrap(), "gpt-4o-mini", 100_000)
 }
 
+/// A session of the default agent in a new store, summarized by `summarizer`.
+fn session_summarized_by(summarizer: LlmSummarizer) -> (tempfile::TempDir, Store, Session) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.set_summarizer(Box::new(summarizer));
+    (dir, store, session)
+}
+
 #[test]
 fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
     let summary = json!({
@@ -53,11 +62,7 @@ fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
     let server = Loopback::start(vec![answer(&format!("```json\n{summary}\n```"))]);
     let summarizer = chat_summarizer(&server, "AM_TEST_KEY_SUMMARIZER");
 
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let agent = AgentId::default();
-    let mut session = store.create_session(&agent, None).unwrap();
-    session.set_summarizer(Box::new(summarizer));
+    let (_dir, store, mut session) = session_summarized_by(summarizer);
     for t in 0..9 {
         session
             .ingest(vec![
@@ -92,7 +97,7 @@ fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
     let summary_text = &base.last().unwrap().content;
     assert!(summary_text.contains("Migrate the billing job to the queue worker"));
     assert!(summary_text.contains("Remove the cron entry"));
-    let facts = store.facts(&agent).current().unwrap();
+    let facts = store.facts(&AgentId::default()).current().unwrap();
     assert_eq!(
         facts.len(),
         1,
@@ -113,10 +118,7 @@ fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
     let (release, held) = std::sync::mpsc::channel();
     let server = Loopback::start_held(vec![answer(&summary.to_string())], held);
     let summarizer = chat_summarizer(&server, "AM_TEST_KEY_SUMMARIZER_BACKGROUND");
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let mut session = store.create_session(&AgentId::default(), None).unwrap();
-    session.set_summarizer(Box::new(summarizer));
+    let (_dir, _store, mut session) = session_summarized_by(summarizer);
     // About 15,900 tokens: over the trigger (14,400), within the budget (18,000).
     for t in 0..13 {
         session
@@ -177,10 +179,7 @@ fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
 fn an_answer_without_json_is_a_summarizer_failure_and_history_stays() {
     let server = Loopback::start(vec![answer("Sorry, I cannot help with that.")]);
     let summarizer = chat_summarizer(&server, "AM_TEST_KEY_SUMMARIZER_BAD");
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let mut session = store.create_session(&AgentId::default(), None).unwrap();
-    session.set_summarizer(Box::new(summarizer));
+    let (_dir, _store, mut session) = session_summarized_by(summarizer);
     for t in 0..9 {
         session
             .ingest(vec![
@@ -212,10 +211,7 @@ fn a_summary_request_asks_for_no_cache_write() {
     };
     let client = Client::new(endpoint).unwrap();
     let summarizer = LlmSummarizer::new(client, "claude-haiku-4-5", 100_000);
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Durability::Os).unwrap();
-    let mut session = store.create_session(&AgentId::default(), None).unwrap();
-    session.set_summarizer(Box::new(summarizer));
+    let (_dir, _store, mut session) = session_summarized_by(summarizer);
     for t in 0..9 {
         let ask = Event::user(format!("Step {t}: tidy the parser."));
         let reply = Event::assistant("Tidying src/parse.rs. ".repeat(30));
