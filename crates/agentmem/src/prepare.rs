@@ -137,11 +137,11 @@ pub struct ContextStats {
     /// count corrected by the model's calibration.
     pub context_tokens: u64,
     /// How many of `counted_tokens` are estimated from bytes: events that
-    /// joined while the context was so far below the trigger and the budget
-    /// that no count of them could cross either (a byte-level BPE makes at
-    /// most a token per byte), so they are counted only when a check needs
-    /// them. Every decision is the one exact counts give; 0 when the figures
-    /// are all counted.
+    /// joined while the context was so far below the budget that no count of
+    /// them could cross it (a byte-level BPE makes at most a token per byte),
+    /// and below the trigger by more than a tenth over the densest text
+    /// counted, so they are counted only when a check needs them (see
+    /// [`Bound`](crate::transcript::Bound)). 0 when the figures are all counted.
     pub estimated_tokens: u64,
     pub calibration: Option<Calibration>,
     pub compaction_due: bool,

@@ -9,11 +9,13 @@
 //!
 //! Counting is most of what a new event costs, and far below the trigger it
 //! decides nothing. So events the session appends join [counted later]: with
-//! an estimate from their bytes, and a bound no count can pass (a byte-level
-//! BPE makes at most one token per byte). A check against a limit that the
-//! bounds prove is met counts nothing; any other check, and anything that
-//! reshapes the view, counts them first. Decisions are then the ones exact
-//! counts give; only the reported figure is partly estimated, and says so
+//! an estimate from their bytes, and bounds on their count (see [`Bound`]). A
+//! check against a limit that the bounds show is met counts nothing; any
+//! other check, and anything that reshapes the view, counts them first. The
+//! budget is checked with a bound no count can pass, so it always holds; the
+//! trigger with one calibrated on the densest text counted, so decisions are
+//! those of exact counts unless new text is denser than any before it. Only
+//! the reported figure is partly estimated, and says so
 //! ([`Transcript::estimated_tokens`]).
 //!
 //! [counted later]: Transcript::extend_counting_later
@@ -131,9 +133,9 @@ pub struct Transcript {
     pairs: PairCheck,
     /// Items whose counts are estimates, in view order.
     uncounted: Vec<Uncounted>,
-    /// How far the totals may be below the exact ones: each uncounted
-    /// item's bound less its estimate, summed.
-    uncounted_slack: u64,
+    /// How far the totals may be below the exact ones, by [`Bound`]: each
+    /// uncounted item's bound less its estimate, summed.
+    uncounted_slack: Slack,
     /// Where the latest model response started: counting an item before
     /// it moves `response_start_total` too.
     response_start: usize,
@@ -141,6 +143,30 @@ pub struct Transcript {
     /// estimates are made with.
     counted_bytes: u64,
     counted_tokens: u64,
+    /// The most tokens per byte of any item of at least
+    /// [`DENSITY_MIN_BYTES`] counted so far: what [`Bound::Calibrated`] scales by.
+    densest: f64,
+}
+
+/// How sure a check against a limit must be before it skips counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Never wrong: a byte-level BPE makes at most a token per byte. For
+    /// limits that must hold, such as the input budget.
+    Certain,
+    /// Each uncounted item at most a tenth denser than the densest item the
+    /// view has counted (a byte per token where it has counted none): for
+    /// thresholds a call may pass by a little until the next check counts,
+    /// such as the compaction trigger. Text denser than any before it (a
+    /// base64 blob after prose) can make it wrong; the budget check cannot be.
+    Calibrated,
+}
+
+/// The slack of the uncounted items under each [`Bound`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Slack {
+    certain: u64,
+    calibrated: u64,
 }
 
 /// An item counted by estimate, waiting to be counted.
@@ -149,6 +175,8 @@ struct Uncounted {
     index: usize,
     /// What no count of it can pass.
     bound: TokenCounts,
+    /// What its count is unlikely to pass ([`Bound::Calibrated`]).
+    likely: u64,
     /// The tool result it views, to remember once counted.
     tool_result: Option<GuardedResult>,
 }
@@ -165,6 +193,11 @@ struct GuardedResult {
 const DEFAULT_TOKENS_PER_BYTE: f64 = 0.25;
 /// Bytes counted before the transcript's own ratio replaces the default.
 const RATIO_MIN_BYTES: u64 = 4_096;
+/// Items shorter than this say little about how dense text is: their
+/// framing weighs as much as their words.
+const DENSITY_MIN_BYTES: u64 = 256;
+/// [`Bound::Calibrated`]'s margin over the densest item counted, in percent.
+const DENSITY_MARGIN_PERCENT: f64 = 110.0;
 
 /// What the guard and the tokenizer made of one tool result.
 #[derive(Debug, Clone)]
@@ -222,10 +255,11 @@ impl Transcript {
             seen: HashMap::new(),
             pairs: PairCheck::default(),
             uncounted: Vec::new(),
-            uncounted_slack: 0,
+            uncounted_slack: Slack::default(),
             response_start: 0,
             counted_bytes: 0,
             counted_tokens: 0,
+            densest: 0.0,
         }
     }
 
@@ -336,9 +370,14 @@ impl Transcript {
         }
         self.pairs.observe(&viewed);
         if let Some(uncounted) = uncounted {
-            self.uncounted_slack = self
-                .uncounted_slack
-                .saturating_add(uncounted.bound.total.saturating_sub(tokens.total));
+            let slack = &mut self.uncounted_slack;
+            let over_estimate = |bound: u64| bound.saturating_sub(tokens.total);
+            slack.certain = slack
+                .certain
+                .saturating_add(over_estimate(uncounted.bound.total));
+            slack.calibrated = slack
+                .calibrated
+                .saturating_add(over_estimate(uncounted.likely));
             self.uncounted.push(uncounted);
         }
         self.items.push(ViewItem::new(viewed, tokens));
@@ -363,6 +402,7 @@ impl Transcript {
         let uncounted = Uncounted {
             index: self.items.len(),
             bound,
+            likely: self.likely_at_most(bound.total),
             tool_result,
         };
         (viewed, estimate, Some(uncounted))
@@ -382,6 +422,15 @@ impl Transcript {
             reasoning: scale(bound.reasoning),
             system: scale(bound.system),
         }
+    }
+
+    /// `bound` tokens of text scaled to the densest counted, with the margin.
+    fn likely_at_most(&self, bound: u64) -> u64 {
+        if self.densest == 0.0 {
+            return bound;
+        }
+        let likely = (bound as f64 * self.densest * DENSITY_MARGIN_PERCENT / 100.0).ceil();
+        (likely as u64).min(bound)
     }
 
     /// Counts every item that has an estimate, and corrects the totals: then
@@ -412,18 +461,25 @@ impl Transcript {
                 self.seen.insert(item.event.id.clone(), seen);
             }
         }
-        self.uncounted_slack = 0;
+        self.uncounted_slack = Slack::default();
     }
 
     fn learn_ratio(&mut self, bound: TokenCounts, exact: TokenCounts) {
         self.counted_bytes = self.counted_bytes.saturating_add(bound.total);
         self.counted_tokens = self.counted_tokens.saturating_add(exact.total);
+        if bound.total >= DENSITY_MIN_BYTES {
+            self.densest = self.densest.max(exact.total as f64 / bound.total as f64);
+        }
     }
 
-    /// Whether the view's total is below `limit`: proved by the bounds of
+    /// Whether the view's total is below `limit`: shown by the `bound`s of
     /// the items not counted yet when they can, else by counting them.
-    pub fn is_below(&mut self, limit: u64) -> bool {
-        if self.total.total.saturating_add(self.uncounted_slack) < limit {
+    pub fn is_below(&mut self, limit: u64, bound: Bound) -> bool {
+        let slack = match bound {
+            Bound::Certain => self.uncounted_slack.certain,
+            Bound::Calibrated => self.uncounted_slack.calibrated,
+        };
+        if self.total.total.saturating_add(slack) < limit {
             return true;
         }
         self.count_now();
@@ -442,7 +498,7 @@ impl Transcript {
     /// usage anchor measured on the old view no longer says anything.
     fn start_over(&mut self) {
         self.uncounted.clear();
-        self.uncounted_slack = 0;
+        self.uncounted_slack = Slack::default();
         self.items.clear();
         self.total = TokenCounts::default();
         self.unshrunk = 0;
@@ -736,16 +792,75 @@ mod tests {
         later.extend_counting_later(&events);
         assert!(later.estimated_tokens() > 0);
         let bytes: u64 = events.iter().map(|e| e.content.len() as u64).sum();
-        assert!(later.is_below(bytes * 2), "the bounds prove it");
+        assert!(
+            later.is_below(bytes * 2, Bound::Certain),
+            "the bounds prove it"
+        );
         assert!(later.estimated_tokens() > 0, "so nothing was counted");
 
         let exact = counted.totals().total;
-        assert!(!later.is_below(exact), "the bounds cannot tell: it counts");
+        assert!(
+            !later.is_below(exact, Bound::Certain),
+            "the bounds cannot tell: it counts"
+        );
         assert_eq!(later.estimated_tokens(), 0);
         assert_eq!(later.totals(), counted.totals());
         assert_eq!(later.unshrunk_total(), counted.unshrunk_total());
         assert_eq!(later.items(), counted.items());
-        assert!(later.is_below(exact + 1));
+        assert!(later.is_below(exact + 1, Bound::Certain));
+    }
+
+    #[test]
+    fn a_calibrated_check_skips_counting_text_as_dense_as_what_was_counted() {
+        let prose = |text: &str, id| Event::user(text.repeat(20)).with_id(id);
+        let first = prose(
+            "The parser reads one line at a time and keeps its tokens. ",
+            "e1",
+        );
+        let second = prose(
+            "The lexer now keeps its position across lines and columns. ",
+            "e2",
+        );
+        let exact = Transcript::from_events(Encoding::O200kBase, &[first.clone(), second.clone()])
+            .totals()
+            .total;
+        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        later.extend(&[first]);
+        later.extend_counting_later(&[second]);
+        let limit = exact + 100;
+
+        let mut certain = later.clone();
+        assert!(certain.is_below(limit, Bound::Certain));
+        assert_eq!(
+            certain.estimated_tokens(),
+            0,
+            "bytes could not show it: it counted"
+        );
+        assert!(later.is_below(limit, Bound::Calibrated));
+        assert!(
+            later.estimated_tokens() > 0,
+            "the calibrated bound showed it"
+        );
+    }
+
+    #[test]
+    fn text_denser_than_any_counted_can_pass_a_calibrated_check_never_a_certain_one() {
+        let prose =
+            Event::user("The parser reads one line at a time and keeps its tokens. ".repeat(20))
+                .with_id("e1");
+        let dense = Event::user("x7Qz9Lk2Vb8Np3Rw".repeat(40)).with_id("e2");
+        let exact = Transcript::from_events(Encoding::O200kBase, &[prose.clone(), dense.clone()])
+            .totals()
+            .total;
+        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        later.extend(&[prose]);
+        later.extend_counting_later(&[dense]);
+
+        assert!(!later.clone().is_below(exact, Bound::Certain));
+        assert!(
+            later.is_below(exact, Bound::Calibrated),
+            "the documented miss: a trigger may be passed until the next count"
+        );
     }
 
     #[test]

@@ -136,7 +136,8 @@ fn usage_after_an_estimated_prompt_is_paired_with_its_count() {
 
 /// Events appended far below the trigger are estimated, not counted; a
 /// prepare whose checks the bounds cannot settle counts them first, so a
-/// session sends what one counting every event sends, call after call.
+/// session whose text is no denser than what it counted before sends what
+/// one counting every event sends, call after call.
 #[test]
 fn counting_later_sends_what_counting_every_event_sends() {
     let path = std::path::Path::new(concat!(

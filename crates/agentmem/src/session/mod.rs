@@ -580,7 +580,8 @@ impl Session {
     fn compaction_due(&mut self) -> bool {
         match (&mut self.transcript, &self.last_prepare) {
             (Some(transcript), Some(last)) => {
-                !transcript.is_below(last.trigger_tokens.saturating_sub(last.offset_tokens))
+                let trigger = last.trigger_tokens.saturating_sub(last.offset_tokens);
+                !transcript.is_below(trigger, crate::transcript::Bound::Calibrated)
             }
             _ => false,
         }

@@ -17,7 +17,7 @@ use crate::prepare::{
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
-use crate::transcript::{measure, Transcript};
+use crate::transcript::{measure, Bound, Transcript};
 
 /// Model names whose registry entries a session remembers.
 const RECENT_MODELS: usize = 4;
@@ -101,7 +101,7 @@ impl Session {
         let calibration = self.calibration.get(&request.model);
         let transcript = self.view_in(encoding);
         let fits = settings.strategy == Strategy::None
-            || transcript.is_below(must_fit.target.saturating_add(1));
+            || transcript.is_below(must_fit.target.saturating_add(1), Bound::Certain);
         let intact = transcript.pairs_are_intact();
         if !(intact && fits) {
             // A repaired or cut copy is shaped item by item, by counts.
@@ -184,7 +184,11 @@ impl Session {
     ) -> Result<Vec<Action>> {
         let settings = trigger.settings;
         let mut actions: Vec<Action> = self.finish_drafting().map(action_of).into_iter().collect();
-        let over = |session: &mut Session| !session.view_in(encoding).is_below(trigger.target);
+        let over = |session: &mut Session| {
+            !session
+                .view_in(encoding)
+                .is_below(trigger.target, Bound::Calibrated)
+        };
         // Once over the trigger, shrink below it with room to spare, so the
         // next calls do not cross it again straight away.
         let shrink = &Shrink {
