@@ -173,8 +173,8 @@ struct Slack {
 #[derive(Debug, Clone)]
 struct Uncounted {
     index: usize,
-    /// What no count of it can pass.
-    bound: TokenCounts,
+    /// What no count of it can pass: its bytes, and the fixed tokens of its framing.
+    bound: u64,
     /// What its count is unlikely to pass ([`Bound::Calibrated`]).
     likely: u64,
     /// The tool result it views, to remember once counted.
@@ -372,9 +372,7 @@ impl Transcript {
         if let Some(uncounted) = uncounted {
             let slack = &mut self.uncounted_slack;
             let over_estimate = |bound: u64| bound.saturating_sub(tokens.total);
-            slack.certain = slack
-                .certain
-                .saturating_add(over_estimate(uncounted.bound.total));
+            slack.certain = slack.certain.saturating_add(over_estimate(uncounted.bound));
             slack.calibrated = slack
                 .calibrated
                 .saturating_add(over_estimate(uncounted.likely));
@@ -401,7 +399,7 @@ impl Transcript {
             });
         let uncounted = Uncounted {
             index: self.items.len(),
-            bound,
+            bound: bound.total,
             likely: self.likely_at_most(bound.total),
             tool_result,
         };
@@ -438,7 +436,7 @@ impl Transcript {
     pub fn count_now(&mut self) {
         for uncounted in std::mem::take(&mut self.uncounted) {
             let exact = event_tokens(&self.items[uncounted.index].event, self.tokenizer);
-            self.learn_ratio(uncounted.bound, exact);
+            self.learn_ratio(uncounted.bound, exact.total);
             let estimate = std::mem::replace(&mut self.items[uncounted.index].tokens, exact);
             self.total.sub(estimate);
             self.total.add(exact);
@@ -464,11 +462,11 @@ impl Transcript {
         self.uncounted_slack = Slack::default();
     }
 
-    fn learn_ratio(&mut self, bound: TokenCounts, exact: TokenCounts) {
-        self.counted_bytes = self.counted_bytes.saturating_add(bound.total);
-        self.counted_tokens = self.counted_tokens.saturating_add(exact.total);
-        if bound.total >= DENSITY_MIN_BYTES {
-            self.densest = self.densest.max(exact.total as f64 / bound.total as f64);
+    fn learn_ratio(&mut self, bound: u64, exact: u64) {
+        self.counted_bytes = self.counted_bytes.saturating_add(bound);
+        self.counted_tokens = self.counted_tokens.saturating_add(exact);
+        if bound >= DENSITY_MIN_BYTES {
+            self.densest = self.densest.max(exact as f64 / bound as f64);
         }
     }
 
@@ -516,7 +514,7 @@ impl Transcript {
         }
         let viewed = model_view(event, &self.guard, self.tokenizer);
         let tokens = event_tokens(&viewed, self.tokenizer);
-        self.learn_ratio(event_tokens_at_most(&viewed), tokens);
+        self.learn_ratio(event_tokens_at_most(&viewed).total, tokens.total);
         if event.trace_type == TraceType::ToolResult && !event.id.is_empty() {
             let seen = Seen {
                 fingerprint: fingerprint(event),
