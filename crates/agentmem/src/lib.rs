@@ -27,6 +27,7 @@ pub mod export;
 pub mod hash;
 pub mod id;
 pub mod import;
+pub mod json;
 pub mod memory;
 pub mod message;
 pub mod prepare;

@@ -36,9 +36,7 @@ impl Segment {
     pub fn new(target: Target, messages: &[Message], place: Place) -> Segment {
         let entries = entries(target, messages, place)
             .iter()
-            .map(|entry| {
-                serde_json::value::to_raw_value(entry).expect("a JSON value always serializes")
-            })
+            .map(crate::json::to_raw_value)
             .collect();
         Segment { entries }
     }
@@ -164,7 +162,7 @@ fn close_list(frame: &mut Frame, segments: &[Arc<Segment>]) -> (Option<Box<RawVa
     };
     let mut entry: Value = serde_json::from_str(last.get()).expect("an entry is JSON");
     let closing = frame.end.close(&mut frame.head, Some(&mut entry));
-    let entry = serde_json::value::to_raw_value(&entry).expect("a JSON value always serializes");
+    let entry = crate::json::to_raw_value(&entry);
     (Some(entry), closing)
 }
 

@@ -330,7 +330,7 @@ impl Session {
             .collect();
         // The whole history becomes the active log again (the archive keeps its
         // copies; a crash from here on is finished on open like any other).
-        write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&history)?)?;
+        write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&history))?;
         self.reopen_log()?;
         self.events = history;
         self.snapshot = None;
@@ -541,9 +541,9 @@ impl Session {
         }
         let fresh: Vec<Event> = span.iter().filter(|e| to_archive(e)).cloned().collect();
         Ok((
-            jsonl::encode_lines(&fresh)?,
+            jsonl::encode_lines(&fresh),
             fresh.len(),
-            jsonl::encode_lines(tail)?,
+            jsonl::encode_lines(tail),
         ))
     }
 
@@ -705,7 +705,7 @@ pub(super) fn finish_interrupted(
         .filter(|e| !archived.contains(&e.id))
         .collect();
     if writable {
-        write_atomic(&paths.raw_traces(), &jsonl::encode_lines(&kept)?)?;
+        write_atomic(&paths.raw_traces(), &jsonl::encode_lines(&kept))?;
     }
     Ok(kept)
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::config::Durability;
 use crate::error::{Error, IoContext, Result};
 use crate::event::Event;
+use crate::json;
 
 /// Something that was wrong with a log when it was opened, and what was done.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,7 +142,7 @@ pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
         file.set_len(contents.valid_len).io("truncate", path)?;
         file.sync_all().io("fsync", path)?;
     } else {
-        super::atomic::write_atomic(path, &encode_lines(&contents.events)?)?;
+        super::atomic::write_atomic(path, &encode_lines(&contents.events))?;
     }
     Ok((contents.events, recoveries))
 }
@@ -165,7 +166,7 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
 /// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
 /// events[0].id = "ev-1".into();
 /// events[1].id = "ev-2".into();
-/// let log = jsonl::encode_lines(&events).unwrap();
+/// let log = jsonl::encode_lines(&events);
 /// let lines = jsonl::lines_for(&log, &events).unwrap();
 /// assert_eq!(lines.concat(), log);
 /// assert!(jsonl::lines_for(&log, &events[..1]).is_none());
@@ -193,22 +194,136 @@ fn starts_with_id(line: &[u8], id: &str) -> bool {
 }
 
 /// Serializes events as JSONL.
-pub fn encode_lines(events: &[Event]) -> Result<Vec<u8>> {
+pub fn encode_lines(events: &[Event]) -> Vec<u8> {
     let mut out = Vec::new();
     for event in events {
-        encode_line(event, &mut out)?;
+        encode_line(event, &mut out);
     }
-    Ok(out)
+    out
 }
 
-fn encode_line(event: &Event, out: &mut Vec<u8>) -> Result<()> {
-    serde_json::to_writer(&mut *out, event).map_err(|e| Error::BadInput {
-        path: event.id.clone(),
-        format: "event".into(),
-        message: e.to_string(),
-    })?;
+fn encode_line(event: &Event, out: &mut Vec<u8>) {
+    write_event(out, event);
     out.push(b'\n');
-    Ok(())
+}
+
+/// Appends `event` as `serde_json` would serialize it, field by field in the
+/// order it declares them, with its texts escaped on the fast path.
+///
+/// Every field is named, so a field added to [`Event`] does not compile
+/// here until it is written too.
+fn write_event(out: &mut Vec<u8>, event: &Event) {
+    let Event {
+        id,
+        ts,
+        turn_id,
+        seq,
+        trace_type,
+        content,
+        source_event,
+        media,
+        tool_name,
+        tool_call_id,
+        tool_args,
+        tool_result,
+        tool_error,
+        correlation_id,
+        tags,
+        tool_result_ref,
+        usage,
+        opaque,
+        working_memory,
+        extra,
+    } = event;
+    let mut fields = Fields::open(out);
+    fields.text("id", id);
+    fields.small("ts", ts);
+    fields.text("turn_id", turn_id);
+    fields.small("seq", seq);
+    fields.small("trace_type", trace_type);
+    fields.text("content", content);
+    fields.text("source_event", source_event);
+    fields.optional_small("media", media);
+    fields.optional_text("tool_name", tool_name);
+    fields.optional_text("tool_call_id", tool_call_id);
+    fields.optional_value("tool_args", tool_args);
+    fields.optional_value("tool_result", tool_result);
+    fields.optional_text("tool_error", tool_error);
+    fields.optional_text("correlation_id", correlation_id);
+    if !tags.is_empty() {
+        let tags = tags
+            .iter()
+            .cloned()
+            .map(serde_json::Value::String)
+            .collect();
+        fields.value("tags", &serde_json::Value::Array(tags));
+    }
+    fields.optional_text("tool_result_ref", tool_result_ref);
+    fields.optional_small("usage", usage);
+    fields.optional_value("opaque", opaque);
+    fields.optional_small("working_memory", working_memory);
+    for (key, value) in extra {
+        fields.value(key, value);
+    }
+    fields.close();
+}
+
+/// The fields of one JSON object being written, with the commas between them.
+struct Fields<'out> {
+    out: &'out mut Vec<u8>,
+    first: bool,
+}
+
+impl<'out> Fields<'out> {
+    fn open(out: &'out mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Fields { out, first: true }
+    }
+
+    fn key(&mut self, key: &str) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        json::write_str(self.out, key);
+        self.out.push(b':');
+    }
+
+    fn text(&mut self, key: &str, text: &str) {
+        self.key(key);
+        json::write_str(self.out, text);
+    }
+
+    fn value(&mut self, key: &str, value: &serde_json::Value) {
+        self.key(key);
+        json::write_value(self.out, value);
+    }
+
+    fn small<T: serde::Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        self.key(key);
+        json::write_small(self.out, value);
+    }
+
+    fn optional_text(&mut self, key: &str, text: &Option<String>) {
+        if let Some(text) = text {
+            self.text(key, text);
+        }
+    }
+
+    fn optional_value(&mut self, key: &str, value: &Option<serde_json::Value>) {
+        if let Some(value) = value {
+            self.value(key, value);
+        }
+    }
+
+    fn optional_small<T: serde::Serialize>(&mut self, key: &str, value: &Option<T>) {
+        if let Some(value) = value {
+            self.small(key, value);
+        }
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
 }
 
 fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -259,14 +374,20 @@ impl AppendLog {
     /// Appends `events`, one line each, and syncs as the durability setting says:
     /// after each event under `always`, once at the end under `batch`.
     ///
-    /// On failure the log is cut back to its last complete line, and the
-    /// failure says how many events were written (and synced) before it.
+    /// Under `batch` and `os` the lines go out in one write, so a turn's
+    /// events cost one system call. On failure the log is cut back to its
+    /// last complete line, and the failure says how many events were written
+    /// (and synced) before it.
     pub fn append(&mut self, events: &[Event]) -> std::result::Result<(), AppendFailure> {
-        for (written, event) in events.iter().enumerate() {
-            if let Err(error) = self.append_one(event) {
-                let _ = self.file.set_len(self.len);
-                return Err(AppendFailure { written, error });
-            }
+        if self.durability == Durability::Always {
+            return self.append_each_synced(events);
+        }
+        self.buffer.clear();
+        for event in events {
+            encode_line(event, &mut self.buffer);
+        }
+        if let Err(error) = self.write_buffer() {
+            return Err(AppendFailure { written: 0, error });
         }
         if self.durability == Durability::Batch && !events.is_empty() {
             if let Err(e) = self.file.sync_data() {
@@ -281,6 +402,35 @@ impl AppendLog {
                 });
             }
         }
+        Ok(())
+    }
+
+    fn append_each_synced(&mut self, events: &[Event]) -> std::result::Result<(), AppendFailure> {
+        for (written, event) in events.iter().enumerate() {
+            self.buffer.clear();
+            encode_line(event, &mut self.buffer);
+            let end = self.len;
+            let synced = self
+                .write_buffer()
+                .and_then(|()| self.file.sync_data().io("fsync", &self.path));
+            if let Err(error) = synced {
+                // An unsynced line is not kept: `written` counts synced ones.
+                let _ = self.file.set_len(end);
+                self.len = end;
+                return Err(AppendFailure { written, error });
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffer at the log's end; on failure cuts the log back to
+    /// where it ended before.
+    fn write_buffer(&mut self) -> Result<()> {
+        if let Err(error) = self.file.write_all(&self.buffer) {
+            let _ = self.file.set_len(self.len);
+            return Err(error).io("append to", &self.path);
+        }
+        self.len += self.buffer.len() as u64;
         Ok(())
     }
 
@@ -302,19 +452,6 @@ impl AppendLog {
         }
     }
 
-    fn append_one(&mut self, event: &Event) -> Result<()> {
-        self.buffer.clear();
-        encode_line(event, &mut self.buffer)?;
-        self.file
-            .write_all(&self.buffer)
-            .io("append to", &self.path)?;
-        if self.durability == Durability::Always {
-            self.file.sync_data().io("fsync", &self.path)?;
-        }
-        self.len += self.buffer.len() as u64;
-        Ok(())
-    }
-
     /// When appends are synced.
     pub fn durability(&self) -> Durability {
         self.durability
@@ -334,6 +471,7 @@ impl AppendLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::TraceType;
 
     #[test]
     fn a_torn_tail_is_moved_aside_and_complete_lines_kept() {
@@ -390,11 +528,40 @@ mod tests {
         }
     }
 
+    /// A log line is the event as `serde_json` serializes it, whichever
+    /// fields it sets and whatever characters its texts hold.
+    #[test]
+    fn a_line_is_the_event_as_serde_json_writes_it() {
+        let awkward = "tab\there \"quoted\" back\\slash \u{1}\u{1f} é😀\n";
+        let every_field: Event = serde_json::from_value(serde_json::json!({
+            "id": "ev-1", "ts": 1_700_000_000.125, "turn_id": "turn_0001", "seq": 3,
+            "trace_type": "tool_result", "content": awkward, "source_event": "ingest",
+            "media": {"images": ["data:image/png;base64,AAAA"]},
+            "tool_name": "read_file", "tool_call_id": "call_1",
+            "tool_args": {"path": awkward, "lines": [1, 2.5]},
+            "tool_result": {"ok": true, "text": awkward}, "tool_error": awkward,
+            "correlation_id": "c-1", "tags": ["a", awkward],
+            "tool_result_ref": "evicted/call_1.txt",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "cached_tokens": 1,
+                      "model": "gpt-4o", "estimated_prompt_tokens": 9},
+            "opaque": {"encrypted": awkward},
+            "working_memory": {"kind": "merge_patch", "patch": {"goal": awkward}, "version": 2, "hash": "h"},
+            "vendor_field": {"nested": [awkward]}, "another": null
+        }))
+        .unwrap();
+        let no_field = Event::new(TraceType::User, "");
+        for event in [every_field, no_field, Event::assistant(awkward)] {
+            let expected = serde_json::to_string(&event).unwrap() + "\n";
+            let line = String::from_utf8(encode_lines(std::slice::from_ref(&event))).unwrap();
+            assert_eq!(line, expected);
+        }
+    }
+
     #[test]
     fn a_bad_line_in_the_middle_is_moved_aside() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("raw_traces.jsonl");
-        let good = String::from_utf8(encode_lines(&[Event::user("ok")]).unwrap()).unwrap();
+        let good = String::from_utf8(encode_lines(&[Event::user("ok")])).unwrap();
         fs::write(&path, format!("{good}garbage\n{good}")).unwrap();
         let (events, recoveries) = read_and_repair(&path).unwrap();
         assert_eq!(events.len(), 2);

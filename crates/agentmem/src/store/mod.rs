@@ -451,7 +451,7 @@ fn events_through_turn(events: &[Event], turn: &str) -> Vec<Event> {
 }
 
 fn write_log(path: &Path, events: &[Event]) -> Result<()> {
-    let bytes = jsonl::encode_lines(events)?;
+    let bytes = jsonl::encode_lines(events);
     let mut file = fs::File::create(path).io("create", path)?;
     std::io::Write::write_all(&mut file, &bytes).io("write", path)?;
     file.sync_all().io("fsync", path)

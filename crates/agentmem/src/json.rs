@@ -1,0 +1,143 @@
+//! Compact JSON for the hot paths: the same bytes `serde_json` writes, with
+//! strings escaped by SIMD kernels.
+//!
+//! Nearly every byte the engine writes per turn is message text: once in
+//! the log line, once in the rendered request. `serde_json` escapes a string
+//! a byte at a time, and on the shared workload that loop was the largest
+//! cost of a turn that needs no counting. Only strings take the fast path;
+//! numbers and everything else are still written by `serde_json`, so the
+//! output is byte for byte what `serde_json::to_writer` gives (tests compare
+//! the two on every kind of character).
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// Appends `text` as a JSON string, quotes included.
+///
+/// ```
+/// let mut out = Vec::new();
+/// agentmem::json::write_str(&mut out, "line\n\"quoted\"");
+/// assert_eq!(out, br#""line\n\"quoted\"""#);
+/// ```
+pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    json_escape_simd::escape_into(text, out);
+}
+
+/// Appends `value` as compact JSON.
+///
+/// ```
+/// let value = serde_json::json!({"b": [1, 2.5, null], "a": "x\ty"});
+/// let mut out = Vec::new();
+/// agentmem::json::write_value(&mut out, &value);
+/// assert_eq!(out, serde_json::to_vec(&value).unwrap());
+/// ```
+pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::String(text) => write_str(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_map(out, map),
+        Value::Null | Value::Bool(_) | Value::Number(_) => write_small(out, value),
+    }
+}
+
+/// Appends `map` as a JSON object.
+pub fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    out.push(b'{');
+    for (index, (key, value)) in map.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_entry(out, key, value);
+    }
+    out.push(b'}');
+}
+
+/// Appends `"key":value`, without a separator before it.
+pub fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
+    write_str(out, key);
+    out.push(b':');
+    write_value(out, value);
+}
+
+/// Appends a value with no long strings in it (a number, a small struct)
+/// as `serde_json` writes it.
+pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("writing JSON to memory cannot fail");
+}
+
+/// `value` as a raw JSON value, for lists kept already serialized.
+///
+/// ```
+/// let value = serde_json::json!({"role": "user", "content": "hi"});
+/// let raw = agentmem::json::to_raw_value(&value);
+/// assert_eq!(raw.get(), r#"{"content":"hi","role":"user"}"#);
+/// ```
+pub fn to_raw_value(value: &Value) -> Box<RawValue> {
+    let mut out = Vec::new();
+    write_value(&mut out, value);
+    let json = String::from_utf8(out).expect("JSON written from strs is UTF-8");
+    // SAFETY: `json` is one compact JSON value with no surrounding
+    // whitespace, written above from a `Value`; the tests check such output
+    // against `serde_json`'s own, which is what `RawValue` expects.
+    unsafe { RawValue::from_string_unchecked(json) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn written(value: &Value) -> String {
+        let mut out = Vec::new();
+        write_value(&mut out, value);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn every_character_that_needs_escaping_is_escaped_as_serde_json_does() {
+        let every_low_byte: String = (0u8..=0x7f).map(char::from).collect();
+        let text = format!("{every_low_byte}é€😀\u{2028}\u{fffd}/");
+        let value = Value::String(text.repeat(5));
+        assert_eq!(written(&value), serde_json::to_string(&value).unwrap());
+    }
+
+    #[test]
+    fn nested_values_and_numbers_are_written_as_serde_json_writes_them() {
+        let value = json!({
+            "z": [1, -2, 3.25, 1e300, 0.1, null, true, false, u64::MAX, i64::MIN],
+            "a": {"nested": ["x\"y", "", {"k\n": "v\\"}]},
+            "empty": {}, "list": []
+        });
+        assert_eq!(written(&value), serde_json::to_string(&value).unwrap());
+    }
+
+    #[test]
+    fn a_raw_value_holds_the_same_text() {
+        let value = json!({"role": "tool", "content": "a\u{1}b"});
+        let raw = to_raw_value(&value);
+        assert_eq!(raw.get(), serde_json::to_string(&value).unwrap());
+        let back: Value = serde_json::from_str(raw.get()).unwrap();
+        assert_eq!(back, value);
+    }
+
+    proptest! {
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(text in any::<String>(), ascii in "[ -~\\t\\n\\r\\x00-\\x1f]{0,300}") {
+            for text in [text, ascii] {
+                let value = Value::String(text);
+                prop_assert_eq!(written(&value), serde_json::to_string(&value).unwrap());
+            }
+        }
+    }
+}
