@@ -408,11 +408,16 @@ impl Event {
 
 /// The current time in seconds since the Unix epoch.
 pub fn now_ts() -> f64 {
+    // Millisecond precision keeps the JSON short and is what transcripts carry.
+    (now_millis() as f64) / 1000.0
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_millis() -> u64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    // Millisecond precision keeps the JSON short and is what transcripts carry.
-    (now.as_millis() as f64) / 1000.0
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Parses an RFC 3339 timestamp (`2025-06-02T18:46:59.937Z`) into epoch seconds.

@@ -27,8 +27,8 @@ use crate::config::Durability;
 use crate::context::guard::{self, GuardPolicy};
 use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, Result};
-use crate::event::{now_ts, Event, TraceType};
-use crate::id::{AgentId, SessionId};
+use crate::event::{now_millis, now_ts, Event, TraceType};
+use crate::id::{AgentId, EventIds, SessionId};
 use crate::prepare::CalibrationTable;
 use crate::search::{HistoryIndex, IndexFeeder};
 use crate::store::jsonl::{self, AppendLog, Recovery};
@@ -152,6 +152,7 @@ pub struct Session {
     events: Vec<Event>,
     ids: HashSet<String>,
     turns: TurnTracker,
+    event_ids: EventIds,
     writer: Option<Writer>,
     recoveries: Vec<Recovery>,
     meta_dirty: bool,
@@ -309,6 +310,7 @@ impl Session {
             unprepared_call_overhead_tokens: None,
             ids: events.iter().map(|e| e.id.clone()).collect(),
             turns: TurnTracker::from_events(&events),
+            event_ids: EventIds::new(),
             paths,
             agent,
             id,
@@ -607,11 +609,11 @@ impl Session {
     }
 
     fn assign(&mut self, event: &mut Event) {
-        if event.id.is_empty() {
-            event.id = format!("ev_{}", uuid::Uuid::now_v7().simple());
-        }
         if event.ts == 0.0 {
             event.ts = now_ts();
+        }
+        if event.id.is_empty() {
+            event.id = self.event_ids.next_id(now_millis());
         }
         self.turns.assign(event);
     }
