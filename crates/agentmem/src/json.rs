@@ -83,13 +83,29 @@ pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 /// assert_eq!(raw.get(), r#"{"content":"hi","role":"user"}"#);
 /// ```
 pub fn to_raw_value(value: &Value) -> Box<RawValue> {
-    let mut out = Vec::new();
-    write_value(&mut out, value);
-    let json = String::from_utf8(out).expect("JSON written from strs is UTF-8");
-    // SAFETY: `json` is one compact JSON value with no surrounding
-    // whitespace, written above from a `Value`; the tests check such output
-    // against `serde_json`'s own, which is what `RawValue` expects.
-    unsafe { RawValue::from_string_unchecked(json) }
+    SCRATCH.with_borrow_mut(|out| {
+        out.clear();
+        write_value(out, value);
+        let json = std::str::from_utf8(out).expect("JSON written from strs is UTF-8");
+        // SAFETY: `json` is one compact JSON value with no surrounding
+        // whitespace, written above from a `Value`; the tests check such
+        // output against `serde_json`'s own, which is what `RawValue` expects.
+        let raw = unsafe { RawValue::from_string_unchecked(json.to_owned()) };
+        if out.capacity() > SCRATCH_KEPT_BYTES {
+            *out = Vec::new();
+        }
+        raw
+    })
+}
+
+/// The largest scratch buffer kept between values.
+const SCRATCH_KEPT_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// Where values are written before they are copied out at their size:
+    /// escaping reserves room for the worst case (six bytes a character),
+    /// which would otherwise be allocated, then shrunk, for every value.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(test)]
