@@ -1,7 +1,8 @@
 //! The append-only JSONL event log: one event a line, appended whole.
 //!
-//! A line is written with a single `write_all` of the JSON plus its newline, so
-//! a crash can only leave a *torn last line*: bytes after the final newline.
+//! Whole lines are written with a single `write_all` (an ingest call's lines
+//! together, or one line at a time when each is synced), so a crash can only
+//! leave a *torn last line*: bytes after the final newline.
 //! Opening the log for writing sets such a tail aside in `<log>.corrupt` and
 //! cuts the log back to its last complete line; complete lines are never lost.
 
