@@ -252,12 +252,7 @@ fn write_event(out: &mut Vec<u8>, event: &Event) {
     fields.optional_text("tool_error", tool_error);
     fields.optional_text("correlation_id", correlation_id);
     if !tags.is_empty() {
-        let tags = tags
-            .iter()
-            .cloned()
-            .map(serde_json::Value::String)
-            .collect();
-        fields.value("tags", &serde_json::Value::Array(tags));
+        fields.texts("tags", tags);
     }
     fields.optional_text("tool_result_ref", tool_result_ref);
     fields.optional_small("usage", usage);
@@ -292,6 +287,18 @@ impl<'out> Fields<'out> {
     fn text(&mut self, key: &str, text: &str) {
         self.key(key);
         json::write_str(self.out, text);
+    }
+
+    fn texts(&mut self, key: &str, texts: &[String]) {
+        self.key(key);
+        self.out.push(b'[');
+        for (index, text) in texts.iter().enumerate() {
+            if index > 0 {
+                self.out.push(b',');
+            }
+            json::write_str(self.out, text);
+        }
+        self.out.push(b']');
     }
 
     fn value(&mut self, key: &str, value: &serde_json::Value) {
