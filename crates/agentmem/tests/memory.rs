@@ -403,3 +403,34 @@ fn an_acknowledgement_keeps_the_question_before_it_as_what_is_recalled() {
         "the acknowledgement changed what is recalled"
     );
 }
+
+/// A memory write made through this process shows in the very next call; a
+/// change made on disk by another process shows once the last look at the
+/// files is older than the recheck interval.
+#[test]
+fn memory_changes_show_at_once_from_this_process_and_within_the_interval_from_others() {
+    let (_dir, store, agent) = common::fresh_store();
+    let notebook = store.notebook(&agent);
+    notebook.append("- First note.", None).unwrap();
+    let mut session = store.create_session(&agent, None).unwrap();
+    session.ingest(vec![Event::user("hello")]).unwrap();
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let mut system = || {
+        let prepared = session.prepare(&request).unwrap();
+        prepared.payload["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(system().contains("First note."));
+
+    notebook
+        .append("- Written through the store.", None)
+        .unwrap();
+    assert!(system().contains("Written through the store."));
+
+    let on_disk = notebook.read().unwrap().content + "\n- Written by another process.";
+    std::fs::write(notebook.path(), on_disk).unwrap();
+    std::thread::sleep(agentmem::session::MEMORY_RECHECK_INTERVAL);
+    assert!(system().contains("Written by another process."));
+}

@@ -40,8 +40,12 @@ pub fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
         .append(true)
         .open(&path)
         .io("open", &path)?;
-    file.write_all(&line).io("append to", &path)?;
-    file.sync_data().io("fsync", &path)
+    let written = file
+        .write_all(&line)
+        .io("append to", &path)
+        .and_then(|()| file.sync_data().io("fsync", &path));
+    super::count_write();
+    written
 }
 
 /// Every episodic item of the agent, oldest first; a torn or foreign line is skipped.

@@ -413,7 +413,9 @@ fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
         std::fs::create_dir_all(dir).io("create", dir)?;
     }
     let bytes = lines_of(facts.iter());
-    write_atomic(path, &bytes)?;
+    let written = write_atomic(path, &bytes);
+    super::count_write();
+    written?;
     Ok(bytes.len() as u64)
 }
 
@@ -428,8 +430,12 @@ fn append(path: &Path, facts: &[&Fact]) -> Result<u64> {
         .open(path)
         .io("open", path)?;
     let bytes = lines_of(facts.iter().copied());
-    file.write_all(&bytes).io("append to", path)?;
-    file.sync_data().io("fsync", path)?;
+    let written = file
+        .write_all(&bytes)
+        .io("append to", path)
+        .and_then(|()| file.sync_data().io("fsync", path));
+    super::count_write();
+    written?;
     Ok(bytes.len() as u64)
 }
 

@@ -10,9 +10,27 @@
 //!   `.agent-context.md`) discovered in the working directory, the user's
 //!   agentmem folder and the system folder.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 pub mod episodic;
 pub mod facts;
 pub mod notebook;
 pub mod project;
 pub mod redact;
 pub mod tools;
+
+/// Writes this process has made to agents' memory files.
+static WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a write (or an attempt that may have changed the file) to an
+/// agent's `MEMORY.md`, facts or episodes, once it is done.
+pub(crate) fn count_write() {
+    WRITES.fetch_add(1, Ordering::Release);
+}
+
+/// How many writes this process has made to agents' memory files: a
+/// session whose memory block was built at an earlier count rebuilds it
+/// without waiting to notice the change on disk.
+pub fn writes() -> u64 {
+    WRITES.load(Ordering::Acquire)
+}

@@ -158,7 +158,9 @@ impl Notebook {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).io("create", dir)?;
         }
-        write_atomic(&self.path, next.as_bytes())?;
+        let written = write_atomic(&self.path, next.as_bytes());
+        super::count_write();
+        written?;
         Ok(version(next))
     }
 }

@@ -18,6 +18,7 @@ mod prepare;
 mod working;
 
 pub use compaction::CompactOptions;
+pub use prepare::MEMORY_RECHECK_INTERVAL;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -220,6 +221,10 @@ struct OverheadCache {
 #[derive(Debug)]
 struct MemoryCache {
     stamp: MemoryStamp,
+    /// When the files were last looked at for `stamp`.
+    looked_at: std::time::Instant,
+    /// [`crate::memory::writes`] just before that look.
+    writes: u64,
     encoding: Encoding,
     query: Option<String>,
     /// Project files and MEMORY.md.

@@ -1,6 +1,8 @@
 //! `Session::prepare`: the model's view, shaped to fit, rendered for one API.
 
-use super::{CompactOptions, LastPrepare, OverheadCache, Session};
+use std::time::{Duration, Instant};
+
+use super::{CompactOptions, LastPrepare, MemoryStamp, OverheadCache, Session};
 use super::{MemoryBlocks, MemoryCache};
 use crate::context::compact::CompactReason;
 use crate::context::strategy::{CompactionTiming, PipelineSettings, Strategy};
@@ -21,6 +23,15 @@ use crate::transcript::{measure, Bound, Transcript};
 
 /// Model names whose registry entries a session remembers.
 const RECENT_MODELS: usize = 4;
+
+/// How long a look at the memory files stands for calls that come faster.
+///
+/// Looking costs a `stat` per file (a few microseconds each on a virtual
+/// machine, the largest cost of a call that needs no counting), while an
+/// agent's calls come seconds apart: a change made by another process shows
+/// from the first call after this interval. This process's own memory
+/// writes show at once ([`crate::memory::writes`]).
+pub const MEMORY_RECHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
 pub const SHRINK_TARGET_PERCENT: u64 = 85;
@@ -299,7 +310,7 @@ impl Session {
     /// there is one, else the agent's best facts and latest summaries.
     /// Rebuilt only when a memory file or that message changed.
     fn memory_blocks(&mut self, tokenizer: crate::tokens::Tokenizer) -> MemoryBlocks {
-        let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
+        let (stamp, looked_at, writes) = self.memory_files_stamp();
         // The latest question, not an "ok, go ahead" after it: that would
         // recall noise and change the live context for nothing.
         let query = self
@@ -359,6 +370,8 @@ impl Session {
         };
         self.memory_cache = Some(MemoryCache {
             stamp,
+            looked_at,
+            writes,
             encoding,
             query,
             own,
@@ -367,6 +380,21 @@ impl Session {
             tokens,
         });
         blocks
+    }
+
+    /// The memory files' stamp, when it was taken, and this process's
+    /// memory writes just before: the cached stamp while this process wrote
+    /// no memory since and it is younger than [`MEMORY_RECHECK_INTERVAL`],
+    /// else a fresh look at the files.
+    fn memory_files_stamp(&self) -> (MemoryStamp, Instant, u64) {
+        let writes = crate::memory::writes();
+        if let Some(cache) = &self.memory_cache {
+            if cache.writes == writes && cache.looked_at.elapsed() < MEMORY_RECHECK_INTERVAL {
+                return (cache.stamp.clone(), cache.looked_at, writes);
+            }
+        }
+        let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
+        (stamp, Instant::now(), writes)
     }
 
     /// Whether recall can find nothing: the session is alone with its own
