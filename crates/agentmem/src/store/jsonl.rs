@@ -565,6 +565,37 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any texts, tags, tool arguments and unknown fields, in any
+        /// combination of the optional fields, make the line `serde_json`
+        /// would write.
+        #[test]
+        fn any_event_makes_the_line_serde_json_writes(
+            texts in proptest::collection::vec(proptest::prelude::any::<String>(), 6),
+            set in proptest::collection::vec(proptest::prelude::any::<bool>(), 6),
+            ts in proptest::prelude::any::<f64>(),
+            seq in proptest::prelude::any::<u64>(),
+        ) {
+            let pick = |i: usize| set[i].then(|| texts[i].clone());
+            let mut event = Event::tool_call(&texts[1], &texts[2], serde_json::json!({texts[3].clone(): [texts[0].clone(), ts]}));
+            event.content = texts[0].clone();
+            event.ts = ts;
+            event.seq = seq;
+            event.tool_error = pick(4);
+            event.correlation_id = pick(5);
+            event.tool_result = set[0].then(|| serde_json::Value::String(texts[5].clone()));
+            if set[1] {
+                event.tags = vec![texts[4].clone(), texts[5].clone()];
+            }
+            if set[2] {
+                event.extra.insert(texts[3].clone(), serde_json::json!({"k": texts[4].clone()}));
+            }
+            let expected = serde_json::to_string(&event).unwrap() + "\n";
+            let line = String::from_utf8(encode_lines(std::slice::from_ref(&event))).unwrap();
+            proptest::prop_assert_eq!(line, expected);
+        }
+    }
+
     #[test]
     fn a_bad_line_in_the_middle_is_moved_aside() {
         let dir = tempfile::tempdir().unwrap();
