@@ -163,7 +163,7 @@ pub fn budget_tool_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Op
 /// Tier 2: drops older calls that a later identical call (same tool, same
 /// arguments) repeats — an old read superseded by a newer one — with their results.
 pub fn snip_duplicate_calls(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
-    let mut latest: HashMap<(String, String), usize> = HashMap::new();
+    let mut latest: HashMap<(String, Vec<u8>), usize> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
         if item.event.trace_type == TraceType::ToolCall && !is_snapshot(&item.event) {
             latest.insert(call_key(&item.event), i);
@@ -313,12 +313,11 @@ fn is_trimmable(event: &Event) -> bool {
     !is_snapshot(event) && event.turn_id != crate::turn::PREAMBLE_TURN
 }
 
-fn call_key(event: &Event) -> (String, String) {
-    let args = event
-        .tool_args
-        .as_ref()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+fn call_key(event: &Event) -> (String, Vec<u8>) {
+    let mut args = Vec::new();
+    if let Some(value) = &event.tool_args {
+        crate::json::write_value(&mut args, value);
+    }
     (event.tool_name.clone().unwrap_or_default(), args)
 }
 
