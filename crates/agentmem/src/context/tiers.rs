@@ -397,3 +397,43 @@ pub fn drop_oldest_items(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Opti
         tokens_saved: saved,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Encoding;
+    use crate::transcript::Transcript;
+    use serde_json::json;
+
+    fn call_and_result(id: &str, path: &str) -> [Event; 2] {
+        [
+            Event::tool_call(id, "read_file", json!({"path": path, "lines": [1, 40]})).with_id(id),
+            Event::tool_result(id, format!("contents of {path}\n").repeat(50))
+                .with_id(format!("{id}-out")),
+        ]
+    }
+
+    #[test]
+    fn snip_drops_an_older_call_repeated_with_the_same_arguments_and_its_result() {
+        let events: Vec<Event> = [
+            call_and_result("c1", "src/a.rs"),
+            call_and_result("c2", "src/b.rs"),
+            call_and_result("c3", "src/a.rs"),
+        ]
+        .concat();
+        let transcript = Transcript::from_events(Encoding::O200kBase, &events);
+        let mut items = transcript.items().to_vec();
+        let settings = PipelineSettings::default();
+        let shrink = Shrink {
+            target: 0,
+            tokenizer: Encoding::O200kBase.tokenizer(),
+            settings: &settings,
+        };
+        let action = snip_duplicate_calls(&mut items, &shrink);
+        assert!(
+            matches!(action, Some(Action::Snipped { pairs: 1, tokens_saved }) if tokens_saved > 0)
+        );
+        let left: Vec<&str> = items.iter().map(|i| i.event.id.as_str()).collect();
+        assert_eq!(left, ["c2", "c2-out", "c3", "c3-out"]);
+    }
+}
