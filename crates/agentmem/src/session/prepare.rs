@@ -325,8 +325,11 @@ impl Session {
             .memory_cache
             .as_ref()
             .is_some_and(|c| c.stamp == stamp && c.encoding == encoding);
-        if let Some(cache) = &self.memory_cache {
+        if let Some(cache) = &mut self.memory_cache {
             if files_unchanged && cache.query == query {
+                // The look stands for the next calls: it found nothing new.
+                cache.looked_at = looked_at;
+                cache.writes = writes;
                 return cache.blocks.clone();
             }
         }
