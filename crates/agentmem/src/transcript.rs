@@ -819,12 +819,7 @@ mod tests {
             "The lexer now keeps its position across lines and columns. ",
             "e2",
         );
-        let exact = Transcript::from_events(Encoding::O200kBase, &[first.clone(), second.clone()])
-            .totals()
-            .total;
-        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
-        later.extend(&[first]);
-        later.extend_counting_later(&[second]);
+        let (exact, mut later) = counted_then_later(first, second);
         let limit = exact + 100;
 
         let mut certain = later.clone();
@@ -841,18 +836,26 @@ mod tests {
         );
     }
 
+    /// The exact total of `counted` then `waiting`, and a transcript that
+    /// counted the first and holds the second to be counted later.
+    fn counted_then_later(counted: Event, waiting: Event) -> (u64, Transcript) {
+        let exact =
+            Transcript::from_events(Encoding::O200kBase, &[counted.clone(), waiting.clone()])
+                .totals()
+                .total;
+        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        later.extend(&[counted]);
+        later.extend_counting_later(&[waiting]);
+        (exact, later)
+    }
+
     #[test]
     fn text_denser_than_any_counted_can_pass_a_calibrated_check_never_a_certain_one() {
         let prose =
             Event::user("The parser reads one line at a time and keeps its tokens. ".repeat(20))
                 .with_id("e1");
         let dense = Event::user("x7Qz9Lk2Vb8Np3Rw".repeat(40)).with_id("e2");
-        let exact = Transcript::from_events(Encoding::O200kBase, &[prose.clone(), dense.clone()])
-            .totals()
-            .total;
-        let mut later = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
-        later.extend(&[prose]);
-        later.extend_counting_later(&[dense]);
+        let (exact, mut later) = counted_then_later(prose, dense);
 
         assert!(!later.clone().is_below(exact, Bound::Certain));
         assert!(
