@@ -1,6 +1,7 @@
 //! Feeding the index off the hot path: a session's writer hands freshly
 //! appended events to a background thread, which indexes them while the
-//! agent goes on. Ingest latency then stays that of the log append.
+//! agent goes on. Ingest latency then stays that of the log append. When
+//! the thread falls behind, it indexes what waits in one transaction.
 //!
 //! The log, not the index, is the record: if the thread cannot open or write
 //! the index it stops, and the next search catches up from the logs.
@@ -103,28 +104,74 @@ impl Drop for IndexFeeder {
     }
 }
 
+/// The most events the indexer takes into one transaction.
+const MAX_EVENTS_PER_TRANSACTION: usize = 4_096;
+
+/// One transaction's worth of a session's events.
+struct Batch {
+    session: String,
+    runs: Vec<(u64, Vec<Event>)>,
+}
+
 fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
     let mut index = HistoryIndex::open(&agent_dir).ok();
-    for job in queue {
+    let mut carried = None;
+    while let Some(job) = carried.take().or_else(|| queue.recv().ok()) {
         match job {
             Job::Add {
                 session,
                 first_ord,
                 events,
             } => {
-                let failed = index
-                    .as_mut()
-                    .is_some_and(|i| i.add_events(&session, first_ord, &events).is_err());
+                let (batch, next) = gather(session, first_ord, events, &queue);
+                carried = next;
+                let failed = index.as_mut().is_some_and(|i| {
+                    let runs = batch.runs.iter().map(|(ord, e)| (*ord, e.as_slice()));
+                    i.add_runs(&batch.session, runs).is_err()
+                });
                 if failed {
                     index = None;
                 }
-                answer_memories_beyond(index.as_ref(), &session, others);
+                answer_memories_beyond(index.as_ref(), &batch.session, others);
             }
             Job::Flush(done) => {
                 let _ = done.send(());
             }
         }
     }
+}
+
+/// The first run and the runs of the same session already waiting after it,
+/// up to [`MAX_EVENTS_PER_TRANSACTION`], with the job that ended the batch.
+/// An agent's calls come seconds apart, so in use a batch is one ingest
+/// call; when the indexer falls behind (a replay, an import) it catches up
+/// in few transactions instead of one per call.
+fn gather(
+    session: String,
+    first_ord: u64,
+    events: Vec<Event>,
+    queue: &Receiver<Job>,
+) -> (Batch, Option<Job>) {
+    let mut count = events.len();
+    let mut batch = Batch {
+        session,
+        runs: vec![(first_ord, events)],
+    };
+    while count < MAX_EVENTS_PER_TRANSACTION {
+        match queue.try_recv() {
+            Ok(Job::Add {
+                session,
+                first_ord,
+                events,
+            }) if session == batch.session => {
+                count += events.len();
+                batch.runs.push((first_ord, events));
+            }
+            Ok(other) => return (batch, Some(other)),
+            Err(_) => break,
+        }
+    }
+    (batch, None)
 }
 
 /// Stores whether `index` holds memories beyond `session`'s own. Once
@@ -141,4 +188,60 @@ fn answer_memories_beyond(index: Option<&HistoryIndex>, session: &str, others: &
         Some(Err(_)) | None => OTHERS_UNKNOWN,
     };
     others.store(answer, Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(session: &str, first_ord: u64, count: usize) -> Job {
+        Job::Add {
+            session: session.to_owned(),
+            first_ord,
+            events: vec![Event::user("x"); count],
+        }
+    }
+
+    fn positions(batch: &Batch) -> Vec<(u64, usize)> {
+        batch.runs.iter().map(|(o, e)| (*o, e.len())).collect()
+    }
+
+    #[test]
+    fn a_batch_takes_the_waiting_runs_of_its_session_and_stops_at_a_flush() {
+        let (jobs, queue) = mpsc::channel();
+        jobs.send(add("s", 2, 2)).unwrap();
+        jobs.send(add("s", 4, 1)).unwrap();
+        let (done, _wait) = mpsc::channel();
+        jobs.send(Job::Flush(done)).unwrap();
+        jobs.send(add("s", 5, 1)).unwrap();
+        let (batch, next) = gather("s".into(), 0, vec![Event::user("x"); 2], &queue);
+        assert_eq!(positions(&batch), [(0, 2), (2, 2), (4, 1)]);
+        assert!(
+            matches!(next, Some(Job::Flush(_))),
+            "the flush waits for the batch"
+        );
+        assert!(matches!(
+            queue.try_recv(),
+            Ok(Job::Add { first_ord: 5, .. })
+        ));
+    }
+
+    #[test]
+    fn a_batch_stops_at_another_session_and_at_its_size() {
+        let (jobs, queue) = mpsc::channel();
+        jobs.send(add("other", 0, 1)).unwrap();
+        let (batch, next) = gather("s".into(), 0, vec![Event::user("x")], &queue);
+        assert_eq!(positions(&batch), [(0, 1)]);
+        assert!(matches!(next, Some(Job::Add { session, .. }) if session == "other"));
+
+        jobs.send(add("s", MAX_EVENTS_PER_TRANSACTION as u64, 1))
+            .unwrap();
+        let full = vec![Event::user("x"); MAX_EVENTS_PER_TRANSACTION];
+        let (batch, next) = gather("s".into(), 0, full, &queue);
+        assert_eq!(positions(&batch), [(0, MAX_EVENTS_PER_TRANSACTION)]);
+        assert!(
+            next.is_none() && queue.try_recv().is_ok(),
+            "left for the next batch"
+        );
+    }
 }

@@ -155,10 +155,25 @@ impl HistoryIndex {
     /// `session`'s full history, in one transaction. Events already indexed
     /// are skipped; returns how many were added.
     pub fn add_events(&mut self, session: &str, first_ord: u64, events: &[Event]) -> Result<usize> {
-        let positioned = events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (first_ord.saturating_add(i as u64), e));
+        self.add_runs(session, [(first_ord, events)])
+    }
+
+    /// Indexes runs of `session`'s events, each given with the position of
+    /// its first event in the full history, in one transaction; as
+    /// [`HistoryIndex::add_events`] otherwise. A transaction writes a new
+    /// segment of the full-text index and merges older ones, so many small
+    /// runs cost several times what they cost together.
+    pub fn add_runs<'a>(
+        &mut self,
+        session: &str,
+        runs: impl IntoIterator<Item = (u64, &'a [Event])>,
+    ) -> Result<usize> {
+        let positioned = runs.into_iter().flat_map(|(first_ord, events)| {
+            events
+                .iter()
+                .enumerate()
+                .map(move |(i, e)| (first_ord.saturating_add(i as u64), e))
+        });
         self.insert_events(session, positioned)
     }
 
@@ -973,5 +988,26 @@ mod tests {
             .map(|c| c.event_id.as_str())
             .collect();
         assert_eq!(ids, ["e0", "e1", "e2", "e3"]);
+    }
+
+    #[test]
+    fn runs_added_together_keep_their_positions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        let events: Vec<Event> = ["first", "second", "the needle", "last"]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Event::user(*text).with_id(format!("e{i}")))
+            .collect();
+        let (head, tail) = events.split_at(2);
+        assert_eq!(index.add_runs("s1", [(2, tail), (0, head)]).unwrap(), 4);
+        assert_eq!(index.indexed_sessions().unwrap(), [("s1".to_owned(), 4)]);
+        let hits = index.search("needle", &SearchFilter::default()).unwrap();
+        let context: Vec<_> = hits[0]
+            .context
+            .iter()
+            .map(|c| c.event_id.as_str())
+            .collect();
+        assert_eq!(context, ["e0", "e1", "e2", "e3"]);
     }
 }
