@@ -75,6 +75,26 @@ pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     serde_json::to_writer(out, value).expect("writing JSON to memory cannot fail");
 }
 
+/// `value` as compact JSON text, as `Value::to_string` writes it (which goes
+/// through `fmt` and escapes a byte at a time).
+///
+/// ```
+/// let value = serde_json::json!({"path": "src/main.rs", "lines": [1, 20]});
+/// assert_eq!(agentmem::json::to_string(&value), value.to_string());
+/// ```
+pub fn to_string(value: &Value) -> String {
+    SCRATCH.with_borrow_mut(|out| {
+        out.clear();
+        write_value(out, value);
+        let json = std::str::from_utf8(out).expect("JSON written from strs is UTF-8");
+        let text = json.to_owned();
+        if out.capacity() > SCRATCH_KEPT_BYTES {
+            *out = Vec::new();
+        }
+        text
+    })
+}
+
 /// `value` as a raw JSON value, for lists kept already serialized.
 ///
 /// ```
@@ -83,19 +103,10 @@ pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 /// assert_eq!(raw.get(), r#"{"content":"hi","role":"user"}"#);
 /// ```
 pub fn to_raw_value(value: &Value) -> Box<RawValue> {
-    SCRATCH.with_borrow_mut(|out| {
-        out.clear();
-        write_value(out, value);
-        let json = std::str::from_utf8(out).expect("JSON written from strs is UTF-8");
-        // SAFETY: `json` is one compact JSON value with no surrounding
-        // whitespace, written above from a `Value`; the tests check such
-        // output against `serde_json`'s own, which is what `RawValue` expects.
-        let raw = unsafe { RawValue::from_string_unchecked(json.to_owned()) };
-        if out.capacity() > SCRATCH_KEPT_BYTES {
-            *out = Vec::new();
-        }
-        raw
-    })
+    // SAFETY: `to_string` writes one compact JSON value with no surrounding
+    // whitespace; the tests check such output against `serde_json`'s own,
+    // which is what `RawValue` expects.
+    unsafe { RawValue::from_string_unchecked(to_string(value)) }
 }
 
 /// The largest scratch buffer kept between values.

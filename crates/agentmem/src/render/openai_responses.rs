@@ -180,7 +180,7 @@ fn arguments_json(arguments: &Value) -> String {
         | Value::Bool(_)
         | Value::Number(_)
         | Value::Array(_)
-        | Value::Object(_) => tool_input(arguments).to_string(),
+        | Value::Object(_) => crate::json::to_string(&tool_input(arguments)),
     }
 }
 

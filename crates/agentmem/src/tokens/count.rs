@@ -139,7 +139,7 @@ fn tally_part(part: &Part, count: impl Fn(&str) -> u64) -> TokenCounts {
 pub fn arguments_text(arguments: &Value) -> String {
     match arguments {
         Value::String(raw) => raw.clone(),
-        other => other.to_string(),
+        other => crate::json::to_string(other),
     }
 }
 
