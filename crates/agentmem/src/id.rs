@@ -183,9 +183,16 @@ impl EventIds {
         bits[4..].copy_from_slice(&self.random);
         self.counter = counter.wrapping_add(1) & EVENT_ID_COUNTER_MASK;
         let uuid = uuid::Builder::from_unix_timestamp_millis(unix_millis, &bits).into_uuid();
-        format!("ev_{}", uuid.simple())
+        let mut buffer = uuid::Uuid::encode_buffer();
+        let mut id = String::with_capacity(EVENT_ID_PREFIX.len() + uuid::fmt::Simple::LENGTH);
+        id.push_str(EVENT_ID_PREFIX);
+        id.push_str(uuid.simple().encode_lower(&mut buffer));
+        id
     }
 }
+
+/// What every event id agentmem makes starts with.
+const EVENT_ID_PREFIX: &str = "ev_";
 
 impl Default for EventIds {
     fn default() -> Self {

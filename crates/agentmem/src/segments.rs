@@ -10,7 +10,6 @@
 //! render is kept under the revisions of its items, so any change to an item
 //! renders its segment anew.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -55,7 +54,7 @@ impl RenderCache {
         // after it, which may have changed: only segments ending before it stay.
         let kept = self.latest.iter().take_while(|r| r.range.end < unchanged);
         let kept = kept.count();
-        let mut reusable: HashMap<u64, Arc<Segment>> = self
+        let mut reusable: foldhash::HashMap<u64, Arc<Segment>> = self
             .latest
             .drain(kept..)
             .map(|r| (r.key, r.segment))

@@ -20,7 +20,7 @@
 //!
 //! [counted later]: Transcript::extend_counting_later
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -128,7 +128,7 @@ pub struct Transcript {
     /// view rebuilt after a compaction, or the compaction's own reading of
     /// the span, reuses them instead of cutting and counting the same
     /// outputs again.
-    seen: HashMap<String, Seen>,
+    seen: foldhash::HashMap<String, Seen>,
     /// Whether the view's tool pairs are intact, kept up to date as it grows.
     pairs: PairCheck,
     /// Items whose counts are estimates, in view order.
@@ -252,7 +252,7 @@ impl Transcript {
             unshrunk: 0,
             response_start_total: 0,
             anchor: None,
-            seen: HashMap::new(),
+            seen: foldhash::HashMap::default(),
             pairs: PairCheck::default(),
             uncounted: Vec::new(),
             uncounted_slack: Slack::default(),

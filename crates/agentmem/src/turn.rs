@@ -5,8 +5,6 @@
 //! call they answer, even when they arrive after the next user message. `seq`
 //! numbers events inside a turn from 1.
 
-use std::collections::HashMap;
-
 use crate::event::{Event, TraceType};
 
 /// The turn id events get before the first user message (system prompts, preambles).
@@ -27,8 +25,8 @@ pub fn turn_number(turn_id: &str) -> Option<u64> {
 pub struct TurnTracker {
     current: Option<String>,
     last_number: u64,
-    next_seq: HashMap<String, u64>,
-    call_turns: HashMap<String, String>,
+    next_seq: foldhash::HashMap<String, u64>,
+    call_turns: foldhash::HashMap<String, String>,
 }
 
 impl TurnTracker {

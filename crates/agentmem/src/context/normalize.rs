@@ -467,9 +467,9 @@ pub fn pairs_are_intact<'a>(events: impl IntoIterator<Item = &'a Event>) -> bool
 /// only grows is checked for what it gained, not again from the start.
 #[derive(Debug, Clone, Default)]
 pub struct PairCheck {
-    calls: HashSet<String>,
+    calls: foldhash::HashSet<String>,
     /// Calls of the current response still waiting for their result.
-    waiting: HashSet<String>,
+    waiting: foldhash::HashSet<String>,
     in_response: bool,
     in_results: bool,
     broken: bool,

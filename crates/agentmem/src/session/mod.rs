@@ -151,7 +151,7 @@ pub struct Session {
     id: SessionId,
     meta: SessionMeta,
     events: Vec<Event>,
-    ids: HashSet<String>,
+    ids: foldhash::HashSet<String>,
     turns: TurnTracker,
     event_ids: EventIds,
     writer: Option<Writer>,
@@ -448,7 +448,7 @@ impl Session {
         let mut report = IngestReport::default();
         let mut fresh = Vec::with_capacity(events.len());
         let mut batch_index = Vec::with_capacity(events.len());
-        let mut batch_ids = HashSet::new();
+        let mut batch_ids = foldhash::HashSet::default();
         for (index, event) in events.into_iter().enumerate() {
             if !event.id.is_empty()
                 && (self.ids.contains(&event.id) || !batch_ids.insert(event.id.clone()))
