@@ -86,8 +86,11 @@ pub fn to_string(value: &Value) -> String {
     SCRATCH.with_borrow_mut(|out| {
         out.clear();
         write_value(out, value);
-        let json = std::str::from_utf8(out).expect("JSON written from strs is UTF-8");
-        let text = json.to_owned();
+        debug_assert!(std::str::from_utf8(out).is_ok());
+        // SAFETY: every byte came from a `&str`, from `serde_json`'s own
+        // output, or is ASCII punctuation; checking again would cost a pass
+        // over every byte of every entry.
+        let text = unsafe { String::from_utf8_unchecked(out.clone()) };
         if out.capacity() > SCRATCH_KEPT_BYTES {
             *out = Vec::new();
         }
