@@ -14,6 +14,7 @@ use crate::segments::RenderCache;
 use crate::tokens::budget::{Budget, BudgetSettings};
 use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
 use crate::tokens::registry::{ModelInfo, ModelSource};
+use crate::tokens::TokenCounts;
 use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
 use crate::transcript::{measure, message_count, ViewItem};
 
@@ -176,10 +177,16 @@ pub fn request_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Secti
     }
 }
 
-/// What the session measured for a prepare: the provider-measured offset
-/// (if any), the request's own tokens, and the model's calibration.
+/// What the session measured for a prepare: the view's size, the
+/// provider-measured offset (if any), the request's own tokens, and the
+/// model's calibration.
 #[derive(Debug, Clone, Copy)]
 pub struct Measured {
+    /// The view's totals, as [`measure`] gives them. The transcript keeps
+    /// them as it grows, so a call need not go over the whole view again.
+    pub view: TokenCounts,
+    /// How many messages the view makes, as [`message_count`] gives it.
+    pub messages: usize,
     pub offset: Option<u64>,
     /// [`request_overhead`] of the request.
     pub overhead: Sections,
@@ -212,6 +219,8 @@ pub fn prepare(
     renders: &mut RenderCache,
 ) -> Prepared {
     let Measured {
+        view,
+        messages,
         offset,
         overhead,
         calibration,
@@ -222,7 +231,12 @@ pub fn prepare(
         model,
         budget,
     } = limits;
-    let view = measure(items, tokenizer);
+    debug_assert_eq!(view, measure(items, tokenizer), "the view's kept totals");
+    debug_assert_eq!(
+        messages,
+        message_count(items),
+        "the view's kept message count"
+    );
     let reasoning = if request.target.sends_reasoning() {
         view.reasoning
     } else {
@@ -294,7 +308,7 @@ pub fn prepare(
             calibration,
             compaction_due: context_tokens >= budget.trigger_tokens(),
             over_budget: context_tokens > budget.input_budget(),
-            messages: message_count(items),
+            messages,
             events: items.len(),
             tokens_saved,
             actions,

@@ -120,6 +120,8 @@ pub struct Transcript {
     guard: GuardPolicy,
     items: Vec<ViewItem>,
     total: TokenCounts,
+    /// How many messages the items make (see [`message_count`]).
+    messages: usize,
     /// The total as the events came, before any tier shrank the view.
     unshrunk: u64,
     response_start_total: u64,
@@ -249,6 +251,7 @@ impl Transcript {
             guard,
             items: Vec::new(),
             total: TokenCounts::default(),
+            messages: 0,
             unshrunk: 0,
             response_start_total: 0,
             anchor: None,
@@ -339,6 +342,7 @@ impl Transcript {
         };
         let starts = starts_message(self.items.last().map(|i| &i.event), &viewed);
         if starts {
+            self.messages += crate::message::messages_started(&viewed);
             self.total.add(message_framing(&viewed, self.tokenizer));
             if event.trace_type.is_model_output() {
                 self.response_start_total = before;
@@ -484,6 +488,12 @@ impl Transcript {
         self.total.total < limit
     }
 
+    /// How many messages the view makes, kept as it grows: what
+    /// [`message_count`] finds, without going over the view again.
+    pub fn message_count(&self) -> usize {
+        self.messages
+    }
+
     /// How many of [`Transcript::totals`]' tokens are estimates, not counts.
     pub fn estimated_tokens(&self) -> u64 {
         self.uncounted
@@ -499,6 +509,7 @@ impl Transcript {
         self.uncounted_slack = Slack::default();
         self.items.clear();
         self.total = TokenCounts::default();
+        self.messages = 0;
         self.unshrunk = 0;
         self.response_start_total = 0;
         self.response_start = 0;
@@ -541,6 +552,7 @@ impl Transcript {
         self.count_now();
         let result = shape(&mut self.items);
         self.total = measure(&self.items, self.tokenizer);
+        self.messages = message_count(&self.items);
         self.pairs = PairCheck::default();
         for item in &self.items {
             self.pairs.observe(&item.event);

@@ -19,7 +19,7 @@ use crate::prepare::{
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
-use crate::transcript::{measure, Bound, Transcript};
+use crate::transcript::{measure, message_count, Bound, Transcript};
 
 /// Model names whose registry entries a session remembers.
 const RECENT_MODELS: usize = 4;
@@ -133,21 +133,17 @@ impl Session {
             model: &model,
             budget,
         };
-        let measured = Measured {
+        let measured = |view, messages| Measured {
+            view,
+            messages,
             offset: anchor_offset,
             overhead,
             calibration,
             estimated,
         };
         let prepared = if intact && fits {
-            prepare(
-                transcript.items(),
-                limits,
-                request,
-                measured,
-                actions,
-                renders,
-            )
+            let view = measured(transcript.totals(), transcript.message_count());
+            prepare(transcript.items(), limits, request, view, actions, renders)
         } else {
             // On a copy: a pending call may still get its real result, and a
             // last-resort cut is for this call only.
@@ -156,7 +152,8 @@ impl Session {
             if settings.strategy != Strategy::None {
                 actions.extend(fit_as_last_resort(&mut items, &must_fit));
             }
-            prepare(&items, limits, request, measured, actions, renders)
+            let view = measured(measure(&items, tokenizer), message_count(&items));
+            prepare(&items, limits, request, view, actions, renders)
         };
         let mut prepared = prepared;
         let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.tokens);
