@@ -1,7 +1,9 @@
-//! Feeding the index off the hot path: a session's writer hands freshly
-//! appended events to a background thread, which indexes them while the
-//! agent goes on. Ingest latency then stays that of the log append. When
-//! the thread falls behind, it indexes what waits in one transaction.
+//! Feeding the index off the hot path: a session's writer hands the log
+//! lines it just appended to a background thread, which reads the events
+//! back from them and indexes them while the agent goes on. Ingest latency
+//! then stays that of the log append: copying the lines costs far less than
+//! copying the events. When the thread falls behind, it indexes what waits
+//! in one transaction.
 //!
 //! The log, not the index, is the record: if the thread cannot open or write
 //! the index it stops, and the next search catches up from the logs.
@@ -24,7 +26,8 @@ enum Job {
     Add {
         session: String,
         first_ord: u64,
-        events: Vec<Event>,
+        /// Log lines, one event each, as [`AppendLog`](crate::store::jsonl::AppendLog) writes them.
+        lines: Vec<u8>,
     },
     /// Answered once every job sent before it is done.
     Flush(Sender<()>),
@@ -73,13 +76,14 @@ impl IndexFeeder {
         }
     }
 
-    /// Hands `events` (at position `first_ord` of `session`'s full history) to the indexer.
-    pub fn add(&self, session: &str, first_ord: u64, events: Vec<Event>) {
+    /// Hands the events of the log `lines` (the first at position
+    /// `first_ord` of `session`'s full history) to the indexer.
+    pub fn add(&self, session: &str, first_ord: u64, lines: Vec<u8>) {
         if let Some(jobs) = &self.jobs {
             let _ = jobs.send(Job::Add {
                 session: session.to_owned(),
                 first_ord,
-                events,
+                lines,
             });
         }
     }
@@ -104,13 +108,13 @@ impl Drop for IndexFeeder {
     }
 }
 
-/// The most events the indexer takes into one transaction.
-const MAX_EVENTS_PER_TRANSACTION: usize = 4_096;
+/// The most log bytes the indexer takes into one transaction.
+const MAX_BYTES_PER_TRANSACTION: usize = 8 << 20;
 
-/// One transaction's worth of a session's events.
+/// One transaction's worth of a session's log lines.
 struct Batch {
     session: String,
-    runs: Vec<(u64, Vec<Event>)>,
+    runs: Vec<(u64, Vec<u8>)>,
 }
 
 fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
@@ -121,12 +125,17 @@ fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
             Job::Add {
                 session,
                 first_ord,
-                events,
+                lines,
             } => {
-                let (batch, next) = gather(session, first_ord, events, &queue);
+                let (batch, next) = gather(session, first_ord, lines, &queue);
                 carried = next;
+                let runs: Vec<(u64, Vec<Event>)> = batch
+                    .runs
+                    .iter()
+                    .flat_map(|(ord, lines)| runs_of(*ord, lines))
+                    .collect();
                 let failed = index.as_mut().is_some_and(|i| {
-                    let runs = batch.runs.iter().map(|(ord, e)| (*ord, e.as_slice()));
+                    let runs = runs.iter().map(|(ord, e)| (*ord, e.as_slice()));
                     i.add_runs(&batch.session, runs).is_err()
                 });
                 if failed {
@@ -142,36 +151,58 @@ fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
 }
 
 /// The first run and the runs of the same session already waiting after it,
-/// up to [`MAX_EVENTS_PER_TRANSACTION`], with the job that ended the batch.
+/// up to [`MAX_BYTES_PER_TRANSACTION`], with the job that ended the batch.
 /// An agent's calls come seconds apart, so in use a batch is one ingest
 /// call; when the indexer falls behind (a replay, an import) it catches up
 /// in few transactions instead of one per call.
 fn gather(
     session: String,
     first_ord: u64,
-    events: Vec<Event>,
+    lines: Vec<u8>,
     queue: &Receiver<Job>,
 ) -> (Batch, Option<Job>) {
-    let mut count = events.len();
+    let mut bytes = lines.len();
     let mut batch = Batch {
         session,
-        runs: vec![(first_ord, events)],
+        runs: vec![(first_ord, lines)],
     };
-    while count < MAX_EVENTS_PER_TRANSACTION {
+    while bytes < MAX_BYTES_PER_TRANSACTION {
         match queue.try_recv() {
             Ok(Job::Add {
                 session,
                 first_ord,
-                events,
+                lines,
             }) if session == batch.session => {
-                count += events.len();
-                batch.runs.push((first_ord, events));
+                bytes += lines.len();
+                batch.runs.push((first_ord, lines));
             }
             Ok(other) => return (batch, Some(other)),
             Err(_) => break,
         }
     }
     (batch, None)
+}
+
+/// The events of log `lines`, the first at position `first_ord`, in runs of
+/// consecutive positions. The writer encoded the lines a moment ago, so
+/// every one reads back; were one not to, it would be left out without
+/// moving the others, and the next search would catch it up from the log.
+fn runs_of(first_ord: u64, lines: &[u8]) -> Vec<(u64, Vec<Event>)> {
+    let mut runs = Vec::new();
+    let mut run = (first_ord, Vec::new());
+    let lines = lines.split(|&b| b == b'\n').filter(|line| !line.is_empty());
+    for (ord, line) in (first_ord..).zip(lines) {
+        match serde_json::from_slice::<Event>(line) {
+            Ok(event) => run.1.push(event),
+            Err(_) => {
+                let next = (ord + 1, Vec::new());
+                runs.push(std::mem::replace(&mut run, next));
+            }
+        }
+    }
+    runs.push(run);
+    runs.retain(|(_, events)| !events.is_empty());
+    runs
 }
 
 /// Stores whether `index` holds memories beyond `session`'s own. Once
@@ -194,28 +225,28 @@ fn answer_memories_beyond(index: Option<&HistoryIndex>, session: &str, others: &
 mod tests {
     use super::*;
 
-    fn add(session: &str, first_ord: u64, count: usize) -> Job {
+    fn add(session: &str, first_ord: u64, bytes: usize) -> Job {
         Job::Add {
             session: session.to_owned(),
             first_ord,
-            events: vec![Event::user("x"); count],
+            lines: vec![b'x'; bytes],
         }
     }
 
     fn positions(batch: &Batch) -> Vec<(u64, usize)> {
-        batch.runs.iter().map(|(o, e)| (*o, e.len())).collect()
+        batch.runs.iter().map(|(o, l)| (*o, l.len())).collect()
     }
 
     #[test]
     fn a_batch_takes_the_waiting_runs_of_its_session_and_stops_at_a_flush() {
         let (jobs, queue) = mpsc::channel();
-        jobs.send(add("s", 2, 2)).unwrap();
-        jobs.send(add("s", 4, 1)).unwrap();
+        jobs.send(add("s", 2, 20)).unwrap();
+        jobs.send(add("s", 4, 10)).unwrap();
         let (done, _wait) = mpsc::channel();
         jobs.send(Job::Flush(done)).unwrap();
-        jobs.send(add("s", 5, 1)).unwrap();
-        let (batch, next) = gather("s".into(), 0, vec![Event::user("x"); 2], &queue);
-        assert_eq!(positions(&batch), [(0, 2), (2, 2), (4, 1)]);
+        jobs.send(add("s", 5, 10)).unwrap();
+        let (batch, next) = gather("s".into(), 0, vec![b'x'; 20], &queue);
+        assert_eq!(positions(&batch), [(0, 20), (2, 20), (4, 10)]);
         assert!(
             matches!(next, Some(Job::Flush(_))),
             "the flush waits for the batch"
@@ -229,19 +260,38 @@ mod tests {
     #[test]
     fn a_batch_stops_at_another_session_and_at_its_size() {
         let (jobs, queue) = mpsc::channel();
-        jobs.send(add("other", 0, 1)).unwrap();
-        let (batch, next) = gather("s".into(), 0, vec![Event::user("x")], &queue);
-        assert_eq!(positions(&batch), [(0, 1)]);
+        jobs.send(add("other", 0, 10)).unwrap();
+        let (batch, next) = gather("s".into(), 0, vec![b'x'; 10], &queue);
+        assert_eq!(positions(&batch), [(0, 10)]);
         assert!(matches!(next, Some(Job::Add { session, .. }) if session == "other"));
 
-        jobs.send(add("s", MAX_EVENTS_PER_TRANSACTION as u64, 1))
-            .unwrap();
-        let full = vec![Event::user("x"); MAX_EVENTS_PER_TRANSACTION];
+        jobs.send(add("s", 1, 10)).unwrap();
+        let full = vec![b'x'; MAX_BYTES_PER_TRANSACTION];
         let (batch, next) = gather("s".into(), 0, full, &queue);
-        assert_eq!(positions(&batch), [(0, MAX_EVENTS_PER_TRANSACTION)]);
+        assert_eq!(positions(&batch), [(0, MAX_BYTES_PER_TRANSACTION)]);
         assert!(
             next.is_none() && queue.try_recv().is_ok(),
             "left for the next batch"
+        );
+    }
+
+    #[test]
+    fn lines_read_back_as_the_events_written_and_keep_their_positions() {
+        let events = [
+            Event::user("first line\nof a question"),
+            Event::tool_call("c1", "read", serde_json::json!({"path": "a.rs"})),
+            Event::tool_result("c1", "fn main() {}"),
+        ];
+        let lines = crate::store::jsonl::encode_lines(&events);
+        assert_eq!(runs_of(7, &lines), [(7, events.to_vec())]);
+
+        let torn = [&lines[..], b"{not json\n", &lines[..]].concat();
+        let runs = runs_of(0, &torn);
+        let positions: Vec<(u64, usize)> = runs.iter().map(|(o, e)| (*o, e.len())).collect();
+        assert_eq!(
+            positions,
+            [(0, 3), (4, 3)],
+            "the unreadable line keeps its place"
         );
     }
 }

@@ -477,7 +477,7 @@ impl Session {
             return Err(failure.error);
         }
         report.appended = fresh.len();
-        self.feed_index(&fresh);
+        self.feed_index();
         self.remember(fresh);
         if let Some(state) = working {
             self.settle_working_memory(state)?;
@@ -487,16 +487,18 @@ impl Session {
         Ok(report)
     }
 
-    /// Hands freshly appended events to the background indexer.
-    fn feed_index(&mut self, fresh: &[Event]) {
-        if fresh.is_empty() {
-            return;
-        }
+    /// Hands the lines the log just appended, the events not yet
+    /// remembered, to the background indexer.
+    fn feed_index(&mut self) {
+        let lines = match &self.writer {
+            Some(writer) if !writer.log.appended().is_empty() => writer.log.appended().to_vec(),
+            Some(_) | None => return,
+        };
         let first_ord = (self.meta.archived_events + self.events.len()) as u64;
         let agent_dir = &self.settings.agent_dir;
         self.feeder
             .get_or_insert_with(|| IndexFeeder::start(agent_dir.clone()))
-            .add(self.id.as_str(), first_ord, fresh.to_vec());
+            .add(self.id.as_str(), first_ord, lines);
     }
 
     /// Waits until the events ingested so far are in the search index.

@@ -387,14 +387,14 @@ impl AppendLog {
     /// last complete line, and the failure says how many events were written
     /// (and synced) before it.
     pub fn append(&mut self, events: &[Event]) -> std::result::Result<(), AppendFailure> {
-        if self.durability == Durability::Always {
-            return self.append_each_synced(events);
-        }
         self.buffer.clear();
         for event in events {
             encode_line(event, &mut self.buffer);
         }
-        if let Err(error) = self.write_buffer() {
+        if self.durability == Durability::Always {
+            return self.append_each_synced();
+        }
+        if let Err(error) = self.write_buffered(0..self.buffer.len()) {
             return Err(AppendFailure { written: 0, error });
         }
         if self.durability == Durability::Batch && !events.is_empty() {
@@ -413,32 +413,44 @@ impl AppendLog {
         Ok(())
     }
 
-    fn append_each_synced(&mut self, events: &[Event]) -> std::result::Result<(), AppendFailure> {
-        for (written, event) in events.iter().enumerate() {
-            self.buffer.clear();
-            encode_line(event, &mut self.buffer);
-            let end = self.len;
+    /// Writes and syncs the buffered lines one by one. A line holds no raw
+    /// newline (JSON escapes them in strings), so each ends at the next one.
+    fn append_each_synced(&mut self) -> std::result::Result<(), AppendFailure> {
+        let mut start = 0;
+        let mut written = 0;
+        while let Some(newline) = self.buffer[start..].iter().position(|&b| b == b'\n') {
+            let end = start + newline + 1;
+            let before = self.len;
             let synced = self
-                .write_buffer()
+                .write_buffered(start..end)
                 .and_then(|()| self.file.sync_data().io("fsync", &self.path));
             if let Err(error) = synced {
                 // An unsynced line is not kept: `written` counts synced ones.
-                let _ = self.file.set_len(end);
-                self.len = end;
+                let _ = self.file.set_len(before);
+                self.len = before;
                 return Err(AppendFailure { written, error });
             }
+            start = end;
+            written += 1;
         }
         Ok(())
     }
 
-    /// Writes the buffer at the log's end; on failure cuts the log back to
-    /// where it ended before.
-    fn write_buffer(&mut self) -> Result<()> {
-        if let Err(error) = self.file.write_all(&self.buffer) {
+    /// The lines the latest [`AppendLog::append`] encoded: after one that
+    /// succeeded, exactly the bytes it added to the log.
+    pub fn appended(&self) -> &[u8] {
+        &self.buffer
+    }
+
+    /// Writes `range` of the buffer at the log's end; on failure cuts the
+    /// log back to where it ended before.
+    fn write_buffered(&mut self, range: std::ops::Range<usize>) -> Result<()> {
+        let bytes = &self.buffer[range];
+        if let Err(error) = self.file.write_all(bytes) {
             let _ = self.file.set_len(self.len);
             return Err(error).io("append to", &self.path);
         }
-        self.len += self.buffer.len() as u64;
+        self.len += bytes.len() as u64;
         Ok(())
     }
 
