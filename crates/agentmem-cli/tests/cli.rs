@@ -512,6 +512,11 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
     };
     let per_turn = row("workload ingest + prepare");
     assert!(per_turn["p50_us"].as_f64().unwrap() > 0.0);
+    for window in ["first_window_p50_us", "last_window_p50_us"] {
+        let p50 = per_turn[window].as_f64().unwrap();
+        let max = per_turn["max_us"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 <= max, "{window}: {p50} of {per_turn}");
+    }
     assert!(per_turn["detail"].as_str().unwrap().contains("40 turns"));
     let budget = row("workload budget");
     assert_eq!(budget["turns_over_budget"], 0, "{budget}");
@@ -604,6 +609,19 @@ fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
     close(
         "engine_us_mean_last_100",
         mean_us(&turns[turns.len() - 100..]),
+    );
+    let median_us = |window: &[Value]| {
+        let mut engine: Vec<f64> = window
+            .iter()
+            .map(|t| t["engine_us"].as_f64().unwrap())
+            .collect();
+        engine.sort_by(f64::total_cmp);
+        engine[50]
+    };
+    close("engine_us_p50_first_100", median_us(&turns[..100]));
+    close(
+        "engine_us_p50_last_100",
+        median_us(&turns[turns.len() - 100..]),
     );
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(

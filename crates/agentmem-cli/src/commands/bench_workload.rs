@@ -16,7 +16,7 @@ use agentmem::store::Store;
 use agentmem::Durability;
 use serde_json::json;
 
-/// Turns averaged at each end of the run to show whether cost grows.
+/// Turns summed up at each end of the run to show whether cost grows.
 const WINDOW_TURNS: usize = 100;
 
 /// What the workload is replayed with.
@@ -101,16 +101,22 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
     let percentile = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
     let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
     let window = WINDOW_TURNS.min(per_turn_us.len());
-    let first = mean(&per_turn_us[..window]);
-    let last = mean(&per_turn_us[per_turn_us.len() - window..]);
+    let (head, tail) = (
+        &per_turn_us[..window],
+        &per_turn_us[per_turn_us.len() - window..],
+    );
+    let (first, last) = (mean(head), mean(tail));
+    let (first_p50, last_p50) = (median(head), median(tail));
+    let ratio = |a: f64, b: f64| b / a.max(f64::MIN_POSITIVE);
     json!({
         "bench": name,
         "figure": format!("p50 {:.0} µs/turn", percentile(0.5)),
         "detail": format!(
-            "p99 {:.0} µs, max {:.0} µs, first {window} turns {first:.0} µs, last {window} {last:.0} µs (×{:.2}), {} turns, total {:.2} s",
+            "p99 {:.0} µs, max {:.0} µs, first {window} turns mean {first:.0} µs and p50 {first_p50:.0} µs, last {window} mean {last:.0} µs (×{:.2}) and p50 {last_p50:.0} µs (×{:.2}), {} turns, total {:.2} s",
             percentile(0.99),
             percentile(1.0),
-            last / first.max(f64::MIN_POSITIVE),
+            ratio(first, last),
+            ratio(first_p50, last_p50),
             per_turn_us.len(),
             per_turn_us.iter().sum::<f64>() / 1e6
         ),
@@ -119,7 +125,19 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "max_us": percentile(1.0),
         "first_window_mean_us": first,
         "last_window_mean_us": last,
+        "first_window_p50_us": first_p50,
+        "last_window_p50_us": last_p50,
     })
+}
+
+/// The middle of `values` (the upper one of an even count); 0 for none.
+/// A window's mean moves with where its few compaction turns fall; its
+/// median is the typical turn's cost, so comparing the two ends' medians
+/// shows whether that cost grows with history.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The workload's events grouped by their `turn` field, in order.

@@ -228,8 +228,8 @@ impl PrefixMeter {
     }
 }
 
-/// Turns at each end of a replay whose mean engine time the summary gives:
-/// whether the cost per turn grows with history.
+/// Turns at each end of a replay whose mean and median engine time the
+/// summary gives: whether the cost per turn grows with history.
 const FLATNESS_WINDOW_TURNS: usize = 100;
 
 /// The summary line.
@@ -238,8 +238,11 @@ fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> serde_json::Value {
         window.iter().map(|l| l.engine_us).sum::<f64>() / window.len().max(1) as f64
     };
     let window = FLATNESS_WINDOW_TURNS.min(lines.len());
-    let first = mean_us(&lines[..window]);
-    let last = mean_us(&lines[lines.len() - window..]);
+    let (head, tail) = (&lines[..window], &lines[lines.len() - window..]);
+    let median_us = |window: &[TurnLine]| {
+        let engine: Vec<f64> = window.iter().map(|l| l.engine_us).collect();
+        super::bench_workload::median(&engine)
+    };
     let mut per_turn: Vec<f64> = lines.iter().map(|l| l.engine_us).collect();
     per_turn.sort_by(f64::total_cmp);
     let percentile = |p: f64| {
@@ -264,8 +267,10 @@ fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> serde_json::Value {
         "engine_us_p50": percentile(0.5),
         "engine_us_p99": percentile(0.99),
         "engine_ms_total": per_turn.iter().sum::<f64>() / 1e3,
-        "engine_us_mean_first_100": first,
-        "engine_us_mean_last_100": last,
+        "engine_us_mean_first_100": mean_us(head),
+        "engine_us_mean_last_100": mean_us(tail),
+        "engine_us_p50_first_100": median_us(head),
+        "engine_us_p50_last_100": median_us(tail),
         "sent_bytes": prefixes.sent_bytes,
         "prefix_repeated_share": prefixes.share(),
     })
