@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::event::TraceType;
-use crate::render::{Place, Segment, Target};
+use crate::render::{Place, Segment, SegmentList, Target};
 use crate::transcript::{messages_of, Revision, ViewItem};
 
 /// Renders of the segments of the latest view, by the revisions of their items.
@@ -22,18 +22,22 @@ use crate::transcript::{messages_of, Revision, ViewItem};
 pub struct RenderCache {
     /// The target the latest list was rendered for.
     target: Option<Target>,
-    /// The latest list, segment by segment.
+    /// Where each segment of the latest list was in the view, and its key.
     latest: Vec<Rendered>,
+    /// The latest list itself, shared with the payloads made from it. When
+    /// the previous call's payload is gone, as it is once sent, the next
+    /// call changes the list in place: a call costs what changed, not a
+    /// reference count for every segment of the view.
+    list: SegmentList,
     /// The revisions of the latest view's items, in order.
     revisions: Vec<Revision>,
 }
 
-/// One segment of the latest list: where it was in the view, its key, its render.
+/// One segment of the latest list: where it was in the view, and its key.
 #[derive(Debug)]
 struct Rendered {
     range: Range<usize>,
     key: u64,
-    segment: Arc<Segment>,
 }
 
 impl RenderCache {
@@ -44,7 +48,7 @@ impl RenderCache {
     /// The segments before the first item that changed since the latest call
     /// are kept as they are, without being cut or keyed again, so a call
     /// costs what was added or changed, not the length of the view.
-    pub fn segments(&mut self, target: Target, items: &[ViewItem]) -> Vec<Arc<Segment>> {
+    pub fn segments(&mut self, target: Target, items: &[ViewItem]) -> SegmentList {
         let unchanged = if self.target == Some(target) {
             self.unchanged_prefix(items)
         } else {
@@ -54,10 +58,12 @@ impl RenderCache {
         // after it, which may have changed: only segments ending before it stay.
         let kept = self.latest.iter().take_while(|r| r.range.end < unchanged);
         let kept = kept.count();
+        let list = Arc::make_mut(&mut self.list);
         let mut reusable: foldhash::HashMap<u64, Arc<Segment>> = self
             .latest
             .drain(kept..)
-            .map(|r| (r.key, r.segment))
+            .zip(list.drain(kept..))
+            .map(|(rendered, segment)| (rendered.key, segment))
             .collect();
         let resume = self.latest.last().map_or(0, |r| r.range.end);
         for range in cuts_from(items, resume) {
@@ -75,17 +81,14 @@ impl RenderCache {
                 ))
             });
             reusable.insert(key, Arc::clone(&segment));
-            self.latest.push(Rendered {
-                range,
-                key,
-                segment,
-            });
+            self.latest.push(Rendered { range, key });
+            list.push(segment);
         }
         self.target = Some(target);
         self.revisions.truncate(unchanged);
         self.revisions
             .extend(items[unchanged..].iter().map(ViewItem::revision));
-        self.latest.iter().map(|r| Arc::clone(&r.segment)).collect()
+        Arc::clone(&self.list)
     }
 
     /// How many items at the start of `items` the latest view had too.

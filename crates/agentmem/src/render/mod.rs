@@ -10,7 +10,7 @@ mod openai_chat;
 mod openai_responses;
 mod payload;
 
-pub use payload::{Payload, Segment};
+pub use payload::{Payload, Segment, SegmentList};
 
 use std::fmt;
 use std::str::FromStr;

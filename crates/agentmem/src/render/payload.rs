@@ -31,6 +31,10 @@ pub struct Segment {
     entries: Vec<Box<RawValue>>,
 }
 
+/// A message list as segments, shared by the payloads sent from it and the
+/// cache that made it (see [`crate::segments::RenderCache`]).
+pub type SegmentList = Arc<Vec<Arc<Segment>>>;
+
 impl Segment {
     /// `messages` rendered for `target`, at `place` in the list.
     pub fn new(target: Target, messages: &[Message], place: Place) -> Segment {
@@ -82,7 +86,7 @@ impl Segment {
 #[derive(Clone)]
 pub struct Payload {
     frame: Frame,
-    segments: Vec<Arc<Segment>>,
+    segments: SegmentList,
     /// The segments' last entry as sent, when the list's end changes it.
     closed_last: Option<Box<RawValue>>,
     /// The entries after the segments' (the live context's, for some APIs).
@@ -92,7 +96,7 @@ pub struct Payload {
 
 impl Payload {
     /// A body of `frame` around `segments`, in order.
-    pub fn new(mut frame: Frame, segments: Vec<Arc<Segment>>) -> Payload {
+    pub fn new(mut frame: Frame, segments: SegmentList) -> Payload {
         let (closed_last, closing) = close_list(&mut frame, &segments);
         Payload {
             frame,
@@ -106,7 +110,10 @@ impl Payload {
     /// `request` rendered whole for `target`, as one segment.
     pub fn render(target: Target, request: &super::RenderRequest<'_>) -> Payload {
         let segment = Segment::new(target, request.messages, Place::Start);
-        Payload::new(super::frame(target, request), vec![Arc::new(segment)])
+        Payload::new(
+            super::frame(target, request),
+            Arc::new(vec![Arc::new(segment)]),
+        )
     }
 
     /// The body as a JSON value (built once, then cloned).
