@@ -89,8 +89,13 @@ impl TurnTracker {
         if let Some(n) = number {
             self.last_number = self.last_number.max(n);
         }
-        let next = self.next_seq.entry(event.turn_id.clone()).or_insert(1);
-        *next = (*next).max(event.seq.saturating_add(1));
+        let after = event.seq.saturating_add(1);
+        match self.next_seq.get_mut(&event.turn_id) {
+            Some(next) => *next = (*next).max(after),
+            None => {
+                self.next_seq.insert(event.turn_id.clone(), after.max(1));
+            }
+        }
         if event.trace_type == TraceType::ToolCall {
             if let Some(call) = &event.tool_call_id {
                 self.call_turns.insert(call.clone(), event.turn_id.clone());
