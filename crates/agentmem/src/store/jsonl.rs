@@ -522,6 +522,24 @@ mod tests {
         assert_eq!(read_log(&path).unwrap().events.len(), 3);
     }
 
+    /// What the indexer is handed: the bytes the latest append added, under
+    /// every durability (`always` writes and syncs them line by line).
+    #[test]
+    fn appended_is_what_the_latest_append_added_to_the_log() {
+        for durability in [Durability::Always, Durability::Batch, Durability::Os] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("raw_traces.jsonl");
+            let mut log = AppendLog::open(&path, durability).unwrap();
+            log.append(&[Event::user("zero")]).unwrap();
+            let before = fs::read(&path).unwrap().len();
+            let events = [Event::user("one\ntwo"), Event::assistant("three")];
+            log.append(&events).unwrap();
+            let file = fs::read(&path).unwrap();
+            assert_eq!(log.appended(), &file[before..], "{durability:?}");
+            assert_eq!(parse_log(log.appended()).events, events, "{durability:?}");
+        }
+    }
+
     /// A write that fails (a full disk) is a typed error that says how many
     /// events were written before it, and leaves the log as it was.
     #[cfg(target_os = "linux")]
