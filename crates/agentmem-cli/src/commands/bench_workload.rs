@@ -16,7 +16,7 @@ use agentmem::store::Store;
 use agentmem::Durability;
 use serde_json::json;
 
-/// Turns summed up at each end of the run to show whether cost grows.
+/// Turns at each end of the run whose mean and median show whether cost grows.
 const WINDOW_TURNS: usize = 100;
 
 /// What the workload is replayed with.

@@ -490,10 +490,14 @@ impl Session {
     /// Hands the lines the log just appended, the events not yet
     /// remembered, to the background indexer.
     fn feed_index(&mut self) {
-        let lines = match &self.writer {
-            Some(writer) if !writer.log.appended().is_empty() => writer.log.appended().to_vec(),
-            Some(_) | None => return,
+        let Some(writer) = &self.writer else {
+            return;
         };
+        let lines = writer.log.appended();
+        if lines.is_empty() {
+            return;
+        }
+        let lines = lines.to_vec();
         let first_ord = (self.meta.archived_events + self.events.len()) as u64;
         let agent_dir = &self.settings.agent_dir;
         self.feeder
