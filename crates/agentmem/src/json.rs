@@ -83,18 +83,34 @@ pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 /// assert_eq!(agentmem::json::to_string(&value), value.to_string());
 /// ```
 pub fn to_string(value: &Value) -> String {
-    SCRATCH.with_borrow_mut(|out| {
+    written(|out| write_value(out, value))
+}
+
+/// What `write` appends to an empty buffer, as text: written in a scratch
+/// buffer, then copied out at its size.
+///
+/// `write` must append only through this module's writers (or ASCII
+/// punctuation), so the bytes are UTF-8 by construction. A `write` that
+/// itself asks for text written this way gets a buffer of its own.
+pub(crate) fn written(write: impl FnOnce(&mut Vec<u8>)) -> String {
+    let copy_out = |out: &mut Vec<u8>| {
         out.clear();
-        write_value(out, value);
+        write(out);
         debug_assert!(std::str::from_utf8(out).is_ok());
         // SAFETY: every byte came from a `&str`, from `serde_json`'s own
         // output, or is ASCII punctuation; checking again would cost a pass
         // over every byte of every entry.
-        let text = unsafe { String::from_utf8_unchecked(out.clone()) };
-        if out.capacity() > SCRATCH_KEPT_BYTES {
-            *out = Vec::new();
+        unsafe { String::from_utf8_unchecked(out.clone()) }
+    };
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut out) => {
+            let text = copy_out(&mut out);
+            if out.capacity() > SCRATCH_KEPT_BYTES {
+                *out = Vec::new();
+            }
+            text
         }
-        text
+        Err(_) => copy_out(&mut Vec::new()),
     })
 }
 
@@ -106,10 +122,35 @@ pub fn to_string(value: &Value) -> String {
 /// assert_eq!(raw.get(), r#"{"content":"hi","role":"user"}"#);
 /// ```
 pub fn to_raw_value(value: &Value) -> Box<RawValue> {
-    // SAFETY: `to_string` writes one compact JSON value with no surrounding
-    // whitespace; the tests check such output against `serde_json`'s own,
-    // which is what `RawValue` expects.
-    unsafe { RawValue::from_string_unchecked(to_string(value)) }
+    raw_written(|out| write_value(out, value))
+}
+
+/// The one compact JSON value `write` appends, as a raw value: for entries
+/// written straight from their parts, without building a [`Value`] first.
+///
+/// `write` must append exactly one compact JSON value through this
+/// module's writers and ASCII punctuation (checked in debug builds).
+pub(crate) fn raw_written(write: impl FnOnce(&mut Vec<u8>)) -> Box<RawValue> {
+    // SAFETY: by the contract above, the text is one compact JSON value with
+    // no surrounding whitespace, as `RawValue` expects; serde_json checks it
+    // again in debug builds, and the tests compare such output with its own.
+    unsafe { RawValue::from_string_unchecked(written(write)) }
+}
+
+/// Appends `texts` joined by `separator` as one JSON string, without
+/// joining them first.
+///
+/// ```
+/// let mut out = Vec::new();
+/// agentmem::json::write_joined(&mut out, &["a\"b", "c"], "\n");
+/// assert_eq!(out, serde_json::to_vec("a\"b\nc").unwrap());
+/// ```
+pub fn write_joined(out: &mut Vec<u8>, texts: &[&str], separator: &str) {
+    match texts {
+        [] => write_str(out, ""),
+        [text] => write_str(out, text),
+        _ => write_str(out, &texts.join(separator)),
+    }
 }
 
 /// The largest scratch buffer kept between values.

@@ -6,6 +6,8 @@
 //! each tool result is a message of its own (renderers that need results
 //! inside a user turn, like Anthropic's, merge them).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::event::{Event, TraceType};
@@ -93,56 +95,152 @@ pub fn is_shadow_pair(event: &Event) -> bool {
     event.trace_type == TraceType::Summary && event.tags.iter().any(|t| t == SHADOW_PAIR_TAG)
 }
 
+/// One piece of a message, borrowed from the event it comes from: what
+/// counting reads, without copying the event's texts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartRef<'a> {
+    Text(Cow<'a, str>),
+    Image(&'a str),
+    ToolCall {
+        id: &'a str,
+        name: &'a str,
+        arguments: Cow<'a, Value>,
+    },
+    ToolResult {
+        call_id: &'a str,
+        name: Option<&'a str>,
+        content: &'a str,
+        is_error: bool,
+    },
+    Reasoning {
+        text: &'a str,
+        opaque: Option<&'a Value>,
+    },
+}
+
+impl PartRef<'_> {
+    /// The part as a message holds it.
+    pub fn to_part(&self) -> Part {
+        match self {
+            PartRef::Text(text) => Part::Text(text.clone().into_owned()),
+            PartRef::Image(url) => Part::Image((*url).to_owned()),
+            PartRef::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Part::ToolCall {
+                id: (*id).to_owned(),
+                name: (*name).to_owned(),
+                arguments: arguments.clone().into_owned(),
+            },
+            PartRef::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => Part::ToolResult {
+                call_id: (*call_id).to_owned(),
+                name: name.map(str::to_owned),
+                content: (*content).to_owned(),
+                is_error: *is_error,
+            },
+            PartRef::Reasoning { text, opaque } => Part::Reasoning {
+                text: (*text).to_owned(),
+                opaque: opaque.cloned(),
+            },
+        }
+    }
+}
+
+impl<'a> From<&'a Part> for PartRef<'a> {
+    fn from(part: &'a Part) -> PartRef<'a> {
+        match part {
+            Part::Text(text) => PartRef::Text(Cow::Borrowed(text)),
+            Part::Image(url) => PartRef::Image(url),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => PartRef::ToolCall {
+                id,
+                name,
+                arguments: Cow::Borrowed(arguments),
+            },
+            Part::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => PartRef::ToolResult {
+                call_id,
+                name: name.as_deref(),
+                content,
+                is_error: *is_error,
+            },
+            Part::Reasoning { text, opaque } => PartRef::Reasoning {
+                text,
+                opaque: opaque.as_ref(),
+            },
+        }
+    }
+}
+
 /// Where an event goes when messages are built.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Placement {
+pub enum Placement<'a> {
     /// Joins the last message if it has the same role and can take it, else starts one.
-    Join(Role, Part),
+    Join(Role, PartRef<'a>),
     /// Always starts a message of its own.
-    Alone(Role, Part),
+    Alone(Role, PartRef<'a>),
 }
 
 /// Where `event` belongs in a message list.
-pub fn placement(event: &Event) -> Placement {
-    let text = || Part::Text(event.content.clone());
+pub fn placement(event: &Event) -> Placement<'_> {
+    let text = || PartRef::Text(Cow::Borrowed(&event.content));
     match event.trace_type {
         TraceType::System => Placement::Alone(Role::System, text()),
         TraceType::User => Placement::Alone(Role::User, text()),
         TraceType::Assistant => Placement::Join(Role::Assistant, text()),
         TraceType::Reasoning => Placement::Join(
             Role::Assistant,
-            Part::Reasoning {
-                text: event.content.clone(),
-                opaque: event.opaque.clone(),
+            PartRef::Reasoning {
+                text: &event.content,
+                opaque: event.opaque.as_ref(),
             },
         ),
         TraceType::ToolCall => Placement::Join(
             Role::Assistant,
-            Part::ToolCall {
-                id: event.tool_call_id.clone().unwrap_or_default(),
-                name: event.tool_name.clone().unwrap_or_default(),
-                arguments: event.tool_args.clone().unwrap_or(Value::Object(Default::default())),
+            PartRef::ToolCall {
+                id: event.tool_call_id.as_deref().unwrap_or_default(),
+                name: event.tool_name.as_deref().unwrap_or_default(),
+                arguments: event
+                    .tool_args
+                    .as_ref()
+                    .map_or_else(|| Cow::Owned(Value::Object(Default::default())), Cow::Borrowed),
             },
         ),
         TraceType::ToolResult => Placement::Alone(
             Role::Tool,
-            Part::ToolResult {
-                call_id: event.tool_call_id.clone().unwrap_or_default(),
-                name: event.tool_name.clone(),
-                content: event.content.clone(),
+            PartRef::ToolResult {
+                call_id: event.tool_call_id.as_deref().unwrap_or_default(),
+                name: event.tool_name.as_deref(),
+                content: &event.content,
                 is_error: event.tool_error.is_some(),
             },
         ),
-        TraceType::Summary => Placement::Alone(Role::User, Part::Text(format!("{SUMMARY_PREFIX}\n{}", event.content))),
+        TraceType::Summary => Placement::Alone(
+            Role::User,
+            PartRef::Text(Cow::Owned(format!("{SUMMARY_PREFIX}\n{}", event.content))),
+        ),
         // Outside the model's view, so `push_event` never places one; were
         // it placed, it would stand alone as a note of what changed.
         TraceType::WorkingMemory => Placement::Alone(Role::System, text()),
         TraceType::TurnAborted => Placement::Alone(
             Role::User,
-            Part::Text(format!(
+            PartRef::Text(Cow::Owned(format!(
                 "<turn_aborted>The user interrupted the previous turn before it finished.{}</turn_aborted>",
                 if event.content.is_empty() { String::new() } else { format!(" {}", event.content) }
-            )),
+            ))),
         ),
     }
 }
@@ -185,13 +283,13 @@ pub fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
         || previous.is_none_or(|p| last_role_of(p) != role_of(event))
 }
 
-/// The parts `event` adds to its message: its own part, then its images (a
-/// shadow-pair summary adds the user line too).
-pub fn parts_of(event: &Event) -> Vec<Part> {
+/// The parts `event` adds to its message, borrowed from it: its own part,
+/// then its images (a shadow-pair summary adds the user line too).
+pub fn parts_of(event: &Event) -> Vec<PartRef<'_>> {
     if is_shadow_pair(event) {
         return vec![
-            Part::Text(SHADOW_USER_LINE.to_owned()),
-            Part::Text(format!("{SUMMARY_PREFIX}\n{}", event.content)),
+            PartRef::Text(Cow::Borrowed(SHADOW_USER_LINE)),
+            PartRef::Text(Cow::Owned(format!("{SUMMARY_PREFIX}\n{}", event.content))),
         ];
     }
     let own = match placement(event) {
@@ -200,7 +298,7 @@ pub fn parts_of(event: &Event) -> Vec<Part> {
     let images = event
         .media
         .iter()
-        .flat_map(|m| m.images.iter().cloned().map(Part::Image));
+        .flat_map(|m| m.images.iter().map(|url| PartRef::Image(url)));
     std::iter::once(own).chain(images).collect()
 }
 
@@ -234,13 +332,13 @@ fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
     match placement(event) {
         Placement::Join(role, part) => match messages.last_mut() {
             Some(last) if last.role == role => {
-                last.parts.push(part);
+                last.parts.push(part.to_part());
                 false
             }
             _ => {
                 messages.push(Message {
                     role,
-                    parts: vec![part],
+                    parts: vec![part.to_part()],
                 });
                 true
             }
@@ -248,7 +346,7 @@ fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
         Placement::Alone(role, part) => {
             messages.push(Message {
                 role,
-                parts: vec![part],
+                parts: vec![part.to_part()],
             });
             true
         }

@@ -661,7 +661,7 @@ fn message_starts(items: &[ViewItem]) -> impl Iterator<Item = &ViewItem> {
 pub fn event_tokens(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
     let mut tokens = TokenCounts::default();
     for part in parts_of(event) {
-        tokens.add(count_part(&part, tokenizer));
+        tokens.add(count_part(part, tokenizer));
     }
     tokens
 }
@@ -670,7 +670,7 @@ pub fn event_tokens(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
 fn event_tokens_at_most(event: &Event) -> TokenCounts {
     let mut tokens = TokenCounts::default();
     for part in parts_of(event) {
-        tokens.add(count_part_at_most(&part));
+        tokens.add(count_part_at_most(part));
     }
     tokens
 }

@@ -15,6 +15,7 @@ pub use payload::{Payload, Segment, SegmentList};
 use std::fmt;
 use std::str::FromStr;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::message::Message;
@@ -314,6 +315,21 @@ pub fn entries(target: Target, messages: &[Message], place: Place) -> Vec<Value>
         Target::OpenAiResponses => openai_responses::entries(messages),
         Target::Anthropic => anthropic::entries(messages, place),
         Target::Gemini => gemini::entries(messages, place),
+    }
+}
+
+/// The entries of [`entries`], serialized: what a [`Segment`] keeps.
+/// Chat Completions' are written straight from the messages; the other
+/// APIs' are built as values first.
+pub fn raw_entries(target: Target, messages: &[Message], place: Place) -> Vec<Box<RawValue>> {
+    match target {
+        Target::OpenAiChat => openai_chat::raw_entries(messages),
+        Target::OpenAiResponses | Target::Anthropic | Target::Gemini => {
+            entries(target, messages, place)
+                .iter()
+                .map(crate::json::to_raw_value)
+                .collect()
+        }
     }
 }
 

@@ -6,9 +6,11 @@
 //! Reasoning is not accepted back and is left out. The live context (see
 //! [`RenderRequest::live_context`]) closes the list as a system message.
 
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{Frame, ListEnd, RenderRequest, ToolSchema};
+use crate::json;
 use crate::message::{Message, Part, Role};
 use crate::tokens::count::arguments_text;
 
@@ -38,39 +40,68 @@ pub(super) fn close_list(live_context: Option<&str>) -> Vec<Value> {
     live_context.map(message).into_iter().collect()
 }
 
-pub(super) fn entries(messages: &[Message]) -> Vec<Value> {
-    messages.iter().filter_map(message).collect()
+/// The message list's entries, written straight from the messages: the
+/// bytes `serde_json` writes for the same entries built as values (keys in
+/// order), without building them. The list is most of what a call renders.
+pub(super) fn raw_entries(messages: &[Message]) -> Vec<Box<RawValue>> {
+    messages
+        .iter()
+        .filter_map(entry_of)
+        .map(|entry| json::raw_written(|out| write_entry(out, &entry)))
+        .collect()
 }
 
-fn message(message: &Message) -> Option<Value> {
+/// [`raw_entries`] as values.
+pub(super) fn entries(messages: &[Message]) -> Vec<Value> {
+    raw_entries(messages)
+        .iter()
+        .map(|raw| serde_json::from_str(raw.get()).expect("an entry is JSON"))
+        .collect()
+}
+
+/// What one message becomes in the list, borrowed from it.
+enum Entry<'a> {
+    System(Vec<&'a str>),
+    User(&'a [Part]),
+    Assistant {
+        texts: Vec<&'a str>,
+        calls: Vec<Call<'a>>,
+    },
+    Tool {
+        call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+struct Call<'a> {
+    id: &'a str,
+    name: &'a str,
+    arguments: &'a Value,
+}
+
+/// The entry of `message`, if this API takes one: an assistant message of
+/// reasoning only, or a tool message without a result, has none.
+fn entry_of(message: &Message) -> Option<Entry<'_>> {
     match message.role {
-        Role::System => Some(json!({"role": "system", "content": message.joined_text()})),
-        Role::User => Some(json!({"role": "user", "content": user_content(&message.parts)})),
-        Role::Assistant => assistant(&message.parts),
+        Role::System => Some(Entry::System(texts_of(&message.parts))),
+        Role::User => Some(Entry::User(&message.parts)),
+        Role::Assistant => {
+            let texts = texts_of(&message.parts);
+            let calls: Vec<Call<'_>> = message.parts.iter().filter_map(call_of).collect();
+            // Reasoning only: nothing this API accepts.
+            (!texts.is_empty() || !calls.is_empty()).then_some(Entry::Assistant { texts, calls })
+        }
         Role::Tool => message.parts.iter().find_map(|part| match part {
             Part::ToolResult {
                 call_id, content, ..
-            } => Some(json!({"role": "tool", "tool_call_id": call_id, "content": content})),
+            } => Some(Entry::Tool { call_id, content }),
             Part::Text(_) | Part::Image(_) | Part::ToolCall { .. } | Part::Reasoning { .. } => None,
         }),
     }
 }
 
-/// Plain text stays a string; text with images becomes a list of content parts.
-fn user_content(parts: &[Part]) -> Value {
-    let has_images = parts.iter().any(|p| matches!(p, Part::Image(_)));
-    if !has_images {
-        let text: Vec<&str> = parts.iter().filter_map(text_of).collect();
-        return Value::String(text.join("\n"));
-    }
-    parts
-        .iter()
-        .filter_map(|part| match part {
-            Part::Text(text) => Some(json!({"type": "text", "text": text})),
-            Part::Image(url) => Some(json!({"type": "image_url", "image_url": {"url": url}})),
-            Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
-        })
-        .collect()
+fn texts_of(parts: &[Part]) -> Vec<&str> {
+    parts.iter().filter_map(text_of).collect()
 }
 
 fn text_of(part: &Part) -> Option<&str> {
@@ -83,42 +114,106 @@ fn text_of(part: &Part) -> Option<&str> {
     }
 }
 
-fn assistant(parts: &[Part]) -> Option<Value> {
-    let text: Vec<&str> = parts.iter().filter_map(text_of).collect();
-    let calls: Vec<Value> = parts
-        .iter()
-        .filter_map(|part| match part {
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-            } => Some(json!({
-                "id": id,
-                "type": "function",
-                "function": {"name": name, "arguments": arguments_text(arguments)},
-            })),
-            Part::Text(_) | Part::Image(_) | Part::ToolResult { .. } | Part::Reasoning { .. } => {
-                None
+fn call_of(part: &Part) -> Option<Call<'_>> {
+    match part {
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Some(Call {
+            id,
+            name,
+            arguments,
+        }),
+        Part::Text(_) | Part::Image(_) | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
+    }
+}
+
+/// Writes `entry` with its keys in order, as a `serde_json` object writes them.
+fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) {
+    out.extend_from_slice(b"{\"content\":");
+    match entry {
+        Entry::System(texts) => {
+            json::write_joined(out, texts, "\n");
+            out.extend_from_slice(b",\"role\":\"system\"}");
+        }
+        Entry::User(parts) => {
+            write_user_content(out, parts);
+            out.extend_from_slice(b",\"role\":\"user\"}");
+        }
+        Entry::Assistant { texts, calls } => {
+            if texts.is_empty() {
+                out.extend_from_slice(b"null");
+            } else {
+                json::write_joined(out, texts, "\n");
             }
-        })
-        .collect();
-    if text.is_empty() && calls.is_empty() {
-        return None; // reasoning only: nothing this API accepts
+            out.extend_from_slice(b",\"role\":\"assistant\"");
+            if !calls.is_empty() {
+                out.extend_from_slice(b",\"tool_calls\":[");
+                for (index, call) in calls.iter().enumerate() {
+                    if index > 0 {
+                        out.push(b',');
+                    }
+                    write_call(out, call);
+                }
+                out.push(b']');
+            }
+            out.push(b'}');
+        }
+        Entry::Tool { call_id, content } => {
+            json::write_str(out, content);
+            out.extend_from_slice(b",\"role\":\"tool\",\"tool_call_id\":");
+            json::write_str(out, call_id);
+            out.push(b'}');
+        }
     }
-    let mut message = Map::new();
-    message.insert("role".into(), "assistant".into());
-    message.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
+}
+
+/// Plain text stays a string; text with images becomes a list of content parts.
+fn write_user_content(out: &mut Vec<u8>, parts: &[Part]) {
+    if !parts.iter().any(|p| matches!(p, Part::Image(_))) {
+        json::write_joined(out, &texts_of(parts), "\n");
+        return;
+    }
+    out.push(b'[');
+    let mut first = true;
+    for part in parts {
+        let (key, text, kind, wrapped) = match part {
+            Part::Text(text) => ("text", text, "text", false),
+            Part::Image(url) => ("image_url", url, "image_url", true),
+            Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Reasoning { .. } => continue,
+        };
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'{');
+        json::write_str(out, key);
+        out.push(b':');
+        if wrapped {
+            out.extend_from_slice(b"{\"url\":");
+            json::write_str(out, text);
+            out.push(b'}');
         } else {
-            Value::String(text.join("\n"))
-        },
-    );
-    if !calls.is_empty() {
-        message.insert("tool_calls".into(), Value::Array(calls));
+            json::write_str(out, text);
+        }
+        out.extend_from_slice(b",\"type\":");
+        json::write_str(out, kind);
+        out.push(b'}');
     }
-    Some(Value::Object(message))
+    out.push(b']');
+}
+
+/// `{"function": {"arguments": "…", "name": …}, "id": …, "type": "function"}`,
+/// the arguments as a JSON string.
+fn write_call(out: &mut Vec<u8>, call: &Call<'_>) {
+    out.extend_from_slice(b"{\"function\":{\"arguments\":");
+    json::write_str(out, &arguments_text(call.arguments));
+    out.extend_from_slice(b",\"name\":");
+    json::write_str(out, call.name);
+    out.extend_from_slice(b"},\"id\":");
+    json::write_str(out, call.id);
+    out.extend_from_slice(b",\"type\":\"function\"}");
 }
 
 fn tool(schema: &ToolSchema) -> Value {
@@ -126,4 +221,78 @@ fn tool(schema: &ToolSchema) -> Value {
         "type": "function",
         "function": {"name": schema.name, "description": schema.description, "parameters": schema.parameters},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_written_as_serde_json_writes_the_same_values() {
+        let call = |id: &str, arguments: Value| Part::ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments,
+        };
+        let messages = [
+            Message::text(Role::System, "Be brief.\u{1}"),
+            Message {
+                role: Role::User,
+                parts: vec![Part::Text("a \"b\"".into()), Part::Text("c\nd".into())],
+            },
+            Message {
+                role: Role::User,
+                parts: vec![
+                    Part::Text("look".into()),
+                    Part::Image("data:image/png;base64,AAAA".into()),
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::Text("Reading.".into()),
+                    call("c1", json!({"path": "src/é.rs", "n": 2})),
+                    call("c2", Value::String("{\"raw\": true}".into())),
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![call("c3", json!({}))],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Reasoning {
+                    text: "hidden".into(),
+                    opaque: None,
+                }],
+            },
+            Message {
+                role: Role::Tool,
+                parts: vec![Part::ToolResult {
+                    call_id: "c1".into(),
+                    name: Some("read".into()),
+                    content: "fn main() {}\t😀".into(),
+                    is_error: false,
+                }],
+            },
+        ];
+        let raw = raw_entries(&messages);
+        assert_eq!(raw.len(), 6, "reasoning alone has no entry");
+        for entry in &raw {
+            let value: Value = serde_json::from_str(entry.get()).unwrap();
+            assert_eq!(entry.get(), serde_json::to_string(&value).unwrap());
+        }
+        assert_eq!(
+            entries(&messages)[3],
+            json!({"role": "assistant", "content": "Reading.", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"n\":2,\"path\":\"src/é.rs\"}"}},
+                {"id": "c2", "type": "function", "function": {"name": "read", "arguments": "{\"raw\": true}"}},
+            ]})
+        );
+        assert_eq!(entries(&messages)[4]["content"], Value::Null);
+        assert_eq!(
+            entries(&messages)[2]["content"][1],
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})
+        );
+    }
 }

@@ -15,7 +15,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{entries, Frame, Place, Target};
+use super::{raw_entries, Frame, Place, Target};
 use crate::message::Message;
 
 /// A run of the message list's entries, serialized once.
@@ -38,11 +38,9 @@ pub type SegmentList = Arc<Vec<Arc<Segment>>>;
 impl Segment {
     /// `messages` rendered for `target`, at `place` in the list.
     pub fn new(target: Target, messages: &[Message], place: Place) -> Segment {
-        let entries = entries(target, messages, place)
-            .iter()
-            .map(crate::json::to_raw_value)
-            .collect();
-        Segment { entries }
+        Segment {
+            entries: raw_entries(target, messages, place),
+        }
     }
 
     /// How many list entries the segment holds.

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::Tokenizer;
-use crate::message::{Message, Part, Role};
+use crate::message::{Message, PartRef, Role};
 
 /// Fixed cost of every chat message (`<|start|>role … <|end|>`).
 pub const TOKENS_PER_MESSAGE: u64 = 3;
@@ -82,28 +82,28 @@ pub fn count_message(message: &Message, tokenizer: Tokenizer) -> TokenCounts {
 }
 
 /// Counts one part of a message.
-pub fn count_part(part: &Part, tokenizer: Tokenizer) -> TokenCounts {
-    tally_part(part, |text| tokenizer.count(text) as u64)
+pub fn count_part<'a>(part: impl Into<PartRef<'a>>, tokenizer: Tokenizer) -> TokenCounts {
+    tally_part(&part.into(), |text| tokenizer.count(text) as u64)
 }
 
 /// At least [`count_part`] of the same part, without tokenizing: a byte-level
 /// BPE never makes more tokens than bytes, nor the estimate more than chars.
-pub fn count_part_at_most(part: &Part) -> TokenCounts {
-    tally_part(part, |text| text.len() as u64)
+pub fn count_part_at_most<'a>(part: impl Into<PartRef<'a>>) -> TokenCounts {
+    tally_part(&part.into(), |text| text.len() as u64)
 }
 
 /// One part's tokens, with `count` giving those of each text in it.
-fn tally_part(part: &Part, count: impl Fn(&str) -> u64) -> TokenCounts {
+fn tally_part(part: &PartRef<'_>, count: impl Fn(&str) -> u64) -> TokenCounts {
     match part {
-        Part::Text(text) => TokenCounts {
+        PartRef::Text(text) => TokenCounts {
             total: count(text),
             ..TokenCounts::default()
         },
-        Part::Image(_) => TokenCounts {
+        PartRef::Image(_) => TokenCounts {
             total: IMAGE_TOKENS_ESTIMATE,
             ..TokenCounts::default()
         },
-        Part::ToolCall {
+        PartRef::ToolCall {
             id,
             name,
             arguments,
@@ -114,7 +114,7 @@ fn tally_part(part: &Part, count: impl Fn(&str) -> u64) -> TokenCounts {
                 + count(&arguments_text(arguments)),
             ..TokenCounts::default()
         },
-        Part::ToolResult {
+        PartRef::ToolResult {
             call_id, content, ..
         } => {
             let output = count(content);
@@ -124,7 +124,7 @@ fn tally_part(part: &Part, count: impl Fn(&str) -> u64) -> TokenCounts {
                 ..TokenCounts::default()
             }
         }
-        Part::Reasoning { text, .. } => {
+        PartRef::Reasoning { text, .. } => {
             let reasoning = count(text);
             TokenCounts {
                 total: reasoning,
