@@ -225,6 +225,58 @@ pub struct Event {
 }
 
 impl Event {
+    /// A copy of this event showing `content` instead of its own, which is
+    /// not copied (a tool output the guard cut can be megabytes).
+    ///
+    /// Every field is named, so a field added to [`Event`] does not compile
+    /// here until it is copied too.
+    pub fn with_content(&self, content: String) -> Event {
+        let Event {
+            id,
+            ts,
+            turn_id,
+            seq,
+            trace_type,
+            content: _,
+            source_event,
+            media,
+            tool_name,
+            tool_call_id,
+            tool_args,
+            tool_result,
+            tool_error,
+            correlation_id,
+            tags,
+            tool_result_ref,
+            usage,
+            opaque,
+            working_memory,
+            extra,
+        } = self;
+        Event {
+            id: id.clone(),
+            ts: *ts,
+            turn_id: turn_id.clone(),
+            seq: *seq,
+            trace_type: *trace_type,
+            content,
+            source_event: source_event.clone(),
+            media: media.clone(),
+            tool_name: tool_name.clone(),
+            tool_call_id: tool_call_id.clone(),
+            tool_args: tool_args.clone(),
+            tool_result: tool_result.clone(),
+            tool_error: tool_error.clone(),
+            correlation_id: correlation_id.clone(),
+            tags: tags.clone(),
+            tool_result_ref: tool_result_ref.clone(),
+            usage: usage.clone(),
+            opaque: opaque.clone(),
+            working_memory: working_memory.clone(),
+            extra: extra.clone(),
+        }
+    }
+
     /// An event of `trace_type` with `content`; every other field empty.
     pub fn new(trace_type: TraceType, content: impl Into<String>) -> Self {
         Event {

@@ -302,55 +302,95 @@ pub fn parts_of(event: &Event) -> Vec<PartRef<'_>> {
     std::iter::once(own).chain(images).collect()
 }
 
+/// A message borrowed from the events it groups: what a renderer that
+/// writes bytes reads, without copying the events' texts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRef<'a> {
+    pub role: Role,
+    pub parts: Vec<PartRef<'a>>,
+}
+
+impl MessageRef<'_> {
+    /// The message as renderers of values take it.
+    pub fn to_message(&self) -> Message {
+        Message {
+            role: self.role,
+            parts: self.parts.iter().map(PartRef::to_part).collect(),
+        }
+    }
+}
+
+impl<'a> From<&'a Message> for MessageRef<'a> {
+    fn from(message: &'a Message) -> MessageRef<'a> {
+        MessageRef {
+            role: message.role,
+            parts: message.parts.iter().map(PartRef::from).collect(),
+        }
+    }
+}
+
 /// Adds `event` to `messages`; returns whether it started a new message.
 /// Events outside the model's view (a subagent's own) add nothing.
 ///
 /// An assistant part joins the last message when that is an assistant message:
 /// the same model response. A tool result or a user message in between starts
 /// a new one.
-pub fn push_event(messages: &mut Vec<Message>, event: &Event) -> bool {
+pub fn push_event<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
     if !event.is_in_model_view() {
         return false;
     }
     let started = place(messages, event);
     if let (Some(media), Some(last)) = (&event.media, messages.last_mut()) {
         last.parts
-            .extend(media.images.iter().cloned().map(Part::Image));
+            .extend(media.images.iter().map(|url| PartRef::Image(url)));
     }
     started
 }
 
-fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
+fn place<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
+    let text = |role, text| MessageRef {
+        role,
+        parts: vec![PartRef::Text(text)],
+    };
     if is_shadow_pair(event) {
-        messages.push(Message::text(Role::User, SHADOW_USER_LINE));
-        messages.push(Message::text(
+        messages.push(text(Role::User, Cow::Borrowed(SHADOW_USER_LINE)));
+        messages.push(text(
             Role::Assistant,
-            format!("{SUMMARY_PREFIX}\n{}", event.content),
+            Cow::Owned(format!("{SUMMARY_PREFIX}\n{}", event.content)),
         ));
         return true;
     }
     match placement(event) {
         Placement::Join(role, part) => match messages.last_mut() {
             Some(last) if last.role == role => {
-                last.parts.push(part.to_part());
+                last.parts.push(part);
                 false
             }
             _ => {
-                messages.push(Message {
+                messages.push(MessageRef {
                     role,
-                    parts: vec![part.to_part()],
+                    parts: vec![part],
                 });
                 true
             }
         },
         Placement::Alone(role, part) => {
-            messages.push(Message {
+            messages.push(MessageRef {
                 role,
-                parts: vec![part.to_part()],
+                parts: vec![part],
             });
             true
         }
     }
+}
+
+/// Groups `events` into messages borrowed from them.
+pub fn message_refs<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<MessageRef<'a>> {
+    let mut messages = Vec::new();
+    for event in events {
+        push_event(&mut messages, event);
+    }
+    messages
 }
 
 /// Groups `events` into messages.
@@ -369,9 +409,8 @@ fn place(messages: &mut Vec<Message>, event: &Event) -> bool {
 /// assert_eq!(messages[1].parts.len(), 2);
 /// ```
 pub fn messages_from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Message> {
-    let mut messages = Vec::new();
-    for event in events {
-        push_event(&mut messages, event);
-    }
-    messages
+    message_refs(events)
+        .iter()
+        .map(MessageRef::to_message)
+        .collect()
 }

@@ -276,7 +276,7 @@ pub fn prepare(
     let system_messages = messages_from_events(
         items
             .iter()
-            .map(|i| &i.event)
+            .map(|i| &*i.event)
             .filter(|e| role_of(e) == Role::System),
     );
     let frame = frame(request.target, &for_messages(&system_messages));

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::event::TraceType;
 use crate::render::{Place, Segment, SegmentList, Target};
-use crate::transcript::{messages_of, Revision, ViewItem};
+use crate::transcript::{message_refs_of, Revision, ViewItem};
 
 /// Renders of the segments of the latest view, by the revisions of their items.
 #[derive(Debug, Default)]
@@ -76,7 +76,7 @@ impl RenderCache {
             let segment = reusable.remove(&key).unwrap_or_else(|| {
                 Arc::new(Segment::new(
                     target,
-                    &messages_of(&items[range.clone()]),
+                    &message_refs_of(&items[range.clone()]),
                     place,
                 ))
             });
@@ -212,7 +212,11 @@ mod tests {
         for target in Target::ALL {
             let segments = RenderCache::default().segments(target, &view);
             let joined: usize = segments.iter().map(|s| s.len()).sum();
-            let whole = crate::render::entries(target, &messages_of(&view), Place::Start);
+            let whole = crate::render::entries(
+                target,
+                &crate::transcript::messages_of(&view),
+                Place::Start,
+            );
             assert_eq!(joined, whole.len(), "{target}: no `(continued)` mid-list");
         }
     }

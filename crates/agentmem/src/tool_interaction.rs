@@ -51,7 +51,7 @@ pub struct ToolInteraction {
 /// assert_eq!(view[0].status, ToolStatus::Pending);
 /// assert_eq!(view[1].status, ToolStatus::Error);
 /// ```
-pub fn tool_interactions(events: &[Event]) -> Vec<ToolInteraction> {
+pub fn tool_interactions<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<ToolInteraction> {
     let mut interactions: Vec<ToolInteraction> = Vec::new();
     let mut index_of_call: HashMap<&str, usize> = HashMap::new();
     for event in events {

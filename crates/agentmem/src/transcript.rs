@@ -23,11 +23,14 @@
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::context::guard::{self, GuardPolicy};
 use crate::context::normalize::PairCheck;
 use crate::event::{Event, TraceType};
-use crate::message::{messages_from_events, parts_of, role_of, starts_message, Message};
+use crate::message::{
+    message_refs, messages_from_events, parts_of, role_of, starts_message, Message, MessageRef,
+};
 use crate::tokens::count::{
     count_part, count_part_at_most, role_name, TokenCounts, TOKENS_PER_MESSAGE,
 };
@@ -57,18 +60,21 @@ pub struct UsageAnchor {
 /// Change the event's content through [`ViewItem::replace_content`]: it
 /// recounts the tokens and gives the item a new [`Revision`], so a render of
 /// the old content is never reused for the new.
+///
+/// The event is shared with the session's log while the guard leaves it as
+/// it is: the view holds the active context once, not a second copy of it.
 #[derive(Debug, Clone)]
 pub struct ViewItem {
-    pub event: Event,
+    pub event: Arc<Event>,
     pub tokens: TokenCounts,
     revision: Revision,
 }
 
 impl ViewItem {
     /// `event` as the model sees it, counted as `tokens`: a new revision.
-    pub fn new(event: Event, tokens: TokenCounts) -> ViewItem {
+    pub fn new(event: impl Into<Arc<Event>>, tokens: TokenCounts) -> ViewItem {
         ViewItem {
-            event,
+            event: event.into(),
             tokens,
             revision: Revision::next(),
         }
@@ -82,7 +88,7 @@ impl ViewItem {
     /// Shows `content` instead of what the event showed: recounted, and a
     /// new revision.
     pub fn replace_content(&mut self, content: String, tokenizer: Tokenizer) {
-        self.event.content = content;
+        Arc::make_mut(&mut self.event).content = content;
         self.tokens = event_tokens(&self.event, tokenizer);
         self.revision = Revision::next();
     }
@@ -214,16 +220,13 @@ struct Seen {
 
 impl Seen {
     /// `event` as seen, if this is what was seen of it.
-    fn view_of(&self, event: &Event) -> Option<Event> {
-        if self.fingerprint != fingerprint(event) {
+    fn view_of(&self, event: &impl Shared) -> Option<Arc<Event>> {
+        if self.fingerprint != fingerprint(event.event()) {
             return None;
         }
         Some(match &self.cut {
-            Some(cut) => Event {
-                content: cut.clone(),
-                ..event.clone()
-            },
-            None => event.clone(),
+            Some(cut) => Arc::new(event.event().with_content(cut.clone())),
+            None => event.share(),
         })
     }
 }
@@ -283,26 +286,35 @@ impl Transcript {
     /// `event` as the model sees it: tool output cut or previewed by the guard.
     pub fn view_of(&self, event: &Event) -> Event {
         match self.remembered(event) {
-            Some((viewed, _)) => viewed,
+            Some((viewed, _)) => Arc::unwrap_or_clone(viewed),
             None => model_view(event, &self.guard, self.tokenizer),
         }
     }
 
     /// What was seen of `event` before, with its count, if it was this event.
-    fn remembered(&self, event: &Event) -> Option<(Event, TokenCounts)> {
-        let seen = self.seen.get(&event.id)?;
+    fn remembered(&self, event: &impl Shared) -> Option<(Arc<Event>, TokenCounts)> {
+        let seen = self.seen.get(&event.event().id)?;
         Some((seen.view_of(event)?, seen.tokens))
     }
 
+    /// `event` as the model sees it, shared with `event` when the guard
+    /// leaves it as it is.
+    fn viewed(&self, event: &impl Shared) -> Arc<Event> {
+        match guarded(event.event(), &self.guard, self.tokenizer) {
+            Some(cut) => Arc::new(cut),
+            None => event.share(),
+        }
+    }
+
     /// A transcript of `events` with the default guard.
-    pub fn from_events(encoding: Encoding, events: &[Event]) -> Self {
+    pub fn from_events(encoding: Encoding, events: &[impl Shared]) -> Self {
         let mut transcript = Self::new(encoding, GuardPolicy::default());
         transcript.extend(events);
         transcript
     }
 
     /// Adds events that come after the ones already in the view, counted.
-    pub fn extend(&mut self, events: &[Event]) {
+    pub fn extend(&mut self, events: &[impl Shared]) {
         for event in events {
             self.push(event, Counting::Now);
         }
@@ -312,13 +324,14 @@ impl Transcript {
     /// estimated counts until a check needs them (see the module's docs).
     /// An event that reports usage is counted now, with all before it: the
     /// provider measured them, and an anchor is exact or useless.
-    pub fn extend_counting_later(&mut self, events: &[Event]) {
+    pub fn extend_counting_later(&mut self, events: &[impl Shared]) {
         for event in events {
             self.push(event, Counting::Later);
         }
     }
 
-    fn push(&mut self, event: &Event, counting: Counting) {
+    fn push(&mut self, shared: &impl Shared, counting: Counting) {
+        let event = shared.event();
         if !event.is_in_model_view() {
             return;
         }
@@ -335,12 +348,12 @@ impl Transcript {
         let before = self.total.total;
         let (viewed, tokens, uncounted) = match counting {
             Counting::Now => {
-                let (viewed, tokens) = self.see(event);
+                let (viewed, tokens) = self.see(shared);
                 (viewed, tokens, None)
             }
-            Counting::Later => self.glance(event),
+            Counting::Later => self.glance(shared),
         };
-        let starts = starts_message(self.items.last().map(|i| &i.event), &viewed);
+        let starts = starts_message(self.items.last().map(|i| &*i.event), &viewed);
         if starts {
             self.messages += crate::message::messages_started(&viewed);
             self.total.add(message_framing(&viewed, self.tokenizer));
@@ -387,11 +400,12 @@ impl Transcript {
 
     /// `event` as the model sees it, with an estimate of its count, and
     /// what it takes to count it later; counted now when it was seen before.
-    fn glance(&mut self, event: &Event) -> (Event, TokenCounts, Option<Uncounted>) {
-        if let Some((viewed, tokens)) = self.remembered(event) {
+    fn glance(&mut self, shared: &impl Shared) -> (Arc<Event>, TokenCounts, Option<Uncounted>) {
+        if let Some((viewed, tokens)) = self.remembered(shared) {
             return (viewed, tokens, None);
         }
-        let viewed = model_view(event, &self.guard, self.tokenizer);
+        let event = shared.event();
+        let viewed = self.viewed(shared);
         let bound = event_tokens_at_most(&viewed);
         let estimate = self.estimate(bound);
         let tool_result =
@@ -519,11 +533,12 @@ impl Transcript {
 
     /// `event` as the model sees it, with its count; remembered by event id
     /// for tool results, the events the guard cuts.
-    fn see(&mut self, event: &Event) -> (Event, TokenCounts) {
-        if let Some(remembered) = self.remembered(event) {
+    fn see(&mut self, shared: &impl Shared) -> (Arc<Event>, TokenCounts) {
+        if let Some(remembered) = self.remembered(shared) {
             return remembered;
         }
-        let viewed = model_view(event, &self.guard, self.tokenizer);
+        let event = shared.event();
+        let viewed = self.viewed(shared);
         let tokens = event_tokens(&viewed, self.tokenizer);
         self.learn_ratio(event_tokens_at_most(&viewed).total, tokens.total);
         if event.trace_type == TraceType::ToolResult && !event.id.is_empty() {
@@ -622,7 +637,12 @@ impl Transcript {
 
 /// The view's messages.
 pub fn messages_of(items: &[ViewItem]) -> Vec<Message> {
-    messages_from_events(items.iter().map(|i| &i.event))
+    messages_from_events(items.iter().map(|i| &*i.event))
+}
+
+/// The view's messages, borrowed from its items.
+pub fn message_refs_of(items: &[ViewItem]) -> Vec<MessageRef<'_>> {
+    message_refs(items.iter().map(|i| &*i.event))
 }
 
 /// The total of a view: each item's parts plus the framing of each message.
@@ -716,20 +736,48 @@ pub fn role_tokens(role: crate::message::Role, encoding: Encoding) -> u64 {
 /// The event as the model sees it: tool output cut by the guard, or the
 /// preview of an evicted output. Pure: the same event gives the same view.
 pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
+    guarded(event, policy, tokenizer).unwrap_or_else(|| event.clone())
+}
+
+/// `event` as the guard shows it, when that differs from the event.
+fn guarded(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Option<Event> {
     if event.trace_type != TraceType::ToolResult {
-        return event.clone();
+        return None;
     }
     let call_id = event.tool_call_id.as_deref().unwrap_or_default();
     let content = match &event.tool_result_ref {
         Some(_) => Some(guard::eviction_preview(call_id, &event.content)),
         None => guard::truncate_for_model(&event.content, policy, tokenizer),
-    };
-    match content {
-        Some(content) => Event {
-            content,
-            ..event.clone()
-        },
-        None => event.clone(),
+    }?;
+    Some(event.with_content(content))
+}
+
+/// An event the view can hold: one the caller keeps (shared, not copied)
+/// or a plain event (copied once).
+pub trait Shared {
+    /// The event.
+    fn event(&self) -> &Event;
+    /// The event as the view holds it.
+    fn share(&self) -> Arc<Event>;
+}
+
+impl Shared for Event {
+    fn event(&self) -> &Event {
+        self
+    }
+
+    fn share(&self) -> Arc<Event> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Shared for Arc<Event> {
+    fn event(&self) -> &Event {
+        self
+    }
+
+    fn share(&self) -> Arc<Event> {
+        Arc::clone(self)
     }
 }
 

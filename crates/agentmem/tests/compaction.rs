@@ -73,8 +73,8 @@ fn session_with(dir: &tempfile::TempDir, events: Vec<Event>) -> Session {
     session
 }
 
-fn ids(events: &[Event]) -> Vec<String> {
-    events.iter().map(|e| e.id.clone()).collect()
+fn ids(events: &[impl std::borrow::Borrow<Event>]) -> Vec<String> {
+    events.iter().map(|e| e.borrow().id.clone()).collect()
 }
 
 #[test]

@@ -656,7 +656,7 @@ impl<'a> Run<'a> {
 /// pairs repaired as every prepare repairs them — a call still waiting for
 /// its result is sent with a synthetic one, which the turn must make room for.
 fn latest_turn_tokens(session: &Session) -> u64 {
-    let mut events: Vec<Event> = session.events().to_vec();
+    let mut events: Vec<Event> = session.events().iter().map(|e| Event::clone(e)).collect();
     normalize_pairs(&mut events);
     let Some(user) = events
         .iter()

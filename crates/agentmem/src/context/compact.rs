@@ -7,6 +7,7 @@
 //! it). The raw tail — the current turn and the last few completed ones —
 //! follows verbatim from the active log.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
@@ -65,10 +66,16 @@ pub struct Split {
 /// that arrived after the next user message), the cut moves back to that
 /// turn's start. So the span and the tail are contiguous, the archive keeps
 /// the log's order, and every pair stays on one side.
-pub fn split_for_compaction(active: &[Event], keep_turns: usize) -> Split {
+pub fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) -> Split {
+    let owned = |events: &[_]| {
+        events
+            .iter()
+            .map(|e: &_| Borrow::<Event>::borrow(e).clone())
+            .collect()
+    };
     let mut turn_starts: HashMap<&str, usize> = HashMap::new();
     let mut user_turns: Vec<usize> = Vec::new();
-    for (i, event) in active.iter().enumerate() {
+    for (i, event) in active.iter().map(Borrow::borrow).enumerate() {
         turn_starts.entry(event.turn_id.as_str()).or_insert(i);
         if event.trace_type == TraceType::User {
             user_turns.push(i);
@@ -81,14 +88,14 @@ pub fn split_for_compaction(active: &[Event], keep_turns: usize) -> Split {
     else {
         return Split {
             span: Vec::new(),
-            tail: active.to_vec(),
+            tail: owned(active),
         };
     };
     let mut cut = first_kept;
     loop {
         let earliest = active[cut..]
             .iter()
-            .map(|e| turn_starts[e.turn_id.as_str()])
+            .map(|e| turn_starts[e.borrow().turn_id.as_str()])
             .min()
             .unwrap_or(cut);
         if earliest >= cut {
@@ -97,8 +104,8 @@ pub fn split_for_compaction(active: &[Event], keep_turns: usize) -> Split {
         cut = earliest;
     }
     Split {
-        span: active[..cut].to_vec(),
-        tail: active[cut..].to_vec(),
+        span: owned(&active[..cut]),
+        tail: owned(&active[cut..]),
     }
 }
 

@@ -108,7 +108,7 @@ pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Acti
     let mut events: Vec<Event> = Vec::with_capacity(items.len());
     for item in items.drain(..) {
         counted.insert(item.event.id.clone(), item.tokens);
-        events.push(item.event);
+        events.push(std::sync::Arc::unwrap_or_clone(item.event));
     }
     let reports = normalize::normalize_pairs(&mut events);
     items.extend(events.into_iter().map(|event| {

@@ -18,7 +18,7 @@ use std::str::FromStr;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::message::Message;
+use crate::message::{Message, MessageRef};
 
 /// A provider API to render for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -321,11 +321,16 @@ pub fn entries(target: Target, messages: &[Message], place: Place) -> Vec<Value>
 /// The entries of [`entries`], serialized: what a [`Segment`] keeps.
 /// Chat Completions' are written straight from the messages; the other
 /// APIs' are built as values first.
-pub fn raw_entries(target: Target, messages: &[Message], place: Place) -> Vec<Box<RawValue>> {
+pub fn raw_entries(
+    target: Target,
+    messages: &[MessageRef<'_>],
+    place: Place,
+) -> Vec<Box<RawValue>> {
     match target {
         Target::OpenAiChat => openai_chat::raw_entries(messages),
         Target::OpenAiResponses | Target::Anthropic | Target::Gemini => {
-            entries(target, messages, place)
+            let messages: Vec<Message> = messages.iter().map(MessageRef::to_message).collect();
+            entries(target, &messages, place)
                 .iter()
                 .map(crate::json::to_raw_value)
                 .collect()

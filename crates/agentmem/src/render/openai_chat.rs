@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Frame, ListEnd, RenderRequest, ToolSchema};
 use crate::json;
-use crate::message::{Message, Part, Role};
+use crate::message::{Message, MessageRef, PartRef, Role};
 use crate::tokens::count::arguments_text;
 
 pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
@@ -43,7 +43,7 @@ pub(super) fn close_list(live_context: Option<&str>) -> Vec<Value> {
 /// The message list's entries, written straight from the messages: the
 /// bytes `serde_json` writes for the same entries built as values (keys in
 /// order), without building them. The list is most of what a call renders.
-pub(super) fn raw_entries(messages: &[Message]) -> Vec<Box<RawValue>> {
+pub(super) fn raw_entries(messages: &[MessageRef<'_>]) -> Vec<Box<RawValue>> {
     messages
         .iter()
         .filter_map(entry_of)
@@ -53,35 +53,36 @@ pub(super) fn raw_entries(messages: &[Message]) -> Vec<Box<RawValue>> {
 
 /// [`raw_entries`] as values.
 pub(super) fn entries(messages: &[Message]) -> Vec<Value> {
-    raw_entries(messages)
+    let messages: Vec<MessageRef<'_>> = messages.iter().map(MessageRef::from).collect();
+    raw_entries(&messages)
         .iter()
         .map(|raw| serde_json::from_str(raw.get()).expect("an entry is JSON"))
         .collect()
 }
 
 /// What one message becomes in the list, borrowed from it.
-enum Entry<'a> {
-    System(Vec<&'a str>),
-    User(&'a [Part]),
+enum Entry<'m> {
+    System(Vec<&'m str>),
+    User(&'m [PartRef<'m>]),
     Assistant {
-        texts: Vec<&'a str>,
-        calls: Vec<Call<'a>>,
+        texts: Vec<&'m str>,
+        calls: Vec<Call<'m>>,
     },
     Tool {
-        call_id: &'a str,
-        content: &'a str,
+        call_id: &'m str,
+        content: &'m str,
     },
 }
 
-struct Call<'a> {
-    id: &'a str,
-    name: &'a str,
-    arguments: &'a Value,
+struct Call<'m> {
+    id: &'m str,
+    name: &'m str,
+    arguments: &'m Value,
 }
 
 /// The entry of `message`, if this API takes one: an assistant message of
 /// reasoning only, or a tool message without a result, has none.
-fn entry_of(message: &Message) -> Option<Entry<'_>> {
+fn entry_of<'m>(message: &'m MessageRef<'_>) -> Option<Entry<'m>> {
     match message.role {
         Role::System => Some(Entry::System(texts_of(&message.parts))),
         Role::User => Some(Entry::User(&message.parts)),
@@ -92,31 +93,34 @@ fn entry_of(message: &Message) -> Option<Entry<'_>> {
             (!texts.is_empty() || !calls.is_empty()).then_some(Entry::Assistant { texts, calls })
         }
         Role::Tool => message.parts.iter().find_map(|part| match part {
-            Part::ToolResult {
+            PartRef::ToolResult {
                 call_id, content, ..
             } => Some(Entry::Tool { call_id, content }),
-            Part::Text(_) | Part::Image(_) | Part::ToolCall { .. } | Part::Reasoning { .. } => None,
+            PartRef::Text(_)
+            | PartRef::Image(_)
+            | PartRef::ToolCall { .. }
+            | PartRef::Reasoning { .. } => None,
         }),
     }
 }
 
-fn texts_of(parts: &[Part]) -> Vec<&str> {
+fn texts_of<'m>(parts: &'m [PartRef<'_>]) -> Vec<&'m str> {
     parts.iter().filter_map(text_of).collect()
 }
 
-fn text_of(part: &Part) -> Option<&str> {
+fn text_of<'m>(part: &'m PartRef<'_>) -> Option<&'m str> {
     match part {
-        Part::Text(text) => Some(text),
-        Part::Image(_)
-        | Part::ToolCall { .. }
-        | Part::ToolResult { .. }
-        | Part::Reasoning { .. } => None,
+        PartRef::Text(text) => Some(text),
+        PartRef::Image(_)
+        | PartRef::ToolCall { .. }
+        | PartRef::ToolResult { .. }
+        | PartRef::Reasoning { .. } => None,
     }
 }
 
-fn call_of(part: &Part) -> Option<Call<'_>> {
+fn call_of<'m>(part: &'m PartRef<'_>) -> Option<Call<'m>> {
     match part {
-        Part::ToolCall {
+        PartRef::ToolCall {
             id,
             name,
             arguments,
@@ -125,7 +129,10 @@ fn call_of(part: &Part) -> Option<Call<'_>> {
             name,
             arguments,
         }),
-        Part::Text(_) | Part::Image(_) | Part::ToolResult { .. } | Part::Reasoning { .. } => None,
+        PartRef::Text(_)
+        | PartRef::Image(_)
+        | PartRef::ToolResult { .. }
+        | PartRef::Reasoning { .. } => None,
     }
 }
 
@@ -170,18 +177,20 @@ fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) {
 }
 
 /// Plain text stays a string; text with images becomes a list of content parts.
-fn write_user_content(out: &mut Vec<u8>, parts: &[Part]) {
-    if !parts.iter().any(|p| matches!(p, Part::Image(_))) {
+fn write_user_content(out: &mut Vec<u8>, parts: &[PartRef<'_>]) {
+    if !parts.iter().any(|p| matches!(p, PartRef::Image(_))) {
         json::write_joined(out, &texts_of(parts), "\n");
         return;
     }
     out.push(b'[');
     let mut first = true;
     for part in parts {
-        let (key, text, kind, wrapped) = match part {
-            Part::Text(text) => ("text", text, "text", false),
-            Part::Image(url) => ("image_url", url, "image_url", true),
-            Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Reasoning { .. } => continue,
+        let (key, text, kind, wrapped): (_, &str, _, _) = match part {
+            PartRef::Text(text) => ("text", text, "text", false),
+            PartRef::Image(url) => ("image_url", url, "image_url", true),
+            PartRef::ToolCall { .. } | PartRef::ToolResult { .. } | PartRef::Reasoning { .. } => {
+                continue
+            }
         };
         if !first {
             out.push(b',');
@@ -226,6 +235,7 @@ fn tool(schema: &ToolSchema) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Part;
 
     #[test]
     fn entries_are_written_as_serde_json_writes_the_same_values() {
@@ -276,7 +286,8 @@ mod tests {
                 }],
             },
         ];
-        let raw = raw_entries(&messages);
+        let refs: Vec<MessageRef<'_>> = messages.iter().map(MessageRef::from).collect();
+        let raw = raw_entries(&refs);
         assert_eq!(raw.len(), 6, "reasoning alone has no entry");
         for entry in &raw {
             let value: Value = serde_json::from_str(entry.get()).unwrap();

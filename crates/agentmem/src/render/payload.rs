@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{raw_entries, Frame, Place, Target};
-use crate::message::Message;
+use crate::message::MessageRef;
 
 /// A run of the message list's entries, serialized once.
 ///
@@ -37,7 +37,7 @@ pub type SegmentList = Arc<Vec<Arc<Segment>>>;
 
 impl Segment {
     /// `messages` rendered for `target`, at `place` in the list.
-    pub fn new(target: Target, messages: &[Message], place: Place) -> Segment {
+    pub fn new(target: Target, messages: &[MessageRef<'_>], place: Place) -> Segment {
         Segment {
             entries: raw_entries(target, messages, place),
         }
@@ -107,7 +107,8 @@ impl Payload {
 
     /// `request` rendered whole for `target`, as one segment.
     pub fn render(target: Target, request: &super::RenderRequest<'_>) -> Payload {
-        let segment = Segment::new(target, request.messages, Place::Start);
+        let messages: Vec<MessageRef<'_>> = request.messages.iter().map(MessageRef::from).collect();
+        let segment = Segment::new(target, &messages, Place::Start);
         Payload::new(
             super::frame(target, request),
             Arc::new(vec![Arc::new(segment)]),

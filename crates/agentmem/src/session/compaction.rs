@@ -270,7 +270,10 @@ impl Session {
             .last()
             .map(|e| e.content.clone())
             .unwrap_or_default();
-        let span = self.events[..draft.span_len].to_vec();
+        let span: Vec<Event> = self.events[..draft.span_len]
+            .iter()
+            .map(|e| Event::clone(e))
+            .collect();
         self.persist_compaction(&span, tail, draft.base, number, &report)?;
         self.remember_episode(&span, summary_text, number, &report)?;
         self.remember_facts(settled.facts, &span)?;
@@ -332,7 +335,7 @@ impl Session {
         // copies; a crash from here on is finished on open like any other).
         write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&history))?;
         self.reopen_log()?;
-        self.events = history;
+        self.events = history.into_iter().map(Arc::new).collect();
         self.snapshot = None;
         std::fs::remove_file(self.paths.dir.join(crate::store::snapshot::SNAPSHOT_FILE)).ok();
         self.transcript = None;
@@ -490,7 +493,7 @@ impl Session {
     fn persist_compaction(
         &mut self,
         span: &[Event],
-        tail: Vec<Event>,
+        tail: Vec<Arc<Event>>,
         base: Vec<Event>,
         number: u64,
         report: &CompactReport,
@@ -524,7 +527,7 @@ impl Session {
     fn log_lines_split_at(
         &self,
         span: &[Event],
-        tail: &[Event],
+        tail: &[Arc<Event>],
     ) -> Result<(Vec<u8>, usize, Vec<u8>)> {
         let path = self.paths.raw_traces();
         let log = std::fs::read(&path).io("read", &path)?;
@@ -543,7 +546,7 @@ impl Session {
         Ok((
             jsonl::encode_lines(&fresh),
             fresh.len(),
-            jsonl::encode_lines(tail),
+            jsonl::encode_lines(tail.iter().map(|e| &**e)),
         ))
     }
 
@@ -568,7 +571,7 @@ impl Session {
             });
         }
         let said = |e: &Event| matches!(e.trace_type, TraceType::User | TraceType::Assistant);
-        if !self.events.iter().any(said) {
+        if !self.events.iter().any(|e| said(e)) {
             return Ok(None);
         }
         let id = format!("ep-{}-end-{}", self.id, self.meta.events);
@@ -579,7 +582,7 @@ impl Session {
         let span: Vec<Event> = self
             .events
             .iter()
-            .map(|e| redact_event(e.clone(), self.settings.redaction))
+            .map(|e| redact_event(Event::clone(e), self.settings.redaction))
             .collect();
         let request = SummaryRequest {
             events: &span,

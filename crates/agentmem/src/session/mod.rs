@@ -150,7 +150,8 @@ pub struct Session {
     agent: AgentId,
     id: SessionId,
     meta: SessionMeta,
-    events: Vec<Event>,
+    /// Shared with the transcript's view: the active context is held once.
+    events: Vec<Arc<Event>>,
     ids: foldhash::HashSet<String>,
     turns: TurnTracker,
     event_ids: EventIds,
@@ -320,7 +321,7 @@ impl Session {
             agent,
             id,
             meta,
-            events,
+            events: events.into_iter().map(Arc::new).collect(),
             writer,
             recoveries,
             meta_dirty: false,
@@ -348,8 +349,9 @@ impl Session {
         &self.paths
     }
 
-    /// The events of the active log, in order.
-    pub fn events(&self) -> &[Event] {
+    /// The events of the active log, in order, shared with the model's view
+    /// (held once in memory).
+    pub fn events(&self) -> &[Arc<Event>] {
         &self.events
     }
 
@@ -357,7 +359,7 @@ impl Session {
     /// An event found twice (a compaction interrupted after archiving) is given once.
     pub fn full_history(&self) -> Result<Vec<Event>> {
         let mut history = jsonl::read_log(&self.paths.archive())?.events;
-        history.extend_from_slice(&self.events);
+        history.extend(self.events.iter().map(|e| Event::clone(e)));
         let mut seen = HashSet::with_capacity(history.len());
         history.retain(|e| seen.insert(e.id.clone()));
         Ok(history)
@@ -371,7 +373,9 @@ impl Session {
     /// The model's view before any shaping: the snapshot base, then the active log.
     pub fn view_events(&self) -> Vec<Event> {
         let base = self.snapshot.iter().flat_map(|s| s.base.iter());
-        base.chain(&self.events).cloned().collect()
+        base.chain(self.events.iter().map(|e| &**e))
+            .cloned()
+            .collect()
     }
 
     /// Replaces the summarizer compaction uses (the extractive one by
@@ -404,7 +408,7 @@ impl Session {
 
     /// Each tool call with its result and status.
     pub fn tool_interactions(&self) -> Vec<ToolInteraction> {
-        tool_interactions(&self.events)
+        tool_interactions(self.events.iter().map(|e| &**e))
     }
 
     /// What was repaired or skipped when the session was opened.
@@ -469,7 +473,7 @@ impl Session {
         let writer = self.writer.as_mut().expect("checked above");
         if let Err(failure) = writer.log.append(&fresh) {
             fresh.truncate(failure.written);
-            self.turns = TurnTracker::from_events(self.events.iter().chain(&fresh));
+            self.turns = TurnTracker::from_events(self.events.iter().map(|e| &**e).chain(&fresh));
             if working.is_some() {
                 self.settle_partial_working_memory(&fresh);
             }
@@ -633,6 +637,7 @@ impl Session {
         if events.is_empty() {
             return;
         }
+        let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
         if let Some(transcript) = &mut self.transcript {
             transcript.extend_counting_later(&events);
         }

@@ -122,7 +122,7 @@ impl Session {
         debug_assert_eq!(
             intact,
             crate::context::normalize::pairs_are_intact(
-                transcript.items().iter().map(|i| &i.event)
+                transcript.items().iter().map(|i| &*i.event)
             ),
             "the running pair check must agree with a full one"
         );

@@ -172,7 +172,10 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
 /// assert_eq!(lines.concat(), log);
 /// assert!(jsonl::lines_for(&log, &events[..1]).is_none());
 /// ```
-pub fn lines_for<'log>(log: &'log [u8], events: &[Event]) -> Option<Vec<&'log [u8]>> {
+pub fn lines_for<'log>(
+    log: &'log [u8],
+    events: &[impl std::borrow::Borrow<Event>],
+) -> Option<Vec<&'log [u8]>> {
     let lines: Vec<&[u8]> = log
         .split_inclusive(|&b| b == b'\n')
         .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
@@ -181,7 +184,7 @@ pub fn lines_for<'log>(log: &'log [u8], events: &[Event]) -> Option<Vec<&'log [u
         && lines
             .iter()
             .zip(events)
-            .all(|(line, event)| line.ends_with(b"\n") && starts_with_id(line, &event.id));
+            .all(|(line, event)| line.ends_with(b"\n") && starts_with_id(line, &event.borrow().id));
     holds_them.then_some(lines)
 }
 
@@ -195,7 +198,7 @@ fn starts_with_id(line: &[u8], id: &str) -> bool {
 }
 
 /// Serializes events as JSONL.
-pub fn encode_lines(events: &[Event]) -> Vec<u8> {
+pub fn encode_lines<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<u8> {
     let mut out = Vec::new();
     for event in events {
         encode_line(event, &mut out);

@@ -393,7 +393,8 @@ impl Store {
                 .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
         };
         fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
-        let kept = keep(original.events());
+        let active: Vec<Event> = original.events().iter().map(|e| Event::clone(e)).collect();
+        let kept = keep(&active);
         let kept_archive = keep(&archived);
         write_log(&staging.raw_traces(), &kept)?;
         if !kept_archive.is_empty() {
@@ -486,8 +487,13 @@ fn copy_schema(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// The meta a session with `events` has.
-pub(crate) fn meta_for(events: &[Event], agent: &AgentId, id: &SessionId) -> SessionMeta {
+pub(crate) fn meta_for(
+    events: &[impl std::borrow::Borrow<Event>],
+    agent: &AgentId,
+    id: &SessionId,
+) -> SessionMeta {
     let now = now_ts();
+    let events: Vec<&Event> = events.iter().map(std::borrow::Borrow::borrow).collect();
     let users = events
         .iter()
         .filter(|e| e.trace_type == crate::event::TraceType::User);

@@ -6,6 +6,8 @@
 //! last update the session recorded (in its log or its snapshot). When it
 //! is missing, damaged or behind, the state is rebuilt from the log.
 
+use std::borrow::Borrow;
+
 use std::path::Path;
 
 use super::{replay, Keep, Replayed, WorkingMemory};
@@ -74,7 +76,7 @@ pub enum Freshness {
 pub fn replay_log(
     paths: &SessionPaths,
     snapshot: Option<&Snapshot>,
-    active: &[Event],
+    active: &[impl Borrow<Event>],
     keep: Keep,
 ) -> Result<Replayed> {
     let from_snapshot = snapshot.and_then(|s| s.working_memory.clone());
@@ -88,7 +90,7 @@ pub fn replay_log(
             replay(WorkingMemory::default(), &archive, keep)
         }
     };
-    let rest = replay(start.state, active, keep);
+    let rest = replay(start.state, active.iter().map(Borrow::borrow), keep);
     Ok(Replayed {
         state: rest.state,
         versions: [start.versions, rest.versions].concat(),
