@@ -116,8 +116,7 @@ def agentmem_p50_ms(binary, workload):
             [binary, "--dir", data, "--durability", "os", "--json", "bench", "--skip-storage",
              "--workload", workload],
             check=True, capture_output=True, text=True).stdout
-    row = next(json.loads(line) for line in out.splitlines()
-               if json.loads(line).get("bench") == "workload ingest + prepare")
+    row = next(row for row in json.loads(out) if row["bench"] == "workload ingest + prepare")
     return row["p50_us"] / 1000
 
 
