@@ -5,7 +5,9 @@
 //! the active log's events, each as the model sees it: tool outputs cut by
 //! the write-time guard, evicted outputs replaced by their preview. Every
 //! event is counted once; totals are running sums, so keeping the
-//! transcript current costs what the new events cost.
+//! transcript current costs what the new events cost. An event the guard
+//! leaves as it is is shared with the session's log ([`Shared`]), so the
+//! active context is held in memory once.
 //!
 //! Counting is most of what a new event costs, and far below the trigger it
 //! decides nothing. So events the session appends join [counted later]: with
