@@ -96,7 +96,8 @@ pub fn is_shadow_pair(event: &Event) -> bool {
 }
 
 /// One piece of a message, borrowed from the event it comes from: what
-/// counting reads, without copying the event's texts.
+/// counting and the renderers that write bytes read, without copying the
+/// event's texts. Its variants are [`Part`]'s.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartRef<'a> {
     Text(Cow<'a, str>),
@@ -384,7 +385,17 @@ fn place<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
     }
 }
 
-/// Groups `events` into messages borrowed from them.
+/// Groups `events` into messages borrowed from them: [`messages_from_events`]
+/// without copying a text.
+///
+/// ```
+/// use agentmem::event::Event;
+/// use agentmem::message::{message_refs, PartRef, Role};
+/// let events = [Event::user("list files"), Event::tool_call("c1", "ls", serde_json::json!({}))];
+/// let messages = message_refs(&events);
+/// assert_eq!(messages[1].role, Role::Assistant);
+/// assert!(matches!(messages[1].parts[0], PartRef::ToolCall { id: "c1", .. }));
+/// ```
 pub fn message_refs<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<MessageRef<'a>> {
     let mut messages = Vec::new();
     for event in events {

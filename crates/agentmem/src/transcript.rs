@@ -789,6 +789,39 @@ mod tests {
     use crate::message::Role;
 
     #[test]
+    fn the_view_shares_the_events_the_guard_leaves_as_they_are() {
+        let events: Vec<Arc<Event>> = [
+            Event::user("read it").with_id("e1"),
+            Event::tool_call("c1", "read", serde_json::json!({})).with_id("e2"),
+            Event::tool_result("c1", "a line of output\n".repeat(10_000)).with_id("e3"),
+            Event::tool_call("c2", "read", serde_json::json!({})).with_id("e4"),
+            Event::tool_result("c2", "short").with_id("e5"),
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+        let mut view = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+        view.extend_counting_later(&events);
+        let shared: Vec<bool> = events
+            .iter()
+            .zip(view.items())
+            .map(|(event, item)| Arc::ptr_eq(event, &item.event))
+            .collect();
+        assert_eq!(
+            shared,
+            [true, true, false, true, true],
+            "only the cut output is a copy"
+        );
+
+        let mut item = view.items()[4].clone();
+        item.replace_content("changed".into(), view.tokenizer());
+        assert_eq!(
+            events[4].content, "short",
+            "a change to the view leaves the log's event"
+        );
+    }
+
+    #[test]
     fn a_rebuilt_view_reuses_what_was_seen_of_the_same_event_only() {
         let call = Event::tool_call("c1", "read", serde_json::json!({})).with_id("e1");
         let long = Event::tool_result("c1", "a line of output\n".repeat(10_000)).with_id("e2");
