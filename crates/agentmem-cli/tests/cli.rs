@@ -517,6 +517,18 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         let max = per_turn["max_us"].as_f64().unwrap();
         assert!(p50 > 0.0 && p50 <= max, "{window}: {p50} of {per_turn}");
     }
+    let spans = per_turn["history_spans"].as_array().unwrap();
+    assert_eq!(spans.len(), 10, "{per_turn}");
+    for (index, span) in spans.iter().enumerate() {
+        assert_eq!(span["first_turn"], index * 4 + 1, "{span}");
+        assert_eq!(span["last_turn"], index * 4 + 4, "{span}");
+        let (mean, p50) = (
+            span["mean_us"].as_f64().unwrap(),
+            span["p50_us"].as_f64().unwrap(),
+        );
+        let max = per_turn["max_us"].as_f64().unwrap();
+        assert!(mean > 0.0 && mean <= max && p50 <= max, "{span}");
+    }
     assert!(per_turn["detail"].as_str().unwrap().contains("40 turns"));
     let budget = row("workload budget");
     assert_eq!(budget["turns_over_budget"], 0, "{budget}");

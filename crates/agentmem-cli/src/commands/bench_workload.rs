@@ -18,6 +18,12 @@ use serde_json::json;
 
 /// Turns at each end of the run whose mean and median show whether cost grows.
 const WINDOW_TURNS: usize = 100;
+/// The run cut into this many equal spans, each with its mean and median:
+/// on a long run each span holds several compactions where a 100-turn
+/// window holds one or none (and the first holds none: the context is still
+/// filling), so a trend across the spans is growth with history, not where
+/// the compactions fell.
+const HISTORY_SPANS: usize = 10;
 
 /// What the workload is replayed with.
 pub struct Setup<'a> {
@@ -108,15 +114,33 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
     let (first, last) = (mean(head), mean(tail));
     let (first_p50, last_p50) = (median(head), median(tail));
     let ratio = |a: f64, b: f64| b / a.max(f64::MIN_POSITIVE);
+    let span_turns = per_turn_us.len().div_ceil(HISTORY_SPANS).max(1);
+    let spans: Vec<serde_json::Value> = per_turn_us
+        .chunks(span_turns)
+        .enumerate()
+        .map(|(index, span)| {
+            json!({
+                "first_turn": index * span_turns + 1,
+                "last_turn": index * span_turns + span.len(),
+                "mean_us": mean(span),
+                "p50_us": median(span),
+            })
+        })
+        .collect();
+    let span_means: Vec<String> = spans
+        .iter()
+        .map(|s| format!("{:.0}", s["mean_us"].as_f64().unwrap_or_default()))
+        .collect();
     json!({
         "bench": name,
         "figure": format!("p50 {:.0} µs/turn", percentile(0.5)),
         "detail": format!(
-            "p99 {:.0} µs, max {:.0} µs, first {window} turns mean {first:.0} µs and p50 {first_p50:.0} µs, last {window} mean {last:.0} µs (×{:.2}) and p50 {last_p50:.0} µs (×{:.2}), {} turns, total {:.2} s",
+            "p99 {:.0} µs, max {:.0} µs, first {window} turns mean {first:.0} µs and p50 {first_p50:.0} µs, last {window} mean {last:.0} µs (×{:.2}) and p50 {last_p50:.0} µs (×{:.2}), means of the run's tenths {} µs, {} turns, total {:.2} s",
             percentile(0.99),
             percentile(1.0),
             ratio(first, last),
             ratio(first_p50, last_p50),
+            span_means.join(" "),
             per_turn_us.len(),
             per_turn_us.iter().sum::<f64>() / 1e6
         ),
@@ -127,6 +151,7 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "last_window_mean_us": last,
         "first_window_p50_us": first_p50,
         "last_window_p50_us": last_p50,
+        "history_spans": spans,
     })
 }
 
