@@ -137,8 +137,8 @@ pub(crate) fn raw_written(write: impl FnOnce(&mut Vec<u8>)) -> Box<RawValue> {
     unsafe { RawValue::from_string_unchecked(written(write)) }
 }
 
-/// Appends `texts` joined by `separator` as one JSON string, without
-/// joining them first.
+/// Appends `texts` joined by `separator` as one JSON string. A single text,
+/// the usual case, is written without being copied first.
 ///
 /// ```
 /// let mut out = Vec::new();

@@ -18,6 +18,7 @@ pub mod lock;
 pub mod meta;
 pub mod snapshot;
 
+use std::borrow::Borrow;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -381,21 +382,14 @@ impl Store {
             None => None,
         };
         let archived = jsonl::read_log(&original.paths().archive())?.events;
-        let keep = |events: &[Event]| -> Vec<Event> {
-            match &cut {
-                Some(turn) => events_through_turn(events, turn),
-                None => events.to_vec(),
-            }
-        };
         let staging = SessionPaths {
             dir: target
                 .dir
                 .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
         };
         fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
-        let active: Vec<Event> = original.events().iter().map(|e| Event::clone(e)).collect();
-        let kept = keep(&active);
-        let kept_archive = keep(&archived);
+        let kept = events_through_turn(original.events(), cut.as_deref());
+        let kept_archive = events_through_turn(&archived, cut.as_deref());
         write_log(&staging.raw_traces(), &kept)?;
         if !kept_archive.is_empty() {
             write_log(&staging.archive(), &kept_archive)?;
@@ -432,16 +426,21 @@ fn resolve_turn(session: &Session, turn: &str) -> Result<String> {
     })
 }
 
-/// The events that belong to `turn` or an earlier one. Turn ids of a foreign
-/// shape are kept when they come before the first event of a later turn.
-fn events_through_turn(events: &[Event], turn: &str) -> Vec<Event> {
+/// The events that belong to `turn` or an earlier one (all of them without
+/// a turn), copied. Turn ids of a foreign shape are kept when they come
+/// before the first event of a later turn.
+fn events_through_turn(events: &[impl Borrow<Event>], turn: Option<&str>) -> Vec<Event> {
+    let events: Vec<&Event> = events.iter().map(Borrow::borrow).collect();
+    let Some(turn) = turn else {
+        return events.into_iter().cloned().collect();
+    };
     let limit = turn_number(turn);
     let first_later = events
         .iter()
         .position(|e| matches!((turn_number(&e.turn_id), limit), (Some(n), Some(l)) if n > l))
         .unwrap_or(events.len());
     events
-        .iter()
+        .into_iter()
         .enumerate()
         .filter(|(i, e)| match (turn_number(&e.turn_id), limit) {
             (Some(n), Some(l)) => n <= l,
