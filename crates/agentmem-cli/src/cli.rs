@@ -169,6 +169,8 @@ pub enum Command {
         /// The model whose tokenizer counts the budget.
         #[arg(long, default_value = "gpt-4o")]
         model: String,
+        #[command(flatten)]
+        embedder: EmbedderArgs,
     },
     /// Talk to a model in the terminal; agentmem builds its context every turn.
     Chat(ChatArgs),
@@ -316,6 +318,8 @@ pub enum EvalCommand {
         /// Token budget of each question's memory context (repeat for several).
         #[arg(long = "budget", default_values_t = [2000u64])]
         budgets: Vec<u64>,
+        #[command(flatten)]
+        embedder: EmbedderArgs,
     },
 }
 
@@ -400,6 +404,22 @@ pub struct ModelArgs {
     pub trigger_ratio: Option<f64>,
     #[command(flatten)]
     pub cache: CacheArgs,
+}
+
+/// An embeddings endpoint whose vectors join recall's BM25 score.
+#[derive(Debug, Default, Args)]
+pub struct EmbedderArgs {
+    /// An OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1,
+    /// Ollama's http://localhost:11434/v1, or scripts/embedding_server.py's
+    /// http://127.0.0.1:8088/v1 (offline); default: `[embedder] url` of
+    /// config.toml. A key, if the server wants one, is read from
+    /// OPENAI_API_KEY. Without an embedder, recall is lexical.
+    #[arg(long)]
+    pub embedder_url: Option<String>,
+    /// The embedding model to ask for (default: `[embedder] model`, else
+    /// all-MiniLM-L6-v2).
+    #[arg(long)]
+    pub embedder_model: Option<String>,
 }
 
 /// Whether the payload is laid out for the provider's prefix cache.

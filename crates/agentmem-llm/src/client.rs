@@ -202,10 +202,31 @@ impl Client {
         })
     }
 
-    fn with_retries(
+    /// Posts `payload` to `path` under the endpoint's base URL (e.g.
+    /// `embeddings`) and returns the answer's JSON, with the retries and
+    /// typed errors of a completion.
+    pub fn post_json(&self, path: &str, payload: &Value) -> Result<Value, LlmError> {
+        let url = format!(
+            "{}/{}",
+            self.endpoint.base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        );
+        self.with_retries(|| {
+            let body = self
+                .send_to(&url, payload)?
+                .into_body()
+                .read_to_string()
+                .map_err(|e| self.transport_error(&e.to_string()))?;
+            serde_json::from_str(&body).map_err(|e| LlmError::BadResponse {
+                message: format!("{e}: {}", excerpt(&body)),
+            })
+        })
+    }
+
+    fn with_retries<T>(
         &self,
-        mut call: impl FnMut() -> Result<Completion, LlmError>,
-    ) -> Result<Completion, LlmError> {
+        mut call: impl FnMut() -> Result<T, LlmError>,
+    ) -> Result<T, LlmError> {
         let mut backoff = self.retry.first_backoff;
         let mut attempt = 1;
         loop {
@@ -238,10 +259,18 @@ impl Client {
         payload: &Value,
         streaming: Streaming,
     ) -> Result<ureq::http::Response<ureq::Body>, LlmError> {
-        let url = self.endpoint.url(streaming);
+        self.send_to(&self.endpoint.url(streaming), payload)
+    }
+
+    /// Posts `payload` to `url` with the endpoint's headers.
+    fn send_to(
+        &self,
+        url: &str,
+        payload: &Value,
+    ) -> Result<ureq::http::Response<ureq::Body>, LlmError> {
         let mut request = self
             .agent
-            .post(&url)
+            .post(url)
             .header("content-type", "application/json");
         if let Some(key) = &self.key {
             request = match self.endpoint.target {
@@ -259,7 +288,7 @@ impl Client {
             Ok(response) => response,
             Err(ureq::Error::Timeout(_)) => {
                 return Err(LlmError::Timeout {
-                    url,
+                    url: url.to_owned(),
                     after: self.timeout,
                 })
             }

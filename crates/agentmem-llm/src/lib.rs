@@ -6,6 +6,7 @@
 
 pub mod call;
 pub mod client;
+pub mod embedder;
 pub mod error;
 pub mod response;
 pub mod sse;
@@ -13,6 +14,7 @@ pub mod summarizer;
 
 pub use call::{call_model, Delivery};
 pub use client::{Client, Endpoint, RetryPolicy};
+pub use embedder::OpenAiEmbedder;
 pub use error::LlmError;
 pub use response::Completion;
 pub use summarizer::LlmSummarizer;

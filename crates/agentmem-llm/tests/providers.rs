@@ -427,3 +427,23 @@ fn gemini_and_openai_responses_stream_from_their_own_endpoints() {
         ("/v1/responses", &json!(true))
     );
 }
+
+#[test]
+fn an_embedder_sends_its_key_and_a_refusal_names_the_model_and_the_reason() {
+    use agentmem::recall::Embedder;
+    let server = Loopback::start(vec![Reply::json(
+        401,
+        json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+    )]);
+    let client = Client::new(endpoint(Target::OpenAiChat, &server, "AM_TEST_KEY_EMBED")).unwrap();
+    let embedder = agentmem_llm::OpenAiEmbedder::new(client, "text-embedding-3-small");
+    let error = embedder.embed(&["hello"]).unwrap_err();
+    assert!(
+        matches!(&error, agentmem::Error::Embedder { model, message }
+            if model == "text-embedding-3-small" && message.contains("Incorrect API key provided")),
+        "{error}"
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/v1/embeddings");
+    assert_eq!(sent.header("authorization"), Some("Bearer test-key-123"));
+}

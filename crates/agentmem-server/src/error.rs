@@ -131,6 +131,7 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         EngineError::ReadOnly { .. }
         | EngineError::Config { .. }
         | EngineError::Summarizer { .. }
+        | EngineError::Embedder { .. }
         | EngineError::Io { .. }
         | EngineError::Index { .. } => ErrorKind::Internal,
     }

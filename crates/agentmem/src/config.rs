@@ -38,6 +38,11 @@
 //! api_key_env = "WORK_OPENAI_KEY"          # the variable holding the key (never the key)
 //! summarizer_model = "gpt-4.1-mini"
 //!
+//! [embedder]              # vectors that join BM25 in recall (absent: lexical recall)
+//! url = "http://127.0.0.1:8088/v1"   # an OpenAI-compatible embeddings API
+//! model = "all-MiniLM-L6-v2"
+//! api_key_env = "OPENAI_API_KEY"     # only if the server wants a key
+//!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
 //! context_window = 32768
@@ -135,6 +140,19 @@ pub struct Config {
     /// The model endpoint of `agentmem chat`.
     #[serde(default)]
     pub llm: LlmSettings,
+    /// The embeddings endpoint of recall's vector score.
+    #[serde(default)]
+    pub embedder: EmbedderSettings,
+}
+
+/// Where recall's vectors come from: an OpenAI-compatible embeddings API.
+/// The engine only reads these; the CLI and server make the client.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedderSettings {
+    pub url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
 }
 
 /// Where model calls go. Keys are never configured, only the name of the

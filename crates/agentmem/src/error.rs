@@ -111,6 +111,9 @@ pub enum Error {
     #[error("{message}")]
     BadQuery { message: String },
 
+    #[error("embedder {model}: {message}; recall works without an embedder, on BM25 alone")]
+    Embedder { model: String, message: String },
+
     #[error("search index {}: {message}; delete the file to rebuild it from the logs", path.display())]
     Index { path: PathBuf, message: String },
 

@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::memory::facts::{near, word_set};
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
+use crate::search::vectors::{embed_checked, Similarities};
 use crate::search::when::{dates_named_in, NamedDate};
 use crate::search::Role;
 use crate::tokens::Tokenizer;
@@ -40,12 +41,7 @@ const MIN_USEFUL_TOKENS: u64 = 16;
 /// ...or after this many memories in a row did not fit.
 const MAX_MISFITS: usize = 64;
 
-/// Turns texts into vectors, so similarity in meaning can join the score.
-/// BM25 alone works without one.
-pub trait Embedder {
-    /// One vector per text, all of the same length.
-    fn embed(&self, texts: &[&str]) -> Vec<Vec<f32>>;
-}
+pub use crate::search::vectors::Embedder;
 
 /// How much each signal weighs in the hybrid score.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -81,7 +77,7 @@ impl Default for Weights {
             bm25: 1.0,
             recency: 0.1,
             salience: 0.1,
-            vector: 0.5,
+            vector: 1.0,
             half_life_days: 30.0,
             named_date: 1.0,
             named_date_half_life_days: 3.0,
@@ -178,14 +174,28 @@ pub fn recall(
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
 ) -> Result<Recalled> {
-    let candidates = index.candidates(
+    let mut candidates = index.candidates(
         &request.query,
         &request.kinds,
         request.exclude_session.as_deref(),
         request.candidates,
     )?;
+    let similarities = match embedder {
+        Some(embedder) => Some(add_similar_documents(
+            index,
+            embedder,
+            request,
+            &mut candidates,
+        )?),
+        None => None,
+    };
     let considered = candidates.len();
-    let mut scored = score(candidates, &request.query, &request.weights, embedder);
+    let mut scored = score(
+        candidates,
+        &request.query,
+        &request.weights,
+        similarities.as_ref(),
+    );
     if request.weights.after_match > 0.0 || request.weights.before_match > 0.0 {
         add_neighbours(index, &mut scored, &request.weights)?;
     }
@@ -206,11 +216,34 @@ pub fn recall(
     })
 }
 
+/// Embeds what has no vector yet and the query, then adds to `candidates`
+/// the documents most similar to the query that BM25 did not match: those
+/// that share no word with it are what the vector score is for.
+fn add_similar_documents(
+    index: &HistoryIndex,
+    embedder: &dyn Embedder,
+    request: &RecallRequest,
+    candidates: &mut Vec<Candidate>,
+) -> Result<Similarities> {
+    let exclude = request.exclude_session.as_deref();
+    index.embed_missing(embedder, &request.kinds, exclude)?;
+    let query = embed_checked(embedder, &[request.query.as_str()])?.remove(0);
+    let similarities = index.similarities(embedder.model(), &query, &request.kinds, exclude)?;
+    let matched: HashSet<i64> = candidates.iter().map(|c| c.doc).collect();
+    let similar: Vec<i64> = similarities
+        .best(request.candidates)
+        .into_iter()
+        .filter(|doc| !matched.contains(doc))
+        .collect();
+    candidates.extend(index.candidates_by_id(&similar)?);
+    Ok(similarities)
+}
+
 fn score(
     candidates: Vec<Candidate>,
     query: &str,
     weights: &Weights,
-    embedder: Option<&dyn Embedder>,
+    similarities: Option<&Similarities>,
 ) -> Vec<RecalledItem> {
     // BM25 is scaled within its table: events, and facts with episodes.
     let best = |events: bool| {
@@ -223,16 +256,9 @@ fn score(
     let (best_event, best_memory) = (best(true), best(false));
     let newest = candidates.iter().map(|c| c.ts).fold(f64::MIN, f64::max);
     let dates = dates_named_in(query);
-    let vectors = embedder.map(|e| {
-        let texts: Vec<&str> = std::iter::once(query)
-            .chain(candidates.iter().map(|c| c.text.as_str()))
-            .collect();
-        e.embed(&texts)
-    });
     let mut items: Vec<RecalledItem> = candidates
         .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .map(|c| {
             let best_bm25 = if c.kind == DocKind::Event {
                 best_event
             } else {
@@ -245,9 +271,7 @@ fn score(
             };
             let age_days = (newest - c.ts).max(0.0) / 86_400.0;
             let recency = 0.5f64.powf(age_days / weights.half_life_days.max(f64::EPSILON));
-            let vector = vectors
-                .as_ref()
-                .and_then(|v| Some(cosine(v.first()?, v.get(i + 1)?)));
+            let vector = similarities.and_then(|s| s.of(c.doc));
             let named_date = nearness(&dates, c.ts, weights.named_date_half_life_days);
             let score = weights.bm25 * bm25
                 + weights.recency * recency
@@ -516,21 +540,6 @@ fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String 
         tokens = tokenizer.count(&text[..end]);
     }
     format!("{}…", &text[..end])
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let denominator = norm(a) * norm(b);
-    if denominator == 0.0 {
-        0.0
-    } else {
-        dot / denominator
-    }
 }
 
 /// Brings the index's copy of the agent's facts and episodes up to date

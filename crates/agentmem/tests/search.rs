@@ -501,3 +501,117 @@ fn a_session_alone_keeps_what_stands_in_for_recall_in_the_system_prompt() {
     assert!(system.contains("port 6432"), "{system}");
     assert_eq!(messages.last().unwrap()["role"], "user", "no live context");
 }
+
+/// A toy embedder with one axis per concept, that records what it is asked.
+struct Concepts {
+    model: &'static str,
+    asked: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl Concepts {
+    fn new(model: &'static str) -> Concepts {
+        Concepts {
+            model,
+            asked: Default::default(),
+        }
+    }
+
+    fn texts_asked(&self) -> usize {
+        self.asked.lock().unwrap().iter().map(Vec::len).sum()
+    }
+}
+
+impl agentmem::recall::Embedder for Concepts {
+    fn model(&self) -> &str {
+        self.model
+    }
+
+    fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push(texts.iter().map(|t| t.to_string()).collect());
+        let axes = [
+            &["activit", "swimming", "pottery", "camping"][..],
+            &["build", "compile", "error"][..],
+        ];
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let text = text.to_lowercase();
+                let mut vector: Vec<f32> = axes
+                    .iter()
+                    .map(|words| f32::from(u8::from(words.iter().any(|w| text.contains(w)))))
+                    .collect();
+                vector.push(0.01);
+                vector
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn an_embedder_recalls_what_shares_no_word_with_the_query_and_embeds_each_memory_once() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut past = store.create_session(&agent, None).unwrap();
+    past.ingest(vec![
+        Event::user("I'm off to go swimming with the kids this weekend."),
+        Event::assistant("The build broke with a linker error."),
+        Event::user("Lunch was a sandwich."),
+    ])
+    .unwrap();
+    past.close().unwrap();
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let request = RecallRequest::new("What activities does Melanie partake in?", 2_000);
+
+    let lexical = store.recall(&agent, &request, tokenizer).unwrap();
+    assert!(!lexical.block.contains("swimming"), "no word in common");
+
+    let embedder = std::sync::Arc::new(Concepts::new("concepts-1"));
+    let store = store.with_embedder(embedder.clone());
+    let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+    let first = &recalled.items[0];
+    assert!(first.text.contains("swimming"), "{:?}", recalled.items);
+    assert!(first.vector.unwrap() > 0.99 && first.bm25 == 0.0);
+    assert!(recalled.items.iter().all(|i| i.vector.is_some()));
+    assert_eq!(embedder.texts_asked(), 3 + 1, "three memories, one query");
+    assert_eq!(
+        embedder.asked.lock().unwrap()[0][1],
+        "The build broke with a linker error."
+    );
+
+    // Stored: the next query embeds itself only; another model embeds anew.
+    store.recall(&agent, &request, tokenizer).unwrap();
+    assert_eq!(embedder.texts_asked(), 3 + 1 + 1);
+    let other = std::sync::Arc::new(Concepts::new("concepts-2"));
+    let store = store.with_embedder(other.clone());
+    store.recall(&agent, &request, tokenizer).unwrap();
+    assert_eq!(other.texts_asked(), 3 + 1);
+}
+
+#[test]
+fn an_embedder_that_answers_wrongly_is_a_typed_error() {
+    struct Short;
+    impl agentmem::recall::Embedder for Short {
+        fn model(&self) -> &str {
+            "short"
+        }
+        fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+            Ok(vec![vec![1.0]; texts.len().saturating_sub(1)])
+        }
+    }
+    let (_dir, store, agent) = common::fresh_store();
+    let mut session = store.create_session(&agent, None).unwrap();
+    session.ingest(vec![Event::user("hello there")]).unwrap();
+    session.close().unwrap();
+    let request = RecallRequest::new("hello", 500);
+    let error = store
+        .with_embedder(std::sync::Arc::new(Short))
+        .recall(&agent, &request, Encoding::O200kBase.tokenizer())
+        .unwrap_err();
+    assert!(
+        matches!(&error, agentmem::Error::Embedder { model, message }
+            if model == "short" && message.contains("0 vectors for 1 texts")),
+        "{error}"
+    );
+}

@@ -3,19 +3,29 @@
 use agentmem::eval::locomo;
 use agentmem::tokens::Encoding;
 
-use super::Context;
+use agentmem::recall::Embedder;
+
+use super::{reach_model, Context};
 use crate::cli::EvalCommand;
 use crate::output::{print_json, print_table};
 
 pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
     match command {
-        EvalCommand::Locomo { path, budgets } => {
+        EvalCommand::Locomo {
+            path,
+            budgets,
+            embedder,
+        } => {
             let conversations = locomo::read(&path)?;
             let scratch = std::env::temp_dir();
             let tokenizer = Encoding::O200kBase.tokenizer();
+            let embedder = reach_model::embedder(&ctx.store, &embedder)?;
+            let embedder = embedder.as_ref().map(|e| e as &dyn Embedder);
             let reports = budgets
                 .iter()
-                .map(|budget| locomo::evaluate(&conversations, *budget, &scratch, tokenizer))
+                .map(|budget| {
+                    locomo::evaluate(&conversations, *budget, &scratch, tokenizer, embedder)
+                })
                 .collect::<agentmem::Result<Vec<_>>>()?;
             if ctx.json {
                 return match &reports[..] {
@@ -30,8 +40,14 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
 }
 
 fn print_report(report: &locomo::LocomoReport) {
+    let vectors = report
+        .embedder
+        .as_ref()
+        .map_or("lexical".to_owned(), |model| {
+            format!("with {model} vectors")
+        });
     println!(
-        "LoCoMo evidence recall at {} tokens: {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
+        "LoCoMo evidence recall at {} tokens ({vectors}): {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
         report.budget_tokens,
         report.conversations,
         report.questions,

@@ -56,8 +56,15 @@ impl Context {
         if let Some(flag) = &global.durability {
             config.storage.durability = flag.parse::<Durability>().map_err(anyhow::Error::msg)?;
         }
+        let store = Store::with_config(&global.dir, config);
+        // `[embedder]` of config.toml serves every recall: the CLI's, the
+        // memory tools', the server's.
+        let store = match reach_model::embedder(&store, &crate::cli::EmbedderArgs::default())? {
+            Some(embedder) => store.with_embedder(std::sync::Arc::new(embedder)),
+            None => store,
+        };
         Ok(Context {
-            store: Store::with_config(&global.dir, config),
+            store,
             agent,
             json: global.json,
         })
@@ -139,7 +146,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             budget,
             session,
             model,
-        } => search::recall(&ctx, &query, budget, session, &model),
+            embedder,
+        } => search::recall(&ctx, &query, budget, session, &model, &embedder),
         Command::Eval(command) => eval::run(&ctx, command),
         Command::Chat(args) => chat::run(&ctx, &args),
         Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),

@@ -3,9 +3,11 @@
 //! model is named. Shared by `chat` and `serve`.
 
 use agentmem::render::Target;
-use agentmem_llm::{Client, Endpoint, LlmSummarizer};
+use agentmem::store::Store;
+use agentmem_llm::{Client, Endpoint, LlmSummarizer, OpenAiEmbedder};
 
 use super::Context;
+use crate::cli::EmbedderArgs;
 
 /// The model when neither a flag nor the configuration names one.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
@@ -46,6 +48,29 @@ pub fn endpoint(ctx: &Context, flags: &ModelFlags) -> anyhow::Result<Endpoint> {
     }
     Ok(endpoint)
 }
+
+/// The embedder the flags name, else the one of `[embedder]` in
+/// config.toml, if any.
+pub fn embedder(store: &Store, flags: &EmbedderArgs) -> anyhow::Result<Option<OpenAiEmbedder>> {
+    let settings = &store.config().embedder;
+    let Some(url) = flags.embedder_url.as_ref().or(settings.url.as_ref()) else {
+        return Ok(None);
+    };
+    let model = flags
+        .embedder_model
+        .as_ref()
+        .or(settings.model.as_ref())
+        .map_or(DEFAULT_EMBEDDING_MODEL, String::as_str);
+    let mut endpoint = Endpoint::openai_compatible(url, model);
+    if let Some(env) = &settings.api_key_env {
+        endpoint.api_key_env = env.clone();
+    }
+    Ok(Some(OpenAiEmbedder::new(Client::new(endpoint)?, model)))
+}
+
+/// The embedding model when neither a flag nor the configuration names one:
+/// the one `scripts/embedding_server.py` serves.
+pub const DEFAULT_EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
 
 /// The LLM summarizer to compact with: its model, on `endpoint`'s server.
 #[derive(Debug, Clone)]

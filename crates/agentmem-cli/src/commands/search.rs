@@ -1,11 +1,14 @@
 //! `agentmem search` and `agentmem recall`: the agent's history and memory,
 //! searched and recalled.
 
+use std::sync::Arc;
+
 use agentmem::recall::RecallRequest;
 use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
 use agentmem::tokens::Encoding;
 
-use super::Context;
+use super::{reach_model, Context};
+use crate::cli::EmbedderArgs;
 use crate::output::{print_json, print_table};
 
 /// The filters `agentmem search` takes, as typed.
@@ -42,6 +45,7 @@ pub fn recall(
     budget: u64,
     session: Option<String>,
     model: &str,
+    embedder: &EmbedderArgs,
 ) -> anyhow::Result<()> {
     if let Some(session) = &session {
         ctx.session_id(session)?;
@@ -49,7 +53,11 @@ pub fn recall(
     let mut request = RecallRequest::new(query, budget);
     request.exclude_session = session;
     let tokenizer = Encoding::for_model(model).tokenizer();
-    let recalled = ctx.store.recall(&ctx.agent, &request, tokenizer)?;
+    let store = match reach_model::embedder(&ctx.store, embedder)? {
+        Some(embedder) => ctx.store.clone().with_embedder(Arc::new(embedder)),
+        None => ctx.store.clone(),
+    };
+    let recalled = store.recall(&ctx.agent, &request, tokenizer)?;
     if ctx.json {
         return print_json(&recalled);
     }

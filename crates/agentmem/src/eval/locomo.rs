@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::id::{AgentId, SessionId};
-use crate::recall::{self, RecallRequest, Recalled, Weights};
+use crate::recall::{self, Embedder, RecallRequest, Recalled, Weights};
 use crate::store::Store;
 use crate::tokens::Tokenizer;
 use crate::Durability;
@@ -85,6 +85,10 @@ pub struct CategoryScore {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LocomoReport {
     pub budget_tokens: u64,
+    /// The embedding model whose vectors joined agentmem's score (the
+    /// baselines never use one); `None`: agentmem on BM25 and its other
+    /// lexical signals alone.
+    pub embedder: Option<String>,
     pub conversations: usize,
     /// Questions scored (categories 1–4 with at least one evidence turn found).
     pub questions: usize,
@@ -250,15 +254,19 @@ fn repair_evidence(raw: &str) -> Vec<String> {
 }
 
 /// Runs the evaluation on `conversations` at `budget_tokens`, in a
-/// temporary store under `scratch` (removed afterwards).
+/// temporary store under `scratch` (removed afterwards). With an
+/// `embedder`, agentmem's recall adds its vector score; the baselines stay
+/// as they are.
 pub fn evaluate(
     conversations: &[Conversation],
     budget_tokens: u64,
     scratch: &Path,
     tokenizer: Tokenizer,
+    embedder: Option<&dyn Embedder>,
 ) -> Result<LocomoReport> {
     let mut report = LocomoReport {
         budget_tokens,
+        embedder: embedder.map(|e| e.model().to_owned()),
         conversations: conversations.len(),
         questions: 0,
         skipped_questions: 0,
@@ -292,7 +300,7 @@ pub fn evaluate(
             report.questions += 1;
             let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
             let mut request = RecallRequest::new(&question.question, budget_tokens);
-            let ours = recall::recall(&index, &request, tokenizer, None)?;
+            let ours = recall::recall(&index, &request, tokenizer, embedder)?;
             request.weights = Weights::bm25_only();
             let plain = recall::recall(&index, &request, tokenizer, None)?;
             let block = normalize(&ours.block);

@@ -75,6 +75,10 @@ CREATE TRIGGER IF NOT EXISTS memory_removed AFTER DELETE ON docs WHEN old.kind <
 END;
 CREATE TABLE IF NOT EXISTS stamps(name TEXT PRIMARY KEY, stamp TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(session TEXT PRIMARY KEY, events INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors(id INTEGER PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS vector_removed AFTER DELETE ON docs BEGIN
+    DELETE FROM vectors WHERE id = old.id;
+END;
 ";
 
 /// What an indexed document is.
@@ -90,7 +94,7 @@ pub enum DocKind {
 }
 
 impl DocKind {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             DocKind::Event => "event",
             DocKind::Fact => "fact",
@@ -110,6 +114,8 @@ impl DocKind {
 /// A document that matched a query, with its raw BM25 score (higher is better).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
+    /// The document's row in the index.
+    pub doc: i64,
     pub kind: DocKind,
     /// The event, fact or episode id.
     pub reference: String,
@@ -130,7 +136,7 @@ pub struct Candidate {
 /// An open index. Cheap to keep open; several processes may share the file.
 #[derive(Debug)]
 pub struct HistoryIndex {
-    conn: Connection,
+    pub(super) conn: Connection,
     path: PathBuf,
 }
 
@@ -479,7 +485,7 @@ impl HistoryIndex {
                        AND (?3 IS NULL OR d.session <> ?3)
                      ORDER BY score LIMIT ?4)
                  SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
-                        d.speaker, d.text, top.score
+                        d.speaker, d.text, top.score, d.id
                  FROM top JOIN docs d ON d.id = top.id ORDER BY top.score"
             ))
             .map_err(|e| self.error(e))?;
@@ -492,22 +498,8 @@ impl HistoryIndex {
                     limit as i64,
                     lowest_id
                 ],
-                |row| {
-                    Ok(Candidate {
-                        kind: DocKind::parse(&row.get::<_, String>(0)?),
-                        reference: row.get(1)?,
-                        session: row.get(2)?,
-                        turn_id: row.get(3)?,
-                        ord: row.get::<_, i64>(4)? as u64,
-                        role: Role::parse_stored(&row.get::<_, String>(5)?),
-                        ts: row.get(6)?,
-                        salience: row.get(7)?,
-                        speaker: Some(row.get::<_, String>(8)?).filter(|s| !s.is_empty()),
-                        text: row.get(9)?,
-                        // FTS5's bm25() is negated so that ascending order ranks best first.
-                        bm25: -row.get::<_, f64>(10)?,
-                    })
-                },
+                // FTS5's bm25() is negated so that ascending order ranks best first.
+                |row| candidate_from_row(row, -row.get::<_, f64>(10)?),
             )
             .map_err(|e| self.error(e))?;
         rows.collect::<rusqlite::Result<_>>()
@@ -520,7 +512,8 @@ impl HistoryIndex {
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT ref, turn, ord, role, ts, salience, speaker, text FROM docs
+                "SELECT kind, ref, session, turn, ord, role, ts, salience, speaker, text, 0.0, id
+                 FROM docs
                  WHERE kind = 'event' AND session = ?1 AND ord BETWEEN ?2 AND ?3 AND ord <> ?4
                  ORDER BY ord",
             )
@@ -529,19 +522,7 @@ impl HistoryIndex {
         let high = ord.saturating_add(radius) as i64;
         let rows = statement
             .query_map(params![session, low, high, ord as i64], |row| {
-                Ok(Candidate {
-                    kind: DocKind::Event,
-                    reference: row.get(0)?,
-                    session: session.to_owned(),
-                    turn_id: row.get(1)?,
-                    ord: row.get::<_, i64>(2)? as u64,
-                    role: Role::parse_stored(&row.get::<_, String>(3)?),
-                    ts: row.get(4)?,
-                    salience: row.get(5)?,
-                    speaker: Some(row.get::<_, String>(6)?).filter(|s| !s.is_empty()),
-                    text: row.get(7)?,
-                    bm25: 0.0,
-                })
+                candidate_from_row(row, 0.0)
             })
             .map_err(|e| self.error(e))?;
         rows.collect::<rusqlite::Result<_>>()
@@ -738,9 +719,31 @@ impl HistoryIndex {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
     }
 
-    fn error(&self, error: rusqlite::Error) -> Error {
+    pub(super) fn error(&self, error: rusqlite::Error) -> Error {
         index_error(&self.path, error)
     }
+}
+
+/// A candidate from a row of `kind, ref, session, turn, ord, role, ts,
+/// salience, speaker, text, <score>, id`, scored `bm25`.
+pub(super) fn candidate_from_row(
+    row: &rusqlite::Row<'_>,
+    bm25: f64,
+) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        doc: row.get(11)?,
+        kind: DocKind::parse(&row.get::<_, String>(0)?),
+        reference: row.get(1)?,
+        session: row.get(2)?,
+        turn_id: row.get(3)?,
+        ord: row.get::<_, i64>(4)? as u64,
+        role: Role::parse_stored(&row.get::<_, String>(5)?),
+        ts: row.get(6)?,
+        salience: row.get(7)?,
+        speaker: Some(row.get::<_, String>(8)?).filter(|s| !s.is_empty()),
+        text: row.get(9)?,
+        bm25,
+    })
 }
 
 /// WAL mode, then the schema: an index of another version is dropped and
@@ -758,7 +761,7 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
             "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
              DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
              DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;
-             DROP TABLE IF EXISTS speakers;",
+             DROP TABLE IF EXISTS speakers; DROP TABLE IF EXISTS vectors;",
         )?;
     }
     tx.execute_batch(SCHEMA)?;

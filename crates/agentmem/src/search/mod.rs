@@ -15,6 +15,7 @@
 pub mod feed;
 pub mod index;
 pub mod query;
+pub mod vectors;
 pub mod when;
 
 use serde::{Deserialize, Serialize};

@@ -29,6 +29,7 @@ use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event};
 use crate::id::{AgentId, SessionId};
+use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
@@ -67,6 +68,7 @@ pub struct Store {
     durability: Durability,
     config: Config,
     registry: Arc<ModelRegistry>,
+    embedder: Option<SharedEmbedder>,
 }
 
 impl Store {
@@ -85,7 +87,15 @@ impl Store {
             durability: config.storage.durability,
             registry: Arc::new(ModelRegistry::builtin().with_overrides(config.models.clone())),
             config,
+            embedder: None,
         }
+    }
+
+    /// The same store, whose recall adds `embedder`'s vector score to BM25
+    /// (see [`crate::search::vectors`]).
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder + Send + Sync>) -> Store {
+        self.embedder = Some(SharedEmbedder(embedder));
+        self
     }
 
     /// The model registry: built-in table plus the configuration's overrides.
@@ -235,7 +245,8 @@ impl Store {
     ) -> Result<crate::recall::Recalled> {
         let mut index = self.history_index(agent)?;
         crate::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
-        crate::recall::recall(&index, request, tokenizer, None)
+        let embedder = self.embedder.as_ref().map(|e| &*e.0 as &dyn Embedder);
+        crate::recall::recall(&index, request, tokenizer, embedder)
     }
 
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.

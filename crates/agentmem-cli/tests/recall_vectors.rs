@@ -1,0 +1,87 @@
+//! `agentmem recall` with an embedder: a loopback server speaking the OpenAI
+//! embeddings protocol stands in for the model; what it is asked, and what
+//! its vectors change in what is recalled.
+
+mod common;
+#[path = "../../agentmem-llm/tests/support/mod.rs"]
+mod support;
+
+use serde_json::{json, Value};
+use support::{Loopback, Reply};
+
+const QUESTION: &str = "What activities does Melanie partake in?";
+const MEMORIES: [&str; 3] = [
+    "I'm off to go swimming with the kids this weekend.",
+    "The build broke with a linker error.",
+    "Lunch was a sandwich.",
+];
+
+fn vectors(rows: &[[f32; 2]]) -> Reply {
+    let data: Vec<Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(index, v)| json!({"object": "embedding", "index": index, "embedding": v}))
+        .collect();
+    Reply::json(200, json!({"object": "list", "data": data, "model": "toy"}))
+}
+
+fn recall(dir: &std::path::Path, extra: &[&str]) -> Value {
+    let mut arguments = common::args(&["--json", "recall", QUESTION, "--budget", "60"]);
+    arguments.extend(common::args(extra));
+    let output = common::agentmem_with_input(dir, &arguments, &[("OPENAI_API_KEY", None)], "");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn recall_asks_the_embedder_once_per_memory_and_finds_what_shares_no_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let events: String = MEMORIES
+        .iter()
+        .map(|text| format!("{}\n", json!({"trace_type": "user", "content": text})))
+        .collect();
+    common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["ingest", "--session", "past"]),
+        &[],
+        &events,
+    );
+    let lexical = recall(dir.path(), &[]);
+    assert!(!lexical["block"].as_str().unwrap().contains("swimming"));
+
+    let server = Loopback::start(vec![
+        vectors(&[[1.0, 0.0], [0.0, 1.0], [0.3, 0.3]]),
+        vectors(&[[0.9, 0.1]]),
+        vectors(&[[0.9, 0.1]]),
+    ]);
+    let url = format!("{}/v1", server.url);
+    let recalled = recall(
+        dir.path(),
+        &["--embedder-url", &url, "--embedder-model", "toy"],
+    );
+    let first = &recalled["items"][0];
+    assert!(first["text"].as_str().unwrap().contains("swimming"));
+    assert!(first["vector"].as_f64().unwrap() > 0.99);
+    assert!(recalled["block"].as_str().unwrap().contains("swimming"));
+    let asked = server.requests();
+    assert_eq!(
+        (asked[0].method.as_str(), asked[0].path.as_str()),
+        ("POST", "/v1/embeddings")
+    );
+    assert_eq!(asked[0].body, json!({"model": "toy", "input": MEMORIES}));
+    assert_eq!(asked[1].body, json!({"model": "toy", "input": [QUESTION]}));
+
+    // config.toml's [embedder] serves recall too; the vectors were kept.
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[embedder]\nurl = \"{url}\"\nmodel = \"toy\"\n"),
+    )
+    .unwrap();
+    let recalled = recall(dir.path(), &[]);
+    assert!(recalled["items"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("swimming"));
+    let asked = server.requests();
+    assert_eq!(asked.len(), 3, "the query only");
+    assert_eq!(asked[2].body["input"], json!([QUESTION]));
+}

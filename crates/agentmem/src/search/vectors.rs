@@ -1,0 +1,330 @@
+//! Vectors of the index's documents, so that recall can score similarity in
+//! meaning beside BM25: "What activities does Melanie partake in?" shares
+//! no word with "I'm off to go swimming with the kids".
+//!
+//! An [`Embedder`] turns texts into vectors. Documents are embedded when
+//! recall first needs them, not at ingest: ingest stays free of the model's
+//! cost and failures, and an agent that never asks for vectors never pays
+//! for them. Each document is embedded once per model; its vector is stored
+//! beside it in the index and is deleted with it.
+//!
+//! Nearness is exact: the query's vector is compared with every vector in
+//! scope (a scan of 384 floats a document), which suits the thousands to
+//! hundreds of thousands of memories of one agent without an ANN index's
+//! recall loss or upkeep.
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+
+use super::index::{candidate_from_row, Candidate, DocKind, HistoryIndex};
+use crate::error::{Error, Result};
+
+/// Texts sent to the embedder in one call.
+pub const EMBED_BATCH_TEXTS: usize = 64;
+/// The most of a document's text that is embedded: embedding models read a
+/// few hundred tokens and ignore the rest.
+pub const MAX_EMBEDDED_BYTES: usize = 2048;
+
+/// Turns texts into vectors, so similarity in meaning can join recall's
+/// score. Recall works without one, on BM25 alone.
+///
+/// ```
+/// use agentmem::recall::Embedder;
+/// /// Vectors of letter counts: a toy, but a real embedder in shape.
+/// struct Letters;
+/// impl Embedder for Letters {
+///     fn model(&self) -> &str { "letters" }
+///     fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+///         Ok(texts.iter().map(|t| {
+///             let mut v = vec![0.0; 26];
+///             for b in t.bytes().filter(u8::is_ascii_lowercase) { v[usize::from(b - b'a')] += 1.0; }
+///             v
+///         }).collect())
+///     }
+/// }
+/// assert_eq!(Letters.embed(&["ab"]).unwrap()[0][..3], [1.0, 1.0, 0.0]);
+/// ```
+pub trait Embedder {
+    /// The model's name: vectors of one model are never compared with
+    /// another's, and changing it embeds the documents again.
+    fn model(&self) -> &str;
+    /// One vector per text, in order, all of one length.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// An embedder a store and its clones share.
+#[derive(Clone)]
+pub struct SharedEmbedder(pub std::sync::Arc<dyn Embedder + Send + Sync>);
+
+impl std::fmt::Debug for SharedEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedEmbedder")
+            .field(&self.0.model())
+            .finish()
+    }
+}
+
+/// How similar in meaning each document in scope is to one query (cosine).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Similarities {
+    by_doc: HashMap<i64, f64>,
+}
+
+impl Similarities {
+    /// The similarity of the document in row `doc`, if it has a vector.
+    pub fn of(&self, doc: i64) -> Option<f64> {
+        self.by_doc.get(&doc).copied()
+    }
+
+    /// The `n` most similar documents, most similar first.
+    pub fn best(&self, n: usize) -> Vec<i64> {
+        let mut ranked: Vec<(i64, f64)> = self.by_doc.iter().map(|(d, s)| (*d, *s)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.into_iter().take(n).map(|(doc, _)| doc).collect()
+    }
+}
+
+impl HistoryIndex {
+    /// Embeds the documents of `kinds` (outside `exclude_session`) that have
+    /// no vector of `embedder`'s model yet, a batch per transaction so that
+    /// a failing embedder loses no finished batch. Returns how many it embedded.
+    pub fn embed_missing(
+        &self,
+        embedder: &dyn Embedder,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<usize> {
+        let missing = self.unembedded(embedder.model(), kinds, exclude_session)?;
+        for batch in missing.chunks(EMBED_BATCH_TEXTS) {
+            let texts: Vec<&str> = batch.iter().map(|(_, text)| text.as_str()).collect();
+            let vectors = embed_checked(embedder, &texts)?;
+            let tx = self
+                .conn
+                .unchecked_transaction()
+                .map_err(|e| self.error(e))?;
+            for ((doc, _), vector) in batch.iter().zip(&vectors) {
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO vectors(id, model, vector) VALUES (?1, ?2, ?3)",
+                )
+                .and_then(|mut s| s.execute(params![doc, embedder.model(), to_bytes(vector)]))
+                .map_err(|e| self.error(e))?;
+            }
+            tx.commit().map_err(|e| self.error(e))?;
+        }
+        Ok(missing.len())
+    }
+
+    /// How similar `query` (a vector of `model`) is to every document of
+    /// `kinds` outside `exclude_session` that has a vector of that model.
+    pub fn similarities(
+        &self,
+        model: &str,
+        query: &[f32],
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<Similarities> {
+        let query = unit(query);
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT v.id, v.vector FROM vectors v JOIN docs d ON d.id = v.id
+                 WHERE v.model = ?1 AND instr(?2, ',' || d.kind || ',') > 0
+                   AND (?3 IS NULL OR d.session <> ?3)",
+            )
+            .map_err(|e| self.error(e))?;
+        let mut rows = statement
+            .query(params![model, kind_list(kinds), exclude_session])
+            .map_err(|e| self.error(e))?;
+        let mut by_doc = HashMap::new();
+        while let Some(row) = rows.next().map_err(|e| self.error(e))? {
+            let doc: i64 = row.get(0).map_err(|e| self.error(e))?;
+            let bytes = row
+                .get_ref(1)
+                .and_then(|v| Ok(v.as_blob()?))
+                .map_err(|e| self.error(e))?;
+            by_doc.insert(doc, dot_with_stored(&query, bytes));
+        }
+        Ok(Similarities { by_doc })
+    }
+
+    /// The documents in rows `docs`, as candidates without a BM25 score.
+    pub fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT kind, ref, session, turn, ord, role, ts, salience, speaker, text, 0.0, id
+                 FROM docs WHERE id = ?1",
+            )
+            .map_err(|e| self.error(e))?;
+        docs.iter()
+            .map(|doc| statement.query_row([doc], |row| candidate_from_row(row, 0.0)))
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.error(e))
+    }
+
+    fn unembedded(
+        &self,
+        model: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<Vec<(i64, String)>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT d.id, d.speaker, d.text FROM docs d
+                 LEFT JOIN vectors v ON v.id = d.id AND v.model = ?1
+                 WHERE v.id IS NULL AND instr(?2, ',' || d.kind || ',') > 0
+                   AND (?3 IS NULL OR d.session <> ?3)
+                 ORDER BY d.id",
+            )
+            .map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map(params![model, kind_list(kinds), exclude_session], |row| {
+                let speaker: String = row.get(1)?;
+                let text: String = row.get(2)?;
+                Ok((row.get(0)?, embedded_text(&speaker, &text)))
+            })
+            .map_err(|e| self.error(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.error(e))
+    }
+}
+
+/// Embeds `texts`, holding the embedder to one vector per text, all of one
+/// non-zero length.
+pub fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    let vectors = embedder.embed(texts)?;
+    let fail = |message: String| Error::Embedder {
+        model: embedder.model().to_owned(),
+        message,
+    };
+    if vectors.len() != texts.len() {
+        return Err(fail(format!(
+            "returned {} vectors for {} texts",
+            vectors.len(),
+            texts.len()
+        )));
+    }
+    let length = vectors.first().map_or(0, Vec::len);
+    if vectors.iter().any(|v| v.len() != length || v.is_empty()) {
+        return Err(fail(
+            "returned empty vectors or vectors of different lengths".into(),
+        ));
+    }
+    Ok(vectors)
+}
+
+/// What of a document is embedded: who said it, then its text's start.
+fn embedded_text(speaker: &str, text: &str) -> String {
+    let mut end = text.len().min(MAX_EMBEDDED_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    match speaker {
+        "" => text[..end].to_owned(),
+        speaker => format!("{speaker}: {}", &text[..end]),
+    }
+}
+
+fn kind_list(kinds: &[DocKind]) -> String {
+    let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    format!(",{},", names.join(","))
+}
+
+/// Vectors are stored at unit length, so a similarity is one dot product.
+fn to_bytes(vector: &[f32]) -> Vec<u8> {
+    unit(vector).iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn unit(vector: &[f32]) -> Vec<f32> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        return vector.to_vec();
+    }
+    vector.iter().map(|x| x / norm).collect()
+}
+
+/// The dot product of `query` with a stored vector (0 when their lengths
+/// differ: a vector of another shape is not comparable).
+fn dot_with_stored(query: &[f32], stored: &[u8]) -> f64 {
+    if stored.len() != query.len() * 4 {
+        return 0.0;
+    }
+    let dot: f32 = stored
+        .chunks_exact(4)
+        .zip(query)
+        .map(|(bytes, q)| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) * q)
+        .sum();
+    f64::from(dot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Event;
+
+    struct Lengths;
+    impl Embedder for Lengths {
+        fn model(&self) -> &str {
+            "lengths"
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    fn stored_vectors(index: &HistoryIndex) -> i64 {
+        index
+            .conn
+            .query_row("SELECT count(*) FROM vectors", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn vectors_are_stored_once_scoped_by_session_and_go_with_their_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        let user = |id: &str, text: &str| {
+            let mut event = Event::user(text);
+            event.id = id.to_owned();
+            event
+        };
+        index
+            .add_events("a", 0, &[user("e1", "one"), user("e2", "two")])
+            .unwrap();
+        index.add_events("b", 0, &[user("e1", "three")]).unwrap();
+        let events = [DocKind::Event];
+        assert_eq!(
+            index.embed_missing(&Lengths, &events, Some("b")).unwrap(),
+            2
+        );
+        assert_eq!(index.embed_missing(&Lengths, &events, None).unwrap(), 1);
+        assert_eq!(index.embed_missing(&Lengths, &events, None).unwrap(), 0);
+
+        let similar = index
+            .similarities("lengths", &[5.0, 1.0], &events, Some("a"))
+            .unwrap();
+        let best = similar.best(10);
+        assert_eq!(best.len(), 1, "session a left out");
+        let three = index.candidates_by_id(&best).unwrap();
+        assert_eq!(three[0].text, "three");
+        assert!((similar.of(best[0]).unwrap() - 1.0).abs() < 1e-6);
+        assert!(index
+            .similarities("another-model", &[5.0, 1.0], &events, None)
+            .unwrap()
+            .best(10)
+            .is_empty());
+
+        index.remove_session("a").unwrap();
+        assert_eq!(stored_vectors(&index), 1);
+    }
+
+    #[test]
+    fn embedded_text_names_the_speaker_and_is_cut_on_a_char_boundary() {
+        assert_eq!(embedded_text("Ann", "hi"), "Ann: hi");
+        let long = "é".repeat(MAX_EMBEDDED_BYTES);
+        let cut = embedded_text("", &long);
+        assert!(cut.len() <= MAX_EMBEDDED_BYTES && cut.len() >= MAX_EMBEDDED_BYTES - 1);
+    }
+}
