@@ -504,6 +504,11 @@ pub struct BenchArgs {
     /// search index build rate and search and recall latency are measured.
     #[arg(long = "history", num_args = 1..)]
     pub history: Vec<PathBuf>,
+    /// With --history: also store a vector for every document and time
+    /// recall with vectors (a stand-in embedder of hashed words, so the
+    /// figures are the index's cost, not a model's).
+    #[arg(long, requires = "history")]
+    pub vectors: bool,
     /// The model the workload's calls are prepared for.
     #[arg(long, default_value = "gpt-4.1")]
     pub model: String,

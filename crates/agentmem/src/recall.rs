@@ -226,7 +226,7 @@ fn add_similar_documents(
     candidates: &mut Vec<Candidate>,
 ) -> Result<Similarities> {
     let exclude = request.exclude_session.as_deref();
-    index.embed_missing(embedder, &request.kinds, exclude)?;
+    index.embed_missing(embedder)?;
     let query = embed_checked(embedder, &[request.query.as_str()])?.remove(0);
     let similarities = index.similarities(embedder.model(), &query, &request.kinds, exclude)?;
     let matched: HashSet<i64> = candidates.iter().map(|c| c.doc).collect();

@@ -615,3 +615,81 @@ fn an_embedder_that_answers_wrongly_is_a_typed_error() {
         "{error}"
     );
 }
+
+#[test]
+fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_it_fails() {
+    struct Down;
+    impl agentmem::recall::Embedder for Down {
+        fn model(&self) -> &str {
+            "down"
+        }
+        fn embed(&self, _: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+            Err(agentmem::Error::Embedder {
+                model: "down".into(),
+                message: "connection refused".into(),
+            })
+        }
+    }
+    let (_dir, store, agent) = common::fresh_store();
+    for said in [
+        "I'm off to go swimming with the kids this weekend.",
+        "The build broke with a linker error.",
+    ] {
+        let mut past = store.create_session(&agent, None).unwrap();
+        past.ingest(vec![Event::user(said)]).unwrap();
+        past.close().unwrap();
+    }
+    let question = "Which activities do I partake in? And the build?";
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let live_context = |store: Store| {
+        let mut session = store.create_session(&agent, None).unwrap();
+        session.ingest(vec![Event::user(question)]).unwrap();
+        common::live_context(&session.prepare(&request).unwrap().payload)
+    };
+
+    let lexical = live_context(store.clone());
+    assert!(lexical.contains("linker error") && !lexical.contains("swimming"));
+    let by_meaning = live_context(
+        store
+            .clone()
+            .with_embedder(std::sync::Arc::new(Concepts::new("concepts"))),
+    );
+    assert!(by_meaning.contains("User: I'm off to go swimming with the kids"));
+    let fallen_back = live_context(store.with_embedder(std::sync::Arc::new(Down)));
+    assert!(fallen_back.contains("linker error") && !fallen_back.contains("swimming"));
+}
+
+#[test]
+fn prepare_leaves_a_large_embedding_backlog_to_recall_outside_it() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut past = store.create_session(&agent, None).unwrap();
+    past.ingest(vec![Event::user("I'm off to go swimming with the kids.")])
+        .unwrap();
+    past.ingest(
+        (0..80)
+            .map(|i| Event::assistant(format!("Noted item {i}.")))
+            .collect(),
+    )
+    .unwrap();
+    past.close().unwrap();
+    let embedder = std::sync::Arc::new(Concepts::new("concepts"));
+    let store = store.with_embedder(embedder.clone());
+    let question = "Which activities do I partake in?";
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let payload = || {
+        let mut session = store.create_session(&agent, None).unwrap();
+        session.ingest(vec![Event::user(question)]).unwrap();
+        session.prepare(&request).unwrap().payload.to_string()
+    };
+
+    assert!(!payload().contains("swimming"));
+    assert_eq!(embedder.texts_asked(), 0, "no model call on the way to one");
+    store
+        .recall(
+            &agent,
+            &RecallRequest::new(question, 500),
+            Encoding::O200kBase.tokenizer(),
+        )
+        .unwrap();
+    assert!(payload().contains("swimming"));
+}

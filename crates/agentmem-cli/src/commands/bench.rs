@@ -43,7 +43,11 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
         rows.extend(bench_tokens(path)?);
     }
     if !args.history.is_empty() {
-        rows.extend(super::bench_search::run(dir.path(), &args.history)?);
+        rows.extend(super::bench_search::run(
+            dir.path(),
+            &args.history,
+            args.vectors,
+        )?);
     }
     if args.serve {
         rows.extend(super::bench_serve::run(

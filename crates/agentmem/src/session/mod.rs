@@ -81,6 +81,9 @@ pub struct ContextSettings {
     /// The agent's folder (its MEMORY.md lives there).
     pub agent_dir: std::path::PathBuf,
     pub registry: Arc<ModelRegistry>,
+    /// The store's embedder, whose vectors join the recall of what earlier
+    /// sessions said (see [`crate::search::vectors`]).
+    pub embedder: Option<crate::search::vectors::SharedEmbedder>,
 }
 
 /// Runs after every applied compaction, with its report.

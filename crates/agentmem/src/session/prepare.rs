@@ -16,6 +16,7 @@ use crate::memory::project::{cross_session_block, memory_block, memory_stamp};
 use crate::prepare::{
     prepare, request_overhead, Limits, Measured, PrepareRequest, Prepared, Sections,
 };
+use crate::search::vectors::EMBED_BATCH_TEXTS;
 use crate::tokens::budget::Budget;
 use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
@@ -427,11 +428,31 @@ impl Session {
         let budget = budget.checked_sub(tokenizer.count(heading) as u64 + 1)?;
         let agent_dir = self.settings.agent_dir.clone();
         let session = self.id.to_string();
+        let embedder = self.settings.embedder.clone();
         let index = self.index_mut()?;
         crate::recall::refresh_memories(index, &agent_dir).ok()?;
         let mut request = crate::recall::RecallRequest::new(query, budget);
         request.exclude_session = Some(session);
-        let recalled = crate::recall::recall(index, &request, tokenizer, None).ok()?;
+        // A backlog larger than one call (a history older than the
+        // embedder) is not embedded on the way to a model call: until a
+        // recall outside prepare catches up, this one is lexical.
+        let vectors = embedder
+            .as_ref()
+            .map(|e| &*e.0 as &dyn crate::recall::Embedder)
+            .filter(|e| {
+                index
+                    .unembedded_documents(e.model())
+                    .is_ok_and(|backlog| backlog <= EMBED_BATCH_TEXTS as u64)
+            });
+        let recalled = match crate::recall::recall(index, &request, tokenizer, vectors) {
+            Ok(recalled) => recalled,
+            // An embedder that is down must not cost the context its
+            // memories: lexical recall still answers.
+            Err(_) if vectors.is_some() => {
+                crate::recall::recall(index, &request, tokenizer, None).ok()?
+            }
+            Err(_) => return None,
+        };
         (!recalled.items.is_empty()).then(|| format!("{heading}\n{}", recalled.block))
     }
 

@@ -141,6 +141,7 @@ impl Store {
                 .unwrap_or_default(),
             agent_dir: self.root.join("agents").join(agent.as_str()),
             registry: Arc::clone(&self.registry),
+            embedder: self.embedder.clone(),
         })
     }
 
