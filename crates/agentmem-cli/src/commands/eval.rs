@@ -20,7 +20,7 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
             let scratch = std::env::temp_dir();
             let tokenizer = Encoding::O200kBase.tokenizer();
             let embedder = reach_model::embedder(&ctx.store, &embedder)?;
-            let embedder = embedder.as_ref().map(|e| e as &dyn Embedder);
+            let embedder = embedder.as_deref().map(|e| e as &dyn Embedder);
             let reports = budgets
                 .iter()
                 .map(|budget| {

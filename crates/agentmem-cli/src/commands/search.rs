@@ -1,8 +1,6 @@
 //! `agentmem search` and `agentmem recall`: the agent's history and memory,
 //! searched and recalled.
 
-use std::sync::Arc;
-
 use agentmem::recall::RecallRequest;
 use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
 use agentmem::tokens::Encoding;
@@ -54,7 +52,7 @@ pub fn recall(
     request.exclude_session = session;
     let tokenizer = Encoding::for_model(model).tokenizer();
     let store = match reach_model::embedder(&ctx.store, embedder)? {
-        Some(embedder) => ctx.store.clone().with_embedder(Arc::new(embedder)),
+        Some(embedder) => ctx.store.clone().with_embedder(embedder),
         None => ctx.store.clone(),
     };
     let recalled = store.recall(&ctx.agent, &request, tokenizer)?;

@@ -1,0 +1,418 @@
+//! A BERT encoder's forward pass, as sentence-transformers runs it for
+//! embedding: token, position and segment embeddings, then the layers
+//! (self-attention, feed-forward, each with a residual and a layer norm),
+//! then the pooled and normalized sentence vector. Matrix products go
+//! through `matrixmultiply`'s SGEMM; everything else is plain loops.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::EmbedError;
+
+/// The shape of the encoder, from the model's `config.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub hidden: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub intermediate: usize,
+    pub max_positions: usize,
+    pub layer_norm_eps: f32,
+}
+
+impl Shape {
+    /// Reads the fields of a BERT `config.json` the forward pass needs.
+    pub fn from_config(config: &Value) -> Result<Shape, EmbedError> {
+        let number = |key: &str| {
+            config
+                .get(key)
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+                .ok_or_else(|| EmbedError::Model(format!("config.json has no number {key:?}")))
+        };
+        if let Some(act) = config.get("hidden_act").and_then(Value::as_str) {
+            if act != "gelu" {
+                return Err(EmbedError::Model(format!(
+                    "hidden_act {act:?} is not supported (only gelu)"
+                )));
+            }
+        }
+        let shape = Shape {
+            hidden: number("hidden_size")?,
+            layers: number("num_hidden_layers")?,
+            heads: number("num_attention_heads")?,
+            intermediate: number("intermediate_size")?,
+            max_positions: number("max_position_embeddings")?,
+            layer_norm_eps: config
+                .get("layer_norm_eps")
+                .and_then(Value::as_f64)
+                .unwrap_or(1e-12) as f32,
+        };
+        if shape.heads == 0 || !shape.hidden.is_multiple_of(shape.heads) {
+            return Err(EmbedError::Model(format!(
+                "hidden_size {} is not a multiple of num_attention_heads {}",
+                shape.hidden, shape.heads
+            )));
+        }
+        Ok(shape)
+    }
+}
+
+/// How token vectors become the sentence's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// The mean of the tokens' vectors (all-MiniLM-L6-v2 and most
+    /// sentence-transformers models).
+    Mean,
+    /// The first token's (`[CLS]`) vector (the BGE family).
+    Cls,
+}
+
+/// A linear layer: `weight` is `[out, in]`, as PyTorch stores it.
+struct Linear {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+    outputs: usize,
+}
+
+struct LayerNorm {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// The encoder's weights.
+pub struct Bert {
+    shape: Shape,
+    word_embeddings: Vec<f32>,
+    vocab_size: usize,
+    position_embeddings: Vec<f32>,
+    segment_embedding: Vec<f32>,
+    embeddings_norm: LayerNorm,
+    layers: Vec<Layer>,
+}
+
+/// Tensors by name: `(dims, values)`.
+pub type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
+impl Bert {
+    /// The encoder of `shape` from `tensors`. Names may carry a `bert.`
+    /// prefix, as some checkpoints do.
+    pub fn from_tensors(shape: Shape, mut tensors: Tensors) -> Result<Bert, EmbedError> {
+        let h = shape.hidden;
+        let vocab_size = dims_of(&tensors, "embeddings.word_embeddings.weight")
+            .and_then(|dims| dims.first().copied())
+            .ok_or_else(|| EmbedError::Model("the weights have no word embeddings".into()))?;
+        let t = &mut tensors;
+        let mut layers = Vec::with_capacity(shape.layers);
+        for l in 0..shape.layers {
+            let p = format!("encoder.layer.{l}");
+            layers.push(Layer {
+                query: linear(t, &format!("{p}.attention.self.query"), h, h)?,
+                key: linear(t, &format!("{p}.attention.self.key"), h, h)?,
+                value: linear(t, &format!("{p}.attention.self.value"), h, h)?,
+                attention_out: linear(t, &format!("{p}.attention.output.dense"), h, h)?,
+                attention_norm: norm(t, &format!("{p}.attention.output.LayerNorm"), h)?,
+                intermediate: linear(t, &format!("{p}.intermediate.dense"), h, shape.intermediate)?,
+                output: linear(t, &format!("{p}.output.dense"), shape.intermediate, h)?,
+                output_norm: norm(t, &format!("{p}.output.LayerNorm"), h)?,
+            });
+        }
+        let segments_dims = dims_of(t, "embeddings.token_type_embeddings.weight")
+            .ok_or_else(|| EmbedError::Model("the weights have no token type embeddings".into()))?;
+        let segments = take(t, "embeddings.token_type_embeddings.weight", &segments_dims)?;
+        Ok(Bert {
+            word_embeddings: take(t, "embeddings.word_embeddings.weight", &[vocab_size, h])?,
+            vocab_size,
+            position_embeddings: take(
+                t,
+                "embeddings.position_embeddings.weight",
+                &[shape.max_positions, h],
+            )?,
+            segment_embedding: segments.get(..h).map(<[f32]>::to_vec).ok_or_else(|| {
+                EmbedError::Model("token type embeddings are shorter than one row".into())
+            })?,
+            embeddings_norm: norm(t, "embeddings.LayerNorm", h)?,
+            layers,
+            shape,
+        })
+    }
+
+    /// The most tokens one text may have, `[CLS]` and `[SEP]` included.
+    pub fn max_tokens(&self) -> usize {
+        self.shape.max_positions
+    }
+
+    /// The sentence vector of `ids` (which start with `[CLS]` and end with `[SEP]`).
+    pub fn embed(&self, ids: &[u32], pooling: Pooling, normalize: bool) -> Vec<f32> {
+        let h = self.shape.hidden;
+        let n = ids.len().min(self.shape.max_positions);
+        let mut x = vec![0f32; n * h];
+        for (t, id) in ids.iter().take(n).enumerate() {
+            let id = (*id as usize).min(self.vocab_size - 1);
+            let row = &mut x[t * h..(t + 1) * h];
+            let word = &self.word_embeddings[id * h..(id + 1) * h];
+            let position = &self.position_embeddings[t * h..(t + 1) * h];
+            for (i, value) in row.iter_mut().enumerate() {
+                *value = word[i] + position[i] + self.segment_embedding[i];
+            }
+        }
+        layer_norm(&mut x, h, &self.embeddings_norm, self.shape.layer_norm_eps);
+        for layer in &self.layers {
+            self.encode(&mut x, n, layer);
+        }
+        let mut pooled = match pooling {
+            Pooling::Cls => x[..h].to_vec(),
+            Pooling::Mean => (0..h)
+                .map(|i| (0..n).map(|t| x[t * h + i]).sum::<f32>() / n as f32)
+                .collect(),
+        };
+        if normalize {
+            let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+            pooled.iter_mut().for_each(|v| *v /= norm);
+        }
+        pooled
+    }
+
+    /// One encoder layer over the `n` token vectors in `x`.
+    fn encode(&self, x: &mut [f32], n: usize, layer: &Layer) {
+        let h = self.shape.hidden;
+        let heads = self.shape.heads;
+        let head = h / heads;
+        let q = layer.query.apply(x, n);
+        let k = layer.key.apply(x, n);
+        let v = layer.value.apply(x, n);
+        let mut context = vec![0f32; n * h];
+        let mut scores = vec![0f32; n * n];
+        let scale = 1.0 / (head as f32).sqrt();
+        for hd in 0..heads {
+            let offset = hd * head;
+            // scores = q_h · k_hᵀ, each an n × head view with row stride h.
+            gemm(
+                n,
+                head,
+                n,
+                scale,
+                (&q[offset..], h, 1),
+                (&k[offset..], 1, h),
+                (&mut scores, n, 1),
+            );
+            for row in scores.chunks_exact_mut(n) {
+                softmax(row);
+            }
+            gemm(
+                n,
+                n,
+                head,
+                1.0,
+                (&scores, n, 1),
+                (&v[offset..], h, 1),
+                (&mut context[offset..], h, 1),
+            );
+        }
+        let attended = layer.attention_out.apply(&context, n);
+        add_in_place(x, &attended);
+        layer_norm(x, h, &layer.attention_norm, self.shape.layer_norm_eps);
+        let mut inner = layer.intermediate.apply(x, n);
+        inner.iter_mut().for_each(|v| *v = gelu(*v));
+        let out = layer.output.apply(&inner, n);
+        add_in_place(x, &out);
+        layer_norm(x, h, &layer.output_norm, self.shape.layer_norm_eps);
+    }
+}
+
+fn dims_of(tensors: &Tensors, name: &str) -> Option<Vec<usize>> {
+    tensors
+        .get(name)
+        .or_else(|| tensors.get(&format!("bert.{name}")))
+        .map(|(dims, _)| dims.clone())
+}
+
+/// Removes tensor `name` from `tensors`, holding it to `dims`.
+fn take(tensors: &mut Tensors, name: &str, dims: &[usize]) -> Result<Vec<f32>, EmbedError> {
+    let (found, values) = tensors
+        .remove(name)
+        .or_else(|| tensors.remove(&format!("bert.{name}")))
+        .ok_or_else(|| EmbedError::Model(format!("the weights have no tensor {name}")))?;
+    if found != dims {
+        return Err(EmbedError::Model(format!(
+            "tensor {name} is {found:?}, expected {dims:?}"
+        )));
+    }
+    Ok(values)
+}
+
+fn linear(
+    tensors: &mut Tensors,
+    name: &str,
+    inputs: usize,
+    outputs: usize,
+) -> Result<Linear, EmbedError> {
+    Ok(Linear {
+        weight: take(tensors, &format!("{name}.weight"), &[outputs, inputs])?,
+        bias: take(tensors, &format!("{name}.bias"), &[outputs])?,
+        inputs,
+        outputs,
+    })
+}
+
+fn norm(tensors: &mut Tensors, name: &str, h: usize) -> Result<LayerNorm, EmbedError> {
+    Ok(LayerNorm {
+        weight: take(tensors, &format!("{name}.weight"), &[h])?,
+        bias: take(tensors, &format!("{name}.bias"), &[h])?,
+    })
+}
+
+impl Linear {
+    /// `x · weightᵀ + bias` for `n` rows of `x`.
+    fn apply(&self, x: &[f32], n: usize) -> Vec<f32> {
+        let mut y = Vec::with_capacity(n * self.outputs);
+        for _ in 0..n {
+            y.extend_from_slice(&self.bias);
+        }
+        // β = 1 adds the product to the bias rows already there.
+        gemm_into(
+            n,
+            self.inputs,
+            self.outputs,
+            1.0,
+            (x, self.inputs, 1),
+            (&self.weight, 1, self.inputs),
+            1.0,
+            (&mut y, self.outputs, 1),
+        );
+        y
+    }
+}
+
+/// `c = α·a·b` for an `m × k` view `a` and a `k × n` view `b`, each given
+/// with its row and column strides.
+fn gemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: (&[f32], usize, usize),
+    b: (&[f32], usize, usize),
+    c: (&mut [f32], usize, usize),
+) {
+    gemm_into(m, k, n, alpha, a, b, 0.0, c);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gemm_into(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    (a, rsa, csa): (&[f32], usize, usize),
+    (b, rsb, csb): (&[f32], usize, usize),
+    beta: f32,
+    (c, rsc, csc): (&mut [f32], usize, usize),
+) {
+    let last = |rows: usize, cols: usize, rs: usize, cs: usize| {
+        (rows.saturating_sub(1)) * rs + (cols.saturating_sub(1)) * cs
+    };
+    // The views must lie inside their slices: SGEMM reads and writes
+    // through raw pointers.
+    assert!(m == 0 || k == 0 || last(m, k, rsa, csa) < a.len());
+    assert!(k == 0 || n == 0 || last(k, n, rsb, csb) < b.len());
+    assert!(m == 0 || n == 0 || last(m, n, rsc, csc) < c.len());
+    // SAFETY: the asserts above keep every element SGEMM touches in bounds,
+    // and `c` is borrowed mutably, so it aliases neither `a` nor `b`.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a.as_ptr(),
+            rsa as isize,
+            csa as isize,
+            b.as_ptr(),
+            rsb as isize,
+            csb as isize,
+            beta,
+            c.as_mut_ptr(),
+            rsc as isize,
+            csc as isize,
+        );
+    }
+}
+
+fn add_in_place(x: &mut [f32], y: &[f32]) {
+    x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+}
+
+fn layer_norm(x: &mut [f32], h: usize, norm: &LayerNorm, eps: f32) {
+    for row in x.chunks_exact_mut(h) {
+        let mean = row.iter().sum::<f32>() / h as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((value, weight), bias) in row.iter_mut().zip(&norm.weight).zip(&norm.bias) {
+            *value = (*value - mean) * inv * weight + bias;
+        }
+    }
+}
+
+fn softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    row.iter_mut().for_each(|v| *v /= sum);
+}
+
+/// BERT's exact GELU, `x·Φ(x)`, with erf from Abramowitz and Stegun
+/// 7.1.26 (error below 1.5e-7).
+fn gelu(x: f32) -> f32 {
+    let z = x.abs() / std::f32::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * z);
+    let poly = t
+        * (0.254_829_6
+            + t * (-0.284_496_72 + t * (1.421_413_8 + t * (-1.453_152 + t * 1.061_405_4))));
+    let erf = (1.0 - poly * (-z * z).exp()).copysign(x);
+    0.5 * x * (1.0 + erf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gelu_matches_known_values() {
+        // x·Φ(x) at a few points.
+        for (x, expected) in [
+            (0.0, 0.0),
+            (1.0, 0.841_344_7),
+            (-1.0, -0.158_655_3),
+            (2.5, 2.484_473),
+        ] {
+            assert!((gelu(x) - expected).abs() < 1e-5, "gelu({x}) = {}", gelu(x));
+        }
+    }
+
+    #[test]
+    fn gemm_multiplies_strided_views() {
+        // [[1, 2], [3, 4]] · [[5, 6], [7, 8]]ᵀ (b given transposed by its strides).
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let b = [5.0, 6.0, 7.0, 8.0];
+        let mut c = [0.0; 4];
+        gemm(2, 2, 2, 1.0, (&a, 2, 1), (&b, 1, 2), (&mut c, 2, 1));
+        assert_eq!(c, [17.0, 23.0, 39.0, 53.0]);
+    }
+}

@@ -1,0 +1,69 @@
+//! The forward pass against an independent one: a tiny BERT of random
+//! weights (`tests/tiny-bert`, written by its `make.py`), whose expected
+//! token ids come from Hugging Face's `tokenizers` and whose expected
+//! vectors come from numpy.
+
+use std::path::{Path, PathBuf};
+
+use agentmem::recall::Embedder;
+use agentmem_embed::{EmbedError, LocalEmbedder};
+use serde_json::Value;
+
+fn tiny_bert() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tiny-bert")
+}
+
+#[test]
+fn token_ids_and_vectors_match_the_reference() {
+    let embedder = LocalEmbedder::open(&tiny_bert(), "tiny").unwrap();
+    let expected: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(tiny_bert().join("expected.json")).unwrap())
+            .unwrap();
+    let texts: Vec<&str> = expected
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let vectors = embedder.embed(&texts).unwrap();
+    for (case, vector) in expected.iter().zip(&vectors) {
+        let ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+        assert_eq!(
+            embedder.token_ids(case["text"].as_str().unwrap()),
+            ids,
+            "{case}"
+        );
+        let reference: Vec<f32> = serde_json::from_value(case["vector"].clone()).unwrap();
+        let worst = vector
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 1e-5, "{}: off by {worst}", case["text"]);
+    }
+    assert_eq!(
+        embedder.embed(&texts).unwrap(),
+        vectors,
+        "the same from the cache"
+    );
+    assert_eq!(embedder.model(), "tiny");
+}
+
+#[test]
+fn a_folder_that_is_not_a_model_is_a_clear_error() {
+    let empty = tempfile::tempdir().unwrap();
+    let error = LocalEmbedder::open(empty.path(), "x").unwrap_err();
+    assert!(matches!(error, EmbedError::Io { .. }));
+    assert!(error.to_string().contains("config.json"), "{error}");
+
+    let other = tempfile::tempdir().unwrap();
+    for file in ["vocab.txt", "model.safetensors"] {
+        std::fs::copy(tiny_bert().join(file), other.path().join(file)).unwrap();
+    }
+    let config = std::fs::read_to_string(tiny_bert().join("config.json")).unwrap();
+    std::fs::write(
+        other.path().join("config.json"),
+        config.replace("\"gelu\"", "\"relu\""),
+    )
+    .unwrap();
+    let error = LocalEmbedder::open(other.path(), "x").unwrap_err();
+    assert!(error.to_string().contains("relu"), "{error}");
+}
