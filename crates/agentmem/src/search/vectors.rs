@@ -180,7 +180,8 @@ impl HistoryIndex {
         Ok(Similarities { by_doc })
     }
 
-    /// The documents in rows `docs`, as candidates without a BM25 score.
+    /// The documents in rows `docs`, as candidates without a BM25 score
+    /// (a row deleted since, by another process, is left out).
     pub fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
         let mut statement = self
             .conn
@@ -189,10 +190,16 @@ impl HistoryIndex {
                  FROM docs WHERE id = ?1",
             )
             .map_err(|e| self.error(e))?;
-        docs.iter()
-            .map(|doc| statement.query_row([doc], |row| candidate_from_row(row, 0.0)))
+        let found: Vec<Option<Candidate>> = docs
+            .iter()
+            .map(|doc| {
+                statement
+                    .query_row([doc], |row| candidate_from_row(row, 0.0))
+                    .optional()
+            })
             .collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// How many documents have no vector of `model` yet.
@@ -399,6 +406,7 @@ mod tests {
 
         index.remove_session("a").unwrap();
         assert_eq!(stored_vectors(&index), 2);
+        assert!(index.candidates_by_id(&[9_999]).unwrap().is_empty());
     }
 
     #[test]

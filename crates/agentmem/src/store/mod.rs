@@ -237,7 +237,9 @@ impl Store {
     }
 
     /// What recall would inject for `request`: the agent's facts, episodes
-    /// and past sessions' events that score best and fit its budget.
+    /// and past sessions' events that score best and fit its budget. With
+    /// an embedder ([`Store::with_embedder`]), whatever has no vector yet is
+    /// embedded first: the whole history, the first time.
     pub fn recall(
         &self,
         agent: &AgentId,
