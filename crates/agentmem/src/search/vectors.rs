@@ -19,6 +19,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::index::{candidate_from_row, Candidate, DocKind, HistoryIndex};
 use crate::error::{Error, Result};
+use crate::memory::redact::{redact, RedactionPolicy};
 
 /// Texts sent to the embedder in one call.
 pub const EMBED_BATCH_TEXTS: usize = 64;
@@ -282,15 +283,18 @@ pub fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<
     Ok(vectors)
 }
 
-/// What of a document is embedded: who said it, then its text's start.
+/// What of a document is embedded: who said it, then its text's start,
+/// redacted. The embedder may be a remote API, and meaning needs no
+/// credential, address or card number.
 fn embedded_text(speaker: &str, text: &str) -> String {
     let mut end = text.len().min(MAX_EMBEDDED_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
+    let (text, _) = redact(&text[..end], RedactionPolicy::default());
     match speaker {
-        "" => text[..end].to_owned(),
-        speaker => format!("{speaker}: {}", &text[..end]),
+        "" => text,
+        speaker => format!("{speaker}: {text}"),
     }
 }
 
@@ -410,8 +414,15 @@ mod tests {
     }
 
     #[test]
-    fn embedded_text_names_the_speaker_and_is_cut_on_a_char_boundary() {
+    fn embedded_text_names_the_speaker_is_redacted_and_cut_on_a_char_boundary() {
         assert_eq!(embedded_text("Ann", "hi"), "Ann: hi");
+        assert_eq!(
+            embedded_text(
+                "",
+                "key sk-ant-api03-abcdefghijklmnopqrstu, mail jo@example.com"
+            ),
+            "key [REDACTED:secret], mail [REDACTED:email]"
+        );
         let long = "é".repeat(MAX_EMBEDDED_BYTES);
         let cut = embedded_text("", &long);
         assert!(cut.len() <= MAX_EMBEDDED_BYTES && cut.len() >= MAX_EMBEDDED_BYTES - 1);
