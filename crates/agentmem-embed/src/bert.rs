@@ -157,77 +157,93 @@ impl Bert {
 
     /// The sentence vector of `ids` (which start with `[CLS]` and end with `[SEP]`).
     pub fn embed(&self, ids: &[u32], pooling: Pooling, normalize: bool) -> Vec<f32> {
+        self.embed_batch(&[ids], pooling, normalize).remove(0)
+    }
+
+    /// The sentence vectors of several inputs at once: their tokens are
+    /// stacked, so every linear layer is one large matrix product instead
+    /// of one small one per text (attention stays within each text).
+    pub fn embed_batch(
+        &self,
+        inputs: &[&[u32]],
+        pooling: Pooling,
+        normalize: bool,
+    ) -> Vec<Vec<f32>> {
         let h = self.shape.hidden;
-        let n = ids.len().min(self.shape.max_positions);
-        let mut x = vec![0f32; n * h];
-        for (t, id) in ids.iter().take(n).enumerate() {
-            let id = (*id as usize).min(self.vocab_size - 1);
-            let row = &mut x[t * h..(t + 1) * h];
-            let word = &self.word_embeddings[id * h..(id + 1) * h];
-            let position = &self.position_embeddings[t * h..(t + 1) * h];
-            for (i, value) in row.iter_mut().enumerate() {
-                *value = word[i] + position[i] + self.segment_embedding[i];
+        let mut spans = Vec::with_capacity(inputs.len());
+        let mut rows = 0;
+        for ids in inputs {
+            let n = ids.len().min(self.shape.max_positions);
+            spans.push((rows, n));
+            rows += n;
+        }
+        let mut x = vec![0f32; rows * h];
+        for (ids, &(start, n)) in inputs.iter().zip(&spans) {
+            for (t, id) in ids.iter().take(n).enumerate() {
+                let id = (*id as usize).min(self.vocab_size - 1);
+                let row = &mut x[(start + t) * h..(start + t + 1) * h];
+                let word = &self.word_embeddings[id * h..(id + 1) * h];
+                let position = &self.position_embeddings[t * h..(t + 1) * h];
+                for (i, value) in row.iter_mut().enumerate() {
+                    *value = word[i] + position[i] + self.segment_embedding[i];
+                }
             }
         }
         layer_norm(&mut x, h, &self.embeddings_norm, self.shape.layer_norm_eps);
         for layer in &self.layers {
-            self.encode(&mut x, n, layer);
+            self.encode(&mut x, rows, &spans, layer);
         }
-        let mut pooled = match pooling {
-            Pooling::Cls => x[..h].to_vec(),
-            Pooling::Mean => (0..h)
-                .map(|i| (0..n).map(|t| x[t * h + i]).sum::<f32>() / n as f32)
-                .collect(),
-        };
-        if normalize {
-            let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-            pooled.iter_mut().for_each(|v| *v /= norm);
-        }
-        pooled
+        spans
+            .iter()
+            .map(|&(start, n)| pool(&x[start * h..(start + n) * h], h, pooling, normalize))
+            .collect()
     }
 
-    /// One encoder layer over the `n` token vectors in `x`.
-    fn encode(&self, x: &mut [f32], n: usize, layer: &Layer) {
+    /// One encoder layer over the `rows` token vectors in `x`, whose texts
+    /// are the `(first row, rows)` spans.
+    fn encode(&self, x: &mut [f32], rows: usize, spans: &[(usize, usize)], layer: &Layer) {
         let h = self.shape.hidden;
         let heads = self.shape.heads;
         let head = h / heads;
-        let q = layer.query.apply(x, n);
-        let k = layer.key.apply(x, n);
-        let v = layer.value.apply(x, n);
-        let mut context = vec![0f32; n * h];
-        let mut scores = vec![0f32; n * n];
+        let q = layer.query.apply(x, rows);
+        let k = layer.key.apply(x, rows);
+        let v = layer.value.apply(x, rows);
+        let mut context = vec![0f32; rows * h];
         let scale = 1.0 / (head as f32).sqrt();
-        for hd in 0..heads {
-            let offset = hd * head;
-            // scores = q_h · k_hᵀ, each an n × head view with row stride h.
-            gemm(
-                n,
-                head,
-                n,
-                scale,
-                (&q[offset..], h, 1),
-                (&k[offset..], 1, h),
-                (&mut scores, n, 1),
-            );
-            for row in scores.chunks_exact_mut(n) {
-                softmax(row);
+        for &(start, n) in spans {
+            let mut scores = vec![0f32; n * n];
+            for hd in 0..heads {
+                let offset = start * h + hd * head;
+                // scores = q_h · k_hᵀ, each an n × head view with row stride h.
+                gemm(
+                    n,
+                    head,
+                    n,
+                    scale,
+                    (&q[offset..], h, 1),
+                    (&k[offset..], 1, h),
+                    (&mut scores, n, 1),
+                );
+                for row in scores.chunks_exact_mut(n) {
+                    softmax(row);
+                }
+                gemm(
+                    n,
+                    n,
+                    head,
+                    1.0,
+                    (&scores, n, 1),
+                    (&v[offset..], h, 1),
+                    (&mut context[offset..], h, 1),
+                );
             }
-            gemm(
-                n,
-                n,
-                head,
-                1.0,
-                (&scores, n, 1),
-                (&v[offset..], h, 1),
-                (&mut context[offset..], h, 1),
-            );
         }
-        let attended = layer.attention_out.apply(&context, n);
+        let attended = layer.attention_out.apply(&context, rows);
         add_in_place(x, &attended);
         layer_norm(x, h, &layer.attention_norm, self.shape.layer_norm_eps);
-        let mut inner = layer.intermediate.apply(x, n);
+        let mut inner = layer.intermediate.apply(x, rows);
         inner.iter_mut().for_each(|v| *v = gelu(*v));
-        let out = layer.output.apply(&inner, n);
+        let out = layer.output.apply(&inner, rows);
         add_in_place(x, &out);
         layer_norm(x, h, &layer.output_norm, self.shape.layer_norm_eps);
     }
@@ -350,6 +366,22 @@ fn gemm_into(
             csc as isize,
         );
     }
+}
+
+/// One text's vector from its `n × h` token vectors.
+fn pool(x: &[f32], h: usize, pooling: Pooling, normalize: bool) -> Vec<f32> {
+    let n = x.len() / h;
+    let mut pooled = match pooling {
+        Pooling::Cls => x[..h].to_vec(),
+        Pooling::Mean => (0..h)
+            .map(|i| (0..n).map(|t| x[t * h + i]).sum::<f32>() / n as f32)
+            .collect(),
+    };
+    if normalize {
+        let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+        pooled.iter_mut().for_each(|v| *v /= norm);
+    }
+    pooled
 }
 
 fn add_in_place(x: &mut [f32], y: &[f32]) {

@@ -31,6 +31,9 @@ use bert::{Bert, Pooling, Shape, Tensors};
 
 /// Texts whose vectors are kept (about 1.5 KB each at 384 dimensions).
 pub const CACHED_TEXTS: usize = 20_000;
+/// Texts whose tokens go through the linear layers together: larger
+/// matrix products run faster, up to what the caches hold.
+pub const STACKED_TEXTS: usize = 32;
 /// The longest input when the model does not say, in tokens.
 pub const DEFAULT_MAX_TOKENS: usize = 256;
 
@@ -141,6 +144,18 @@ impl LocalEmbedder {
         self.bert.embed(&self.token_ids(text), self.pooling, true)
     }
 
+    /// The vectors of `texts`, [`STACKED_TEXTS`] at a time.
+    fn embed_stacked(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        texts
+            .chunks(STACKED_TEXTS)
+            .flat_map(|group| {
+                let ids: Vec<Vec<u32>> = group.iter().map(|t| self.token_ids(t)).collect();
+                let ids: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+                self.bert.embed_batch(&ids, self.pooling, true)
+            })
+            .collect()
+    }
+
     /// The vectors of `texts`, spread over the machine's cores.
     fn embed_all(&self, texts: &[&str]) -> Vec<Vec<f32>> {
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -148,9 +163,7 @@ impl LocalEmbedder {
         std::thread::scope(|scope| {
             let handles: Vec<_> = texts
                 .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || part.iter().map(|t| self.embed_one(t)).collect::<Vec<_>>())
-                })
+                .map(|part| scope.spawn(move || self.embed_stacked(part)))
                 .collect();
             handles
                 .into_iter()
