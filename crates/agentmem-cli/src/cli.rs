@@ -513,6 +513,10 @@ pub struct BenchArgs {
     /// figures are the index's cost, not a model's).
     #[arg(long, requires = "history")]
     pub vectors: bool,
+    /// With --vectors: embed with this sentence-transformers model folder
+    /// instead of the stand-in, so the first figure is the model's rate.
+    #[arg(long, requires = "vectors")]
+    pub embedder_dir: Option<PathBuf>,
     /// The model the workload's calls are prepared for.
     #[arg(long, default_value = "gpt-4.1")]
     pub model: String,

@@ -43,11 +43,12 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
         rows.extend(bench_tokens(path)?);
     }
     if !args.history.is_empty() {
-        rows.extend(super::bench_search::run(
-            dir.path(),
-            &args.history,
-            args.vectors,
-        )?);
+        let model = match (&args.embedder_dir, args.vectors) {
+            (Some(model), _) => Some(super::bench_search::Vectors::Model(model.clone())),
+            (None, true) => Some(super::bench_search::Vectors::StandIn),
+            (None, false) => None,
+        };
+        rows.extend(super::bench_search::run(dir.path(), &args.history, model)?);
     }
     if args.serve {
         rows.extend(super::bench_serve::run(

@@ -25,7 +25,7 @@ const RECALL_BUDGET_TOKENS: u64 = 2_000;
 pub fn run(
     root: &Path,
     files: &[PathBuf],
-    vectors: bool,
+    vectors: Option<Vectors>,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let store = Store::open(root.join("history"), Durability::Os)?;
     let agent = AgentId::default();
@@ -106,10 +106,18 @@ pub fn run(
             &format!("{QUERIES} queries, {RECALL_BUDGET_TOKENS}-token budget"),
         ),
     ];
-    if vectors {
-        rows.extend(bench_vectors(&index, &queries, events)?);
+    if let Some(vectors) = vectors {
+        rows.extend(bench_vectors(&index, &queries, events, vectors)?);
     }
     Ok(rows)
+}
+
+/// What makes the vectors of `bench --history --vectors`.
+pub enum Vectors {
+    /// [`HashedWords`]: the index's cost alone.
+    StandIn,
+    /// A sentence-transformers model folder, run in process.
+    Model(PathBuf),
 }
 
 /// Stores a vector for every document, then times recall with vectors.
@@ -117,23 +125,35 @@ fn bench_vectors(
     index: &HistoryIndex,
     queries: &[String],
     events: usize,
+    vectors: Vectors,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
+    let (embedder, made_by): (Box<dyn Embedder>, String) = match vectors {
+        Vectors::StandIn => (
+            Box::new(HashedWords),
+            "stand-in embedder: the index's cost only".to_owned(),
+        ),
+        Vectors::Model(dir) => (
+            Box::new(agentmem_embed::LocalEmbedder::open(&dir, "bench-model")?),
+            format!("the model in {}, run in process", dir.display()),
+        ),
+    };
+    let embedder = embedder.as_ref();
     let started = Instant::now();
-    let embedded = index.embed_missing(&HashedWords)?;
+    let embedded = index.embed_missing(embedder)?;
     let seconds = started.elapsed().as_secs_f64();
     let tokenizer = Encoding::O200kBase.tokenizer();
     let mut recall_ms = Vec::new();
     for query in queries {
         let started = Instant::now();
         let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
-        agentmem::recall::recall(index, &request, tokenizer, Some(&HashedWords))?;
+        agentmem::recall::recall(index, &request, tokenizer, Some(embedder))?;
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     Ok(vec![
         json!({
             "bench": "history vectors stored",
             "figure": format!("{:.0} documents/s", embedded as f64 / seconds),
-            "detail": format!("{embedded} vectors of {HASHED_DIMENSIONS} floats, {seconds:.1} s (stand-in embedder: the index's cost only)"),
+            "detail": format!("{embedded} vectors, {seconds:.1} s ({made_by})"),
             "documents": embedded,
             "documents_per_second": embedded as f64 / seconds,
         }),
