@@ -475,10 +475,9 @@ fn example(name: &str) -> std::path::PathBuf {
 
 /// The shared workload's task on a small workload of its format: each turn
 /// ingested, then one call prepared under the input budget, timed per turn.
-#[test]
-fn bench_workload_times_each_turn_under_the_input_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let workload = dir.path().join("workload.jsonl");
+/// 40 turns in the shared workload's format, 4 events each.
+fn small_workload(dir: &Path) -> std::path::PathBuf {
+    let workload = dir.join("workload.jsonl");
     let lines: String = (0..40)
         .flat_map(|turn| {
             let output = format!("line {turn} of the build log\n").repeat(40 + turn * 5);
@@ -492,6 +491,13 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         .map(|v| format!("{v}\n"))
         .collect();
     std::fs::write(&workload, lines).unwrap();
+    workload
+}
+
+#[test]
+fn bench_workload_times_each_turn_under_the_input_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
     let out = run_ok(
         agentmem(dir.path())
             .args([
@@ -537,6 +543,28 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         detail.contains("input budget 4000 tokens") && detail.contains("durability os"),
         "{detail}"
     );
+}
+
+#[test]
+fn bench_history_with_a_model_times_embedding_and_recall_with_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentmem-embed/tests/tiny-bert");
+    let out = run_ok(
+        agentmem(dir.path())
+            .args(["bench", "--skip-storage", "--history"])
+            .arg(&workload)
+            .args(["--vectors", "--embedder-dir"])
+            .arg(&model)
+            .arg("--json"),
+    );
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["bench"] == name).unwrap();
+    let stored = row("history vectors stored");
+    assert_eq!(stored["documents"], 160, "every event: {stored}");
+    assert!(stored["detail"].as_str().unwrap().contains("tiny-bert"));
+    let recall = row("history recall with vectors");
+    assert!(recall["p50_ms"].as_f64().unwrap() > 0.0, "{recall}");
 }
 
 /// The usage a Claude Code session recorded measured Claude Code's own
