@@ -114,6 +114,7 @@ impl Bert {
         let h = shape.hidden;
         let vocab_size = dims_of(&tensors, "embeddings.word_embeddings.weight")
             .and_then(|dims| dims.first().copied())
+            .filter(|rows| *rows > 0)
             .ok_or_else(|| EmbedError::Model("the weights have no word embeddings".into()))?;
         let t = &mut tensors;
         let mut layers = Vec::with_capacity(shape.layers);
@@ -155,20 +156,16 @@ impl Bert {
         self.shape.max_positions
     }
 
-    /// The sentence vector of `ids` (which start with `[CLS]` and end with `[SEP]`).
-    pub fn embed(&self, ids: &[u32], pooling: Pooling, normalize: bool) -> Vec<f32> {
-        self.embed_batch(&[ids], pooling, normalize).remove(0)
+    /// The unit-length sentence vector of `ids` (which start with `[CLS]`
+    /// and end with `[SEP]`).
+    pub fn embed(&self, ids: &[u32], pooling: Pooling) -> Vec<f32> {
+        self.embed_batch(&[ids], pooling).remove(0)
     }
 
     /// The sentence vectors of several inputs at once: their tokens are
     /// stacked, so every linear layer is one large matrix product instead
     /// of one small one per text (attention stays within each text).
-    pub fn embed_batch(
-        &self,
-        inputs: &[&[u32]],
-        pooling: Pooling,
-        normalize: bool,
-    ) -> Vec<Vec<f32>> {
+    pub fn embed_batch(&self, inputs: &[&[u32]], pooling: Pooling) -> Vec<Vec<f32>> {
         let h = self.shape.hidden;
         let mut spans = Vec::with_capacity(inputs.len());
         let mut rows = 0;
@@ -195,7 +192,7 @@ impl Bert {
         }
         spans
             .iter()
-            .map(|&(start, n)| pool(&x[start * h..(start + n) * h], h, pooling, normalize))
+            .map(|&(start, n)| pool(&x[start * h..(start + n) * h], h, pooling))
             .collect()
     }
 
@@ -368,19 +365,21 @@ fn gemm_into(
     }
 }
 
-/// One text's vector from its `n × h` token vectors.
-fn pool(x: &[f32], h: usize, pooling: Pooling, normalize: bool) -> Vec<f32> {
+/// One text's unit-length vector from its `n × h` token vectors (zeros
+/// for no tokens).
+fn pool(x: &[f32], h: usize, pooling: Pooling) -> Vec<f32> {
     let n = x.len() / h;
+    if n == 0 {
+        return vec![0.0; h];
+    }
     let mut pooled = match pooling {
         Pooling::Cls => x[..h].to_vec(),
         Pooling::Mean => (0..h)
             .map(|i| (0..n).map(|t| x[t * h + i]).sum::<f32>() / n as f32)
             .collect(),
     };
-    if normalize {
-        let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-        pooled.iter_mut().for_each(|v| *v /= norm);
-    }
+    let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    pooled.iter_mut().for_each(|v| *v /= norm);
     pooled
 }
 
@@ -436,6 +435,14 @@ mod tests {
         ] {
             assert!((gelu(x) - expected).abs() < 1e-5, "gelu({x}) = {}", gelu(x));
         }
+    }
+
+    #[test]
+    fn pooling_gives_unit_vectors_and_zeros_for_no_tokens() {
+        let x = [2.0, 0.0, 4.0, 8.0];
+        assert_eq!(pool(&x, 2, Pooling::Cls), vec![1.0, 0.0]);
+        assert_eq!(pool(&x, 2, Pooling::Mean), vec![0.6, 0.8]);
+        assert_eq!(pool(&[], 2, Pooling::Mean), vec![0.0, 0.0]);
     }
 
     #[test]

@@ -141,7 +141,7 @@ impl LocalEmbedder {
 
     /// The normalized vector of one text.
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
-        self.bert.embed(&self.token_ids(text), self.pooling, true)
+        self.bert.embed(&self.token_ids(text), self.pooling)
     }
 
     /// The vectors of `texts`, [`STACKED_TEXTS`] at a time.
@@ -151,7 +151,7 @@ impl LocalEmbedder {
             .flat_map(|group| {
                 let ids: Vec<Vec<u32>> = group.iter().map(|t| self.token_ids(t)).collect();
                 let ids: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-                self.bert.embed_batch(&ids, self.pooling, true)
+                self.bert.embed_batch(&ids, self.pooling)
             })
             .collect()
     }
