@@ -193,3 +193,33 @@ fn the_service_compacts_with_the_configured_llm_summarizer() {
     assert!(prompt.contains("focus on: the parser fix"), "{prompt}");
     assert!(prompt.contains("[u-0] User: Step 0"), "{prompt}");
 }
+
+#[test]
+fn the_service_recalls_with_the_embedder_of_its_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../agentmem-embed/tests/tiny-bert"
+    );
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[embedder]\ndir = {model:?}\nmodel = \"tiny\"\n"),
+    )
+    .unwrap();
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "create_session", "session": "past"}),
+            json!({"id": 2, "op": "append", "session": "past", "events": [
+                {"id": "u1", "trace_type": "user", "content": "I'm off to go swimming with the kids."}
+            ]}),
+            json!({"id": 3, "op": "end_session", "session": "past"}),
+            json!({"id": 4, "op": "recall", "query": "What does Melanie do for fun?"}),
+        ],
+    );
+    // The event, and the episode its session left when it ended: both
+    // share no word with the question, and both are scored by the model.
+    let items = replies[3]["result"]["items"].as_array().unwrap();
+    assert!(items.iter().any(|i| i["source"] == "u1"), "{}", replies[3]);
+    assert!(items.iter().all(|i| i["vector"].is_f64()), "{}", replies[3]);
+}
