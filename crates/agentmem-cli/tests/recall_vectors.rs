@@ -121,3 +121,26 @@ fn recall_runs_a_model_folder_in_process_and_names_a_folder_that_is_not_one() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_configured_model_folder_is_read_only_by_recall() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[embedder]\ndir = \"/nonexistent/model\"\n",
+    )
+    .unwrap();
+    common::agentmem_with_input(dir.path(), &common::args(&["sessions", "list"]), &[], "");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["recall", QUESTION])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("embedder all-MiniLM-L6-v2") && stderr.contains("/nonexistent/model"),
+        "{stderr}"
+    );
+}

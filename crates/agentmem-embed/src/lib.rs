@@ -22,7 +22,7 @@ pub mod bert;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use bert_tokenizer::{FullTokenizer, Tokenizer, Vocab};
 use serde_json::Value;
@@ -173,6 +173,47 @@ impl LocalEmbedder {
     }
 }
 
+/// A model folder opened when it is first asked to embed: a program that
+/// never recalls never reads the weights, and a folder that cannot be
+/// opened fails that recall (with [`agentmem::Error::Embedder`]), not the
+/// program's start.
+#[derive(Debug)]
+pub struct OnFirstUse {
+    dir: PathBuf,
+    name: String,
+    model: OnceLock<Result<LocalEmbedder, String>>,
+}
+
+impl OnFirstUse {
+    /// The model in folder `dir`, to be stored under `name`; nothing is read yet.
+    pub fn new(dir: &Path, name: &str) -> OnFirstUse {
+        OnFirstUse {
+            dir: dir.to_path_buf(),
+            name: name.to_owned(),
+            model: OnceLock::new(),
+        }
+    }
+}
+
+impl agentmem::recall::Embedder for OnFirstUse {
+    fn model(&self) -> &str {
+        &self.name
+    }
+
+    fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+        let opened = self
+            .model
+            .get_or_init(|| LocalEmbedder::open(&self.dir, &self.name).map_err(|e| e.to_string()));
+        match opened {
+            Ok(model) => model.embed(texts),
+            Err(message) => Err(agentmem::Error::Embedder {
+                model: self.name.clone(),
+                message: message.clone(),
+            }),
+        }
+    }
+}
+
 impl agentmem::recall::Embedder for LocalEmbedder {
     fn model(&self) -> &str {
         &self.name
@@ -206,11 +247,21 @@ impl agentmem::recall::Embedder for LocalEmbedder {
     }
 }
 
-fn read_json(path: &Path) -> Result<Value, EmbedError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EmbedError::Io {
+/// The bytes of `path`, or the error that names it.
+fn read(path: &Path) -> Result<Vec<u8>, EmbedError> {
+    std::fs::read(path).map_err(|source| EmbedError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+fn read_text(path: &Path) -> Result<String, EmbedError> {
+    String::from_utf8(read(path)?)
+        .map_err(|_| EmbedError::Model(format!("{} is not UTF-8 text", path.display())))
+}
+
+fn read_json(path: &Path) -> Result<Value, EmbedError> {
+    let text = read_text(path)?;
     serde_json::from_str(&text).map_err(|e| EmbedError::Model(format!("{}: {e}", path.display())))
 }
 
@@ -222,10 +273,7 @@ fn optional_json(path: &Path) -> Result<Option<Value>, EmbedError> {
 }
 
 fn read_vocab(path: &Path) -> Result<Vocab, EmbedError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EmbedError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_text(path)?;
     let mut vocab = Vocab::new();
     for (id, token) in text.lines().enumerate() {
         vocab.insert(token.trim_end_matches('\r').to_owned(), id as u32);
@@ -235,10 +283,7 @@ fn read_vocab(path: &Path) -> Result<Vocab, EmbedError> {
 
 /// The F32 tensors of a safetensors file.
 fn read_safetensors(path: &Path) -> Result<Tensors, EmbedError> {
-    let bytes = std::fs::read(path).map_err(|source| EmbedError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = read(path)?;
     let file = safetensors::SafeTensors::deserialize(&bytes)
         .map_err(|e| EmbedError::Model(format!("{}: {e}", path.display())))?;
     let mut tensors = Tensors::new();

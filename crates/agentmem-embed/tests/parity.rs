@@ -67,3 +67,22 @@ fn a_folder_that_is_not_a_model_is_a_clear_error() {
     let error = LocalEmbedder::open(other.path(), "x").unwrap_err();
     assert!(error.to_string().contains("relu"), "{error}");
 }
+
+#[test]
+fn a_model_opened_on_first_use_reads_nothing_until_asked() {
+    let lazy = agentmem_embed::OnFirstUse::new(&tiny_bert(), "tiny");
+    let eager = LocalEmbedder::open(&tiny_bert(), "tiny").unwrap();
+    assert_eq!(lazy.model(), "tiny");
+    assert_eq!(
+        lazy.embed(&["Undoable?"]).unwrap(),
+        eager.embed(&["Undoable?"]).unwrap()
+    );
+
+    let missing = agentmem_embed::OnFirstUse::new(Path::new("/nonexistent/model"), "gone");
+    let error = missing.embed(&["hello"]).unwrap_err();
+    assert!(
+        matches!(&error, agentmem::Error::Embedder { model, message }
+            if model == "gone" && message.contains("config.json")),
+        "{error}"
+    );
+}

@@ -1,9 +1,8 @@
 //! `agentmem eval locomo`: evidence recall on LoCoMo beside two baselines.
 
 use agentmem::eval::locomo;
-use agentmem::tokens::Encoding;
-
 use agentmem::recall::Embedder;
+use agentmem::tokens::Encoding;
 
 use super::{reach_model, Context};
 use crate::cli::EvalCommand;
@@ -19,8 +18,11 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
             let conversations = locomo::read(&path)?;
             let scratch = std::env::temp_dir();
             let tokenizer = Encoding::O200kBase.tokenizer();
-            let embedder = reach_model::embedder(&ctx.store, &embedder)?;
-            let embedder = embedder.as_deref().map(|e| e as &dyn Embedder);
+            let named = reach_model::embedder(&ctx.store, &embedder)?;
+            let embedder = named
+                .as_deref()
+                .or(ctx.store.embedder())
+                .map(|e| e as &dyn Embedder);
             let reports = budgets
                 .iter()
                 .map(|budget| {

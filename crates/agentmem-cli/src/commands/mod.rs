@@ -59,7 +59,7 @@ impl Context {
         let store = Store::with_config(&global.dir, config);
         // `[embedder]` of config.toml serves every recall: the CLI's, the
         // memory tools', the server's.
-        let store = match reach_model::embedder(&store, &crate::cli::EmbedderArgs::default())? {
+        let store = match reach_model::configured_embedder(&store)? {
             Some(embedder) => store.with_embedder(embedder),
             None => store,
         };

