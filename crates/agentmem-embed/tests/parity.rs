@@ -1,7 +1,7 @@
-//! The forward pass against an independent one: a tiny BERT of random
-//! weights (`tests/tiny-bert`, written by its `make.py`), whose expected
-//! token ids come from Hugging Face's `tokenizers` and whose expected
-//! vectors come from numpy.
+//! The forward pass against an independent one: a tiny BERT and a tiny
+//! MPNet of random weights (`tests/tiny-bert`, `tests/tiny-mpnet`, written
+//! by `make_tiny_models.py`), whose expected token ids come from Hugging
+//! Face's `tokenizers` and whose expected vectors come from numpy.
 
 use std::path::{Path, PathBuf};
 
@@ -9,15 +9,31 @@ use agentmem::recall::Embedder;
 use agentmem_embed::{EmbedError, LocalEmbedder};
 use serde_json::Value;
 
+fn tiny(family: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/tiny-{family}"))
+}
+
 fn tiny_bert() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tiny-bert")
+    tiny("bert")
 }
 
 #[test]
-fn token_ids_and_vectors_match_the_reference() {
-    let embedder = LocalEmbedder::open(&tiny_bert(), "tiny").unwrap();
+fn bert_token_ids_and_vectors_match_the_reference() {
+    assert_matches_reference(&tiny_bert());
+}
+
+/// MPNet frames texts with `<s>` … `</s>`, counts positions from 2 and
+/// biases attention by relative distance: the 52-token text reaches the
+/// logarithmic buckets.
+#[test]
+fn mpnet_token_ids_and_vectors_match_the_reference() {
+    assert_matches_reference(&tiny("mpnet"));
+}
+
+fn assert_matches_reference(model: &Path) {
+    let embedder = LocalEmbedder::open(model, "tiny").unwrap();
     let expected: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(tiny_bert().join("expected.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(model.join("expected.json")).unwrap())
             .unwrap();
     let texts: Vec<&str> = expected
         .iter()

@@ -228,6 +228,7 @@ fn add_similar_documents(
     let exclude = request.exclude_session.as_deref();
     index.embed_missing(embedder)?;
     let query = embed_checked(embedder, &[request.query.as_str()])?.remove(0);
+    index.ensure_dimensions(embedder.model(), query.len())?;
     let similarities = index.similarities(embedder.model(), &query, &request.kinds, exclude)?;
     let matched: HashSet<i64> = candidates.iter().map(|c| c.doc).collect();
     let similar: Vec<i64> = similarities

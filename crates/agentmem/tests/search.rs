@@ -616,6 +616,57 @@ fn an_embedder_that_answers_wrongly_is_a_typed_error() {
     );
 }
 
+/// Vectors of a model's name are compared with one another, so a model of
+/// another length under the same name is refused, not silently scored 0.
+#[test]
+fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    struct Sized(usize, Arc<AtomicUsize>);
+    impl agentmem::recall::Embedder for Sized {
+        fn model(&self) -> &str {
+            "all-MiniLM-L6-v2"
+        }
+        fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+            self.1.fetch_add(texts.len(), Ordering::SeqCst);
+            Ok(vec![vec![1.0; self.0]; texts.len()])
+        }
+    }
+    let (_dir, store, agent) = common::fresh_store();
+    let add = |text: &str| {
+        let mut session = store.create_session(&agent, None).unwrap();
+        session.ingest(vec![Event::user(text)]).unwrap();
+        session.close().unwrap();
+    };
+    let request = RecallRequest::new("hello", 500);
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let texts = Arc::new(AtomicUsize::new(0));
+    let recall = |dimensions: usize| {
+        store
+            .clone()
+            .with_embedder(Arc::new(Sized(dimensions, texts.clone())))
+            .recall(&agent, &request, tokenizer)
+    };
+    add("hello there");
+    recall(4).unwrap();
+    let error = recall(8).unwrap_err();
+    assert!(
+        matches!(&error, agentmem::Error::Embedder { model, message }
+            if model == "all-MiniLM-L6-v2" && message.contains("8 dimensions")
+                && message.contains("have 4") && message.contains("--embedder-model")),
+        "{error}"
+    );
+    add("hello again");
+    recall(8).unwrap_err();
+    texts.store(0, Ordering::SeqCst);
+    recall(4).unwrap();
+    assert_eq!(
+        texts.load(Ordering::SeqCst),
+        2,
+        "the refused model stored nothing: the new event and the query are embedded now"
+    );
+}
+
 #[test]
 fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_it_fails() {
     struct Down;

@@ -114,6 +114,9 @@ impl HistoryIndex {
             };
             let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
             let vectors = embed_checked(embedder, &texts)?;
+            if embedded == 0 {
+                self.ensure_dimensions(model, vectors[0].len())?;
+            }
             let tx = self
                 .conn
                 .unchecked_transaction()
@@ -201,6 +204,27 @@ impl HistoryIndex {
             .collect::<rusqlite::Result<_>>()
             .map_err(|e| self.error(e))?;
         Ok(found.into_iter().flatten().collect())
+    }
+
+    /// Fails when vectors of `model` are stored with another length than
+    /// `dimensions`: another model was given the same name, and its vectors
+    /// and these are not comparable.
+    pub fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()> {
+        let stored: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT length(vector) FROM vectors WHERE model = ?1 LIMIT 1")
+            .and_then(|mut s| s.query_row([model], |row| row.get(0)).optional())
+            .map_err(|e| self.error(e))?;
+        match stored {
+            Some(stored) if stored as usize != dimensions => Err(Error::Embedder {
+                model: model.to_owned(),
+                message: format!(
+                    "it gives vectors of {dimensions} dimensions, but those stored under its name have {stored}: \
+                     give a different model a name of its own (--embedder-model, or `model` in [embedder])"
+                ),
+            }),
+            Some(_) | None => Ok(()),
+        }
     }
 
     /// How many documents have no vector of `model` yet.

@@ -1,7 +1,8 @@
-//! A BERT encoder's forward pass, as sentence-transformers runs it for
-//! embedding: token, position and segment embeddings, then the layers
+//! A sentence-transformers encoder's forward pass, as it runs for
+//! embedding: token and position embeddings, then the layers
 //! (self-attention, feed-forward, each with a residual and a layer norm),
-//! then the pooled and normalized sentence vector. Matrix products go
+//! then the pooled and normalized sentence vector. Two families share it:
+//! BERT (MiniLM, BGE) and MPNet (all-mpnet-base-v2). Matrix products go
 //! through `matrixmultiply`'s SGEMM; everything else is plain loops.
 
 use std::collections::HashMap;
@@ -10,19 +11,48 @@ use serde_json::Value;
 
 use crate::EmbedError;
 
+/// Which encoder the weights are: the families name their tensors and
+/// place their tokens differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// BERT and its distillations (MiniLM, BGE): positions counted from 0,
+    /// and a segment embedding added to every token.
+    Bert,
+    /// MPNet: positions counted from `pad_token_id + 1`, as RoBERTa counts
+    /// them, no segments, and a learned bias on every attention score for
+    /// the bucket of its tokens' relative distance.
+    MPNet,
+}
+
+impl Family {
+    /// The prefix some checkpoints put before every tensor name.
+    fn prefix(self) -> &'static str {
+        match self {
+            Family::Bert => "bert.",
+            Family::MPNet => "mpnet.",
+        }
+    }
+}
+
 /// The shape of the encoder, from the model's `config.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
+    pub family: Family,
     pub hidden: usize,
     pub layers: usize,
     pub heads: usize,
     pub intermediate: usize,
     pub max_positions: usize,
+    /// The position embedding of a text's first token.
+    pub first_position: usize,
+    /// Buckets of relative distance, for MPNet's attention bias.
+    pub relative_buckets: usize,
     pub layer_norm_eps: f32,
 }
 
 impl Shape {
-    /// Reads the fields of a BERT `config.json` the forward pass needs.
+    /// Reads the fields of a BERT or MPNet `config.json` the forward pass
+    /// needs (a config without `model_type` is BERT's).
     pub fn from_config(config: &Value) -> Result<Shape, EmbedError> {
         let number = |key: &str| {
             config
@@ -38,12 +68,31 @@ impl Shape {
                 )));
             }
         }
+        let family = match config.get("model_type").and_then(Value::as_str) {
+            None | Some("bert") => Family::Bert,
+            Some("mpnet") => Family::MPNet,
+            Some(other) => {
+                return Err(EmbedError::Model(format!(
+                    "model_type {other:?} is not supported (bert or mpnet)"
+                )))
+            }
+        };
+        let (first_position, relative_buckets) = match family {
+            Family::Bert => (0, 0),
+            Family::MPNet => (
+                number("pad_token_id")? + 1,
+                number("relative_attention_num_buckets")?,
+            ),
+        };
         let shape = Shape {
+            family,
             hidden: number("hidden_size")?,
             layers: number("num_hidden_layers")?,
             heads: number("num_attention_heads")?,
             intermediate: number("intermediate_size")?,
             max_positions: number("max_position_embeddings")?,
+            first_position,
+            relative_buckets,
             layer_norm_eps: config
                 .get("layer_norm_eps")
                 .and_then(Value::as_f64)
@@ -53,6 +102,12 @@ impl Shape {
             return Err(EmbedError::Model(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 shape.hidden, shape.heads
+            )));
+        }
+        if shape.first_position >= shape.max_positions {
+            return Err(EmbedError::Model(format!(
+                "pad_token_id leaves no position embedding for tokens (max_position_embeddings {})",
+                shape.max_positions
             )));
         }
         Ok(shape)
@@ -93,13 +148,23 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
+/// MPNet's learned attention bias: one value per head for each bucket
+/// of relative distance.
+struct RelativeBias {
+    /// `[buckets, heads]`.
+    weight: Vec<f32>,
+    buckets: usize,
+}
+
 /// The encoder's weights.
-pub struct Bert {
+pub struct Encoder {
     shape: Shape,
     word_embeddings: Vec<f32>,
     vocab_size: usize,
     position_embeddings: Vec<f32>,
+    /// Added to every token: BERT's first segment; zeros for MPNet.
     segment_embedding: Vec<f32>,
+    relative_bias: Option<RelativeBias>,
     embeddings_norm: LayerNorm,
     layers: Vec<Layer>,
 }
@@ -107,57 +172,63 @@ pub struct Bert {
 /// Tensors by name: `(dims, values)`.
 pub type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
 
-impl Bert {
-    /// The encoder of `shape` from `tensors`. Names may carry a `bert.`
-    /// prefix, as some checkpoints do.
-    pub fn from_tensors(shape: Shape, mut tensors: Tensors) -> Result<Bert, EmbedError> {
+/// The farthest relative distance MPNet's buckets tell apart.
+const RELATIVE_MAX_DISTANCE: usize = 128;
+
+impl Encoder {
+    /// The encoder of `shape` from `tensors`. Names may carry the family's
+    /// prefix (`bert.`, `mpnet.`), as some checkpoints do.
+    pub fn from_tensors(shape: Shape, tensors: Tensors) -> Result<Encoder, EmbedError> {
         let h = shape.hidden;
-        let vocab_size = dims_of(&tensors, "embeddings.word_embeddings.weight")
+        let mut t = Named {
+            tensors,
+            prefix: shape.family.prefix(),
+        };
+        let vocab_size = t
+            .dims_of("embeddings.word_embeddings.weight")
             .and_then(|dims| dims.first().copied())
             .filter(|rows| *rows > 0)
             .ok_or_else(|| EmbedError::Model("the weights have no word embeddings".into()))?;
-        let t = &mut tensors;
         let mut layers = Vec::with_capacity(shape.layers);
         for l in 0..shape.layers {
-            let p = format!("encoder.layer.{l}");
-            layers.push(Layer {
-                query: linear(t, &format!("{p}.attention.self.query"), h, h)?,
-                key: linear(t, &format!("{p}.attention.self.key"), h, h)?,
-                value: linear(t, &format!("{p}.attention.self.value"), h, h)?,
-                attention_out: linear(t, &format!("{p}.attention.output.dense"), h, h)?,
-                attention_norm: norm(t, &format!("{p}.attention.output.LayerNorm"), h)?,
-                intermediate: linear(t, &format!("{p}.intermediate.dense"), h, shape.intermediate)?,
-                output: linear(t, &format!("{p}.output.dense"), shape.intermediate, h)?,
-                output_norm: norm(t, &format!("{p}.output.LayerNorm"), h)?,
-            });
+            layers.push(t.layer(&shape, &format!("encoder.layer.{l}"))?);
         }
-        let segments_dims = dims_of(t, "embeddings.token_type_embeddings.weight")
-            .ok_or_else(|| EmbedError::Model("the weights have no token type embeddings".into()))?;
-        let segments = take(t, "embeddings.token_type_embeddings.weight", &segments_dims)?;
-        Ok(Bert {
-            word_embeddings: take(t, "embeddings.word_embeddings.weight", &[vocab_size, h])?,
+        let segment_embedding = match shape.family {
+            Family::Bert => t.first_segment(h)?,
+            Family::MPNet => vec![0.0; h],
+        };
+        let relative_bias = match shape.family {
+            Family::Bert => None,
+            Family::MPNet => Some(RelativeBias {
+                weight: t.take(
+                    "encoder.relative_attention_bias.weight",
+                    &[shape.relative_buckets, shape.heads],
+                )?,
+                buckets: shape.relative_buckets,
+            }),
+        };
+        Ok(Encoder {
+            word_embeddings: t.take("embeddings.word_embeddings.weight", &[vocab_size, h])?,
             vocab_size,
-            position_embeddings: take(
-                t,
+            position_embeddings: t.take(
                 "embeddings.position_embeddings.weight",
                 &[shape.max_positions, h],
             )?,
-            segment_embedding: segments.get(..h).map(<[f32]>::to_vec).ok_or_else(|| {
-                EmbedError::Model("token type embeddings are shorter than one row".into())
-            })?,
-            embeddings_norm: norm(t, "embeddings.LayerNorm", h)?,
+            segment_embedding,
+            relative_bias,
+            embeddings_norm: t.norm("embeddings.LayerNorm", h)?,
             layers,
             shape,
         })
     }
 
-    /// The most tokens one text may have, `[CLS]` and `[SEP]` included.
+    /// The most tokens one text may have, its first and last included.
     pub fn max_tokens(&self) -> usize {
-        self.shape.max_positions
+        self.shape.max_positions - self.shape.first_position
     }
 
-    /// The unit-length sentence vector of `ids` (which start with `[CLS]`
-    /// and end with `[SEP]`).
+    /// The unit-length sentence vector of `ids` (framed by the model's
+    /// first and last tokens, `[CLS]` … `[SEP]` or `<s>` … `</s>`).
     pub fn embed(&self, ids: &[u32], pooling: Pooling) -> Vec<f32> {
         self.embed_batch(&[ids], pooling).remove(0)
     }
@@ -170,7 +241,7 @@ impl Bert {
         let mut spans = Vec::with_capacity(inputs.len());
         let mut rows = 0;
         for ids in inputs {
-            let n = ids.len().min(self.shape.max_positions);
+            let n = ids.len().min(self.max_tokens());
             spans.push((rows, n));
             rows += n;
         }
@@ -178,9 +249,10 @@ impl Bert {
         for (ids, &(start, n)) in inputs.iter().zip(&spans) {
             for (t, id) in ids.iter().take(n).enumerate() {
                 let id = (*id as usize).min(self.vocab_size - 1);
+                let position = self.shape.first_position + t;
                 let row = &mut x[(start + t) * h..(start + t + 1) * h];
                 let word = &self.word_embeddings[id * h..(id + 1) * h];
-                let position = &self.position_embeddings[t * h..(t + 1) * h];
+                let position = &self.position_embeddings[position * h..(position + 1) * h];
                 for (i, value) in row.iter_mut().enumerate() {
                     *value = word[i] + position[i] + self.segment_embedding[i];
                 }
@@ -208,6 +280,10 @@ impl Bert {
         let mut context = vec![0f32; rows * h];
         let scale = 1.0 / (head as f32).sqrt();
         for &(start, n) in spans {
+            let buckets = self
+                .relative_bias
+                .as_ref()
+                .map(|bias| bucket_grid(n, bias.buckets));
             let mut scores = vec![0f32; n * n];
             for hd in 0..heads {
                 let offset = start * h + hd * head;
@@ -221,6 +297,11 @@ impl Bert {
                     (&k[offset..], 1, h),
                     (&mut scores, n, 1),
                 );
+                if let (Some(bias), Some(buckets)) = (&self.relative_bias, &buckets) {
+                    for (score, bucket) in scores.iter_mut().zip(buckets) {
+                        *score += bias.weight[bucket * heads + hd];
+                    }
+                }
                 for row in scores.chunks_exact_mut(n) {
                     softmax(row);
                 }
@@ -246,46 +327,121 @@ impl Bert {
     }
 }
 
-fn dims_of(tensors: &Tensors, name: &str) -> Option<Vec<usize>> {
-    tensors
-        .get(name)
-        .or_else(|| tensors.get(&format!("bert.{name}")))
-        .map(|(dims, _)| dims.clone())
+/// The relative-distance bucket of every (query, key) pair of an
+/// `n`-token text, row by row.
+fn bucket_grid(n: usize, buckets: usize) -> Vec<usize> {
+    (0..n)
+        .flat_map(|i| (0..n).map(move |j| relative_bucket(j as i64 - i as i64, buckets)))
+        .collect()
 }
 
-/// Removes tensor `name` from `tensors`, holding it to `dims`.
-fn take(tensors: &mut Tensors, name: &str, dims: &[usize]) -> Result<Vec<f32>, EmbedError> {
-    let (found, values) = tensors
-        .remove(name)
-        .or_else(|| tensors.remove(&format!("bert.{name}")))
-        .ok_or_else(|| EmbedError::Model(format!("the weights have no tensor {name}")))?;
-    if found != dims {
-        return Err(EmbedError::Model(format!(
-            "tensor {name} is {found:?}, expected {dims:?}"
-        )));
+/// MPNet's bucket for a key `relative` tokens after the query: half the
+/// buckets for each direction, exact up to a quarter of them, then
+/// logarithmic up to [`RELATIVE_MAX_DISTANCE`]. In f32 with an f64
+/// scale, as PyTorch computes it, so the boundaries fall where the model
+/// learned them.
+fn relative_bucket(relative: i64, buckets: usize) -> usize {
+    let half = buckets / 2;
+    let behind = -relative;
+    let side = if behind < 0 { half } else { 0 };
+    let distance = behind.unsigned_abs() as usize;
+    let exact = half / 2;
+    if distance < exact {
+        return side + distance;
     }
-    Ok(values)
+    let scale = (RELATIVE_MAX_DISTANCE as f64 / exact as f64).ln() as f32;
+    let log = (distance as f32 / exact as f32).ln() / scale * (half - exact) as f32;
+    side + (exact + log as usize).min(half - 1)
 }
 
-fn linear(
-    tensors: &mut Tensors,
-    name: &str,
-    inputs: usize,
-    outputs: usize,
-) -> Result<Linear, EmbedError> {
-    Ok(Linear {
-        weight: take(tensors, &format!("{name}.weight"), &[outputs, inputs])?,
-        bias: take(tensors, &format!("{name}.bias"), &[outputs])?,
-        inputs,
-        outputs,
-    })
+/// The checkpoint's tensors, taken by name as the encoder is built.
+struct Named {
+    tensors: Tensors,
+    prefix: &'static str,
 }
 
-fn norm(tensors: &mut Tensors, name: &str, h: usize) -> Result<LayerNorm, EmbedError> {
-    Ok(LayerNorm {
-        weight: take(tensors, &format!("{name}.weight"), &[h])?,
-        bias: take(tensors, &format!("{name}.bias"), &[h])?,
-    })
+impl Named {
+    fn dims_of(&self, name: &str) -> Option<Vec<usize>> {
+        self.tensors
+            .get(name)
+            .or_else(|| self.tensors.get(&format!("{}{name}", self.prefix)))
+            .map(|(dims, _)| dims.clone())
+    }
+
+    /// Removes tensor `name`, holding it to `dims`.
+    fn take(&mut self, name: &str, dims: &[usize]) -> Result<Vec<f32>, EmbedError> {
+        let prefixed = format!("{}{name}", self.prefix);
+        let (found, values) = self
+            .tensors
+            .remove(name)
+            .or_else(|| self.tensors.remove(&prefixed))
+            .ok_or_else(|| EmbedError::Model(format!("the weights have no tensor {name}")))?;
+        if found != dims {
+            return Err(EmbedError::Model(format!(
+                "tensor {name} is {found:?}, expected {dims:?}"
+            )));
+        }
+        Ok(values)
+    }
+
+    fn linear(&mut self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, EmbedError> {
+        Ok(Linear {
+            weight: self.take(&format!("{name}.weight"), &[outputs, inputs])?,
+            bias: self.take(&format!("{name}.bias"), &[outputs])?,
+            inputs,
+            outputs,
+        })
+    }
+
+    fn norm(&mut self, name: &str, h: usize) -> Result<LayerNorm, EmbedError> {
+        Ok(LayerNorm {
+            weight: self.take(&format!("{name}.weight"), &[h])?,
+            bias: self.take(&format!("{name}.bias"), &[h])?,
+        })
+    }
+
+    /// Layer `p`, whose attention tensors each family names its own way.
+    fn layer(&mut self, shape: &Shape, p: &str) -> Result<Layer, EmbedError> {
+        let h = shape.hidden;
+        let (query, key, value, out, out_norm) = match shape.family {
+            Family::Bert => (
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "attention.output.LayerNorm",
+            ),
+            Family::MPNet => (
+                "attention.attn.q",
+                "attention.attn.k",
+                "attention.attn.v",
+                "attention.attn.o",
+                "attention.LayerNorm",
+            ),
+        };
+        Ok(Layer {
+            query: self.linear(&format!("{p}.{query}"), h, h)?,
+            key: self.linear(&format!("{p}.{key}"), h, h)?,
+            value: self.linear(&format!("{p}.{value}"), h, h)?,
+            attention_out: self.linear(&format!("{p}.{out}"), h, h)?,
+            attention_norm: self.norm(&format!("{p}.{out_norm}"), h)?,
+            intermediate: self.linear(&format!("{p}.intermediate.dense"), h, shape.intermediate)?,
+            output: self.linear(&format!("{p}.output.dense"), shape.intermediate, h)?,
+            output_norm: self.norm(&format!("{p}.output.LayerNorm"), h)?,
+        })
+    }
+
+    /// BERT's first segment embedding, which every token of one text gets.
+    fn first_segment(&mut self, h: usize) -> Result<Vec<f32>, EmbedError> {
+        let name = "embeddings.token_type_embeddings.weight";
+        let dims = self
+            .dims_of(name)
+            .ok_or_else(|| EmbedError::Model("the weights have no token type embeddings".into()))?;
+        let segments = self.take(name, &dims)?;
+        segments.get(..h).map(<[f32]>::to_vec).ok_or_else(|| {
+            EmbedError::Model("token type embeddings are shorter than one row".into())
+        })
+    }
 }
 
 impl Linear {
@@ -443,6 +599,27 @@ mod tests {
         assert_eq!(pool(&x, 2, Pooling::Cls), vec![1.0, 0.0]);
         assert_eq!(pool(&x, 2, Pooling::Mean), vec![0.6, 0.8]);
         assert_eq!(pool(&[], 2, Pooling::Mean), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn relative_buckets_are_exact_near_and_logarithmic_far_on_each_side() {
+        // Keys before the query (negative) take the first half of the
+        // buckets, keys after it the second.
+        for (relative, bucket) in [
+            (0, 0),
+            (-1, 1),
+            (-7, 7),
+            (-8, 8),
+            (-16, 10),
+            (-32, 12),
+            (-127, 15),
+            (-500, 15),
+            (1, 17),
+            (16, 26),
+            (500, 31),
+        ] {
+            assert_eq!(relative_bucket(relative, 32), bucket, "distance {relative}");
+        }
     }
 
     #[test]
