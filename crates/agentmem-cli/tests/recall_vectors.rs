@@ -106,6 +106,16 @@ fn recall_runs_a_model_folder_in_process_and_names_a_folder_that_is_not_one() {
     let item = &recalled["items"][0];
     assert!(item["text"].as_str().unwrap().contains("swimming"));
     assert!(item["vector"].is_f64(), "scored by the model: {item}");
+    let mpnet = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../agentmem-embed/tests/tiny-mpnet"
+    );
+    let recalled = recall(
+        dir.path(),
+        &["--embedder-dir", mpnet, "--embedder-model", "tiny-mpnet"],
+    );
+    let item = &recalled["items"][0];
+    assert!(item["vector"].is_f64(), "scored by the MPNet model: {item}");
 
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
         .arg("--dir")
