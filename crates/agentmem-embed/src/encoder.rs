@@ -259,8 +259,16 @@ impl Encoder {
             }
         }
         layer_norm(&mut x, h, &self.embeddings_norm, self.shape.layer_norm_eps);
+        // Every layer shares one grid of relative-distance buckets per text.
+        let grids: Vec<Vec<usize>> = match &self.relative_bias {
+            Some(bias) => spans
+                .iter()
+                .map(|&(_, n)| bucket_grid(n, bias.buckets))
+                .collect(),
+            None => Vec::new(),
+        };
         for layer in &self.layers {
-            self.encode(&mut x, rows, &spans, layer);
+            self.encode(&mut x, rows, &spans, &grids, layer);
         }
         spans
             .iter()
@@ -269,8 +277,15 @@ impl Encoder {
     }
 
     /// One encoder layer over the `rows` token vectors in `x`, whose texts
-    /// are the `(first row, rows)` spans.
-    fn encode(&self, x: &mut [f32], rows: usize, spans: &[(usize, usize)], layer: &Layer) {
+    /// are the `(first row, rows)` spans, with their bucket `grids` (MPNet).
+    fn encode(
+        &self,
+        x: &mut [f32],
+        rows: usize,
+        spans: &[(usize, usize)],
+        grids: &[Vec<usize>],
+        layer: &Layer,
+    ) {
         let h = self.shape.hidden;
         let heads = self.shape.heads;
         let head = h / heads;
@@ -279,11 +294,7 @@ impl Encoder {
         let v = layer.value.apply(x, rows);
         let mut context = vec![0f32; rows * h];
         let scale = 1.0 / (head as f32).sqrt();
-        for &(start, n) in spans {
-            let buckets = self
-                .relative_bias
-                .as_ref()
-                .map(|bias| bucket_grid(n, bias.buckets));
+        for (text, &(start, n)) in spans.iter().enumerate() {
             let mut scores = vec![0f32; n * n];
             for hd in 0..heads {
                 let offset = start * h + hd * head;
@@ -297,7 +308,7 @@ impl Encoder {
                     (&k[offset..], 1, h),
                     (&mut scores, n, 1),
                 );
-                if let (Some(bias), Some(buckets)) = (&self.relative_bias, &buckets) {
+                if let (Some(bias), Some(buckets)) = (&self.relative_bias, grids.get(text)) {
                     for (score, bucket) in scores.iter_mut().zip(buckets) {
                         *score += bias.weight[bucket * heads + hd];
                     }
