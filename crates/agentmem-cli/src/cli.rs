@@ -171,6 +171,8 @@ pub enum Command {
         model: String,
         #[command(flatten)]
         embedder: EmbedderArgs,
+        #[command(flatten)]
+        reranker: RerankerArgs,
     },
     /// Talk to a model in the terminal; agentmem builds its context every turn.
     Chat(ChatArgs),
@@ -320,6 +322,8 @@ pub enum EvalCommand {
         budgets: Vec<u64>,
         #[command(flatten)]
         embedder: EmbedderArgs,
+        #[command(flatten)]
+        reranker: RerankerArgs,
     },
 }
 
@@ -426,6 +430,17 @@ pub struct EmbedderArgs {
     /// another model needs another name.
     #[arg(long)]
     pub embedder_model: Option<String>,
+}
+
+/// The model that reads recall's best candidates.
+#[derive(Debug, Default, Args)]
+pub struct RerankerArgs {
+    /// A model that reads the 100 best candidates and puts first those that
+    /// answer the query, e.g. gpt-4.1-mini; reached as `[llm]` of
+    /// config.toml says (base_url, api_key_env); default: `[llm]
+    /// reranker_model`. Without one, recall keeps the hybrid's order.
+    #[arg(long)]
+    pub reranker_model: Option<String>,
 }
 
 /// Whether the payload is laid out for the provider's prefix cache.

@@ -26,25 +26,13 @@ fn vectors(rows: &[[f32; 2]]) -> Reply {
 }
 
 fn recall(dir: &std::path::Path, extra: &[&str]) -> Value {
-    let mut arguments = common::args(&["--json", "recall", QUESTION, "--budget", "60"]);
-    arguments.extend(common::args(extra));
-    let output = common::agentmem_with_input(dir, &arguments, &[("OPENAI_API_KEY", None)], "");
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::recall_json(dir, QUESTION, "60", extra)
 }
 
 #[test]
 fn recall_asks_the_embedder_once_per_memory_and_finds_what_shares_no_word() {
     let dir = tempfile::tempdir().unwrap();
-    let events: String = MEMORIES
-        .iter()
-        .map(|text| format!("{}\n", json!({"trace_type": "user", "content": text})))
-        .collect();
-    common::agentmem_with_input(
-        dir.path(),
-        &common::args(&["ingest", "--session", "past"]),
-        &[],
-        &events,
-    );
+    common::ingest_user_lines(dir.path(), &MEMORIES);
     let lexical = recall(dir.path(), &[]);
     assert!(!lexical["block"].as_str().unwrap().contains("swimming"));
 

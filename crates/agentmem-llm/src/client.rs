@@ -7,7 +7,9 @@ use std::io::BufReader;
 use std::time::Duration;
 
 use agentmem::context::overflow::{classify_provider_error, ProviderError};
-use agentmem::render::Target;
+use agentmem::event::{Event, TraceType};
+use agentmem::message::messages_from_events;
+use agentmem::render::{render, PromptCache, RenderRequest, Target};
 use serde_json::{json, Value};
 
 use crate::error::LlmError;
@@ -178,6 +180,39 @@ impl Client {
             })?;
             parse_completion(self.endpoint.target, &value)
         })
+    }
+
+    /// Asks `model` one question (`system` brief, one user `prompt`, no
+    /// tools, no prompt cache) and returns the text of its answer: how a
+    /// summarizer or a reranker uses a model, as opposed to an agent's turn.
+    pub fn ask(
+        &self,
+        model: &str,
+        system: &str,
+        prompt: &str,
+        max_output_tokens: u64,
+    ) -> Result<String, LlmError> {
+        let messages = messages_from_events(&[Event::user(prompt)]);
+        let payload = render(
+            self.endpoint.target,
+            &RenderRequest {
+                model,
+                system: Some(system),
+                messages: &messages,
+                tools: &[],
+                max_output_tokens,
+                // One call per question: a cache write would only cost more.
+                cache: PromptCache::Off,
+                live_context: None,
+            },
+        );
+        let completion = self.complete(&payload)?;
+        Ok(completion
+            .events
+            .iter()
+            .filter(|e| e.trace_type == TraceType::Assistant)
+            .map(|e| e.content.as_str())
+            .collect())
     }
 
     /// Sends a rendered payload with streaming on; `on_text` gets each

@@ -13,8 +13,6 @@
 //! [`agentmem::summarize::summarize_hierarchical`], which the pipeline calls.
 
 use agentmem::event::{Event, TraceType};
-use agentmem::message::messages_from_events;
-use agentmem::render::{render, PromptCache, RenderRequest};
 use agentmem::summarize::{
     Fact, FactKind, SummarizeError, Summarizer, Summary, SummaryRequest, SECTION_TITLES,
 };
@@ -54,24 +52,6 @@ impl LlmSummarizer {
             name: format!("llm:{model}"),
         }
     }
-
-    fn payload(&self, request: &SummaryRequest<'_>) -> Value {
-        let events = [Event::user(prompt(request))];
-        let messages = messages_from_events(&events);
-        render(
-            self.client.endpoint().target,
-            &RenderRequest {
-                model: &self.model,
-                system: Some(HANDOFF_BRIEF),
-                messages: &messages,
-                tools: &[],
-                max_output_tokens: request.max_tokens.saturating_add(ANSWER_OVERHEAD_TOKENS),
-                // One call per span: a cache write would only cost more.
-                cache: PromptCache::Off,
-                live_context: None,
-            },
-        )
-    }
 }
 
 impl Summarizer for LlmSummarizer {
@@ -91,16 +71,15 @@ impl Summarizer for LlmSummarizer {
         if request.events.is_empty() {
             return Err(SummarizeError::Empty);
         }
-        let completion = self
+        let answer = self
             .client
-            .complete(&self.payload(request))
+            .ask(
+                &self.model,
+                HANDOFF_BRIEF,
+                &prompt(request),
+                request.max_tokens.saturating_add(ANSWER_OVERHEAD_TOKENS),
+            )
             .map_err(|e| SummarizeError::Failed(e.to_string()))?;
-        let answer: String = completion
-            .events
-            .iter()
-            .filter(|e| e.trace_type == TraceType::Assistant)
-            .map(|e| e.content.as_str())
-            .collect();
         let mut summary = parse_answer(&answer, request.events)?;
         summary.trim_to(request.max_tokens, request.tokenizer)?;
         Ok(summary)

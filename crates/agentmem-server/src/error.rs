@@ -132,6 +132,7 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::Config { .. }
         | EngineError::Summarizer { .. }
         | EngineError::Embedder { .. }
+        | EngineError::Reranker { .. }
         | EngineError::Io { .. }
         | EngineError::Index { .. } => ErrorKind::Internal,
     }

@@ -114,6 +114,9 @@ pub enum Error {
     #[error("embedder {model}: {message}; recall works without an embedder, on BM25 alone")]
     Embedder { model: String, message: String },
 
+    #[error("reranker {model}: {message}; recall works without a reranker, in the hybrid's order")]
+    Reranker { model: String, message: String },
+
     #[error("search index {}: {message}; delete the file to rebuild it from the logs", path.display())]
     Index { path: PathBuf, message: String },
 

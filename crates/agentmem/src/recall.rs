@@ -43,6 +43,34 @@ const MAX_MISFITS: usize = 64;
 
 pub use crate::search::vectors::Embedder;
 
+/// The hybrid's best candidates a [`Reranker`] reads.
+pub const RERANKED_CANDIDATES: usize = 100;
+
+/// A model that reads recall's best candidates and says which of them
+/// answer the query: the hybrid score ranks by words and meaning, a reader
+/// understands the question (which lines, together, answer "what
+/// activities does Melanie do?"). [`recall`] puts the lines it names
+/// first, in its order, and the rest after them in the hybrid's.
+pub trait Reranker {
+    /// The model's name, for errors.
+    fn model(&self) -> &str;
+    /// Indices into `candidates` of those that help answer `query`, most
+    /// relevant first; indices out of range or repeated are ignored.
+    fn rerank(&self, query: &str, candidates: &[&str]) -> Result<Vec<usize>>;
+}
+
+/// A reranker a store and its clones share.
+#[derive(Clone)]
+pub struct SharedReranker(pub std::sync::Arc<dyn Reranker + Send + Sync>);
+
+impl std::fmt::Debug for SharedReranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedReranker")
+            .field(&self.0.model())
+            .finish()
+    }
+}
+
 /// How much each signal weighs in the hybrid score.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Weights {
@@ -152,6 +180,9 @@ pub struct RecalledItem {
     pub named_date: f64,
     /// For an event recalled as the neighbour of a match: that match's id.
     pub next_to: Option<String>,
+    /// Its place in the reranker's answer (1: the most relevant), when one
+    /// read it and named it.
+    pub reranked: Option<usize>,
     #[serde(skip)]
     ord: u64,
 }
@@ -173,6 +204,7 @@ pub fn recall(
     request: &RecallRequest,
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
+    reranker: Option<&dyn Reranker>,
 ) -> Result<Recalled> {
     let mut candidates = index.candidates(
         &request.query,
@@ -201,6 +233,9 @@ pub fn recall(
     }
     let named = index.speakers_named_in(&request.query)?;
     focus_on_speakers(&mut scored, &named, request.weights.other_speakers);
+    if let Some(reranker) = reranker {
+        scored = rerank(scored, &request.query, reranker)?;
+    }
     let items = pack(scored, request.budget_tokens, tokenizer);
     let block = render(&items);
     let tokens = if block.is_empty() {
@@ -295,6 +330,7 @@ fn score(
                 vector,
                 named_date,
                 next_to: None,
+                reranked: None,
                 ord: c.ord,
             }
         })
@@ -369,6 +405,7 @@ fn add_neighbours(
                     vector: None,
                     named_date: 0.0,
                     next_to: Some(source.clone()),
+                    reranked: None,
                     ord: neighbour.ord,
                 }),
             }
@@ -392,6 +429,40 @@ fn focus_on_speakers(items: &mut [RecalledItem], named: &[String], other_speaker
     }
     items.sort_by(|a, b| b.score.total_cmp(&a.score));
 }
+
+/// Puts first the items among the best [`RERANKED_CANDIDATES`] that
+/// `reranker` names, in its order; the others follow in the hybrid's.
+fn rerank(
+    mut items: Vec<RecalledItem>,
+    query: &str,
+    reranker: &dyn Reranker,
+) -> Result<Vec<RecalledItem>> {
+    let shown = items.len().min(RERANKED_CANDIDATES);
+    let lines: Vec<String> = items[..shown].iter().map(line_for_reader).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut named: Vec<usize> = Vec::new();
+    for index in reranker.rerank(query, &lines)? {
+        if index < shown && !named.contains(&index) {
+            named.push(index);
+        }
+    }
+    for (place, &index) in named.iter().enumerate() {
+        items[index].reranked = Some(place + 1);
+    }
+    // A stable sort keeps the hybrid's order among the items not named.
+    items.sort_by_key(|item| item.reranked.unwrap_or(usize::MAX));
+    Ok(items)
+}
+
+/// An item as the reranker reads it: with its speaker and day, cut to
+/// [`RERANKED_LINE_CHARS`] (a tool output says what it is in its start).
+fn line_for_reader(item: &RecalledItem) -> String {
+    let line: String = line_of(item).chars().take(RERANKED_LINE_CHARS).collect();
+    format!("({}) {line}", day(item.ts))
+}
+
+/// The longest line a reranker reads of one item, in characters.
+const RERANKED_LINE_CHARS: usize = 400;
 
 /// The best items whose rendered lines fit `budget` together, duplicates
 /// left out. Section and session headings are paid for when first used.

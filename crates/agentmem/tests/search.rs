@@ -744,3 +744,91 @@ fn prepare_leaves_a_large_embedding_backlog_to_recall_outside_it() {
         .unwrap();
     assert!(payload().contains("swimming"));
 }
+
+/// A reranker that names the candidates containing `wanted`, and records
+/// what it was shown.
+struct Naming {
+    wanted: &'static str,
+    shown: std::sync::Mutex<Vec<String>>,
+}
+
+impl agentmem::recall::Reranker for Naming {
+    fn model(&self) -> &str {
+        "reader"
+    }
+    fn rerank(&self, _query: &str, candidates: &[&str]) -> agentmem::Result<Vec<usize>> {
+        *self.shown.lock().unwrap() = candidates.iter().map(|c| c.to_string()).collect();
+        let mut named: Vec<usize> = (0..candidates.len())
+            .filter(|&i| candidates[i].contains(self.wanted))
+            .collect();
+        named.extend([named.first().copied().unwrap_or(0), candidates.len() + 5]);
+        Ok(named)
+    }
+}
+
+#[test]
+fn a_reranker_puts_first_what_it_names_and_its_failure_is_a_typed_error() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut session = store
+        .create_session(&agent, Some(SessionId::new("past").unwrap()))
+        .unwrap();
+    session
+        .ingest(vec![
+            Event::user("Melanie's kids love the kids' show about kids and more kids."),
+            Event::user("Lunch with Melanie was nice."),
+            Event::user("Melanie took the kids swimming at the lake."),
+        ])
+        .unwrap();
+    session.close().unwrap();
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let request = RecallRequest::new("What did Melanie do with the kids?", 40);
+    let hybrid = store.recall(&agent, &request, tokenizer).unwrap();
+    assert!(
+        !hybrid.items.is_empty() && !hybrid.block.contains("swimming"),
+        "{}",
+        hybrid.block
+    );
+
+    let reader = std::sync::Arc::new(Naming {
+        wanted: "swimming",
+        shown: Default::default(),
+    });
+    let reranked = store
+        .clone()
+        .with_reranker(reader.clone())
+        .recall(&agent, &request, tokenizer)
+        .unwrap();
+    assert!(reranked.block.contains("swimming"), "{}", reranked.block);
+    assert_eq!(reranked.items[0].reranked, Some(1));
+    let shown = reader.shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 3, "every candidate is read: {shown:?}");
+    assert!(
+        shown
+            .iter()
+            .all(|line| line.starts_with('(') && line.contains("User: ")),
+        "each with its day and speaker: {shown:?}"
+    );
+
+    struct Down;
+    impl agentmem::recall::Reranker for Down {
+        fn model(&self) -> &str {
+            "down"
+        }
+        fn rerank(&self, _: &str, _: &[&str]) -> agentmem::Result<Vec<usize>> {
+            Err(agentmem::Error::Reranker {
+                model: "down".into(),
+                message: "connection refused".into(),
+            })
+        }
+    }
+    let error = store
+        .with_reranker(std::sync::Arc::new(Down))
+        .recall(&agent, &request, tokenizer)
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("reranker down: connection refused"),
+        "{error}"
+    );
+}

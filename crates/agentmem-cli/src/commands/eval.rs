@@ -1,7 +1,7 @@
 //! `agentmem eval locomo`: evidence recall on LoCoMo beside two baselines.
 
 use agentmem::eval::locomo;
-use agentmem::recall::Embedder;
+use agentmem::recall::{Embedder, Reranker};
 use agentmem::tokens::Encoding;
 
 use super::{reach_model, Context};
@@ -14,6 +14,7 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
             path,
             budgets,
             embedder,
+            reranker,
         } => {
             let conversations = locomo::read(&path)?;
             let scratch = std::env::temp_dir();
@@ -23,10 +24,19 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                 .as_deref()
                 .or(ctx.store.embedder())
                 .map(|e| e as &dyn Embedder);
+            let reranker = reach_model::reranker(ctx, &reranker)?;
+            let reranker = reranker.as_ref().map(|r| r as &dyn Reranker);
             let reports = budgets
                 .iter()
                 .map(|budget| {
-                    locomo::evaluate(&conversations, *budget, &scratch, tokenizer, embedder)
+                    locomo::evaluate(
+                        &conversations,
+                        *budget,
+                        &scratch,
+                        tokenizer,
+                        embedder,
+                        reranker,
+                    )
                 })
                 .collect::<agentmem::Result<Vec<_>>>()?;
             if ctx.json {
@@ -42,14 +52,17 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
 }
 
 fn print_report(report: &locomo::LocomoReport) {
-    let vectors = report
+    let mut how = report
         .embedder
         .as_ref()
         .map_or("lexical".to_owned(), |model| {
             format!("with {model} vectors")
         });
+    if let Some(model) = &report.reranker {
+        how.push_str(&format!(", reranked by {model}"));
+    }
     println!(
-        "LoCoMo evidence recall at {} tokens ({vectors}): {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
+        "LoCoMo evidence recall at {} tokens ({how}): {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
         report.budget_tokens,
         report.conversations,
         report.questions,

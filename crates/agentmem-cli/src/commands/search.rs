@@ -6,7 +6,7 @@ use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
 use agentmem::tokens::Encoding;
 
 use super::{reach_model, Context};
-use crate::cli::EmbedderArgs;
+use crate::cli::{EmbedderArgs, RerankerArgs};
 use crate::output::{print_json, print_table};
 
 /// The filters `agentmem search` takes, as typed.
@@ -44,6 +44,7 @@ pub fn recall(
     session: Option<String>,
     model: &str,
     embedder: &EmbedderArgs,
+    reranker: &RerankerArgs,
 ) -> anyhow::Result<()> {
     if let Some(session) = &session {
         ctx.session_id(session)?;
@@ -51,10 +52,13 @@ pub fn recall(
     let mut request = RecallRequest::new(query, budget);
     request.exclude_session = session;
     let tokenizer = Encoding::for_model(model).tokenizer();
-    let store = match reach_model::embedder(&ctx.store, embedder)? {
+    let mut store = match reach_model::embedder(&ctx.store, embedder)? {
         Some(embedder) => ctx.store.clone().with_embedder(embedder),
         None => ctx.store.clone(),
     };
+    if let Some(reranker) = reach_model::reranker(ctx, reranker)? {
+        store = store.with_reranker(std::sync::Arc::new(reranker));
+    }
     let recalled = store.recall(&ctx.agent, &request, tokenizer)?;
     if ctx.json {
         return print_json(&recalled);

@@ -54,3 +54,26 @@ pub fn agentmem_with_input(
 pub fn args(strs: &[&str]) -> Vec<String> {
     strs.iter().map(|s| s.to_string()).collect()
 }
+
+/// Ingests `texts` as the user's lines of session `past`.
+pub fn ingest_user_lines(dir: &Path, texts: &[&str]) {
+    let events: String = texts
+        .iter()
+        .map(|text| {
+            format!(
+                "{}\n",
+                serde_json::json!({"trace_type": "user", "content": text})
+            )
+        })
+        .collect();
+    agentmem_with_input(dir, &args(&["ingest", "--session", "past"]), &[], &events);
+}
+
+/// `agentmem --json recall QUESTION --budget BUDGET EXTRA…` with no OpenAI
+/// key in the environment, its output parsed.
+pub fn recall_json(dir: &Path, question: &str, budget: &str, extra: &[&str]) -> serde_json::Value {
+    let mut arguments = args(&["--json", "recall", question, "--budget", budget]);
+    arguments.extend(args(extra));
+    let output = agentmem_with_input(dir, &arguments, &[("OPENAI_API_KEY", None)], "");
+    serde_json::from_slice(&output.stdout).unwrap()
+}

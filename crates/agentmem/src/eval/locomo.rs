@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::id::{AgentId, SessionId};
-use crate::recall::{self, Embedder, RecallRequest, Recalled, Weights};
+use crate::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
 use crate::store::Store;
 use crate::tokens::Tokenizer;
 use crate::Durability;
@@ -89,6 +89,8 @@ pub struct LocomoReport {
     /// baselines never use one); `None`: agentmem on BM25 and its other
     /// lexical signals alone.
     pub embedder: Option<String>,
+    /// The model that read agentmem's best candidates, if one did.
+    pub reranker: Option<String>,
     pub conversations: usize,
     /// Questions scored (categories 1–4 with at least one evidence turn found).
     pub questions: usize,
@@ -255,18 +257,21 @@ fn repair_evidence(raw: &str) -> Vec<String> {
 
 /// Runs the evaluation on `conversations` at `budget_tokens`, in a
 /// temporary store under `scratch` (removed afterwards). With an
-/// `embedder`, agentmem's recall adds its vector score; the baselines stay
-/// as they are.
+/// `embedder`, agentmem's recall adds its vector score, and with a
+/// `reranker` a model reads its best candidates; the baselines stay as
+/// they are.
 pub fn evaluate(
     conversations: &[Conversation],
     budget_tokens: u64,
     scratch: &Path,
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
+    reranker: Option<&dyn Reranker>,
 ) -> Result<LocomoReport> {
     let mut report = LocomoReport {
         budget_tokens,
         embedder: embedder.map(|e| e.model().to_owned()),
+        reranker: reranker.map(|r| r.model().to_owned()),
         conversations: conversations.len(),
         questions: 0,
         skipped_questions: 0,
@@ -300,9 +305,9 @@ pub fn evaluate(
             report.questions += 1;
             let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
             let mut request = RecallRequest::new(&question.question, budget_tokens);
-            let ours = recall::recall(&index, &request, tokenizer, embedder)?;
+            let ours = recall::recall(&index, &request, tokenizer, embedder, reranker)?;
             request.weights = Weights::bm25_only();
-            let plain = recall::recall(&index, &request, tokenizer, None)?;
+            let plain = recall::recall(&index, &request, tokenizer, None, None)?;
             let block = normalize(&ours.block);
             let missing: Vec<String> = known
                 .iter()

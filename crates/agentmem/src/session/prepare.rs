@@ -444,12 +444,12 @@ impl Session {
                     .unembedded_documents(e.model())
                     .is_ok_and(|backlog| backlog <= EMBED_BATCH_TEXTS as u64)
             });
-        let recalled = match crate::recall::recall(index, &request, tokenizer, vectors) {
+        let recalled = match crate::recall::recall(index, &request, tokenizer, vectors, None) {
             Ok(recalled) => recalled,
             // An embedder that is down must not cost the context its
             // memories: lexical recall still answers.
             Err(_) if vectors.is_some() => {
-                crate::recall::recall(index, &request, tokenizer, None).ok()?
+                crate::recall::recall(index, &request, tokenizer, None, None).ok()?
             }
             Err(_) => return None,
         };

@@ -29,6 +29,7 @@ use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event};
 use crate::id::{AgentId, SessionId};
+use crate::recall::{Reranker, SharedReranker};
 use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};
 use crate::tokens::budget::BudgetSettings;
@@ -69,6 +70,7 @@ pub struct Store {
     config: Config,
     registry: Arc<ModelRegistry>,
     embedder: Option<SharedEmbedder>,
+    reranker: Option<SharedReranker>,
 }
 
 impl Store {
@@ -88,6 +90,7 @@ impl Store {
             registry: Arc::new(ModelRegistry::builtin().with_overrides(config.models.clone())),
             config,
             embedder: None,
+            reranker: None,
         }
     }
 
@@ -96,6 +99,20 @@ impl Store {
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder + Send + Sync>) -> Store {
         self.embedder = Some(SharedEmbedder(embedder));
         self
+    }
+
+    /// The same store, whose [`Store::recall`] lets `reranker` read the
+    /// best candidates and put first those that answer (see
+    /// [`crate::recall::Reranker`]). A session's `prepare` does not ask it:
+    /// a model call before every model call would double the wait.
+    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker + Send + Sync>) -> Store {
+        self.reranker = Some(SharedReranker(reranker));
+        self
+    }
+
+    /// The reranker [`Store::recall`] uses, if one was given.
+    pub fn reranker(&self) -> Option<&(dyn Reranker + Send + Sync)> {
+        self.reranker.as_ref().map(|r| &*r.0)
     }
 
     /// The embedder recall uses, if one was given.
@@ -254,7 +271,8 @@ impl Store {
         let mut index = self.history_index(agent)?;
         crate::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
         let embedder = self.embedder().map(|e| e as &dyn Embedder);
-        crate::recall::recall(&index, request, tokenizer, embedder)
+        let reranker = self.reranker().map(|r| r as &dyn Reranker);
+        crate::recall::recall(&index, request, tokenizer, embedder, reranker)
     }
 
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
