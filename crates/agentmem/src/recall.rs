@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::memory::facts::{near, word_set};
+use crate::memory::redact::{redact, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
 use crate::search::vectors::{embed_checked, Similarities};
 use crate::search::when::{dates_named_in, NamedDate};
@@ -455,9 +456,12 @@ fn rerank(
 }
 
 /// An item as the reranker reads it: with its speaker and day, cut to
-/// [`RERANKED_LINE_CHARS`] (a tool output says what it is in its start).
+/// [`RERANKED_LINE_CHARS`] (a tool output says what it is in its start),
+/// and redacted as embedded texts are: the reranker may be another
+/// provider than the agent's.
 fn line_for_reader(item: &RecalledItem) -> String {
     let line: String = line_of(item).chars().take(RERANKED_LINE_CHARS).collect();
+    let (line, _) = redact(&line, RedactionPolicy::default());
     format!("({}) {line}", day(item.ts))
 }
 

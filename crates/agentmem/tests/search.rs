@@ -767,7 +767,7 @@ impl agentmem::recall::Reranker for Naming {
 }
 
 #[test]
-fn a_reranker_puts_first_what_it_names_and_its_failure_is_a_typed_error() {
+fn a_reranker_reads_redacted_lines_puts_first_what_it_names_and_its_failure_is_a_typed_error() {
     let (_dir, store, agent) = common::fresh_store();
     let mut session = store
         .create_session(&agent, Some(SessionId::new("past").unwrap()))
@@ -777,6 +777,7 @@ fn a_reranker_puts_first_what_it_names_and_its_failure_is_a_typed_error() {
             Event::user("Melanie's kids love the kids' show about kids and more kids."),
             Event::user("Lunch with Melanie was nice."),
             Event::user("Melanie took the kids swimming at the lake."),
+            Event::user("Write to Melanie at melanie.k@example.com about the kids."),
         ])
         .unwrap();
     session.close().unwrap();
@@ -801,12 +802,16 @@ fn a_reranker_puts_first_what_it_names_and_its_failure_is_a_typed_error() {
     assert!(reranked.block.contains("swimming"), "{}", reranked.block);
     assert_eq!(reranked.items[0].reranked, Some(1));
     let shown = reader.shown.lock().unwrap().clone();
-    assert_eq!(shown.len(), 3, "every candidate is read: {shown:?}");
+    assert_eq!(shown.len(), 4, "every candidate is read: {shown:?}");
     assert!(
         shown
             .iter()
             .all(|line| line.starts_with('(') && line.contains("User: ")),
         "each with its day and speaker: {shown:?}"
+    );
+    assert!(
+        !shown.iter().any(|line| line.contains("@example.com")),
+        "redacted, as embedded texts are: {shown:?}"
     );
 
     struct Down;

@@ -261,7 +261,8 @@ impl Store {
     /// What recall would inject for `request`: the agent's facts, episodes
     /// and past sessions' events that score best and fit its budget. With
     /// an embedder ([`Store::with_embedder`]), whatever has no vector yet is
-    /// embedded first: the whole history, the first time.
+    /// embedded first: the whole history, the first time. With a reranker
+    /// ([`Store::with_reranker`]), it reads the best candidates first.
     pub fn recall(
         &self,
         agent: &AgentId,
