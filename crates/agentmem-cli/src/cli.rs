@@ -435,7 +435,7 @@ pub struct EmbedderArgs {
 /// The model that reads recall's best candidates.
 #[derive(Debug, Default, Args)]
 pub struct RerankerArgs {
-    /// A model that reads the 100 best candidates and puts first those that
+    /// A model that reads the 200 best candidates and puts first those that
     /// answer the query, e.g. gpt-4.1-mini; reached as `[llm]` of
     /// config.toml says (base_url, api_key_env); default: `[llm]
     /// reranker_model`. Without one, recall keeps the hybrid's order.

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::client::Client;
 
-/// Tokens the reranker may answer with: a hundred numbers and their commas.
-const ANSWER_MAX_TOKENS: u64 = 600;
+/// Tokens the reranker may answer with: two hundred numbers and their commas.
+const ANSWER_MAX_TOKENS: u64 = 1_000;
 
 /// The instructions the reranker model gets.
 pub const RERANK_BRIEF: &str = "You choose, from numbered lines of an agent's memory, the lines that help answer a question. \

@@ -44,8 +44,12 @@ const MAX_MISFITS: usize = 64;
 
 pub use crate::search::vectors::Embedder;
 
-/// The hybrid's best candidates a [`Reranker`] reads.
-pub const RERANKED_CANDIDATES: usize = 100;
+/// The hybrid's best candidates a [`Reranker`] reads. On LoCoMo at 2,000
+/// tokens (with all-MiniLM-L6-v2 vectors), a reader that named every
+/// evidence line it was shown would lift recall to 0.894 reading 100, 0.938
+/// reading 200 and 0.966 reading 300: 200 clears 0.9 with room, for about
+/// 7,000 input tokens of chat lines.
+pub const RERANKED_CANDIDATES: usize = 200;
 
 /// A model that reads recall's best candidates and says which of them
 /// answer the query: the hybrid score ranks by words and meaning, a reader
