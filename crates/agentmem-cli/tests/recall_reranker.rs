@@ -43,7 +43,10 @@ fn recall_puts_first_the_lines_the_reranker_names_and_shows_it_every_candidate()
         "the hybrid ranks another line first: {order:?}"
     );
 
-    let server = Loopback::start(vec![answer(&format!("[{swimming}]"))]);
+    let server = Loopback::start(vec![
+        answer(&format!("[{swimming}]")),
+        answer(&format!("[{swimming}]")),
+    ]);
     std::fs::write(
         dir.path().join("config.toml"),
         format!("[llm]\nbase_url = \"{}/v1\"\n", server.url),
@@ -63,8 +66,20 @@ fn recall_puts_first_the_lines_the_reranker_names_and_shows_it_every_candidate()
     assert_eq!(first["reranked"], json!(1));
     assert!(recalled["block"].as_str().unwrap().contains("swimming"));
 
+    // `[llm] reranker_model` serves recall without the flag.
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[llm]\nbase_url = \"{}/v1\"\nreranker_model = \"gpt-4o-mini\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let configured = common::recall_json(dir.path(), QUESTION, "45", &[]);
+    assert_eq!(configured["items"][0]["reranked"], json!(1));
+
     let asked = server.requests();
-    assert_eq!(asked.len(), 1);
+    assert_eq!(asked.len(), 2);
     assert_eq!(
         (asked[0].method.as_str(), asked[0].path.as_str()),
         ("POST", "/v1/chat/completions")
@@ -83,4 +98,35 @@ fn recall_puts_first_the_lines_the_reranker_names_and_shows_it_every_candidate()
             "line {number} ({text}) in {prompt}"
         );
     }
+}
+
+#[test]
+fn a_configured_reranker_without_its_key_fails_recall_naming_it_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    common::ingest_user_lines(dir.path(), &MEMORIES);
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[llm]\nreranker_model = \"gpt-4o-mini\"\n",
+    )
+    .unwrap();
+    let no_key = [("OPENAI_API_KEY", None)];
+    common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["sessions", "list"]),
+        &no_key,
+        "",
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["recall", QUESTION])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("reranker gpt-4o-mini") && stderr.contains("OPENAI_API_KEY"),
+        "{stderr}"
+    );
 }

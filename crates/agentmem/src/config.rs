@@ -37,7 +37,7 @@
 //! base_url = "http://localhost:11434/v1"   # an OpenAI-compatible server
 //! api_key_env = "WORK_OPENAI_KEY"          # the variable holding the key (never the key)
 //! summarizer_model = "gpt-4.1-mini"
-//! reranker_model = "gpt-4.1-mini"          # reads `agentmem recall`'s best candidates
+//! reranker_model = "gpt-4.1-mini"          # reads each recall's best candidates (not prepare's)
 //!
 //! [embedder]              # vectors that join BM25 in recall (absent: lexical recall)
 //! dir = "/opt/models/all-MiniLM-L6-v2"   # a sentence-transformers model, run in process
@@ -168,9 +168,9 @@ pub struct LlmSettings {
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub summarizer_model: Option<String>,
-    /// The model that reads `agentmem recall`'s and `eval locomo`'s best
-    /// candidates and puts first those that answer (see
-    /// [`crate::recall::Reranker`]); absent: the hybrid's order.
+    /// The model that reads each recall's best candidates and puts first
+    /// those that answer (see [`crate::recall::Reranker`]); absent: the
+    /// hybrid's order. `prepare` never asks it.
     pub reranker_model: Option<String>,
 }
 

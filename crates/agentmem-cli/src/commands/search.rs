@@ -56,8 +56,8 @@ pub fn recall(
         Some(embedder) => ctx.store.clone().with_embedder(embedder),
         None => ctx.store.clone(),
     };
-    if let Some(reranker) = reach_model::reranker(ctx, reranker)? {
-        store = store.with_reranker(std::sync::Arc::new(reranker));
+    if let Some(reranker) = reach_model::reranker(&ctx.store, reranker)? {
+        store = store.with_reranker(reranker);
     }
     let recalled = store.recall(&ctx.agent, &request, tokenizer)?;
     if ctx.json {

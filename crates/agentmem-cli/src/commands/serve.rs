@@ -48,7 +48,7 @@ fn summarizer_setup(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<Se
         summarizer_model: args.summarizer_model.clone(),
         ..ModelFlags::default()
     };
-    let endpoint = reach_model::endpoint(ctx, &flags)?;
+    let endpoint = reach_model::endpoint(&ctx.store, &flags)?;
     let Some(spec) = reach_model::summarizer(ctx, &flags, &endpoint) else {
         return Ok(None);
     };
