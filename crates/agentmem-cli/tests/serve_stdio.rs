@@ -223,3 +223,45 @@ fn the_service_recalls_with_the_embedder_of_its_configuration() {
     assert!(items.iter().any(|i| i["source"] == "u1"), "{}", replies[3]);
     assert!(items.iter().all(|i| i["vector"].is_f64()), "{}", replies[3]);
 }
+
+#[test]
+fn the_service_recalls_through_the_configured_reranker() {
+    let server = Loopback::start(vec![Reply::json(
+        200,
+        json!({"id": "c", "object": "chat.completion", "model": "llama3.1",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": "[1]"}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 200, "completion_tokens": 3}}),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[llm]\nbase_url = \"{}/v1\"\nreranker_model = \"llama3.1\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"op": "create_session", "session": "past"}),
+            json!({"op": "append", "session": "past", "events": [
+                {"id": "u1", "trace_type": "user", "content": "The kids love the kids' show."},
+                {"id": "u2", "trace_type": "user", "content": "I took the kids swimming."}
+            ]}),
+            json!({"op": "recall", "query": "What did I do with the kids?", "budget": 2000}),
+        ],
+    );
+    let items = replies[2]["result"]["items"].as_array().unwrap();
+    let prompt = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second_line = prompt.lines().find(|l| l.starts_with("[1] (")).unwrap();
+    let first = &items[0];
+    assert_eq!(first["reranked"], 1, "{}", replies[2]);
+    assert!(
+        second_line.contains(first["text"].as_str().unwrap()),
+        "{second_line} / {first}"
+    );
+}
