@@ -104,6 +104,12 @@ impl Shape {
                 shape.hidden, shape.heads
             )));
         }
+        if shape.family == Family::MPNet && shape.relative_buckets < 4 {
+            return Err(EmbedError::Model(format!(
+                "relative_attention_num_buckets {} is too few (at least 4)",
+                shape.relative_buckets
+            )));
+        }
         if shape.first_position >= shape.max_positions {
             return Err(EmbedError::Model(format!(
                 "pad_token_id leaves no position embedding for tokens (max_position_embeddings {})",

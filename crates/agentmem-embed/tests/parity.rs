@@ -82,6 +82,26 @@ fn a_folder_that_is_not_a_model_is_a_clear_error() {
     .unwrap();
     let error = LocalEmbedder::open(other.path(), "x").unwrap_err();
     assert!(error.to_string().contains("relu"), "{error}");
+
+    let mpnet = tiny("mpnet");
+    let broken = tempfile::tempdir().unwrap();
+    for file in ["vocab.txt", "model.safetensors", "special_tokens_map.json"] {
+        std::fs::copy(mpnet.join(file), broken.path().join(file)).unwrap();
+    }
+    let config = std::fs::read_to_string(mpnet.join("config.json")).unwrap();
+    for (from, to, named) in [
+        ("\"mpnet\"", "\"roberta\"", "roberta"),
+        (
+            "\"relative_attention_num_buckets\": 32",
+            "\"relative_attention_num_buckets\": 0",
+            "relative_attention_num_buckets",
+        ),
+    ] {
+        assert!(config.contains(from), "{config}");
+        std::fs::write(broken.path().join("config.json"), config.replace(from, to)).unwrap();
+        let error = LocalEmbedder::open(broken.path(), "x").unwrap_err();
+        assert!(error.to_string().contains(named), "{error}");
+    }
 }
 
 #[test]
