@@ -398,6 +398,9 @@ impl Event {
                 self.trace_type.as_str()
             ));
         }
+        if let Some(reason) = self.too_deep_value() {
+            return Err(reason);
+        }
         if !self.ts.is_finite() || self.ts < 0.0 {
             return Err(format!(
                 "ts {} is not a time (seconds since the epoch)",
@@ -405,6 +408,29 @@ impl Event {
             ));
         }
         Ok(())
+    }
+
+    /// Why one of the JSON values the event carries may not be kept, when
+    /// one nests deeper than [`crate::json::MAX_NESTING`].
+    fn too_deep_value(&self) -> Option<String> {
+        let named = [
+            ("tool_args", self.tool_args.as_ref()),
+            ("tool_result", self.tool_result.as_ref()),
+            ("opaque", self.opaque.as_ref()),
+            (
+                "the working-memory patch",
+                self.working_memory.as_ref().map(|u| &u.patch.patch),
+            ),
+        ];
+        named
+            .into_iter()
+            .filter_map(|(name, value)| Some((name.to_owned(), value?)))
+            .chain(
+                self.extra
+                    .iter()
+                    .map(|(key, value)| (format!("field {key:?}"), value)),
+            )
+            .find_map(|(name, value)| crate::json::too_deep(&name, value))
     }
 
     /// The working-memory update this event makes, if it is one.

@@ -163,6 +163,66 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// The deepest nesting of arrays and objects a JSON value the engine keeps
+/// may have: tool arguments and results, unknown event fields, provider
+/// items, working-memory patches, documents and schemas.
+///
+/// The engine stores such a value inside wrappers of its own (an event in a
+/// log line, that event in a compaction snapshot, a patch in an update
+/// event), and JSON readers refuse to nest deeper than 128 levels. Every
+/// value is held to this limit where it enters, so whatever wraps it later
+/// stays readable; a deeper one is refused with an error that says so, or,
+/// where it arrived as text (imported tool arguments), kept as that text.
+pub const MAX_NESTING: usize = 64;
+
+/// How many levels of arrays and objects `value` nests (0 for a scalar).
+/// Walks without recursion, so any depth can be measured.
+///
+/// ```
+/// use agentmem::json::nesting;
+/// assert_eq!(nesting(&serde_json::json!("text")), 0);
+/// assert_eq!(nesting(&serde_json::json!({"a": [1, {"b": []}]})), 4);
+/// ```
+pub fn nesting(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(value, 1)];
+    while let Some((value, depth)) = pending.pop() {
+        match value {
+            Value::Array(items) => pending.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Object(map) => pending.extend(map.values().map(|item| (item, depth + 1))),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => continue,
+        }
+        deepest = deepest.max(depth);
+    }
+    deepest
+}
+
+/// Why `value` may not be kept, when it nests deeper than [`MAX_NESTING`].
+///
+/// ```
+/// let deep = (0..70).fold(serde_json::json!(1), |inner, _| serde_json::json!([inner]));
+/// let reason = agentmem::json::too_deep("tool_args", &deep).unwrap();
+/// assert!(reason.contains("70 levels"), "{reason}");
+/// assert!(agentmem::json::too_deep("tool_args", &serde_json::json!([[1]])).is_none());
+/// ```
+pub fn too_deep(what: &str, value: &Value) -> Option<String> {
+    let levels = nesting(value);
+    (levels > MAX_NESTING).then(|| {
+        format!(
+            "{what} nests {levels} levels of arrays and objects, and at most {MAX_NESTING} are kept; flatten it, or send it as a JSON string"
+        )
+    })
+}
+
+/// `text` parsed as JSON, when it is JSON that nests no deeper than
+/// [`MAX_NESTING`]: tool arguments arrive as text, and text too deep to keep
+/// as a value is kept as it came.
+pub fn parse_within_nesting(text: &str) -> Option<Value> {
+    serde_json::from_str(text)
+        .ok()
+        .filter(|value| nesting(value) <= MAX_NESTING)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

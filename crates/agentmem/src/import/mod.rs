@@ -124,8 +124,29 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
         if event.source_event.is_empty() {
             event.source_event.clone_from(&source);
         }
+        keep_too_deep_values_as_text(event);
     }
     Ok(imported)
+}
+
+/// A transcript's values are kept whatever their depth: one that nests
+/// deeper than [`crate::json::MAX_NESTING`] is kept as its JSON text, which
+/// ingest accepts, rather than refused with the whole file.
+fn keep_too_deep_values_as_text(event: &mut Event) {
+    let as_text_if_too_deep = |value: &mut serde_json::Value| {
+        if crate::json::nesting(value) > crate::json::MAX_NESTING {
+            *value = serde_json::Value::String(value.to_string());
+        }
+    };
+    [
+        &mut event.tool_args,
+        &mut event.tool_result,
+        &mut event.opaque,
+    ]
+    .into_iter()
+    .flatten()
+    .chain(event.extra.values_mut())
+    .for_each(as_text_if_too_deep);
 }
 
 /// One line of a JSONL transcript as the object it must be, or why it is not.

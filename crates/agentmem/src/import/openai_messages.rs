@@ -76,7 +76,7 @@ fn tool_call(call: &Value) -> Event {
 pub(super) fn parse_arguments(arguments: Option<&Value>) -> Value {
     match arguments {
         Some(Value::String(raw)) => {
-            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
+            crate::json::parse_within_nesting(raw).unwrap_or_else(|| Value::String(raw.clone()))
         }
         Some(other) => other.clone(),
         None => Value::Object(Default::default()),

@@ -353,7 +353,7 @@ fn model_arguments(map: &Map<String, Value>, call_id: &str) -> Option<Value> {
         .find(|call| call.get("id").and_then(Value::as_str) == Some(call_id))?
         .get("function")?;
     match function.get("arguments")? {
-        Value::String(arguments) => serde_json::from_str(arguments).ok(),
+        Value::String(arguments) => crate::json::parse_within_nesting(arguments),
         arguments @ Value::Object(_) => Some(arguments.clone()),
         _ => None,
     }

@@ -277,7 +277,7 @@ fn action(source: &Source<'_>) -> Mapped {
 /// the SDK's action class rather than an argument.
 fn call_arguments(map: &Map<String, Value>) -> Value {
     let from_model = match map.get("tool_call").and_then(|call| call.get("arguments")) {
-        Some(Value::String(arguments)) => serde_json::from_str(arguments).ok(),
+        Some(Value::String(arguments)) => crate::json::parse_within_nesting(arguments),
         Some(arguments @ Value::Object(_)) => Some(arguments.clone()),
         _ => None,
     };

@@ -381,9 +381,9 @@ pub(super) fn tool_input(arguments: &Value) -> Value {
         Value::Object(_) => arguments.clone(),
         Value::Null => json!({}),
         Value::String(raw) if raw.trim().is_empty() => json!({}),
-        Value::String(raw) => match serde_json::from_str::<Value>(raw) {
-            Ok(parsed @ Value::Object(_)) => parsed,
-            Ok(_) | Err(_) => json!({"input": raw}),
+        Value::String(raw) => match crate::json::parse_within_nesting(raw) {
+            Some(parsed @ Value::Object(_)) => parsed,
+            Some(_) | None => json!({"input": raw}),
         },
         Value::Bool(_) | Value::Number(_) | Value::Array(_) => json!({"input": arguments}),
     }

@@ -97,6 +97,9 @@ impl StatePatch {
                 })
             }
         };
+        if let Some(reason) = crate::json::too_deep("the patch", &patch) {
+            return Err(Error::WorkingMemoryPatch { message: reason });
+        }
         let patch = StatePatch { kind, patch };
         patch.operations()?;
         Ok(patch)
@@ -214,6 +217,9 @@ impl WorkingMemory {
             });
         }
         let document = update.patch.apply_to(&self.document)?;
+        if let Some(reason) = crate::json::too_deep("the document it makes", &document) {
+            return Err(Error::WorkingMemoryPatch { message: reason });
+        }
         if let Some(schema) = schema {
             schema.validate(&document)?;
         }

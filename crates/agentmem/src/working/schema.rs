@@ -81,6 +81,9 @@ impl StateSchema {
     /// ```
     pub fn compile(json: Value, scope: SchemaScope) -> Result<StateSchema> {
         let refused = |message: String| Error::WorkingMemorySchema { scope, message };
+        if let Some(reason) = crate::json::too_deep("the schema", &json) {
+            return Err(refused(reason));
+        }
         let mut compiler = boon::Compiler::new();
         compiler.use_loader(Box::new(NoExternalDocuments));
         compiler
