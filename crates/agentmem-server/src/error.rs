@@ -117,6 +117,7 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::NotAnOverflow { .. }
         | EngineError::OverflowUnrecoverable { .. }
         | EngineError::MemoryEdit { .. }
+        | EngineError::FactEdit { .. }
         | EngineError::BadQuery { .. }
         | EngineError::WorkingMemoryPatch { .. }
         | EngineError::WorkingMemoryInvalid { .. }

@@ -74,13 +74,16 @@ pub const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
-    /// fsync after every event: an append that returned Ok survives a crash or power loss.
+    /// fsync each ingest call, and the record of a batch of several events
+    /// before it: a returned ingest survives a crash or a power loss, and a
+    /// batch cut short by either leaves none of its events.
     Always,
-    /// fsync once per ingest call: a returned ingest survives; a crash mid-call
-    /// may lose part of that call (never earlier calls).
+    /// fsync each ingest call: a returned ingest survives a crash or a power
+    /// loss; a batch cut short by a process crash leaves none of its events.
     #[default]
     Batch,
-    /// Leave flushing to the operating system: survives a process crash, not a power loss.
+    /// Leave flushing to the operating system: survives a process crash, not
+    /// a power loss; a batch cut short by a process crash leaves none of its events.
     Os,
 }
 

@@ -78,6 +78,9 @@ pub enum Error {
     #[error("cannot edit MEMORY.md: {message}")]
     MemoryEdit { message: String },
 
+    #[error("cannot change the facts: {message}")]
+    FactEdit { message: String },
+
     #[error("the working memory changed since you read it (expected version {expected}, found {actual}); nothing was changed: read it again (get_working_memory, `agentmem state`) and redo the change against version {actual}")]
     WorkingMemoryConflict { expected: u64, actual: u64 },
 

@@ -542,7 +542,21 @@ fn recompaction_from_raw_rederives_the_context() {
         .count();
     assert_eq!(archived, original.len() - 8, "nothing archived twice");
     let snapshot = Snapshot::read(&session.paths().dir).unwrap().unwrap();
-    assert_eq!(snapshot.compactions, 1, "the snapshot was derived afresh");
+    assert_eq!(
+        snapshot.report["reason"], "from_raw",
+        "the snapshot was derived afresh"
+    );
+    // Numbered after the compaction it replaces, so its episode is its own.
+    assert_eq!(snapshot.compactions, 2);
+    let episodes =
+        agentmem::memory::episodic::read_episodes(dir.path().join("agents/default").as_path())
+            .unwrap();
+    let ids: Vec<&str> = episodes.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids[1].ends_with("-0002") && episodes[1].tags.contains(&"from_raw".to_owned()),
+        "{ids:?}"
+    );
 }
 
 #[test]

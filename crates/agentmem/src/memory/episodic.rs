@@ -10,6 +10,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, Result};
+use crate::store::lock::MemoryLock;
 
 /// The episodic store's file name inside the agent folder.
 pub const EPISODIC_FILE: &str = "episodic.jsonl";
@@ -31,15 +32,33 @@ pub struct EpisodicItem {
 
 /// Appends `item` to the agent's episodic store (one line, synced).
 pub fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
-    std::fs::create_dir_all(agent_dir).io("create", agent_dir)?;
+    let _lock = MemoryLock::acquire(agent_dir)?;
+    append_locked(agent_dir, item)
+}
+
+/// Appends `item` unless the store already holds an item with its id: a
+/// step that may run again after a crash runs once.
+pub fn append_episode_once(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
+    let _lock = MemoryLock::acquire(agent_dir)?;
+    if read_episodes(agent_dir)?.iter().any(|e| e.id == item.id) {
+        return Ok(());
+    }
+    append_locked(agent_dir, item)
+}
+
+/// Appends `item` on a line of its own: a torn last line a killed writer
+/// left is set aside first, so the new line is not joined to it.
+fn append_locked(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let path = agent_dir.join(EPISODIC_FILE);
     let mut line = serde_json::to_vec(item).expect("an episodic item serializes");
     line.push(b'\n');
     let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(&path)
         .io("open", &path)?;
+    crate::store::jsonl::set_aside_torn_tail(&path, &mut file)?;
     let written = file
         .write_all(&line)
         .io("append to", &path)
@@ -147,6 +166,25 @@ mod tests {
             .into_iter()
             .map(|e| e.id)
             .collect()
+    }
+
+    #[test]
+    fn an_append_after_a_torn_line_starts_a_line_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        append_episode(dir.path(), &item(1)).unwrap();
+        let path = dir.path().join(EPISODIC_FILE);
+        let torn = &serde_json::to_string(&item(2)).unwrap()[..15];
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(torn.as_bytes()).unwrap();
+        append_episode(dir.path(), &item(3)).unwrap();
+        assert_eq!(ids(dir.path()), ["ep-1", "ep-3"]);
+        let aside = std::fs::read_to_string(dir.path().join("episodic.jsonl.corrupt")).unwrap();
+        assert_eq!(aside, format!("{torn}\n"));
+        append_episode_once(dir.path(), &item(3)).unwrap();
+        assert_eq!(ids(dir.path()), ["ep-1", "ep-3"], "once");
     }
 
     #[test]

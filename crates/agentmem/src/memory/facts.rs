@@ -26,6 +26,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::event::now_ts;
 use crate::hash::fnv1a;
 use crate::store::atomic::write_atomic;
+use crate::store::lock::MemoryLock;
 
 /// The semantic store's file name inside the agent folder.
 pub const SEMANTIC_FILE: &str = "semantic.jsonl";
@@ -81,7 +82,7 @@ impl Fact {
 }
 
 /// A fact to add.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewFact {
     pub fact: String,
     pub tags: Vec<String>,
@@ -168,11 +169,48 @@ impl FactStore {
 
     /// Adds several facts with one append to the store.
     pub fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
+        let _lock = self.lock()?;
+        self.add_all_locked(new)
+    }
+
+    /// Adds the facts the store does not hold yet: a fact whose source
+    /// events a near-identical fact already names is left out. A step that
+    /// may run again after a crash (a compaction finished on open) adds
+    /// each fact once.
+    pub fn add_all_once(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
+        let _lock = self.lock()?;
+        let known = self.with_loaded(|loaded| Ok(loaded.facts.clone()))?;
+        let new = new
+            .into_iter()
+            .filter(|new| !self.already_holds(&known, new))
+            .collect();
+        self.add_all_locked(new)
+    }
+
+    /// Whether `known` has a fact near `new` that names all its source events.
+    fn already_holds(&self, known: &[Fact], new: &NewFact) -> bool {
+        let sources = &new.provenance.source_event_ids;
+        let words = word_set(&redact(new.fact.trim(), self.redaction).0);
+        !sources.is_empty()
+            && known.iter().any(|fact| {
+                sources
+                    .iter()
+                    .all(|id| fact.provenance.source_event_ids.contains(id))
+                    && near(&word_set(&fact.fact), &words)
+            })
+    }
+
+    /// The agent's memory lock, which every change of the store holds.
+    fn lock(&self) -> Result<MemoryLock> {
+        MemoryLock::acquire(self.path.parent().unwrap_or(Path::new(".")))
+    }
+
+    fn add_all_locked(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let mut texts = Vec::with_capacity(new.len());
         for new in &new {
             let text = redact(new.fact.trim(), self.redaction).0;
             if text.is_empty() {
-                return Err(Error::MemoryEdit {
+                return Err(Error::FactEdit {
                     message: "a fact needs text".into(),
                 });
             }
@@ -194,12 +232,13 @@ impl FactStore {
     /// Corrects a fact: a new fact takes its place, and the old one stays in
     /// the history with `valid_to` and `superseded_by` set.
     pub fn supersede(&self, id: &str, text: &str, provenance: Provenance) -> Result<String> {
+        let _lock = self.lock()?;
         let mut facts = self.all()?;
         let old = facts
             .iter()
             .position(|f| f.id == id && f.is_current())
-            .ok_or_else(|| Error::MemoryEdit {
-                message: format!("no current fact {id}; `agentmem facts list` shows them"),
+            .ok_or_else(|| Error::FactEdit {
+                message: format!("no current fact {id}; list the facts to see their ids"),
             })?;
         let now = now_ts();
         let clean = redact(text.trim(), self.redaction).0;
@@ -227,12 +266,15 @@ impl FactStore {
 
     /// Deletes a fact for good (an explicit request, never a side effect).
     pub fn delete(&self, id: &str) -> Result<()> {
+        let _lock = self.lock()?;
         let mut facts = self.all()?;
         let before = facts.len();
         facts.retain(|f| f.id != id);
         if facts.len() == before {
-            return Err(Error::MemoryEdit {
-                message: format!("no fact {id}; `agentmem facts list --all` shows them"),
+            return Err(Error::FactEdit {
+                message: format!(
+                    "no fact {id}; list every fact, superseded ones too, to see their ids"
+                ),
             });
         }
         self.save(&facts)

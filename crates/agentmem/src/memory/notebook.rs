@@ -16,6 +16,7 @@ use super::redact::{redact, RedactionPolicy};
 use crate::error::{Error, IoContext, Result};
 use crate::render::ToolSchema;
 use crate::store::atomic::write_atomic;
+use crate::store::lock::MemoryLock;
 
 /// The notebook's file name inside the agent folder.
 pub const MEMORY_FILE: &str = "MEMORY.md";
@@ -82,6 +83,7 @@ impl Notebook {
 
     /// Appends `text` as its own line(s).
     pub fn append(&self, text: &str, expected_hash: Option<&str>) -> Result<MemoryVersion> {
+        let _lock = self.lock()?;
         let current = self.read()?;
         let (clean, _) = redact(text, self.redaction);
         let entry = clean.trim_end_matches('\n');
@@ -103,6 +105,7 @@ impl Notebook {
         new: &str,
         expected_hash: Option<&str>,
     ) -> Result<MemoryVersion> {
+        let _lock = self.lock()?;
         let current = self.read()?;
         if old.is_empty() {
             return Err(Error::MemoryEdit {
@@ -133,6 +136,12 @@ impl Notebook {
             }
         };
         self.commit(current, expected_hash, next, already_applied)
+    }
+
+    /// The agent's memory lock: an edit reads, changes and writes the file
+    /// under it, so edits from other processes wait instead of being lost.
+    fn lock(&self) -> Result<MemoryLock> {
+        MemoryLock::acquire(self.path.parent().unwrap_or(Path::new(".")))
     }
 
     /// Writes `next` if `expected_hash` (when given) names `current`. When it

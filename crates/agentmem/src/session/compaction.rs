@@ -1,14 +1,21 @@
 //! `Session::compact`: old history folded into a summary, raw events moved to
 //! the archive, the snapshot rewritten — atomically, and never losing data.
 //!
-//! The steps are ordered so a crash at any point leaves a readable session:
+//! The steps are ordered so a crash at any point leaves a readable session
+//! that the next writer finishes:
 //! 1. the compacted events are appended to `raw_traces_archive.jsonl` (fsynced);
-//! 2. `snapshot.json` is replaced atomically (it names the tail's first event);
-//! 3. `raw_traces.jsonl` is replaced atomically by the tail.
+//! 2. `snapshot.json` is replaced atomically: the commit. It names the
+//!    tail's first event and carries the archive's new count and what the
+//!    compaction leaves in long-term memory;
+//! 3. `raw_traces.jsonl` is replaced atomically by the tail;
+//! 4. the episodic item and the facts are written, each once;
+//! 5. `meta.json` records the compaction as done.
 //!
-//! A crash after 1 leaves events both archived and active (reads deduplicate
-//! by id); after 2, an active log that does not start where the snapshot says
-//! is finished on open by dropping the events the archive already holds.
+//! A crash before 2 leaves the archive ending in lines the active log still
+//! holds: the next writer cuts them (see [`crate::store::archive`]), and the
+//! compaction runs again when it is due. A crash after 2 leaves a snapshot
+//! that `meta.json` does not count yet: the next writer finishes steps 3 to
+//! 5, and readers see the view as it will be.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,18 +24,18 @@ use std::time::Instant;
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::Session;
 use crate::config::Durability;
-use crate::context::compact::{split_for_compaction, CompactReason, CompactReport};
+use crate::context::compact::{split_for_compaction, CompactReason, CompactReport, Split};
 use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::context::strategy::{ContextSettingsLayer, Strategy};
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event, TraceType};
-use crate::memory::episodic::{append_episode, read_episodes, EpisodicItem};
+use crate::memory::episodic::{append_episode, append_episode_once, read_episodes, EpisodicItem};
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
 use crate::memory::redact::{redact, redact_event};
 use crate::prepare::{PrepareRequest, Prepared};
 use crate::store::atomic::write_atomic;
 use crate::store::jsonl::{self, AppendLog};
-use crate::store::snapshot::Snapshot;
+use crate::store::snapshot::{CompactionMemory, Snapshot};
 use crate::store::SessionPaths;
 use crate::summarize::{Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
@@ -157,7 +164,10 @@ impl Session {
             .encoding
             .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
             .unwrap_or_default();
-        let split = split_for_compaction(&self.events, settings.raw_tail_turns);
+        let split = keep_tail_in_active_log(
+            split_for_compaction(&self.events, settings.raw_tail_turns),
+            self.compactor.archived_prefix,
+        );
         let Some(span_last) = split.span.last() else {
             return Ok(None);
         };
@@ -274,9 +284,11 @@ impl Session {
             .iter()
             .map(|e| Event::clone(e))
             .collect();
-        self.persist_compaction(&span, tail, draft.base, number, &report)?;
-        self.remember_episode(&span, summary_text, number, &report)?;
-        self.remember_facts(settled.facts, &span)?;
+        let memory = CompactionMemory {
+            episode: self.episode_of(&span, summary_text, number, &report),
+            facts: self.new_facts(settled.facts, &span),
+        };
+        self.persist_compaction(&span, tail, draft.base, number, &report, memory)?;
         self.transcript = Some(after);
         self.compactor.blocked_below = None;
         report.duration_ms = draft.drafting_ms + started.elapsed().as_secs_f64() * 1e3;
@@ -317,32 +329,51 @@ impl Session {
 
     /// Re-derives the working context from the raw log — archive included —
     /// with the current settings (another strategy, or after a model switch):
-    /// the old snapshot is set aside and everything but the raw tail is
-    /// summarized afresh.
+    /// everything but the raw tail is summarized afresh into a new snapshot
+    /// base. The tail stays within the active log, so the archive and the
+    /// log still hold no event in common; nothing on disk changes before the
+    /// new snapshot commits, and when the compaction is not applied the
+    /// session is as it was.
     pub fn compact_from_raw(&mut self, options: &CompactOptions) -> Result<CompactReport> {
         if self.writer.is_none() {
             return Err(Error::ReadOnly {
                 session: self.id.to_string(),
             });
         }
-        let history = self.full_history()?;
-        self.compactor.already_archived = jsonl::read_log(&self.paths.archive())?
-            .events
-            .into_iter()
-            .map(|e| e.id)
-            .collect();
-        // The whole history becomes the active log again (the archive keeps its
-        // copies; a crash from here on is finished on open like any other).
-        write_atomic(&self.paths.raw_traces(), &jsonl::encode_lines(&history))?;
-        self.reopen_log()?;
-        self.events = history.into_iter().map(Arc::new).collect();
-        self.snapshot = None;
-        std::fs::remove_file(self.paths.dir.join(crate::store::snapshot::SNAPSHOT_FILE)).ok();
-        self.transcript = None;
+        let archived = jsonl::read_log(&self.paths.archive())?.events;
+        let mut history: Vec<Arc<Event>> = Vec::with_capacity(archived.len() + self.events.len());
+        let mut seen = HashSet::with_capacity(archived.len());
+        history.extend(
+            archived
+                .into_iter()
+                .filter(|e| seen.insert(e.id.clone()))
+                .map(Arc::new),
+        );
+        let archived_prefix = history.len();
+        history.extend(
+            self.events
+                .iter()
+                .filter(|e| !seen.contains(&e.id))
+                .cloned(),
+        );
+        let compactions = self.snapshot.as_ref().map_or(0, |s| s.compactions);
+        let fresh_base = Snapshot {
+            compactions,
+            ..Snapshot::default()
+        };
+        let events = std::mem::replace(&mut self.events, history);
+        let snapshot = self.snapshot.replace(fresh_base);
+        let transcript = self.transcript.take();
+        self.compactor.archived_prefix = archived_prefix;
         let mut options = options.clone();
         options.reason = CompactReason::FromRaw;
         let report = self.compact(&options);
-        self.compactor.already_archived.clear();
+        self.compactor.archived_prefix = 0;
+        if !matches!(&report, Ok(report) if report.applied) {
+            self.events = events;
+            self.snapshot = snapshot;
+            self.transcript = transcript;
+        }
         report
     }
 
@@ -449,47 +480,63 @@ impl Session {
         }
     }
 
-    /// Keeps the summary's facts in the agent's semantic store, each with the
-    /// events it came from and the trust those events earn.
-    fn remember_facts(&self, facts: Vec<SummaryFact>, span: &[Event]) -> Result<()> {
-        let store = FactStore::new(&self.settings.agent_dir, self.settings.redaction);
-        let mut new = Vec::with_capacity(facts.len());
-        for fact in facts {
-            let sources: Vec<&Event> = span
-                .iter()
-                .filter(|e| fact.source_event_ids.contains(&e.id))
-                .collect();
-            let trust = if sources.iter().any(|e| e.trace_type == TraceType::User) {
-                Trust::User
-            } else if sources
-                .iter()
-                .any(|e| e.trace_type == TraceType::ToolResult)
-            {
-                Trust::Tool
-            } else {
-                Trust::Assistant
-            };
-            new.push(NewFact {
-                fact: fact.text,
-                tags: vec![fact.kind.as_str().to_owned()],
-                confidence: fact.confidence,
-                salience: 0.5,
-                provenance: Provenance {
-                    source_event_ids: fact.source_event_ids,
-                    session_id: Some(self.id.to_string()),
-                    extractor: self.compactor.summarizer.name().to_owned(),
-                    extractor_version: self.compactor.summarizer.version().to_owned(),
-                },
-                trust,
-            });
-        }
-        if !new.is_empty() {
-            store.add_all(new)?;
-        }
-        Ok(())
+    /// The summary's facts as the agent's semantic store keeps them, each
+    /// with the events it came from and the trust those events earn.
+    fn new_facts(&self, facts: Vec<SummaryFact>, span: &[Event]) -> Vec<NewFact> {
+        facts
+            .into_iter()
+            .map(|fact| {
+                let sources: Vec<&Event> = span
+                    .iter()
+                    .filter(|e| fact.source_event_ids.contains(&e.id))
+                    .collect();
+                let trust = if sources.iter().any(|e| e.trace_type == TraceType::User) {
+                    Trust::User
+                } else if sources
+                    .iter()
+                    .any(|e| e.trace_type == TraceType::ToolResult)
+                {
+                    Trust::Tool
+                } else {
+                    Trust::Assistant
+                };
+                NewFact {
+                    fact: fact.text,
+                    tags: vec![fact.kind.as_str().to_owned()],
+                    confidence: fact.confidence,
+                    salience: 0.5,
+                    provenance: Provenance {
+                        source_event_ids: fact.source_event_ids,
+                        session_id: Some(self.id.to_string()),
+                        extractor: self.compactor.summarizer.name().to_owned(),
+                        extractor_version: self.compactor.summarizer.version().to_owned(),
+                    },
+                    trust,
+                }
+            })
+            .collect()
     }
 
-    /// The three durable steps of the module docs.
+    /// Writes what the snapshot's compaction leaves in long-term memory,
+    /// unless `meta.json` says it is done, then says it is: the last steps
+    /// of a compaction, run again on open after a crash, each once.
+    pub(super) fn leave_compaction_in_memory(&mut self) -> Result<()> {
+        let Some(snapshot) = &self.snapshot else {
+            return Ok(());
+        };
+        if snapshot.compactions <= self.meta.compactions {
+            return Ok(());
+        }
+        if let Some(memory) = &snapshot.memory {
+            append_episode_once(&self.settings.agent_dir, &memory.episode)?;
+            FactStore::new(&self.settings.agent_dir, self.settings.redaction)
+                .add_all_once(memory.facts.clone())?;
+        }
+        self.meta.compactions = snapshot.compactions;
+        self.write_meta()
+    }
+
+    /// The durable steps of the module docs.
     fn persist_compaction(
         &mut self,
         span: &[Event],
@@ -497,10 +544,12 @@ impl Session {
         base: Vec<Event>,
         number: u64,
         report: &CompactReport,
+        memory: CompactionMemory,
     ) -> Result<()> {
         let (archived_lines, fresh, tail_lines) = self.log_lines_split_at(span, &tail)?;
         let mut archive = AppendLog::open(&self.paths.archive(), Durability::Batch)?;
         archive.append_encoded(&archived_lines)?;
+        let archived_events = self.meta.archived_events.saturating_add(fresh);
         let snapshot = Snapshot {
             compactions: number,
             created: now_ts(),
@@ -509,21 +558,25 @@ impl Session {
             base,
             report: serde_json::to_value(report).unwrap_or_default(),
             working_memory: Some(self.working.clone()),
+            archived_events: Some(archived_events),
+            memory: Some(memory),
         };
         snapshot.write(&self.paths.dir)?;
         write_atomic(&self.paths.raw_traces(), &tail_lines)?;
         self.reopen_log()?;
-        self.meta.archived_events = self.meta.archived_events.saturating_add(fresh);
+        self.meta.archived_events = archived_events;
         self.events = tail;
         self.snapshot = Some(snapshot);
         self.meta_dirty = true;
-        self.write_meta()
+        self.leave_compaction_in_memory()
     }
 
     /// The lines `span` and `tail` take in the active log, as it holds them:
     /// the span's lines the archive lacks (and how many), then the tail's.
-    /// Encoded afresh only when the log does not hold the active events one a
-    /// line (it always does unless edited by hand).
+    /// The archive already holds the span's first `archived_prefix` events
+    /// (a compaction from the raw log). Encoded afresh only when the log does
+    /// not hold the active events one a line (it always does unless edited
+    /// by hand).
     fn log_lines_split_at(
         &self,
         span: &[Event],
@@ -531,20 +584,14 @@ impl Session {
     ) -> Result<(Vec<u8>, usize, Vec<u8>)> {
         let path = self.paths.raw_traces();
         let log = std::fs::read(&path).io("read", &path)?;
-        let to_archive = |event: &Event| !self.compactor.already_archived.contains(&event.id);
-        if let Some(lines) = jsonl::lines_for(&log, &self.events) {
-            let (span_lines, tail_lines) = lines.split_at(span.len());
-            let fresh: Vec<&[u8]> = span_lines
-                .iter()
-                .zip(span)
-                .filter(|(_, event)| to_archive(event))
-                .map(|(line, _)| *line)
-                .collect();
-            return Ok((fresh.concat(), fresh.len(), tail_lines.concat()));
+        let archived = self.compactor.archived_prefix;
+        let fresh = &span[archived.min(span.len())..];
+        if let Some(lines) = jsonl::lines_for(&log, &self.events[archived..]) {
+            let (span_lines, tail_lines) = lines.split_at(fresh.len());
+            return Ok((span_lines.concat(), fresh.len(), tail_lines.concat()));
         }
-        let fresh: Vec<Event> = span.iter().filter(|e| to_archive(e)).cloned().collect();
         Ok((
-            jsonl::encode_lines(&fresh),
+            jsonl::encode_lines(fresh),
             fresh.len(),
             jsonl::encode_lines(tail.iter().map(|e| &**e)),
         ))
@@ -608,44 +655,46 @@ impl Session {
             salience: SESSION_SUMMARY_SALIENCE,
         };
         append_episode(&agent_dir, &item)?;
-        self.remember_facts(facts, &span)?;
+        let facts = self.new_facts(facts, &span);
+        if !facts.is_empty() {
+            FactStore::new(&agent_dir, self.settings.redaction).add_all(facts)?;
+        }
         Ok(Some(item))
     }
 
-    /// Keeps the compacted stretch as an episodic item of the agent, so other
+    /// The compacted stretch as an episodic item of the agent, so other
     /// sessions can recall it.
-    fn remember_episode(
+    fn episode_of(
         &self,
         span: &[Event],
         summary: String,
         number: u64,
         report: &CompactReport,
-    ) -> Result<()> {
-        let turn_ids = turn_ids_of(span);
+    ) -> EpisodicItem {
         let reason = serde_json::to_value(report.reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned));
-        let item = EpisodicItem {
+        EpisodicItem {
             id: format!("ep-{}-{number:04}", self.id),
             ts: span.last().map_or_else(now_ts, |e| e.ts),
             session_id: self.id.to_string(),
-            turn_ids,
+            turn_ids: turn_ids_of(span),
             summary,
             tags: std::iter::once("compaction".to_owned())
                 .chain(reason)
                 .collect(),
             // A summary someone focused is one they meant to keep.
             salience: if report.focus.is_some() { 0.8 } else { 0.5 },
-        };
-        append_episode(&self.settings.agent_dir, &item)
+        }
     }
 
-    /// Reopens the append handle after the log file was replaced.
+    /// Reopens the append handle after the log file was replaced; no batch
+    /// is under way in the new one.
     fn reopen_log(&mut self) -> Result<()> {
         let writer = self.writer.as_mut().expect("callers check for a writer");
         let durability = writer.log.durability();
         writer.log = AppendLog::open(&self.paths.raw_traces(), durability)?;
-        Ok(())
+        writer.lock.clear_batch()
     }
 }
 
@@ -682,33 +731,58 @@ fn turn_ids_of(events: &[Event]) -> Vec<String> {
     turn_ids
 }
 
-/// Finishes a compaction a crash interrupted after the snapshot was written
-/// but before the active log was replaced: drops the events the archive
-/// already holds (and, for a writer, rewrites the log without them).
+/// The split with its tail inside the active log, which holds `self.events`
+/// from `archived_prefix` on (the archive the rest): a compaction from the
+/// raw log summarizes the archive anew but archives nothing twice.
+fn keep_tail_in_active_log(split: Split, archived_prefix: usize) -> Split {
+    if split.span.len() >= archived_prefix {
+        return split;
+    }
+    let mut span = split.span;
+    span.extend(split.tail);
+    let tail = span.split_off(archived_prefix.min(span.len()));
+    Split { span, tail }
+}
+
+/// Finishes a compaction a crash interrupted after its snapshot was written
+/// but before the active log was cut to the tail: the span's events the
+/// archive lacks are archived, and (for a writer) the log is rewritten as
+/// the tail. Returns the tail. `finished` is the compactions `meta.json`
+/// counts as done.
 pub(super) fn finish_interrupted(
     paths: &SessionPaths,
     snapshot: &Snapshot,
     events: Vec<Event>,
+    finished: u64,
     writable: bool,
 ) -> Result<Vec<Event>> {
-    let starts_right = match &snapshot.active_first_id {
-        Some(first) => events.first().is_some_and(|e| &e.id == first),
-        None => true,
+    let committed_lately = snapshot.archived_events.is_some() && snapshot.compactions > finished;
+    let tail_start = match &snapshot.active_first_id {
+        Some(first) if events.first().is_some_and(|e| &e.id == first) => return Ok(events),
+        Some(first) => events.iter().position(|e| &e.id == first),
+        // An empty tail: whatever the log holds came after, unless the
+        // compaction is not finished.
+        None if !committed_lately || events.is_empty() => return Ok(events),
+        None => Some(events.len()),
     };
-    if starts_right {
-        return Ok(events);
-    }
-    let archived: HashSet<String> = jsonl::read_log(&paths.archive())?
-        .events
+    let archived: HashSet<String> = crate::store::archive::archived_ids(&paths.archive())?
         .into_iter()
-        .map(|e| e.id)
         .collect();
-    let kept: Vec<Event> = events
-        .into_iter()
-        .filter(|e| !archived.contains(&e.id))
-        .collect();
+    let (span, tail): (Vec<Event>, Vec<Event>) = match tail_start {
+        Some(start) => {
+            let mut span = events;
+            let tail = span.split_off(start);
+            (span, tail)
+        }
+        // A snapshot of an older version, or a log edited by hand: the
+        // archive says what was compacted.
+        None => events.into_iter().partition(|e| archived.contains(&e.id)),
+    };
     if writable {
-        write_atomic(&paths.raw_traces(), &jsonl::encode_lines(&kept))?;
+        let missing: Vec<&Event> = span.iter().filter(|e| !archived.contains(&e.id)).collect();
+        let mut archive = AppendLog::open(&paths.archive(), Durability::Batch)?;
+        archive.append_encoded(&jsonl::encode_lines(missing))?;
+        write_atomic(&paths.raw_traces(), &jsonl::encode_lines(&tail))?;
     }
-    Ok(kept)
+    Ok(tail)
 }

@@ -32,6 +32,7 @@ use crate::event::{now_millis, now_ts, Event, TraceType};
 use crate::id::{AgentId, EventIds, SessionId};
 use crate::prepare::CalibrationTable;
 use crate::search::{HistoryIndex, IndexFeeder};
+use crate::store::archive;
 use crate::store::jsonl::{self, AppendLog, Recovery};
 use crate::store::lock::SessionLock;
 use crate::store::meta::{title_from, ImportRecord, SessionMeta};
@@ -61,7 +62,21 @@ pub enum Access {
 #[derive(Debug)]
 struct Writer {
     log: AppendLog,
-    _lock: SessionLock,
+    lock: SessionLock,
+}
+
+impl Writer {
+    /// Appends `events` all or nothing: a batch of several is recorded in
+    /// the lock file before its lines are written, so one a crash cuts
+    /// short is taken out of the log on the next open.
+    fn append(&mut self, events: &[Event]) -> Result<()> {
+        self.log.encode(events);
+        if events.len() > 1 {
+            let batch = self.log.pending();
+            self.lock.record_batch(batch, self.log.durability())?;
+        }
+        self.log.write_encoded()
+    }
 }
 
 /// What a session needs to prepare contexts: its layered settings and the
@@ -102,8 +117,9 @@ struct Compactor {
     blocked_below: Option<u64>,
     after_hooks: Vec<CompactionHook>,
     before_hooks: Vec<BeforeCompactionHook>,
-    /// Ids the archive already holds, while a recompaction from the raw log runs.
-    already_archived: HashSet<String>,
+    /// While a compaction from the raw log runs: how many of the session's
+    /// events, from the first, the archive holds (the active log the rest).
+    archived_prefix: usize,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -155,7 +171,10 @@ pub struct Session {
     meta: SessionMeta,
     /// Shared with the transcript's view: the active context is held once.
     events: Vec<Arc<Event>>,
+    /// The ids of the active log's events, and once read (see
+    /// [`Session::learn_archived_ids`]) of the archive's.
     ids: foldhash::HashSet<String>,
+    archived_ids_known: bool,
     turns: TurnTracker,
     event_ids: EventIds,
     writer: Option<Writer>,
@@ -261,27 +280,43 @@ impl Session {
         access: Access,
         settings: ContextSettings,
     ) -> Result<Session> {
-        let (writer, events, mut recoveries) = match access {
-            Access::Write(durability) => {
-                let lock = SessionLock::acquire(&paths.dir, id.as_str())?;
-                let (events, recoveries) = jsonl::read_and_repair(&paths.raw_traces())?;
-                let log = AppendLog::open(&paths.raw_traces(), durability)?;
-                (Some(Writer { log, _lock: lock }), events, recoveries)
-            }
-            Access::Read => {
-                let contents = jsonl::read_log(&paths.raw_traces())?;
-                let recoveries = read_only_recoveries(&paths, &contents);
-                (None, contents.events, recoveries)
-            }
+        let lock = match access {
+            Access::Write(_) => Some(SessionLock::acquire(&paths.dir, id.as_str())?),
+            Access::Read => None,
         };
-        let meta = SessionMeta::read(&paths.dir)
+        let (events, mut recoveries) = read_log(&paths, lock.as_ref())?;
+        let mut meta = SessionMeta::read(&paths.dir)
             .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id));
         let snapshot = Snapshot::read(&paths.dir)?;
         let events = match &snapshot {
-            Some(snapshot) => {
-                compaction::finish_interrupted(&paths, snapshot, events, writer.is_some())?
-            }
+            Some(snapshot) => compaction::finish_interrupted(
+                &paths,
+                snapshot,
+                events,
+                meta.compactions,
+                lock.is_some(),
+            )?,
             None => events,
+        };
+        if let Some(archived) = snapshot.as_ref().and_then(|s| s.archived_events) {
+            meta.archived_events = archived;
+        }
+        let ids: foldhash::HashSet<String> = events.iter().map(|e| e.id.clone()).collect();
+        let writer = match (access, lock) {
+            (Access::Write(durability), Some(lock)) => {
+                let cut = archive::cut_unfinished_append(&paths.archive(), |id| ids.contains(id))?;
+                if cut > 0 {
+                    recoveries.push(Recovery::UnfinishedArchiveAppend {
+                        archive: paths.archive(),
+                        lines: cut,
+                    });
+                }
+                remove_stale_temporaries(&paths)?;
+                // Opened once every repair above has replaced the log.
+                let log = AppendLog::open(&paths.raw_traces(), durability)?;
+                Some(Writer { log, lock })
+            }
+            (Access::Write(_) | Access::Read, _) => None,
         };
         let (working, replay_recoveries) =
             working::load_state(&paths, snapshot.as_ref(), &events, writer.is_some())?;
@@ -300,7 +335,7 @@ impl Session {
                 blocked_below: None,
                 after_hooks: Vec::new(),
                 before_hooks: Vec::new(),
-                already_archived: HashSet::new(),
+                archived_prefix: 0,
             },
             overflow_attempts: 0,
             memory_cache: None,
@@ -317,7 +352,8 @@ impl Session {
             last_prepare: None,
             latest_overhead_tokens: None,
             unprepared_call_overhead_tokens: None,
-            ids: events.iter().map(|e| e.id.clone()).collect(),
+            ids,
+            archived_ids_known: false,
             turns: TurnTracker::from_events(&events),
             event_ids: EventIds::new(),
             paths,
@@ -331,8 +367,11 @@ impl Session {
             meta_written: Instant::now(),
         };
         session.refresh_meta_counts();
-        if session.writer.is_some() && session.meta_is_stale() {
-            session.write_meta()?;
+        if session.writer.is_some() {
+            session.leave_compaction_in_memory()?;
+            if session.meta_is_stale() {
+                session.write_meta()?;
+            }
         }
         Ok(session)
     }
@@ -399,13 +438,18 @@ impl Session {
         self.compactor.after_hooks.push(hook);
     }
 
-    /// Adds the ids of archived events to the ids the session knows, so a
-    /// re-import of a file whose start was compacted away adds nothing twice.
-    /// Reads the archive: call it before imports, not on every ingest.
+    /// Adds the ids of archived events to the ids the session knows, so an
+    /// event sent again after a compaction moved it to the archive (a
+    /// retry, a re-import) is not appended twice. Ingest does this the first
+    /// time a batch brings an id the active log lacks; it reads only the
+    /// archive's ids, once per open session.
     pub fn learn_archived_ids(&mut self) -> Result<()> {
-        for event in jsonl::read_log(&self.paths.archive())?.events {
-            self.ids.insert(event.id);
+        if self.archived_ids_known {
+            return Ok(());
         }
+        self.ids
+            .extend(archive::archived_ids(&self.paths.archive())?);
+        self.archived_ids_known = true;
         Ok(())
     }
 
@@ -452,6 +496,12 @@ impl Session {
                 .validate()
                 .map_err(|reason| Error::InvalidEvent { index, reason })?;
         }
+        if events
+            .iter()
+            .any(|e| !e.id.is_empty() && !self.ids.contains(&e.id))
+        {
+            self.learn_archived_ids()?;
+        }
         let mut report = IngestReport::default();
         let mut fresh = Vec::with_capacity(events.len());
         let mut batch_index = Vec::with_capacity(events.len());
@@ -474,14 +524,10 @@ impl Session {
         }
         self.pair_usage_with_last_prepare(&mut fresh);
         let writer = self.writer.as_mut().expect("checked above");
-        if let Err(failure) = writer.log.append(&fresh) {
-            fresh.truncate(failure.written);
-            self.turns = TurnTracker::from_events(self.events.iter().map(|e| &**e).chain(&fresh));
-            if working.is_some() {
-                self.settle_partial_working_memory(&fresh);
-            }
-            self.remember(fresh);
-            return Err(failure.error);
+        if let Err(error) = writer.append(&fresh) {
+            // None of the batch is in the log: the turns are as they were.
+            self.turns = TurnTracker::from_events(self.events.iter().map(|e| &**e));
+            return Err(error);
         }
         report.appended = fresh.len();
         self.feed_index();
@@ -716,6 +762,37 @@ impl Drop for Session {
             let _ = self.write_meta();
         }
     }
+}
+
+/// The active log's events and what was wrong with it. A writer (holding
+/// `lock`) repairs it: a batch a crash cut short is taken out, a torn tail
+/// and bad lines are moved aside. A reader skips them, and the lines of a
+/// batch its writer has under way.
+fn read_log(
+    paths: &SessionPaths,
+    lock: Option<&SessionLock>,
+) -> Result<(Vec<Event>, Vec<Recovery>)> {
+    let Some(lock) = lock else {
+        let contents = jsonl::read_log_as_reader(&paths.raw_traces(), &paths.dir)?;
+        let recoveries = read_only_recoveries(paths, &contents);
+        return Ok((contents.events, recoveries));
+    };
+    let unfinished = match lock.previous_batch() {
+        Some(batch) => jsonl::cut_unfinished_batch(&paths.raw_traces(), batch)?,
+        None => None,
+    };
+    let (events, mut recoveries) = jsonl::read_and_repair(&paths.raw_traces())?;
+    recoveries.splice(0..0, unfinished);
+    Ok((events, recoveries))
+}
+
+/// Removes what writers killed mid-write left: temporary files in the
+/// session's folder and its evicted outputs. Only the lock holder writes
+/// there, so under the lock every such file is stale.
+fn remove_stale_temporaries(paths: &SessionPaths) -> Result<()> {
+    let every = |_: &str| true;
+    crate::store::atomic::remove_stale_temporaries(&paths.dir, every)?;
+    crate::store::atomic::remove_stale_temporaries(&paths.evicted(), every)
 }
 
 fn read_only_recoveries(paths: &SessionPaths, contents: &jsonl::LogContents) -> Vec<Recovery> {

@@ -18,7 +18,7 @@ use crate::tokens::{Encoding, Tokenizer};
 use crate::working::cache::{self, Freshness};
 use crate::working::schema::{store_schema, SchemaScope, StateSchema};
 use crate::working::section::render_section;
-use crate::working::{replay, Keep, StatePatch, StateUpdate, StateVersion, WorkingMemory};
+use crate::working::{Keep, StatePatch, StateUpdate, StateVersion, WorkingMemory};
 
 /// The rendered section and its tokens, kept while the version and the
 /// encoding stay the same.
@@ -161,14 +161,6 @@ impl Session {
     pub(super) fn settle_working_memory(&mut self, state: WorkingMemory) -> Result<()> {
         self.working = state;
         cache::write(&self.paths.dir, &self.working)
-    }
-
-    /// After a log append that wrote only part of a batch: the state the
-    /// written events make.
-    pub(super) fn settle_partial_working_memory(&mut self, written: &[Event]) {
-        let state = replay(self.working.clone(), written, Keep::LastOnly).state;
-        // The log holds the truth; a stale file is rebuilt from it on open.
-        let _ = self.settle_working_memory(state);
     }
 
     /// The working-memory section for this prepare and its tokens.

@@ -7,13 +7,14 @@
 //! cuts the log back to its last complete line; complete lines are never lost.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::config::Durability;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
 use crate::event::Event;
 use crate::json;
+use crate::store::lock::PendingBatch;
 
 /// Something that was wrong with a log when it was opened, and what was done.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,9 +33,19 @@ pub enum Recovery {
         error: String,
         moved_to: Option<PathBuf>,
     },
+    /// An append of several events was cut short by a crash: its lines
+    /// were moved aside, so none of the batch is in the log.
+    UnfinishedBatch {
+        log: PathBuf,
+        bytes: usize,
+        moved_to: PathBuf,
+    },
     /// A working-memory update in the log no longer applies on replay; the
     /// state was rebuilt without it (the event stays in the log).
     WorkingMemoryUpdate { event_id: String, error: String },
+    /// A compaction was cut short while archiving: the lines it had
+    /// appended (events the active log still holds) were cut from the archive.
+    UnfinishedArchiveAppend { archive: PathBuf, lines: usize },
 }
 
 impl std::fmt::Display for Recovery {
@@ -55,6 +66,17 @@ impl std::fmt::Display for Recovery {
                 "{}, line {line}: not a valid event ({error}), {}",
                 log.display(),
                 aside(moved_to)
+            ),
+            Recovery::UnfinishedBatch { log, bytes, moved_to } => write!(
+                f,
+                "{}: an append of several events was cut short ({bytes} bytes); none of them was kept in the log, and the bytes were moved to {}",
+                log.display(),
+                moved_to.display()
+            ),
+            Recovery::UnfinishedArchiveAppend { archive, lines } => write!(
+                f,
+                "{}: {lines} lines of a compaction that was cut short were cut (their events are still in the active log)",
+                archive.display()
             ),
             Recovery::WorkingMemoryUpdate { event_id, error } => write!(
                 f,
@@ -337,6 +359,133 @@ impl<'out> Fields<'out> {
     }
 }
 
+/// The inode of a file, which an atomic replacement changes (0 off Unix).
+pub(crate) fn inode(meta: &fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::MetadataExt::ino(meta)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        0
+    }
+}
+
+/// Takes a batch a crash cut short out of the log at `path`: when the log
+/// `batch` names (the same file) ends inside it, the batch's bytes go to
+/// `<log>.corrupt` and the log is cut back to where the batch began.
+/// Returns what was done, if anything.
+pub fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<Recovery>> {
+    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).io("open", path),
+    };
+    let meta = file.metadata().io("stat", path)?;
+    let len = meta.len();
+    let same_log = inode(&meta) == batch.log_inode;
+    if !same_log || len <= batch.start || len >= batch.end {
+        return Ok(None);
+    }
+    let mut partial = vec![0; (len - batch.start) as usize];
+    file.seek(SeekFrom::Start(batch.start)).io("read", path)?;
+    file.read_exact(&mut partial).io("read", path)?;
+    if !partial.ends_with(b"\n") {
+        partial.push(b'\n');
+    }
+    append_durably(&corrupt_path(path), &partial)?;
+    file.set_len(batch.start).io("truncate", path)?;
+    file.sync_all().io("fsync", path)?;
+    Ok(Some(Recovery::UnfinishedBatch {
+        log: path.to_path_buf(),
+        bytes: (len - batch.start) as usize,
+        moved_to: corrupt_path(path),
+    }))
+}
+
+/// `bytes`, read from a log whose inode is `log_inode`, without the lines
+/// of a batch its writer has under way (`batch`): what a reader sees of a
+/// batch is all of it or none.
+pub fn without_unfinished_batch(
+    mut bytes: Vec<u8>,
+    log_inode: u64,
+    batch: Option<PendingBatch>,
+) -> Vec<u8> {
+    if let Some(batch) = batch {
+        let len = bytes.len() as u64;
+        if batch.log_inode == log_inode && len > batch.start && len < batch.end {
+            bytes.truncate(batch.start as usize);
+        }
+    }
+    bytes
+}
+
+/// Reads `path` as [`read_log`] does, leaving out the lines of a batch its
+/// writer (whose record is in `session_dir`) has under way.
+pub fn read_log_as_reader(path: &Path, session_dir: &Path) -> Result<LogContents> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LogContents::default()),
+        Err(e) => return Err(e).io("open", path),
+    };
+    let log_inode = inode(&file.metadata().io("stat", path)?);
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).io("read", path)?;
+    // Read after the log: a batch recorded since is not in the bytes read.
+    let batch = super::lock::pending_batch(session_dir);
+    Ok(parse_log(&without_unfinished_batch(
+        bytes, log_inode, batch,
+    )))
+}
+
+/// Bytes read at a time when looking for the start of a file's last line.
+const BACKWARD_READ_BYTES: u64 = 64 * 1024;
+
+/// Where the last line of the file's first `len` bytes starts (a last
+/// line may lack its newline).
+pub(crate) fn last_line_start(file: &mut File, len: u64) -> std::io::Result<u64> {
+    // The line's own newline, when it has one, is not its start.
+    let mut end = len.saturating_sub(1);
+    let mut chunk = Vec::new();
+    while end > 0 {
+        let from = end.saturating_sub(BACKWARD_READ_BYTES);
+        chunk.resize((end - from) as usize, 0);
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(&mut chunk)?;
+        if let Some(newline) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok(from + newline as u64 + 1);
+        }
+        end = from;
+    }
+    Ok(0)
+}
+
+/// Sets aside a torn last line of the JSONL file at `path`, open (for
+/// reading and appending) as `file`: its bytes go to `<path>.corrupt` and
+/// the file is cut back to its last whole line, so the next append starts
+/// a line of its own instead of joining the torn one.
+pub(crate) fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<()> {
+    let len = file.metadata().io("stat", path)?.len();
+    let mut last = [0u8];
+    if len == 0 {
+        return Ok(());
+    }
+    file.seek(SeekFrom::Start(len - 1)).io("read", path)?;
+    file.read_exact(&mut last).io("read", path)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    let start = last_line_start(file, len).io("read", path)?;
+    let mut torn = vec![0; (len - start) as usize];
+    file.seek(SeekFrom::Start(start)).io("read", path)?;
+    file.read_exact(&mut torn).io("read", path)?;
+    torn.push(b'\n');
+    append_durably(&corrupt_path(path), &torn)?;
+    file.set_len(start).io("truncate", path)?;
+    file.sync_all().io("fsync", path)
+}
+
 fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .create(true)
@@ -347,13 +496,6 @@ fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     file.sync_all().io("fsync", path)
 }
 
-/// A failed append: the error, and how many events made it into the log first.
-#[derive(Debug)]
-pub struct AppendFailure {
-    pub written: usize,
-    pub error: Error,
-}
-
 /// An open log that events are appended to.
 #[derive(Debug)]
 pub struct AppendLog {
@@ -361,6 +503,7 @@ pub struct AppendLog {
     file: File,
     durability: Durability,
     len: u64,
+    inode: u64,
     buffer: Vec<u8>,
 }
 
@@ -372,107 +515,82 @@ impl AppendLog {
             .append(true)
             .open(path)
             .io("open", path)?;
-        let len = file.metadata().io("stat", path)?.len();
+        let meta = file.metadata().io("stat", path)?;
         Ok(AppendLog {
             path: path.to_path_buf(),
             file,
             durability,
-            len,
+            len: meta.len(),
+            inode: inode(&meta),
             buffer: Vec::new(),
         })
     }
 
-    /// Appends `events`, one line each, and syncs as the durability setting says:
-    /// after each event under `always`, once at the end under `batch`.
-    ///
-    /// Under `batch` and `os` the lines go out in one write, so a turn's
-    /// events cost one system call. On failure the log is cut back to its
-    /// last complete line, and the failure says how many events were written
-    /// (and synced) before it.
-    pub fn append(&mut self, events: &[Event]) -> std::result::Result<(), AppendFailure> {
+    /// Appends `events`, one line each, all or nothing: the lines go out in
+    /// one write, synced unless the durability is `os`. On failure the log
+    /// is cut back to where it ended, and none of them is in it.
+    pub fn append(&mut self, events: &[Event]) -> Result<()> {
+        self.encode(events);
+        self.write_encoded()
+    }
+
+    /// Encodes `events` as the lines the next [`AppendLog::write_encoded`]
+    /// writes; [`AppendLog::pending`] says where they will go.
+    pub fn encode(&mut self, events: &[Event]) {
         self.buffer.clear();
         for event in events {
             encode_line(event, &mut self.buffer);
         }
-        if self.durability == Durability::Always {
-            return self.append_each_synced();
+    }
+
+    /// Where the encoded lines will go: this log, from its end on.
+    pub fn pending(&self) -> PendingBatch {
+        PendingBatch {
+            log_inode: self.inode,
+            start: self.len,
+            end: self.len + self.buffer.len() as u64,
         }
-        if let Err(error) = self.write_buffered(0..self.buffer.len()) {
-            return Err(AppendFailure { written: 0, error });
+    }
+
+    /// Writes the encoded lines (see [`AppendLog::append`]).
+    pub fn write_encoded(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
         }
-        if self.durability == Durability::Batch && !events.is_empty() {
-            if let Err(e) = self.file.sync_data() {
-                // The lines are in the file (readers see them); only their sync failed.
-                return Err(AppendFailure {
-                    written: events.len(),
-                    error: Error::Io {
-                        action: "fsync",
-                        path: self.path.clone(),
-                        source: e,
-                    },
-                });
-            }
+        let before = self.len;
+        let written = self
+            .file
+            .write_all(&self.buffer)
+            .io("append to", &self.path)
+            .and_then(|()| match self.durability {
+                Durability::Always | Durability::Batch => {
+                    self.file.sync_data().io("fsync", &self.path)
+                }
+                Durability::Os => Ok(()),
+            });
+        if written.is_err() {
+            // Lines whose sync failed are not kept: the caller is told none were written.
+            let _ = self.file.set_len(before);
+            return written;
         }
+        self.len += self.buffer.len() as u64;
         Ok(())
     }
 
-    /// Writes and syncs the buffered lines one by one. A line holds no raw
-    /// newline (JSON escapes them in strings), so each ends at the next one.
-    fn append_each_synced(&mut self) -> std::result::Result<(), AppendFailure> {
-        let mut start = 0;
-        let mut written = 0;
-        while let Some(newline) = self.buffer[start..].iter().position(|&b| b == b'\n') {
-            let end = start + newline + 1;
-            let before = self.len;
-            let synced = self
-                .write_buffered(start..end)
-                .and_then(|()| self.file.sync_data().io("fsync", &self.path));
-            if let Err(error) = synced {
-                // An unsynced line is not kept: `written` counts synced ones.
-                let _ = self.file.set_len(before);
-                self.len = before;
-                return Err(AppendFailure { written, error });
-            }
-            start = end;
-            written += 1;
-        }
-        Ok(())
-    }
-
-    /// The lines the latest [`AppendLog::append`] encoded: after one that
-    /// succeeded, exactly the bytes it added to the log.
+    /// The lines the latest [`AppendLog::append`] (or
+    /// [`AppendLog::encode`]) encoded: after one that succeeded, exactly the
+    /// bytes it added to the log.
     pub fn appended(&self) -> &[u8] {
         &self.buffer
-    }
-
-    /// Writes `range` of the buffer at the log's end; on failure cuts the
-    /// log back to where it ended before.
-    fn write_buffered(&mut self, range: std::ops::Range<usize>) -> Result<()> {
-        let bytes = &self.buffer[range];
-        if let Err(error) = self.file.write_all(bytes) {
-            let _ = self.file.set_len(self.len);
-            return Err(error).io("append to", &self.path);
-        }
-        self.len += bytes.len() as u64;
-        Ok(())
     }
 
     /// Appends lines already encoded (by [`encode_lines`], or read from a log
     /// with [`lines_for`]) in one write, synced unless the durability is `os`.
     pub fn append_encoded(&mut self, lines: &[u8]) -> Result<()> {
         debug_assert!(lines.is_empty() || lines.ends_with(b"\n"));
-        if lines.is_empty() {
-            return Ok(());
-        }
-        if let Err(error) = self.file.write_all(lines) {
-            let _ = self.file.set_len(self.len);
-            return Err(error).io("append to", &self.path);
-        }
-        self.len += lines.len() as u64;
-        match self.durability {
-            Durability::Always | Durability::Batch => self.file.sync_data().io("fsync", &self.path),
-            Durability::Os => Ok(()),
-        }
+        self.buffer.clear();
+        self.buffer.extend_from_slice(lines);
+        self.write_encoded()
     }
 
     /// When appends are synced.
@@ -494,6 +612,7 @@ impl AppendLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::event::TraceType;
 
     #[test]
@@ -526,7 +645,7 @@ mod tests {
     }
 
     /// What the indexer is handed: the bytes the latest append added, under
-    /// every durability (`always` writes and syncs them line by line).
+    /// every durability.
     #[test]
     fn appended_is_what_the_latest_append_added_to_the_log() {
         for durability in [Durability::Always, Durability::Batch, Durability::Os] {
@@ -543,27 +662,25 @@ mod tests {
         }
     }
 
-    /// A write that fails (a full disk) is a typed error that says how many
-    /// events were written before it, and leaves the log as it was.
+    /// A write that fails (a full disk) is a typed error, and leaves the
+    /// log as it was: none of the batch is in it.
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_failed_write_says_how_many_events_it_kept() {
+    fn a_failed_write_is_an_error_and_keeps_none_of_the_batch() {
         for durability in [Durability::Always, Durability::Batch, Durability::Os] {
             let mut log = AppendLog::open(Path::new("/dev/full"), durability).unwrap();
-            let failure = log
+            let error = log
                 .append(&[Event::user("one"), Event::user("two")])
                 .unwrap_err();
-            assert_eq!(failure.written, 0, "{durability:?}");
             assert!(
                 matches!(
-                    failure.error,
+                    error,
                     Error::Io {
                         action: "append to",
                         ..
                     }
                 ),
-                "{durability:?}: {:?}",
-                failure.error
+                "{durability:?}: {error:?}"
             );
             assert_eq!(log.len(), 0);
         }

@@ -42,6 +42,10 @@ pub struct SessionMeta {
     /// Events moved to the archive by compactions.
     #[serde(default)]
     pub archived_events: usize,
+    /// Compactions whose every step is done (the snapshot counts those
+    /// committed): one the snapshot counts beyond this is finished on open.
+    #[serde(default)]
+    pub compactions: u64,
     /// Turns (user messages) in the log.
     #[serde(default)]
     pub turns: usize,

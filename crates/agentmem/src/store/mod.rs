@@ -12,6 +12,7 @@
 //!     lock                        held by the one writer
 //! ```
 
+pub mod archive;
 pub mod atomic;
 pub mod jsonl;
 pub mod lock;
@@ -375,8 +376,36 @@ impl Store {
         Ok(sessions)
     }
 
+    /// Removes the hidden folders a fork or a delete left when its process
+    /// was killed midway: each holds a session lock while it is in use, so
+    /// one whose lock is free is abandoned.
+    fn remove_abandoned_staging(&self, agent: &AgentId) -> Result<()> {
+        let dir = self.sessions_dir(agent);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).io("list", &dir),
+        };
+        for entry in entries {
+            let entry = entry.io("list", &dir)?;
+            let name = entry.file_name();
+            let staged = name
+                .to_str()
+                .is_some_and(|n| n.starts_with(".fork-") || n.starts_with(".deleted-"));
+            if !staged || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if let Ok(_abandoned) = lock::SessionLock::acquire(&path, "") {
+                fs::remove_dir_all(&path).io("remove", &path)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes a session and all its files. Refused while a writer holds it.
     pub fn delete_session(&self, agent: &AgentId, id: &SessionId) -> Result<()> {
+        self.remove_abandoned_staging(agent)?;
         let paths = self.existing(agent, id)?;
         let _lock = lock::SessionLock::acquire(&paths.dir, id.as_str())?;
         let doomed = paths
@@ -420,12 +449,15 @@ impl Store {
             None => None,
         };
         let archived = jsonl::read_log(&original.paths().archive())?.events;
+        self.remove_abandoned_staging(agent)?;
         let staging = SessionPaths {
             dir: target
                 .dir
                 .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
         };
         fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
+        // Held while the copy is made, so a fork killed midway is told from one under way.
+        let _staging_lock = lock::SessionLock::acquire(&staging.dir, new_id.as_str())?;
         let kept = events_through_turn(original.events(), cut.as_deref());
         let kept_archive = events_through_turn(&archived, cut.as_deref());
         write_log(&staging.raw_traces(), &kept)?;

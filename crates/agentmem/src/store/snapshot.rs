@@ -5,7 +5,10 @@
 //! markers). The model's view is the base followed by the active log, which
 //! after a compaction holds only the raw tail: resuming reads only what came
 //! after the checkpoint. It also keeps the working memory as of the
-//! compaction. It is rewritten atomically.
+//! compaction. It is rewritten atomically, and writing it commits a
+//! compaction: what follows (the active log cut to the tail, the episodic
+//! item and facts, the counts) is finished on the next open when a crash
+//! stopped it.
 
 use std::path::Path;
 
@@ -42,6 +45,23 @@ pub struct Snapshot {
     /// `None` in snapshots written before working memory existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_memory: Option<crate::working::WorkingMemory>,
+    /// Events in the archive once this compaction's span is in it. `None`
+    /// in snapshots written before compactions were finished on open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_events: Option<usize>,
+    /// What the compaction leaves in the agent's long-term memory, kept
+    /// with the commit so a crash before it is written cannot lose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<CompactionMemory>,
+}
+
+/// What one compaction leaves in the agent's long-term memory: the
+/// episodic item of its span and the facts its summary found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionMemory {
+    pub episode: crate::memory::episodic::EpisodicItem,
+    #[serde(default)]
+    pub facts: Vec<crate::memory::facts::NewFact>,
 }
 
 impl Snapshot {
