@@ -151,6 +151,19 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
 }
 
 #[test]
+fn a_model_the_registry_does_not_know_is_flagged_when_the_chat_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Loopback::start(vec![answer(json!({"role": "assistant", "content": "Hi."}))]);
+    let output = chat(dir.path(), &server, &[], "hello\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"llama3.1\" is unknown") && stderr.contains("200000-token window"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Hi."));
+}
+
+#[test]
 fn the_model_keeps_its_task_state_in_the_session_it_talks_in() {
     let dir = tempfile::tempdir().unwrap();
     let plan = json!({"patch": {"plan": [{"step": "review auth", "status": "doing"}]}, "expected_version": 0});

@@ -467,6 +467,41 @@ fn context_prepare_and_tokens() {
     assert_eq!(stdout(&count).trim(), "4");
 }
 
+/// An 8k or 16k model gets room for its prompt, and a model the registry
+/// does not know is flagged on stderr, whatever the output mode.
+#[test]
+fn context_gives_small_windows_a_budget_and_warns_of_an_unknown_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[models]]\nmodel = \"my-local-llama\"\ncontext_window = 16384\nmax_output_tokens = 4096\n",
+    )
+    .unwrap();
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &events_ndjson(8),
+    );
+    let context = |model: &str| {
+        let out = run_ok(agentmem(dir.path()).args(["context", "s", "--json", "--model", model]));
+        let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (stats, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for (model, input_budget) in [("gpt-4", 3_072), ("my-local-llama", 10_240)] {
+        let (stats, stderr) = context(model);
+        assert_eq!(stats["input_budget"], input_budget, "{model}: {stats}");
+        assert_eq!(stats["over_budget"], false, "{model}");
+        assert!(!stderr.contains("unknown"), "{model}: {stderr}");
+    }
+    let (stats, stderr) = context("nobody-knows-this-model");
+    assert_eq!(stats["model_source"], "unknown");
+    assert!(
+        stderr.contains("\"nobody-knows-this-model\" is unknown")
+            && stderr.contains("200000-token window")
+            && stderr.contains("[[models]]"),
+        "{stderr}"
+    );
+}
+
 fn example(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")

@@ -308,6 +308,58 @@ fn budgets_layer_request_over_session_over_agent_over_config_file() {
     assert_eq!(stats.trigger_tokens, 23_500);
 }
 
+/// The reserves scale with the window: the safety margin is an eighth of it
+/// up to 13,000 tokens and the reply reserve at most half of it, so an 8k or
+/// 16k model gets a budget a conversation fits in, while every window from
+/// 104,000 tokens keeps the 13,000 margin and the model's whole output.
+#[test]
+fn small_windows_get_a_useful_input_budget_and_large_ones_keep_the_seed_reserves() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(CONFIG_FILE),
+        "[[models]]\nmodel = \"my-local-llama\"\ncontext_window = 16384\nmax_output_tokens = 4096\n",
+    )
+    .unwrap();
+    let store = Store::with_config(dir.path(), Config::load(dir.path()).unwrap());
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.ingest(conversation()).unwrap();
+    let cases = [
+        ("gpt-4", 8_192, 4_096, 1_024),
+        ("gpt-3.5-turbo", 16_385, 4_096, 2_048),
+        ("my-local-llama", 16_384, 4_096, 2_048),
+        ("gpt-4o", 128_000, 16_384, 13_000),
+        ("claude-sonnet-4-5", 200_000, 64_000, 13_000),
+        ("o3", 200_000, 100_000, 13_000),
+    ];
+    for (model, window, reply_reserve, margin) in cases {
+        let prepared = session
+            .prepare(&PrepareRequest::new(model, Target::OpenAiChat))
+            .unwrap();
+        let stats = prepared.stats;
+        assert_eq!(
+            (
+                stats.budget.context_window,
+                stats.budget.max_output_tokens,
+                stats.budget.safety_margin
+            ),
+            (window, reply_reserve, margin),
+            "{model}"
+        );
+        assert_eq!(
+            stats.input_budget,
+            window - reply_reserve - margin,
+            "{model}"
+        );
+        assert!(
+            stats.input_budget >= window * 3 / 8,
+            "{model}: {}",
+            stats.input_budget
+        );
+        assert!(!stats.over_budget && !stats.compaction_due, "{model}");
+        assert_eq!(prepared.payload["messages"].as_array().unwrap().len(), 4);
+    }
+}
+
 #[test]
 fn an_unknown_model_gets_the_default_window_and_says_so() {
     let (_dir, mut session) = session_with(conversation());

@@ -32,6 +32,7 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
     };
     let endpoint = reach_model::endpoint(&ctx.store, &flags)?;
     let (model, target) = (endpoint.model.clone(), endpoint.target);
+    ctx.warn_if_unknown_model(&model);
     let client = Client::new(endpoint.clone())?;
     let mut session = open(ctx, args)?;
     if let Some(summarizer) = reach_model::summarizer(ctx, &flags, &endpoint) {

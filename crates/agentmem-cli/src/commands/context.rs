@@ -15,6 +15,7 @@ pub fn run(ctx: &Context, id: &str, args: &ModelArgs) -> anyhow::Result<()> {
     let mut session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
     ctx.report_recoveries(&session);
     let request = super::prepare::request_for(&session, args)?;
+    ctx.warn_if_unknown_model(&request.model);
     let stats = session.prepare(&request)?.stats;
     let extra = Extra::of(&session, ctx.store.registry(), &stats.model);
     if ctx.json {

@@ -11,6 +11,7 @@ use agentmem::prepare::PrepareRequest;
 use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
 use agentmem::store::Store;
+use agentmem::tokens::budget::BudgetSettings;
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::Value;
@@ -96,12 +97,12 @@ fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
     Ok(request)
 }
 
-/// Gives `request` an input budget of exactly `budget` tokens: the window is
-/// the budget plus the model's reply reserve and the safety margin.
+/// Gives `request` an input budget of exactly `budget` tokens beside the
+/// model's whole reply reserve.
 pub fn set_input_budget(request: &mut PrepareRequest, store: &Store, budget: u64) {
     let model = store.registry().lookup(&request.model);
-    let margin = agentmem::tokens::budget::DEFAULT_SAFETY_MARGIN_TOKENS;
-    request.budget.context_window = Some(budget + model.max_output_tokens + margin);
+    let exact = BudgetSettings::for_input_budget(budget, model.max_output_tokens);
+    request.budget = exact.over(request.budget);
 }
 
 /// The events without the usage their provider reported: it measured the
