@@ -286,11 +286,6 @@ impl Session {
         let (working, replay_recoveries) =
             working::load_state(&paths, snapshot.as_ref(), &events, writer.is_some())?;
         recoveries.extend(replay_recoveries);
-        let mut calibration = CalibrationTable::default();
-        events
-            .iter()
-            .filter_map(|e| e.usage.as_ref())
-            .for_each(|u| calibration.observe(u));
         let mut session = Session {
             settings,
             snapshot,
@@ -313,7 +308,7 @@ impl Session {
             working_section: None,
             drafting: None,
             transcript: None,
-            calibration,
+            calibration: CalibrationTable::default(),
             last_prepare: None,
             latest_overhead_tokens: None,
             unprepared_call_overhead_tokens: None,
@@ -330,6 +325,13 @@ impl Session {
             meta_dirty: false,
             meta_written: Instant::now(),
         };
+        let reported: Vec<Arc<Event>> = session
+            .events
+            .iter()
+            .filter(|e| e.usage.is_some())
+            .cloned()
+            .collect();
+        session.calibrate(&reported);
         session.refresh_meta_counts();
         if session.writer.is_some() && session.meta_is_stale() {
             session.write_meta()?;
@@ -538,6 +540,22 @@ impl Session {
         &self.calibration
     }
 
+    /// The calibration learned for `model`, or for any other name of the
+    /// model it resolves to (`claude-sonnet-4-5`, `claude-sonnet-4-5-20250929`).
+    pub fn calibration_for(&mut self, model: &str) -> Option<crate::prepare::Calibration> {
+        let family = self.model_info(model).family();
+        self.calibration.get(&family)
+    }
+
+    /// Learns from the usage `events` report, each under the model it resolves to.
+    fn calibrate(&mut self, events: &[Arc<Event>]) {
+        for usage in events.iter().filter_map(|e| e.usage.as_ref()) {
+            let Some(model) = &usage.model else { continue };
+            let family = self.model_info(model).family();
+            self.calibration.observe(&family, usage);
+        }
+    }
+
     /// Gives the first reported usage in `fresh` our count of the prompt it
     /// measured, when that prompt is the context prepared last.
     fn pair_usage_with_last_prepare(&mut self, fresh: &mut [Event]) {
@@ -644,10 +662,7 @@ impl Session {
         if let Some(transcript) = &mut self.transcript {
             transcript.extend_counting_later(&events);
         }
-        events
-            .iter()
-            .filter_map(|e| e.usage.as_ref())
-            .for_each(|u| self.calibration.observe(u));
+        self.calibrate(&events);
         if events.iter().any(|e| e.usage.is_some()) {
             self.overflow_attempts = 0; // a model call went through
         }
