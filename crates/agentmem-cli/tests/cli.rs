@@ -769,6 +769,46 @@ fn compact_with_focus_and_read_evicted_outputs() {
     );
 }
 
+/// Asked for, a compaction folds a history of two short exchanges, and says
+/// that it freed nothing.
+#[test]
+fn compact_summarizes_a_short_history_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = json!({"trace_type": "user", "content": "Hello?"}).to_string()
+        + "\n"
+        + &json!({"trace_type": "assistant", "content": "Hi."}).to_string()
+        + "\n";
+    for session in ["text", "json", "text", "json"] {
+        common::run_with_stdin(
+            agentmem(dir.path()).args(["ingest", "--session", session]),
+            &events,
+        );
+    }
+    let text = stdout(&run_ok(agentmem(dir.path()).args(["compact", "text"])));
+    assert!(
+        text.starts_with("compacted 2 events") && text.contains("note: nothing was freed"),
+        "{text}"
+    );
+    let context: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["context", "text", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(context["compactions"], 1, "{context}");
+
+    let report: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["compact", "json", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(report["applied"], true, "{report}");
+    assert_eq!(report["tokens_saved"], 0, "{report}");
+    assert!(report["note"]
+        .as_str()
+        .unwrap()
+        .contains("nothing was freed"));
+    let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", "json"])));
+    assert_eq!(exported.lines().count(), 4, "nothing lost");
+}
+
 #[test]
 fn reimport_after_compaction_adds_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();

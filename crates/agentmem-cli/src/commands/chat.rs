@@ -167,19 +167,7 @@ fn slash(
             };
             let report = session.compact(&options);
             spinner.finish_and_clear();
-            let report = report?;
-            println!(
-                "compacted {} events: {} → {} tokens ({} saved){}",
-                report.events_compacted,
-                report.tokens_before,
-                report.tokens_after,
-                report.tokens_saved,
-                if report.applied {
-                    ""
-                } else {
-                    "; nothing to free, nothing changed"
-                }
-            );
+            print!("{}", super::compact::describe(&report?));
         }
         "context" => {
             let stats = session.prepare(request)?.stats;
