@@ -322,7 +322,7 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
     );
     assert!(shown.contains("The parser is in src/parse.rs."), "{shown}");
     assert!(shown.contains("Recovered and answered."), "{shown}");
-    assert!(shown.contains("input tokens (trigger"), "{shown}");
+    assert!(shown.contains("%), compaction at "), "{shown}");
     assert_eq!(
         server.requests().len(),
         9,
@@ -452,4 +452,166 @@ fn the_configuration_names_the_model_the_server_and_the_key_variable() {
         sent.header("authorization"),
         Some("Bearer from-the-named-variable")
     );
+}
+
+/// The lines `agentmem context` prints for `id`, as the model `llama3.1`.
+fn context_lines(dir: &Path, id: &str) -> Vec<String> {
+    let output = common::agentmem_with_input(
+        dir,
+        &common::args(&["context", id, "--model", "llama3.1"]),
+        &[],
+        "",
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn context_in_chat_shows_what_the_context_command_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Loopback::start(vec![answer(
+        json!({"role": "assistant", "content": "The parser is in src/parse.rs."}),
+    )]);
+    let output = chat(
+        dir.path(),
+        &server,
+        &[],
+        "Where is the parser?\n/context\n/quit\n",
+    );
+    let shown = String::from_utf8_lossy(&output.stdout);
+    let id = session_id(&output);
+    let printed = context_lines(dir.path(), &id);
+    // The same model line and the same facts about the session.
+    for line in [
+        &printed[0],
+        printed.iter().find(|l| l.starts_with("messages ")).unwrap(),
+    ] {
+        assert!(shown.contains(line.as_str()), "{line:?} not in {shown}");
+    }
+    let bar = shown.lines().find(|l| l.starts_with('[')).unwrap();
+    assert!(
+        bar.contains(" tokens (") && bar.contains("%), compaction at "),
+        "{bar}"
+    );
+    for section in [
+        "system",
+        "memory",
+        "working memory",
+        "tool schemas",
+        "history",
+        "reply priming",
+    ] {
+        assert!(
+            shown.lines().any(|l| l.trim_start().starts_with(section)),
+            "{section} in {shown}"
+        );
+    }
+    // The chat's own request: its tools are counted.
+    let schemas = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("tool schemas"))
+        .unwrap();
+    assert!(!schemas.contains(" 0 "), "{schemas}");
+}
+
+#[test]
+fn an_unreachable_model_is_reported_and_the_chat_goes_on() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let arguments = common::args(&[
+        "chat",
+        "--model",
+        "llama3.1",
+        "--no-stream",
+        "--base-url",
+        &url,
+    ]);
+    let output = common::agentmem_with_input(
+        dir.path(),
+        &arguments,
+        &[("OPENAI_API_KEY", None)],
+        "Anyone there?\n/context\n/quit\n",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agentmem: error:"), "{stderr}");
+    assert!(
+        stderr.contains("saved"),
+        "the chat ended as asked: {stderr}"
+    );
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains("compaction at"),
+        "/context still ran: {shown}"
+    );
+    let id = session_id(&output);
+    let exported =
+        common::agentmem_with_input(dir.path(), &common::args(&["export", &id]), &[], "");
+    assert!(
+        String::from_utf8_lossy(&exported.stdout).contains("Anyone there?"),
+        "the message is kept"
+    );
+}
+
+#[test]
+fn an_overflow_is_retried_three_times_then_reported_and_the_chat_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let overflow = Reply::json(
+        400,
+        json!({"error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}}),
+    );
+    let mut replies = vec![overflow; 4];
+    replies.push(answer(
+        json!({"role": "assistant", "content": "This one fits."}),
+    ));
+    let server = Loopback::start(replies);
+    let output = chat(
+        dir.path(),
+        &server,
+        &[],
+        "A huge question?\nA small one?\n/quit\n",
+    );
+    assert_eq!(
+        server.requests().len(),
+        5,
+        "the first call and 3 retries, then the next message"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("agentmem: error:") && stderr.contains("3"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("This one fits."));
+}
+
+#[test]
+fn a_compact_that_fails_is_reported_and_the_chat_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut replies: Vec<Reply> = (0..6)
+        .map(|i| answer(json!({"role": "assistant", "content": long(&format!("Answer {i}."))})))
+        .collect();
+    replies.push(Reply::json(
+        400,
+        json!({"error": {"message": "unknown model llama3.2:1b"}}),
+    ));
+    replies.push(answer(
+        json!({"role": "assistant", "content": "Still here."}),
+    ));
+    let server = Loopback::start(replies);
+    let output = chat(
+        dir.path(),
+        &server,
+        &["--summarizer-model", "llama3.2:1b"],
+        "One?\nTwo?\nThree?\nFour?\nFive?\nSix?\n/compact\nSeven?\n/quit\n",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("agentmem: error:") && stderr.contains("summar"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Still here."));
+    assert!(!only_session(dir.path()).join("snapshot.json").exists());
 }

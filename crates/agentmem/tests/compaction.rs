@@ -458,6 +458,29 @@ fn overflow_recovery_retries_three_times_then_gives_up() {
     ));
 }
 
+/// A local server may report no usage: its answer still shows the call went
+/// through, so the next overflow gets its three recoveries again.
+#[test]
+fn an_answer_without_usage_resets_the_overflow_count_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(12));
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let error = ProviderError::ContextOverflow {
+        message: "400: prompt is too long".into(),
+    };
+    for _ in 0..3 {
+        session.recover_from_overflow(&error, &request).unwrap();
+    }
+    assert!(session.recover_from_overflow(&error, &request).is_err());
+    session.ingest(vec![Event::assistant("ok")]).unwrap();
+    for attempt in 1..=3 {
+        assert!(
+            session.recover_from_overflow(&error, &request).is_ok(),
+            "attempt {attempt}"
+        );
+    }
+}
+
 #[test]
 fn hooks_run_before_and_after() {
     let dir = tempfile::tempdir().unwrap();

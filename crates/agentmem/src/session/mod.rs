@@ -663,7 +663,8 @@ impl Session {
             transcript.extend_counting_later(&events);
         }
         self.calibrate(&events);
-        if events.iter().any(|e| e.usage.is_some()) {
+        let answered = |e: &Arc<Event>| e.usage.is_some() || e.trace_type.is_model_output();
+        if events.iter().any(answered) {
             self.overflow_attempts = 0; // a model call went through
         }
         for event in &events {
