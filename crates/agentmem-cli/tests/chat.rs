@@ -5,9 +5,8 @@ mod common;
 #[path = "../../agentmem-llm/tests/support/mod.rs"]
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 use support::{Loopback, Reply};
@@ -228,52 +227,6 @@ fn the_model_keeps_its_task_state_in_the_session_it_talks_in() {
     assert_eq!(state["document"]["plan"][0]["status"], "doing");
 }
 
-/// Runs `agentmem` with its standard streams on a pseudo-terminal, types
-/// `input`, and returns everything the terminal showed.
-#[cfg(unix)]
-fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
-    use std::fs::File;
-    use std::io::Read;
-    use std::os::fd::FromRawFd;
-
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two new descriptors into the pointers it is given.
-    let opened = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(opened, 0, "openpty failed");
-    // SAFETY: both descriptors were just opened and are owned here only.
-    let (mut terminal, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
-    let mut child = {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agentmem"));
-        command
-            .arg("--dir")
-            .arg(dir)
-            .args(args)
-            .env_remove("OPENAI_API_KEY")
-            .stdin(slave.try_clone().unwrap())
-            .stdout(slave.try_clone().unwrap())
-            .stderr(slave);
-        command.spawn().unwrap()
-    };
-    terminal.write_all(input.as_bytes()).unwrap();
-    let mut shown = Vec::new();
-    // Reading ends with EIO once the child has exited and the terminal is closed.
-    let _ = terminal.read_to_end(&mut shown);
-    assert!(
-        child.wait().unwrap().success(),
-        "{}",
-        String::from_utf8_lossy(&shown)
-    );
-    String::from_utf8_lossy(&shown).into_owned()
-}
-
 /// The folder of the one session in the data folder `dir`.
 fn only_session(dir: &Path) -> std::path::PathBuf {
     let sessions = dir.join("agents/default/sessions");
@@ -315,7 +268,7 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
         .map(|s| s.to_string())
         .chain([format!("{}/v1", server.url)])
         .collect();
-    let shown = in_terminal(
+    let shown = common::in_terminal(
         dir.path(),
         &args,
         "Where is the parser?\nAnd the lexer?\nTokens?\nErrors?\nTests?\nGrammar?\n/compact the parser\n/context\nNext?\n/quit\n",
@@ -345,7 +298,7 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
     let id = session.file_name().unwrap().to_str().unwrap().to_owned();
     let mut resume = args.clone();
     resume.extend(["--resume".to_owned(), id]);
-    in_terminal(dir.path(), &resume, "Still there?\n/quit\n");
+    common::in_terminal(dir.path(), &resume, "Still there?\n/quit\n");
     let resumed = history(&server.requests()[9].body);
     assert_eq!(resumed[..compacted.len()], compacted[..]);
 }

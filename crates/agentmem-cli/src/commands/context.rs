@@ -9,6 +9,7 @@ use agentmem::tokens::registry::{ModelRegistry, ModelSource};
 
 use super::Context;
 use crate::cli::ModelArgs;
+use crate::output::thousands;
 
 /// Width of the usage bar, in characters.
 const BAR_WIDTH: usize = 40;
@@ -228,18 +229,6 @@ fn bar(used: u64, trigger: u64, budget: u64) -> String {
         "▒".repeat(trigger_cells - used_cells),
         "░".repeat(BAR_WIDTH - trigger_cells)
     )
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn bytes(n: u64) -> String {
