@@ -12,9 +12,10 @@
 //!   needs (every window from 104,000 tokens gets exactly that);
 //! * `max_output_tokens = min(the model's maximum output, window / 2)`: a
 //!   model's maximum is often the whole window it shares with the prompt
-//!   (GPT-4's 8,192 of 8,192), a ceiling, not what a reply needs; every
-//!   first-party model of 128,000 tokens or more reserves at most half its
-//!   window and keeps its whole maximum.
+//!   (GPT-4's 8,192 of 8,192, Mistral's models), a ceiling, not what a reply
+//!   needs, and reserving it all left no input budget; OpenAI's, Anthropic's
+//!   and Google's models of 128,000 tokens or more list at most half their
+//!   window and keep their whole maximum.
 //!
 //! So GPT-4 (8,192 tokens) gets an input budget of 3,072, GPT-3.5 Turbo
 //! (16,385) 10,241 and a local model of 16,384 with a 4,096-token reply
@@ -24,7 +25,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Tokens kept free for counting error and provider framing in a large
-/// window; a smaller one keeps [`SAFETY_MARGIN_WINDOW_DIVISOR`]th of itself.
+/// window; a smaller one keeps its size divided by
+/// [`SAFETY_MARGIN_WINDOW_DIVISOR`].
 pub const DEFAULT_SAFETY_MARGIN_TOKENS: u64 = 13_000;
 /// The default safety margin is at most the window divided by this.
 pub const SAFETY_MARGIN_WINDOW_DIVISOR: u64 = 8;
