@@ -400,7 +400,7 @@ pub struct ModelArgs {
     /// Override the tokens reserved for the reply.
     #[arg(long)]
     pub max_output_tokens: Option<u64>,
-    /// Tokens kept free for counting error (default 13,000).
+    /// Tokens kept free for counting error (default: an eighth of the window, at most 13,000).
     #[arg(long)]
     pub safety_margin: Option<u64>,
     /// Compaction starts at this fraction of the input budget (default 0.8).

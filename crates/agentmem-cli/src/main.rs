@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod output;
 mod plot;
+mod progress;
 
 use std::process::ExitCode;
 

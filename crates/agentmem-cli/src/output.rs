@@ -29,3 +29,16 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
         line(row.iter().map(String::as_str).collect());
     }
 }
+
+/// `n` with its thousands grouped: `123,456`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

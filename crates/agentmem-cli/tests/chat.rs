@@ -5,9 +5,8 @@ mod common;
 #[path = "../../agentmem-llm/tests/support/mod.rs"]
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 use support::{Loopback, Reply};
@@ -151,6 +150,19 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
 }
 
 #[test]
+fn a_model_the_registry_does_not_know_is_flagged_when_the_chat_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Loopback::start(vec![answer(json!({"role": "assistant", "content": "Hi."}))]);
+    let output = chat(dir.path(), &server, &[], "hello\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"llama3.1\" is unknown") && stderr.contains("200000-token window"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Hi."));
+}
+
+#[test]
 fn the_model_keeps_its_task_state_in_the_session_it_talks_in() {
     let dir = tempfile::tempdir().unwrap();
     let plan = json!({"patch": {"plan": [{"step": "review auth", "status": "doing"}]}, "expected_version": 0});
@@ -215,52 +227,6 @@ fn the_model_keeps_its_task_state_in_the_session_it_talks_in() {
     assert_eq!(state["document"]["plan"][0]["status"], "doing");
 }
 
-/// Runs `agentmem` with its standard streams on a pseudo-terminal, types
-/// `input`, and returns everything the terminal showed.
-#[cfg(unix)]
-fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
-    use std::fs::File;
-    use std::io::Read;
-    use std::os::fd::FromRawFd;
-
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two new descriptors into the pointers it is given.
-    let opened = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(opened, 0, "openpty failed");
-    // SAFETY: both descriptors were just opened and are owned here only.
-    let (mut terminal, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
-    let mut child = {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agentmem"));
-        command
-            .arg("--dir")
-            .arg(dir)
-            .args(args)
-            .env_remove("OPENAI_API_KEY")
-            .stdin(slave.try_clone().unwrap())
-            .stdout(slave.try_clone().unwrap())
-            .stderr(slave);
-        command.spawn().unwrap()
-    };
-    terminal.write_all(input.as_bytes()).unwrap();
-    let mut shown = Vec::new();
-    // Reading ends with EIO once the child has exited and the terminal is closed.
-    let _ = terminal.read_to_end(&mut shown);
-    assert!(
-        child.wait().unwrap().success(),
-        "{}",
-        String::from_utf8_lossy(&shown)
-    );
-    String::from_utf8_lossy(&shown).into_owned()
-}
-
 /// The folder of the one session in the data folder `dir`.
 fn only_session(dir: &Path) -> std::path::PathBuf {
     let sessions = dir.join("agents/default/sessions");
@@ -302,14 +268,14 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
         .map(|s| s.to_string())
         .chain([format!("{}/v1", server.url)])
         .collect();
-    let shown = in_terminal(
+    let shown = common::in_terminal(
         dir.path(),
         &args,
         "Where is the parser?\nAnd the lexer?\nTokens?\nErrors?\nTests?\nGrammar?\n/compact the parser\n/context\nNext?\n/quit\n",
     );
     assert!(shown.contains("The parser is in src/parse.rs."), "{shown}");
     assert!(shown.contains("Recovered and answered."), "{shown}");
-    assert!(shown.contains("input tokens (trigger"), "{shown}");
+    assert!(shown.contains("%), compaction at "), "{shown}");
     assert_eq!(
         server.requests().len(),
         9,
@@ -332,7 +298,7 @@ fn in_a_terminal_a_rate_limit_and_an_overflow_are_handled_and_compact_takes_a_fo
     let id = session.file_name().unwrap().to_str().unwrap().to_owned();
     let mut resume = args.clone();
     resume.extend(["--resume".to_owned(), id]);
-    in_terminal(dir.path(), &resume, "Still there?\n/quit\n");
+    common::in_terminal(dir.path(), &resume, "Still there?\n/quit\n");
     let resumed = history(&server.requests()[9].body);
     assert_eq!(resumed[..compacted.len()], compacted[..]);
 }
@@ -439,4 +405,166 @@ fn the_configuration_names_the_model_the_server_and_the_key_variable() {
         sent.header("authorization"),
         Some("Bearer from-the-named-variable")
     );
+}
+
+/// The lines `agentmem context` prints for `id`, as the model `llama3.1`.
+fn context_lines(dir: &Path, id: &str) -> Vec<String> {
+    let output = common::agentmem_with_input(
+        dir,
+        &common::args(&["context", id, "--model", "llama3.1"]),
+        &[],
+        "",
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn context_in_chat_shows_what_the_context_command_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Loopback::start(vec![answer(
+        json!({"role": "assistant", "content": "The parser is in src/parse.rs."}),
+    )]);
+    let output = chat(
+        dir.path(),
+        &server,
+        &[],
+        "Where is the parser?\n/context\n/quit\n",
+    );
+    let shown = String::from_utf8_lossy(&output.stdout);
+    let id = session_id(&output);
+    let printed = context_lines(dir.path(), &id);
+    // The same model line and the same facts about the session.
+    for line in [
+        &printed[0],
+        printed.iter().find(|l| l.starts_with("messages ")).unwrap(),
+    ] {
+        assert!(shown.contains(line.as_str()), "{line:?} not in {shown}");
+    }
+    let bar = shown.lines().find(|l| l.starts_with('[')).unwrap();
+    assert!(
+        bar.contains(" tokens (") && bar.contains("%), compaction at "),
+        "{bar}"
+    );
+    for section in [
+        "system",
+        "memory",
+        "working memory",
+        "tool schemas",
+        "history",
+        "reply priming",
+    ] {
+        assert!(
+            shown.lines().any(|l| l.trim_start().starts_with(section)),
+            "{section} in {shown}"
+        );
+    }
+    // The chat's own request: its tools are counted.
+    let schemas = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("tool schemas"))
+        .unwrap();
+    assert!(!schemas.contains(" 0 "), "{schemas}");
+}
+
+#[test]
+fn an_unreachable_model_is_reported_and_the_chat_goes_on() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let arguments = common::args(&[
+        "chat",
+        "--model",
+        "llama3.1",
+        "--no-stream",
+        "--base-url",
+        &url,
+    ]);
+    let output = common::agentmem_with_input(
+        dir.path(),
+        &arguments,
+        &[("OPENAI_API_KEY", None)],
+        "Anyone there?\n/context\n/quit\n",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agentmem: error:"), "{stderr}");
+    assert!(
+        stderr.contains("saved"),
+        "the chat ended as asked: {stderr}"
+    );
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains("compaction at"),
+        "/context still ran: {shown}"
+    );
+    let id = session_id(&output);
+    let exported =
+        common::agentmem_with_input(dir.path(), &common::args(&["export", &id]), &[], "");
+    assert!(
+        String::from_utf8_lossy(&exported.stdout).contains("Anyone there?"),
+        "the message is kept"
+    );
+}
+
+#[test]
+fn an_overflow_is_retried_three_times_then_reported_and_the_chat_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let overflow = Reply::json(
+        400,
+        json!({"error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}}),
+    );
+    let mut replies = vec![overflow; 4];
+    replies.push(answer(
+        json!({"role": "assistant", "content": "This one fits."}),
+    ));
+    let server = Loopback::start(replies);
+    let output = chat(
+        dir.path(),
+        &server,
+        &[],
+        "A huge question?\nA small one?\n/quit\n",
+    );
+    assert_eq!(
+        server.requests().len(),
+        5,
+        "the first call and 3 retries, then the next message"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("agentmem: error:") && stderr.contains("3"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("This one fits."));
+}
+
+#[test]
+fn a_compact_that_fails_is_reported_and_the_chat_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut replies: Vec<Reply> = (0..6)
+        .map(|i| answer(json!({"role": "assistant", "content": long(&format!("Answer {i}."))})))
+        .collect();
+    replies.push(Reply::json(
+        400,
+        json!({"error": {"message": "unknown model llama3.2:1b"}}),
+    ));
+    replies.push(answer(
+        json!({"role": "assistant", "content": "Still here."}),
+    ));
+    let server = Loopback::start(replies);
+    let output = chat(
+        dir.path(),
+        &server,
+        &["--summarizer-model", "llama3.2:1b"],
+        "One?\nTwo?\nThree?\nFour?\nFive?\nSix?\n/compact\nSeven?\n/quit\n",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("agentmem: error:") && stderr.contains("summar"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Still here."));
+    assert!(!only_session(dir.path()).join("snapshot.json").exists());
 }

@@ -467,6 +467,41 @@ fn context_prepare_and_tokens() {
     assert_eq!(stdout(&count).trim(), "4");
 }
 
+/// An 8k or 16k model gets room for its prompt, and a model the registry
+/// does not know is flagged on stderr, whatever the output mode.
+#[test]
+fn context_gives_small_windows_a_budget_and_warns_of_an_unknown_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[models]]\nmodel = \"my-local-llama\"\ncontext_window = 16384\nmax_output_tokens = 4096\n",
+    )
+    .unwrap();
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &events_ndjson(8),
+    );
+    let context = |model: &str| {
+        let out = run_ok(agentmem(dir.path()).args(["context", "s", "--json", "--model", model]));
+        let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (stats, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for (model, input_budget) in [("gpt-4", 3_072), ("my-local-llama", 10_240)] {
+        let (stats, stderr) = context(model);
+        assert_eq!(stats["input_budget"], input_budget, "{model}: {stats}");
+        assert_eq!(stats["over_budget"], false, "{model}");
+        assert!(!stderr.contains("unknown"), "{model}: {stderr}");
+    }
+    let (stats, stderr) = context("nobody-knows-this-model");
+    assert_eq!(stats["model_source"], "unknown");
+    assert!(
+        stderr.contains("\"nobody-knows-this-model\" is unknown")
+            && stderr.contains("200000-token window")
+            && stderr.contains("[[models]]"),
+        "{stderr}"
+    );
+}
+
 fn example(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
@@ -732,6 +767,46 @@ fn compact_with_focus_and_read_evicted_outputs() {
         43,
         "export still returns the whole history"
     );
+}
+
+/// Asked for, a compaction folds a history of two short exchanges, and says
+/// that it freed nothing.
+#[test]
+fn compact_summarizes_a_short_history_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = json!({"trace_type": "user", "content": "Hello?"}).to_string()
+        + "\n"
+        + &json!({"trace_type": "assistant", "content": "Hi."}).to_string()
+        + "\n";
+    for session in ["text", "json", "text", "json"] {
+        common::run_with_stdin(
+            agentmem(dir.path()).args(["ingest", "--session", session]),
+            &events,
+        );
+    }
+    let text = stdout(&run_ok(agentmem(dir.path()).args(["compact", "text"])));
+    assert!(
+        text.starts_with("compacted 2 events") && text.contains("note: nothing was freed"),
+        "{text}"
+    );
+    let context: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["context", "text", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(context["compactions"], 1, "{context}");
+
+    let report: Value = serde_json::from_slice(
+        &run_ok(agentmem(dir.path()).args(["compact", "json", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(report["applied"], true, "{report}");
+    assert_eq!(report["tokens_saved"], 0, "{report}");
+    assert!(report["note"]
+        .as_str()
+        .unwrap()
+        .contains("nothing was freed"));
+    let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", "json"])));
+    assert_eq!(exported.lines().count(), 4, "nothing lost");
 }
 
 #[test]

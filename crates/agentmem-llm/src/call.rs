@@ -1,7 +1,8 @@
 //! One model call of an agent loop: the session prepares its context, the
 //! client sends it, the answer is recorded as events. A context-overflow
 //! error is recovered from (reactive compaction, then trimming) and the call
-//! retried once, so an agent never sees it unless recovery fails.
+//! retried, up to the session's three recoveries, so an agent never sees it
+//! unless recovery fails.
 
 use agentmem::context::overflow::ProviderError;
 use agentmem::prepare::PrepareRequest;
@@ -27,16 +28,21 @@ pub fn call_model(
     request: &PrepareRequest,
     mut delivery: Delivery<'_>,
 ) -> Result<Completion, LlmError> {
-    let prepared = session.prepare(request)?;
-    let completion = match send(client, &prepared.payload.to_value(), &mut delivery) {
-        Err(LlmError::Overflow { status, message }) => {
-            let error = ProviderError::ContextOverflow {
-                message: format!("{status}: {message}"),
-            };
-            let retry = session.recover_from_overflow(&error, request)?;
-            send(client, &retry.payload.to_value(), &mut delivery)?
+    let mut payload = session.prepare(request)?.payload.to_value();
+    // The session gives up (a typed error) after its third recovery.
+    let completion = loop {
+        match send(client, &payload, &mut delivery) {
+            Err(LlmError::Overflow { status, message }) => {
+                let error = ProviderError::ContextOverflow {
+                    message: format!("{status}: {message}"),
+                };
+                payload = session
+                    .recover_from_overflow(&error, request)?
+                    .payload
+                    .to_value();
+            }
+            other => break other?,
         }
-        other => other?,
     };
     let mut events = completion.events.clone();
     if let (Some(first), Some(usage)) = (events.first_mut(), &completion.usage) {

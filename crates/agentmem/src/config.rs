@@ -8,7 +8,7 @@
 //! durability = "always"   # always | batch | os
 //!
 //! [budget]                # also in agents/<id>/config.toml and <session dir>/config.toml
-//! safety_margin = 13000
+//! safety_margin = 13000  # default: an eighth of the window, at most 13,000
 //! trigger_ratio = 0.8
 //!
 //! [context]               # also per agent and per session, like [budget]

@@ -1,8 +1,6 @@
 //! Preparing a model call: the payload to send, and how it stands against the
 //! model's budget.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::Value;
 
@@ -334,39 +332,62 @@ fn is_openai_model(model: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
-/// Per-model calibration learned from events that carry both figures.
+/// The ratios of a provider's prompt size to agentmem's count that a
+/// tokenizer can explain. Current models' tokenizers count the same text
+/// within about a third of o200k_base (Claude's about 1.1 to 1.3 times it);
+/// a report outside measured another prompt than the one counted (the
+/// agent's own wrapping, cached tokens left out of the figure), which the
+/// usage anchor takes as measured and a factor applied to every count must not.
+pub const PLAUSIBLE_REPORTED_PER_COUNTED: std::ops::RangeInclusive<f64> = 0.5..=2.0;
+
+/// How many models' factors a calibration table keeps: the models reported
+/// most recently.
+pub const MAX_CALIBRATED_MODELS: usize = 16;
+
+/// Per-model calibration learned from events that carry both figures, filed
+/// under the model's family ([`ModelInfo::family`]) so that every spelling
+/// of a model shares it. Bounded: reports outside
+/// [`PLAUSIBLE_REPORTED_PER_COUNTED`] are ignored, so every factor lies in
+/// it, and at most [`MAX_CALIBRATED_MODELS`] models are kept.
 #[derive(Debug, Clone, Default)]
 pub struct CalibrationTable {
-    by_model: BTreeMap<String, (f64, u64)>,
+    /// (family, sum of ratios, samples), the model reported last at the end.
+    by_family: Vec<(String, f64, u64)>,
 }
 
 impl CalibrationTable {
-    /// Learns from an event's usage, when it has both the reported and our estimated prompt.
-    pub fn observe(&mut self, usage: &crate::event::Usage) {
-        let (Some(model), Some(estimated)) = (&usage.model, usage.estimated_prompt_tokens) else {
+    /// Learns from a usage of the model of `family`, when it has both the
+    /// reported and agentmem's own count of the prompt and they are plausible.
+    pub(crate) fn observe(&mut self, family: &str, usage: &crate::event::Usage) {
+        let Some(counted) = usage.estimated_prompt_tokens.filter(|&n| n > 0) else {
             return;
         };
-        if estimated == 0 || usage.prompt_tokens == 0 {
+        let ratio = usage.prompt_tokens as f64 / counted as f64;
+        if !PLAUSIBLE_REPORTED_PER_COUNTED.contains(&ratio) {
             return;
         }
-        let entry = self.by_model.entry(model.clone()).or_insert((0.0, 0));
-        entry.0 += usage.prompt_tokens as f64 / estimated as f64;
-        entry.1 += 1;
+        let (mut sum, mut samples) = (0.0, 0);
+        if let Some(at) = self.by_family.iter().position(|(f, ..)| f == family) {
+            (_, sum, samples) = self.by_family.remove(at);
+        } else if self.by_family.len() == MAX_CALIBRATED_MODELS {
+            self.by_family.remove(0);
+        }
+        self.by_family
+            .push((family.to_owned(), sum + ratio, samples.saturating_add(1)));
     }
 
-    /// The mean factor for `model`.
-    pub fn get(&self, model: &str) -> Option<Calibration> {
-        self.by_model.get(model).map(|(sum, samples)| Calibration {
-            factor: sum / *samples as f64,
-            samples: *samples,
-        })
+    /// The mean factor of the model of `family` ([`ModelInfo::family`]).
+    pub fn get(&self, family: &str) -> Option<Calibration> {
+        self.all()
+            .find(|(name, _)| *name == family)
+            .map(|(_, calibration)| calibration)
     }
 
-    /// Every model's factor.
+    /// Every model's factor, by family, the model reported last at the end.
     pub fn all(&self) -> impl Iterator<Item = (&str, Calibration)> {
-        self.by_model.iter().map(|(model, (sum, samples))| {
+        self.by_family.iter().map(|(family, sum, samples)| {
             (
-                model.as_str(),
+                family.as_str(),
                 Calibration {
                     factor: sum / *samples as f64,
                     samples: *samples,

@@ -458,6 +458,29 @@ fn overflow_recovery_retries_three_times_then_gives_up() {
     ));
 }
 
+/// A local server may report no usage: its answer still shows the call went
+/// through, so the next overflow gets its three recoveries again.
+#[test]
+fn an_answer_without_usage_resets_the_overflow_count_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(12));
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let error = ProviderError::ContextOverflow {
+        message: "400: prompt is too long".into(),
+    };
+    for _ in 0..3 {
+        session.recover_from_overflow(&error, &request).unwrap();
+    }
+    assert!(session.recover_from_overflow(&error, &request).is_err());
+    session.ingest(vec![Event::assistant("ok")]).unwrap();
+    for attempt in 1..=3 {
+        assert!(
+            session.recover_from_overflow(&error, &request).is_ok(),
+            "attempt {attempt}"
+        );
+    }
+}
+
 #[test]
 fn hooks_run_before_and_after() {
     let dir = tempfile::tempdir().unwrap();
@@ -908,4 +931,156 @@ fn the_timing_comes_from_the_configuration() {
     request.context = Default::default();
     let stats = session.prepare(&request).unwrap().stats;
     assert!(started(&stats).is_some(), "{:?}", stats.actions);
+}
+
+/// `turns` short exchanges: a summary of them is no smaller than they are.
+fn small_talk(turns: usize) -> Vec<Event> {
+    (0..turns)
+        .flat_map(|t| {
+            [
+                Event::user(format!("Hello {t}?")).with_id(format!("u{t}")),
+                Event::assistant("Hi.").with_id(format!("a{t}")),
+            ]
+        })
+        .collect()
+}
+
+fn summary_of(session: &Session) -> Option<String> {
+    let base = &session.snapshot()?.base;
+    let summary = base.iter().find(|e| e.trace_type == TraceType::Summary)?;
+    Some(summary.content.clone())
+}
+
+#[test]
+fn a_compaction_asked_for_summarizes_a_short_history_and_says_when_it_freed_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, small_talk(3));
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied, "{report:?}");
+    assert!(report.events_compacted > 0, "{report:?}");
+    assert_eq!(report.tokens_saved, 0, "{report:?}");
+    let note = report.note.as_deref().unwrap_or_default();
+    assert!(note.contains("nothing was freed"), "{report:?}");
+    assert!(summary_of(&session).is_some(), "a summary snapshot");
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let payload = session.prepare(&request).unwrap().payload.to_value();
+    assert!(
+        payload
+            .to_string()
+            .contains("[SUMMARY OF EARLIER CONVERSATION]"),
+        "{payload}"
+    );
+    assert_eq!(
+        ids(&session.full_history().unwrap()),
+        ids(&small_talk(3)),
+        "nothing lost"
+    );
+
+    // A longer span frees space, and then there is nothing to note.
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, coding_turns(3));
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied && report.tokens_saved > 0, "{report:?}");
+    assert_eq!(report.note, None);
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&coding_turns(3)));
+}
+
+#[test]
+fn a_compaction_asked_for_keeps_as_much_of_the_raw_tail_as_leaves_something_to_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    // The system prompt, then three turns: the first is all a tail of the
+    // current turn and one before it leaves to fold.
+    let mut session = session_with(&dir, coding_turns(3));
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert_eq!(report.events_compacted, 5, "{report:?}");
+    assert_eq!(ids(session.events()), ids(&coding_turns(3)[5..]));
+}
+
+#[test]
+fn a_single_turn_is_compacted_whole_once_its_calls_are_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(
+        &dir,
+        vec![
+            Event::user("Where is the parser?").with_id("u0"),
+            Event::tool_call("call_0", "grep", json!({"pattern": "fn parse"})).with_id("c0"),
+        ],
+    );
+    let waiting = session.compact(&CompactOptions::default()).unwrap();
+    assert!(!waiting.applied, "{waiting:?}");
+    let note = waiting.note.as_deref().unwrap_or_default();
+    assert!(note.contains("waits for"), "{waiting:?}");
+    assert!(session.snapshot().is_none());
+
+    session
+        .ingest(vec![
+            Event::tool_result("call_0", "src/parse.rs:12: fn parse").with_id("r0"),
+            Event::assistant("The parser is in src/parse.rs.").with_id("a0"),
+        ])
+        .unwrap();
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied, "{report:?}");
+    assert_eq!(report.events_compacted, 4);
+    assert!(session.events().is_empty());
+    let view = session.view_events();
+    assert_eq!(
+        view[0].content, "Where is the parser?",
+        "the question stays"
+    );
+    assert!(summary_of(&session).unwrap().contains("src/parse.rs"));
+    assert_eq!(session.full_history().unwrap().len(), 4);
+}
+
+#[test]
+fn an_automatic_compaction_of_a_short_history_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, small_talk(3));
+    let options = CompactOptions {
+        reason: CompactReason::Auto,
+        ..CompactOptions::default()
+    };
+    let report = session.compact(&options).unwrap();
+    assert!(
+        !report.applied && report.events_compacted == 0,
+        "{report:?}"
+    );
+    assert!(session.snapshot().is_none());
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_with(&dir, small_talk(8));
+    let report = session.compact(&options).unwrap();
+    assert!(!report.applied, "frees nothing, so not applied: {report:?}");
+    assert!(session.snapshot().is_none());
+}
+
+#[test]
+fn a_crash_before_the_log_rewrite_of_a_compaction_that_kept_no_tail_is_finished_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = small_talk(1);
+    let mut session = session_with(&dir, original.clone());
+    let log = session.paths().raw_traces();
+    let before_compaction = std::fs::read(&log).unwrap();
+    assert!(session.compact(&CompactOptions::default()).unwrap().applied);
+    assert!(session.events().is_empty());
+    drop(session);
+    // The crash: archive and snapshot written, the old log still in place.
+    std::fs::write(&log, &before_compaction).unwrap();
+
+    let writer = store(&dir)
+        .open_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    assert!(writer.events().is_empty(), "{:?}", ids(writer.events()));
+    assert_eq!(ids(&writer.full_history().unwrap()), ids(&original));
+    drop(writer);
+    // What comes after is kept on the next open.
+    let mut writer = store(&dir)
+        .open_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    writer
+        .ingest(vec![Event::user("Hello again?").with_id("u9")])
+        .unwrap();
+    drop(writer);
+    let reader = store(&dir)
+        .read_session(&agent(), &SessionId::new("s").unwrap())
+        .unwrap();
+    assert_eq!(ids(reader.events()), ["u9"]);
 }

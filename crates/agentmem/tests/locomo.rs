@@ -40,7 +40,20 @@ fn the_dataset_is_read_with_dates_and_repaired_evidence_ids() {
 fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
     let scratch = tempfile::tempdir().unwrap();
     let tokenizer = Encoding::O200kBase.tokenizer();
-    let report = locomo::evaluate(&mini(), 120, scratch.path(), tokenizer, None, None).unwrap();
+    let mut done = 0;
+    let report = locomo::evaluate(
+        &mini(),
+        120,
+        scratch.path(),
+        tokenizer,
+        None,
+        None,
+        &mut || done += 1,
+    )
+    .unwrap();
+    // Every question of a scored category is reported done, once.
+    assert_eq!(done, locomo::questions_to_score(&mini()));
+    assert_eq!(done, report.questions + report.skipped_questions);
     // Category 5 is not scored; an empty evidence list is skipped; D9:9 names no turn.
     assert_eq!(
         (
@@ -64,7 +77,16 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
         "scratch stores removed"
     );
 
-    let generous = locomo::evaluate(&mini(), 1_000, scratch.path(), tokenizer, None, None).unwrap();
+    let generous = locomo::evaluate(
+        &mini(),
+        1_000,
+        scratch.path(),
+        tokenizer,
+        None,
+        None,
+        &mut || {},
+    )
+    .unwrap();
     assert_eq!(generous.agentmem.recall, 1.0);
     assert_eq!(generous.trimming.recall, 1.0);
 }

@@ -263,6 +263,107 @@ fn usage_of_another_model_is_not_an_anchor() {
     assert!(same.anchored_tokens.unwrap() >= 90_000);
 }
 
+/// A real Claude Code session: its usage names `claude-sonnet-4-5-20250929`,
+/// the dated name of the model an agent calls `claude-sonnet-4-5`.
+fn claude_code_session() -> (tempfile::TempDir, agentmem::session::Session) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/eval-data/trajectories/claude-code/session-3fe1b6bc.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let imported =
+        agentmem::import::parse(agentmem::import::Format::ClaudeCode, &path, &text).unwrap();
+    session_with(imported.events)
+}
+
+#[test]
+fn usage_anchors_every_spelling_of_the_model_that_reported_it() {
+    let (_dir, mut session) = claude_code_session();
+    let reported = |session: &mut agentmem::session::Session, model: &str| {
+        session
+            .prepare(&PrepareRequest::new(model, Target::Anthropic))
+            .unwrap()
+            .stats
+    };
+    let dated = reported(&mut session, "claude-sonnet-4-5-20250929");
+    assert!(dated.anchored_tokens.is_some(), "{dated:?}");
+    for spelling in [
+        "claude-sonnet-4-5",
+        "anthropic/claude-sonnet-4.5",
+        "claude-sonnet-4-5-latest",
+    ] {
+        let stats = reported(&mut session, spelling);
+        assert_eq!(stats.anchored_tokens, dated.anchored_tokens, "{spelling}");
+        assert_eq!(stats.context_tokens, dated.context_tokens, "{spelling}");
+    }
+    let other = reported(&mut session, "claude-opus-4-1");
+    assert_eq!(other.anchored_tokens, None, "another model's usage");
+}
+
+/// An answer to the prepare of `request` whose usage the provider reported
+/// under `model`, `factor` times agentmem's count.
+fn answer_reported(
+    session: &mut agentmem::session::Session,
+    request: &PrepareRequest,
+    model: &str,
+    factor: f64,
+) {
+    let counted = session.prepare(request).unwrap().stats.counted_tokens;
+    let mut reply = Event::assistant("Noted.");
+    reply.usage = Some(Usage {
+        prompt_tokens: (counted as f64 * factor).round() as u64,
+        completion_tokens: 2,
+        model: Some(model.into()),
+        ..Usage::default()
+    });
+    session
+        .ingest(vec![reply, Event::user("And then?")])
+        .unwrap();
+}
+
+#[test]
+fn calibration_files_reports_under_the_model_they_resolve_to_and_ignores_implausible_ones() {
+    let (_dir, mut session) = session_with(conversation());
+    let request = PrepareRequest::new("claude-sonnet-4-5", Target::Anthropic);
+    answer_reported(&mut session, &request, "claude-sonnet-4-5-20250929", 1.2);
+    // Ten times the count measured something else (a prompt the agent
+    // wrapped in its own), and a tenth a prompt mostly left out of the
+    // figure: neither says how the two tokenizers compare.
+    answer_reported(&mut session, &request, "claude-sonnet-4-5-20250929", 10.0);
+    answer_reported(&mut session, &request, "claude-sonnet-4-5", 0.1);
+    let learned = session.calibration_for("claude-sonnet-4-5").unwrap();
+    assert_eq!(learned.samples, 1, "{learned:?}");
+    assert!((learned.factor - 1.2).abs() < 0.01, "{learned:?}");
+    assert_eq!(
+        session.calibration_for("claude-sonnet-4-5-20250929"),
+        Some(learned)
+    );
+    let stats = session.prepare(&request).unwrap().stats;
+    assert_eq!(stats.calibration, Some(learned));
+    assert_eq!(session.calibration().all().count(), 1);
+}
+
+#[test]
+fn the_calibration_table_stays_bounded_whatever_models_report() {
+    let (_dir, mut session) = session_with(conversation());
+    for n in 0..40 {
+        let model = format!("acme-model-{n}");
+        let request = PrepareRequest::new(&model, Target::OpenAiChat);
+        answer_reported(&mut session, &request, &model, 1.5);
+    }
+    let models: Vec<String> = session
+        .calibration()
+        .all()
+        .map(|(model, _)| model.to_owned())
+        .collect();
+    assert!(models.len() <= 16, "{models:?}");
+    assert!(
+        models.contains(&"acme-model-39".to_owned()),
+        "the latest model reported is kept: {models:?}"
+    );
+    for (_, calibration) in session.calibration().all() {
+        assert!((0.5..=2.0).contains(&calibration.factor));
+    }
+}
+
 #[test]
 fn budgets_layer_request_over_session_over_agent_over_config_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,6 +407,58 @@ fn budgets_layer_request_over_session_over_agent_over_config_file() {
     assert_eq!(stats.budget.max_output_tokens, 2_000, "request layer");
     assert_eq!(stats.input_budget, 50_000 - 2_000 - 1_000);
     assert_eq!(stats.trigger_tokens, 23_500);
+}
+
+/// The reserves scale with the window: the safety margin is an eighth of it
+/// up to 13,000 tokens and the reply reserve at most half of it, so an 8k or
+/// 16k model gets a budget a conversation fits in, while every window from
+/// 104,000 tokens keeps the 13,000 margin and the model's whole output.
+#[test]
+fn small_windows_get_a_useful_input_budget_and_large_ones_keep_the_seed_reserves() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(CONFIG_FILE),
+        "[[models]]\nmodel = \"my-local-llama\"\ncontext_window = 16384\nmax_output_tokens = 4096\n",
+    )
+    .unwrap();
+    let store = Store::with_config(dir.path(), Config::load(dir.path()).unwrap());
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.ingest(conversation()).unwrap();
+    let cases = [
+        ("gpt-4", 8_192, 4_096, 1_024),
+        ("gpt-3.5-turbo", 16_385, 4_096, 2_048),
+        ("my-local-llama", 16_384, 4_096, 2_048),
+        ("gpt-4o", 128_000, 16_384, 13_000),
+        ("claude-sonnet-4-5", 200_000, 64_000, 13_000),
+        ("o3", 200_000, 100_000, 13_000),
+    ];
+    for (model, window, reply_reserve, margin) in cases {
+        let prepared = session
+            .prepare(&PrepareRequest::new(model, Target::OpenAiChat))
+            .unwrap();
+        let stats = prepared.stats;
+        assert_eq!(
+            (
+                stats.budget.context_window,
+                stats.budget.max_output_tokens,
+                stats.budget.safety_margin
+            ),
+            (window, reply_reserve, margin),
+            "{model}"
+        );
+        assert_eq!(
+            stats.input_budget,
+            window - reply_reserve - margin,
+            "{model}"
+        );
+        assert!(
+            stats.input_budget >= window * 3 / 8,
+            "{model}: {}",
+            stats.input_budget
+        );
+        assert!(!stats.over_budget && !stats.compaction_due, "{model}");
+        assert_eq!(prepared.payload["messages"].as_array().unwrap().len(), 4);
+    }
 }
 
 #[test]

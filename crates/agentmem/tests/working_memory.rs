@@ -197,6 +197,56 @@ fn a_schema_is_checked_as_a_schema_and_against_the_current_state() {
     );
 }
 
+/// A task's state can be typed before it has any: the empty state is no
+/// state to check, and the first update must bring what the schema requires.
+#[test]
+fn a_session_without_state_takes_a_schema_its_first_update_must_keep_to() {
+    let (_dir, store, agent) = fresh_store();
+    let typed = json!({
+        "type": "object",
+        "required": ["owner", "plan"],
+        "properties": {"owner": {"type": "string"}, "plan": plan_schema()["properties"]["plan"]}
+    });
+    for scope in [SchemaScope::Session, SchemaScope::Agent] {
+        let mut session = store.create_session(&agent, None).unwrap();
+        session
+            .set_working_memory_schema(scope, Some(typed.clone()))
+            .unwrap();
+        assert_eq!(
+            session.working_memory_schema().unwrap().unwrap().scope(),
+            scope
+        );
+        let log = log_len(&session);
+        let partial = session.update_working_memory(patch(json!({"owner": "ana"})), Some(0));
+        match partial {
+            Err(Error::WorkingMemoryInvalid { message, .. }) => {
+                assert!(message.contains("plan"), "{message}")
+            }
+            other => panic!("expected a schema violation, got {other:?}"),
+        }
+        assert_eq!(
+            (session.working_memory().version, log_len(&session)),
+            (0, log)
+        );
+        let first = json!({"owner": "ana", "plan": [{"step": "review", "status": "todo"}]});
+        let state = session
+            .update_working_memory(patch(first), Some(0))
+            .unwrap();
+        assert_eq!(state.version, 1);
+
+        // Once there is a state, a schema it breaks is refused as before.
+        let stricter = json!({"type": "object", "required": ["owner", "plan", "deadline"]});
+        let error = session
+            .set_working_memory_schema(SchemaScope::Session, Some(stricter))
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("patch the state first"),
+            "{error}"
+        );
+        session.set_working_memory_schema(scope, None).unwrap();
+    }
+}
+
 #[test]
 fn stale_versions_are_refused_and_change_nothing() {
     let (_dir, store, agent) = fresh_store();

@@ -12,6 +12,7 @@ use agentmem::prepare::PrepareRequest;
 use agentmem::search::{render_hits, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
 use agentmem_llm::{call_model, Client, Delivery};
+use anyhow::Context as _;
 
 use super::reach_model::{self, ModelFlags};
 use super::Context;
@@ -32,6 +33,7 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
     };
     let endpoint = reach_model::endpoint(&ctx.store, &flags)?;
     let (model, target) = (endpoint.model.clone(), endpoint.target);
+    ctx.warn_if_unknown_model(&model);
     let client = Client::new(endpoint.clone())?;
     let mut session = open(ctx, args)?;
     if let Some(summarizer) = reach_model::summarizer(ctx, &flags, &endpoint) {
@@ -58,14 +60,17 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
         if line.is_empty() {
             continue;
         }
-        if let Some(command) = line.strip_prefix('/') {
-            match slash(ctx, &mut session, &request, command)? {
-                Next::Continue => continue,
-                Next::Quit => break,
-            }
+        let done = match line.strip_prefix('/') {
+            Some(command) => slash(ctx, &mut session, &request, command),
+            None => say(ctx, &mut session, &client, &request, line, !args.no_stream),
+        };
+        // A failed call or command changes nothing the session holds: say
+        // what went wrong and keep the prompt.
+        match done {
+            Ok(Next::Continue) => {}
+            Ok(Next::Quit) => break,
+            Err(error) => eprintln!("agentmem: error: {error:#}"),
         }
-        session.ingest(vec![Event::user(line)])?;
-        answer(ctx, &mut session, &client, &request, !args.no_stream)?;
     }
     eprintln!("agentmem: session {} saved", session.id());
     Ok(session.close()?)
@@ -84,6 +89,21 @@ fn open(ctx: &Context, args: &ChatArgs) -> anyhow::Result<Session> {
             .open_session(&ctx.agent, &ctx.session_id(&meta.id)?)?);
     }
     Ok(ctx.store.open_session(&ctx.agent, &id)?)
+}
+
+/// Records what the user said and has the model answer it.
+fn say(
+    ctx: &Context,
+    session: &mut Session,
+    client: &Client,
+    request: &PrepareRequest,
+    line: &str,
+    stream: bool,
+) -> anyhow::Result<Next> {
+    session.ingest(vec![Event::user(line)])?;
+    answer(ctx, session, client, request, stream)
+        .context("the model did not answer; your message is kept in the session")?;
+    Ok(Next::Continue)
 }
 
 /// Calls the model until it answers without asking for tools (or the rounds run out).
@@ -166,31 +186,13 @@ fn slash(
             };
             let report = session.compact(&options);
             spinner.finish_and_clear();
-            let report = report?;
-            println!(
-                "compacted {} events: {} → {} tokens ({} saved){}",
-                report.events_compacted,
-                report.tokens_before,
-                report.tokens_after,
-                report.tokens_saved,
-                if report.applied {
-                    ""
-                } else {
-                    "; nothing to free, nothing changed"
-                }
-            );
+            print!("{}", super::compact::describe(&report?));
         }
         "context" => {
             let stats = session.prepare(request)?.stats;
-            println!(
-                "{} of {} input tokens (trigger {}); memory {}, working memory {}, system {}, tool schemas {}",
-                stats.context_tokens,
-                stats.input_budget,
-                stats.trigger_tokens,
-                stats.sections.memory,
-                stats.sections.working_memory,
-                stats.sections.system,
-                stats.sections.tool_schemas
+            print!(
+                "{}",
+                super::context::report(session, ctx.store.registry(), &stats)
             );
         }
         "search" => {

@@ -1,5 +1,6 @@
 //! `agentmem compact`: compaction on demand, with its report.
 
+use agentmem::context::compact::CompactReport;
 use agentmem::session::CompactOptions;
 
 use super::Context;
@@ -27,33 +28,37 @@ pub fn run(
     if ctx.json {
         return crate::output::print_json(&report);
     }
+    print!("{}", describe(&report));
+    Ok(())
+}
+
+/// The report as people read it, a line per fact (`compact` and chat's `/compact`).
+pub fn describe(report: &CompactReport) -> String {
     if !report.applied {
-        println!(
-            "nothing compacted: {}",
-            if report.events_compacted == 0 {
-                "no turns older than the raw tail"
-            } else {
-                "it would not have freed space"
-            }
-        );
-        return Ok(());
+        let why = report
+            .note
+            .as_deref()
+            .unwrap_or("it would not have freed space");
+        return format!("nothing compacted: {why}\n");
     }
-    println!(
-        "compacted {} events: {} → {} tokens ({} saved) in {:.0} ms",
+    let mut text = format!(
+        "compacted {} events: {} → {} tokens ({} saved) in {:.0} ms\n",
         report.events_compacted,
         report.tokens_before,
         report.tokens_after,
         report.tokens_saved,
         report.duration_ms
     );
-    println!(
-        "identifiers: {} in the compacted span, {:.0}% still in the context (the rest are listed as lookup hints)",
+    text.push_str(&format!(
+        "identifiers: {} in the compacted span, {:.0}% still in the context (the rest are listed as lookup hints)\n",
         report.identifiers,
         report.identifier_survival * 100.0
-    );
-    println!("summarizer: {}", report.summarizer);
-    if let Some(fallback) = &report.fallback {
-        println!("fallback: {fallback}");
+    ));
+    text.push_str(&format!("summarizer: {}\n", report.summarizer));
+    for (label, line) in [("fallback", &report.fallback), ("note", &report.note)] {
+        if let Some(line) = line {
+            text.push_str(&format!("{label}: {line}\n"));
+        }
     }
-    Ok(())
+    text
 }

@@ -1,5 +1,7 @@
 //! `agentmem context`: where a session stands against a model's budget.
 
+use std::fmt::Write as _;
+
 use agentmem::event::{TraceType, Usage};
 use agentmem::prepare::{ContextStats, Sections};
 use agentmem::session::Session;
@@ -7,6 +9,7 @@ use agentmem::tokens::registry::{ModelRegistry, ModelSource};
 
 use super::Context;
 use crate::cli::ModelArgs;
+use crate::output::thousands;
 
 /// Width of the usage bar, in characters.
 const BAR_WIDTH: usize = 40;
@@ -15,36 +18,48 @@ pub fn run(ctx: &Context, id: &str, args: &ModelArgs) -> anyhow::Result<()> {
     let mut session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
     ctx.report_recoveries(&session);
     let request = super::prepare::request_for(&session, args)?;
+    ctx.warn_if_unknown_model(&request.model);
     let stats = session.prepare(&request)?.stats;
-    let extra = Extra::of(&session, ctx.store.registry(), &stats.model);
-    if ctx.json {
-        let mut value = serde_json::to_value(&stats)?;
-        value["compactions"] = extra.compactions.into();
-        value["history_bytes"] = extra.history_bytes.into();
-        if let Some(last) = &extra.last_call {
-            value["last_call"] = serde_json::json!({
-                "model": last.model,
-                "prompt_tokens": last.usage.prompt_tokens,
-                "cached_tokens": last.usage.cached_tokens,
-                "completion_tokens": last.usage.completion_tokens,
-                "cost_usd": last.cost_usd,
-            });
-        }
-        value["calibration_by_model"] = session
-            .calibration()
-            .all()
-            .map(|(model, c)| {
-                (
-                    model.to_owned(),
-                    serde_json::to_value(c).unwrap_or_default(),
-                )
-            })
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-        return crate::output::print_json(&value);
+    if !ctx.json {
+        print!("{}", report(&session, ctx.store.registry(), &stats));
+        return Ok(());
     }
-    print_report(&stats, &extra, &session);
-    Ok(())
+    let extra = Extra::of(&session, ctx.store.registry(), &stats.model);
+    let mut value = serde_json::to_value(&stats)?;
+    value["compactions"] = extra.compactions.into();
+    value["history_bytes"] = extra.history_bytes.into();
+    if let Some(last) = &extra.last_call {
+        value["last_call"] = serde_json::json!({
+            "model": last.model,
+            "prompt_tokens": last.usage.prompt_tokens,
+            "cached_tokens": last.usage.cached_tokens,
+            "completion_tokens": last.usage.completion_tokens,
+            "cost_usd": last.cost_usd,
+        });
+    }
+    value["calibration_by_model"] = session
+        .calibration()
+        .all()
+        .map(|(model, c)| {
+            (
+                model.to_owned(),
+                serde_json::to_value(c).unwrap_or_default(),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    crate::output::print_json(&value)
+}
+
+/// Where `session` stands by `stats`, as `agentmem context` and chat's
+/// `/context` show it: the model and its reserves, the usage bar against
+/// the budget and the trigger, the sections, the session's size, what was
+/// measured, the last call and the calibration.
+pub fn report(session: &Session, registry: &ModelRegistry, stats: &ContextStats) -> String {
+    let extra = Extra::of(session, registry, &stats.model);
+    let mut text = String::new();
+    write_report(&mut text, stats, &extra, session).expect("writing to a String");
+    text
 }
 
 /// Facts about the session beyond the context itself.
@@ -99,24 +114,31 @@ impl Extra {
     }
 }
 
-fn print_report(stats: &ContextStats, extra: &Extra, session: &Session) {
+fn write_report(
+    out: &mut String,
+    stats: &ContextStats,
+    extra: &Extra,
+    session: &Session,
+) -> std::fmt::Result {
     let source = match stats.model_source {
         ModelSource::Override => "agentmem's table",
         ModelSource::Registry => "models.dev registry",
         ModelSource::Config => "your configuration",
         ModelSource::Unknown => "UNKNOWN MODEL: assumed 200,000-token window",
     };
-    println!(
+    writeln!(
+        out,
         "{} via {} — window {}, reply reserve {}, safety margin {} ({source})",
         stats.model,
         stats.target,
         thousands(stats.budget.context_window),
         thousands(stats.budget.max_output_tokens),
         thousands(stats.budget.safety_margin)
-    );
+    )?;
     let used = stats.context_tokens;
     let percent = 100.0 * used as f64 / stats.input_budget.max(1) as f64;
-    println!(
+    writeln!(
+        out,
         "{}  {} / {} tokens ({percent:.1}%), compaction at {} ({:.0}%){}",
         bar(used, stats.trigger_tokens, stats.input_budget),
         thousands(used),
@@ -130,23 +152,28 @@ fn print_report(stats: &ContextStats, extra: &Extra, session: &Session) {
         } else {
             ""
         }
-    );
-    print_sections(&stats.sections, stats.counted_tokens);
-    println!(
+    )?;
+    write_sections(out, &stats.sections, stats.counted_tokens)?;
+    writeln!(
+        out,
         "messages {} · events {} · compactions {} · history {} · counted in {}",
         stats.messages,
         stats.events,
         extra.compactions,
         bytes(extra.history_bytes),
         stats.encoding
-    );
+    )?;
     match stats.anchored_tokens {
-        Some(anchored) => println!(
+        Some(anchored) => writeln!(
+            out,
             "measured: {} (last provider-reported prompt plus what came after); counted: {}",
             thousands(anchored),
             thousands(stats.counted_tokens)
-        ),
-        None => println!("measured: no provider usage yet; the figure above is counted"),
+        )?,
+        None => writeln!(
+            out,
+            "measured: no provider usage yet; the figure above is counted"
+        )?,
     }
     if let Some(last) = &extra.last_call {
         let usage = &last.usage;
@@ -154,22 +181,25 @@ fn print_report(stats: &ContextStats, extra: &Extra, session: &Session) {
         let cost = last
             .cost_usd
             .map_or(String::new(), |usd| format!(", ${usd:.4}"));
-        println!(
+        writeln!(
+            out,
             "last call ({}): prompt {}, {} read from the provider's cache ({share:.0}%){cost}",
             last.model,
             thousands(usage.prompt_tokens),
             thousands(usage.cached_tokens)
-        );
+        )?;
     }
     for (model, c) in session.calibration().all() {
-        println!(
+        writeln!(
+            out,
             "calibration {model}: reported/counted ×{:.3} over {} calls",
             c.factor, c.samples
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn print_sections(sections: &Sections, total: u64) {
+fn write_sections(out: &mut String, sections: &Sections, total: u64) -> std::fmt::Result {
     let rows = [
         ("system", sections.system),
         ("memory", sections.memory),
@@ -182,8 +212,9 @@ fn print_sections(sections: &Sections, total: u64) {
     ];
     for (name, tokens) in rows {
         let share = 100.0 * tokens as f64 / total.max(1) as f64;
-        println!("  {name:<15}{:>12}  {share:5.1}%", thousands(tokens));
+        writeln!(out, "  {name:<15}{:>12}  {share:5.1}%", thousands(tokens))?;
     }
+    Ok(())
 }
 
 /// `[████▒▒░░░]`: used, then free up to the trigger, then free past it.
@@ -198,18 +229,6 @@ fn bar(used: u64, trigger: u64, budget: u64) -> String {
         "▒".repeat(trigger_cells - used_cells),
         "░".repeat(BAR_WIDTH - trigger_cells)
     )
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn bytes(n: u64) -> String {

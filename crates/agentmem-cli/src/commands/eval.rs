@@ -29,6 +29,8 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                 .as_deref()
                 .or(ctx.store.reranker())
                 .map(|r| r as &dyn Reranker);
+            let questions = locomo::questions_to_score(&conversations) * budgets.len();
+            let bar = crate::progress::bar(questions as u64, "evaluating questions");
             let reports = budgets
                 .iter()
                 .map(|budget| {
@@ -39,9 +41,11 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                         tokenizer,
                         embedder,
                         reranker,
+                        &mut || bar.inc(1),
                     )
                 })
                 .collect::<agentmem::Result<Vec<_>>>()?;
+            bar.finish_and_clear();
             if ctx.json {
                 return match &reports[..] {
                     [one] => print_json(one),

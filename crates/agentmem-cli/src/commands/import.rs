@@ -1,23 +1,17 @@
 //! `agentmem import`: a transcript file into a session.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use agentmem::id::SessionId;
 use agentmem::import::{self, Format};
 use anyhow::Context as _;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Context;
 
 /// Events appended per ingest call during an import.
 const IMPORT_CHUNK_EVENTS: usize = 2_000;
 
-/// A progress bar appears only for imports that last longer than this.
-const PROGRESS_DELAY: Duration = Duration::from_secs(1);
-
 pub fn run(ctx: &Context, path: &Path, format: &str, session: Option<&str>) -> anyhow::Result<()> {
-    let started = Instant::now();
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let format = match format {
@@ -43,13 +37,7 @@ pub fn run(ctx: &Context, path: &Path, format: &str, session: Option<&str>) -> a
     // A re-import must not bring back what a compaction archived.
     session.learn_archived_ids()?;
 
-    let bar = ProgressBar::with_draw_target(
-        Some(imported.events.len() as u64),
-        ProgressDrawTarget::hidden(),
-    );
-    bar.set_style(ProgressStyle::with_template(
-        "{bar:40} {pos}/{len} events {eta}",
-    )?);
+    let bar = crate::progress::bar(imported.events.len() as u64, "importing events");
     let (mut appended, mut duplicates) = (0, 0);
     let mut events = imported.events;
     while !events.is_empty() {
@@ -59,9 +47,6 @@ pub fn run(ctx: &Context, path: &Path, format: &str, session: Option<&str>) -> a
         let report = session.ingest(chunk)?;
         appended += report.appended;
         duplicates += report.duplicates;
-        if bar.is_hidden() && started.elapsed() > PROGRESS_DELAY {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-        }
     }
     bar.finish_and_clear();
     session.record_import(&path.display().to_string(), format.name(), appended)?;

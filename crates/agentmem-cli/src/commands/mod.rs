@@ -80,6 +80,18 @@ impl Context {
         SessionId::new(id).with_context(|| format!("bad session id {id:?}"))
     }
 
+    /// Warns that `model`'s limits are guessed when the registry does not
+    /// know it: a model smaller than the window assumed would overflow.
+    pub fn warn_if_unknown_model(&self, model: &str) {
+        if self.store.registry().lookup(model).is_known() {
+            return;
+        }
+        eprintln!(
+            "agentmem: warning: model {model:?} is unknown, so its limits are guessed: a {}-token window unless you give one; name its limits with a [[models]] entry in config.toml (model, context_window, max_output_tokens)",
+            agentmem::tokens::registry::DEFAULT_CONTEXT_WINDOW
+        );
+    }
+
     /// Prints what opening a session repaired.
     pub fn report_recoveries(&self, session: &agentmem::session::Session) {
         for recovery in session.recoveries() {

@@ -1,6 +1,6 @@
 //! `agentmem replay`: a transcript fed through the engine turn by turn, as an
 //! agent loop would — ingest what happened, prepare before every model call —
-//! with one JSON line per turn and a summary.
+//! with a line per turn and a summary, readable or (`--json`) JSON.
 
 use std::time::Instant;
 
@@ -11,12 +11,14 @@ use agentmem::prepare::PrepareRequest;
 use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
 use agentmem::store::Store;
+use agentmem::tokens::budget::BudgetSettings;
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Context;
 use crate::cli::ReplayArgs;
+use crate::output::thousands;
 
 /// One turn of the replay.
 #[derive(Debug, Serialize)]
@@ -59,15 +61,24 @@ pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
     let request = request(args, &ctx.store)?;
     let mut lines = Vec::new();
     let mut prefixes = PrefixMeter::default();
-    for (n, turn) in split_turns(events).into_iter().enumerate() {
+    let turns = split_turns(events);
+    let bar = crate::progress::bar(turns.len() as u64, "replaying turns");
+    for (n, turn) in turns.into_iter().enumerate() {
         let line = replay_turn(&mut session, &request, &mut prefixes, n, turn)?;
-        if ctx.json || args.plot.is_none() {
-            println!("{}", serde_json::to_string(&line)?);
-        }
+        let printed = match ctx.json {
+            true => serde_json::to_string(&line)?,
+            false => describe_turn(&line),
+        };
+        bar.suspend(|| println!("{printed}"));
+        bar.inc(1);
         lines.push(line);
     }
+    bar.finish_and_clear();
     let summary = summarize(&lines, &prefixes);
-    println!("{}", serde_json::to_string(&summary)?);
+    match ctx.json {
+        true => println!("{}", serde_json::to_string(&summary)?),
+        false => println!("{}", describe_summary(&summary)),
+    }
     if let Some(path) = &args.plot {
         std::fs::write(
             path,
@@ -96,12 +107,12 @@ fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
     Ok(request)
 }
 
-/// Gives `request` an input budget of exactly `budget` tokens: the window is
-/// the budget plus the model's reply reserve and the safety margin.
+/// Gives `request` an input budget of exactly `budget` tokens beside the
+/// model's whole reply reserve.
 pub fn set_input_budget(request: &mut PrepareRequest, store: &Store, budget: u64) {
     let model = store.registry().lookup(&request.model);
-    let margin = agentmem::tokens::budget::DEFAULT_SAFETY_MARGIN_TOKENS;
-    request.budget.context_window = Some(budget + model.max_output_tokens + margin);
+    let exact = BudgetSettings::for_input_budget(budget, model.max_output_tokens);
+    request.budget = exact.over(request.budget);
 }
 
 /// The events without the usage their provider reported: it measured the
@@ -232,8 +243,30 @@ impl PrefixMeter {
 /// summary gives: whether the cost per turn grows with history.
 const FLATNESS_WINDOW_TURNS: usize = 100;
 
-/// The summary line.
-fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> serde_json::Value {
+/// The replay as a whole.
+#[derive(Debug, Serialize)]
+struct Summary {
+    /// Always true: tells the summary line from the turns' lines.
+    summary: bool,
+    turns: usize,
+    model_calls: usize,
+    compactions: usize,
+    max_context_tokens: u64,
+    turns_over_budget: usize,
+    tokens_saved: u64,
+    engine_us_p50: f64,
+    engine_us_p99: f64,
+    engine_ms_total: f64,
+    engine_us_mean_first_100: f64,
+    engine_us_mean_last_100: f64,
+    engine_us_p50_first_100: f64,
+    engine_us_p50_last_100: f64,
+    sent_bytes: u64,
+    prefix_repeated_share: f64,
+}
+
+/// The summary of the replay that made `lines`.
+fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> Summary {
     let mean_us = |window: &[TurnLine]| {
         window.iter().map(|l| l.engine_us).sum::<f64>() / window.len().max(1) as f64
     };
@@ -256,24 +289,106 @@ fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> serde_json::Value {
         .flat_map(|l| &l.actions)
         .filter(|a| matches!(a, Action::Compacted { .. }))
         .count();
-    serde_json::json!({
-        "summary": true,
-        "turns": lines.len(),
-        "model_calls": lines.iter().map(|l| l.model_calls).sum::<usize>(),
-        "compactions": compactions,
-        "max_context_tokens": lines.iter().map(|l| l.context_tokens).max().unwrap_or(0),
-        "turns_over_budget": lines.iter().filter(|l| l.context_tokens > l.budget).count(),
-        "tokens_saved": lines.iter().map(|l| l.tokens_saved).sum::<u64>(),
-        "engine_us_p50": percentile(0.5),
-        "engine_us_p99": percentile(0.99),
-        "engine_ms_total": per_turn.iter().sum::<f64>() / 1e3,
-        "engine_us_mean_first_100": mean_us(head),
-        "engine_us_mean_last_100": mean_us(tail),
-        "engine_us_p50_first_100": median_us(head),
-        "engine_us_p50_last_100": median_us(tail),
-        "sent_bytes": prefixes.sent_bytes,
-        "prefix_repeated_share": prefixes.share(),
-    })
+    Summary {
+        summary: true,
+        turns: lines.len(),
+        model_calls: lines.iter().map(|l| l.model_calls).sum(),
+        compactions,
+        max_context_tokens: lines.iter().map(|l| l.context_tokens).max().unwrap_or(0),
+        turns_over_budget: lines.iter().filter(|l| l.context_tokens > l.budget).count(),
+        tokens_saved: lines.iter().map(|l| l.tokens_saved).sum(),
+        engine_us_p50: percentile(0.5),
+        engine_us_p99: percentile(0.99),
+        engine_ms_total: per_turn.iter().sum::<f64>() / 1e3,
+        engine_us_mean_first_100: mean_us(head),
+        engine_us_mean_last_100: mean_us(tail),
+        engine_us_p50_first_100: median_us(head),
+        engine_us_p50_last_100: median_us(tail),
+        sent_bytes: prefixes.sent_bytes,
+        prefix_repeated_share: prefixes.share(),
+    }
+}
+
+/// A turn's line as people read it: the context against the budget, the
+/// calls, the engine's time, then what the pipeline did.
+fn describe_turn(line: &TurnLine) -> String {
+    let estimated = match line.estimated_tokens {
+        0 => String::new(),
+        n => format!(", {} estimated", thousands(n)),
+    };
+    let mut text = format!(
+        "turn {}: {} / {} tokens (trigger {}{estimated}), {} model call{}, {:.2} ms",
+        line.turn,
+        thousands(line.context_tokens),
+        thousands(line.budget),
+        thousands(line.trigger),
+        line.model_calls,
+        if line.model_calls == 1 { "" } else { "s" },
+        line.engine_us / 1e3
+    );
+    for action in &line.actions {
+        text.push_str("; ");
+        text.push_str(&describe_action(action));
+    }
+    text
+}
+
+fn describe_action(action: &Action) -> String {
+    let saved = |tokens: &u64| format!("{} tokens saved", thousands(*tokens));
+    match action {
+        Action::PairsRepaired { pass, .. } => format!("tool pairs repaired ({pass})"),
+        Action::ResultsBudgeted {
+            results,
+            tokens_saved,
+        } => format!("{results} tool results cut, {}", saved(tokens_saved)),
+        Action::Snipped {
+            pairs,
+            tokens_saved,
+        } => format!("{pairs} repeated calls dropped, {}", saved(tokens_saved)),
+        Action::Microcompacted {
+            results,
+            tokens_saved,
+        } => format!(
+            "{results} old tool results replaced by placeholders, {}",
+            saved(tokens_saved)
+        ),
+        Action::TurnsTrimmed {
+            turns,
+            tokens_saved,
+        } => format!("{turns} oldest turns left out, {}", saved(tokens_saved)),
+        Action::ItemsDropped {
+            items,
+            tokens_saved,
+        } => format!(
+            "{items} items of the current turn left out, {}",
+            saved(tokens_saved)
+        ),
+        Action::Compacted {
+            events,
+            tokens_saved,
+        } => format!("compacted {events} events, {}", saved(tokens_saved)),
+        Action::CompactionStarted { events } => {
+            format!("drafting a compaction of {events} events")
+        }
+        Action::CompactionSkipped { reason } => format!("no compaction: {reason}"),
+    }
+}
+
+/// The summary line as people read it.
+fn describe_summary(summary: &Summary) -> String {
+    format!(
+        "replayed {} turns, {} model calls: {} compactions, largest context {} tokens, {} over budget, {} tokens saved; engine {:.2} ms a turn (median), {:.2} ms at p99, {:.0} ms in all; {:.0}% of the bytes sent repeat the call before",
+        summary.turns,
+        summary.model_calls,
+        summary.compactions,
+        thousands(summary.max_context_tokens),
+        summary.turns_over_budget,
+        thousands(summary.tokens_saved),
+        summary.engine_us_p50 / 1e3,
+        summary.engine_us_p99 / 1e3,
+        summary.engine_ms_total,
+        summary.prefix_repeated_share * 100.0
+    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! `agentmem search` and `agentmem recall`: the agent's history and memory,
 //! searched and recalled.
 
+use std::sync::Arc;
+
 use agentmem::recall::RecallRequest;
 use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
 use agentmem::tokens::Encoding;
@@ -52,14 +54,24 @@ pub fn recall(
     let mut request = RecallRequest::new(query, budget);
     request.exclude_session = session;
     let tokenizer = Encoding::for_model(model).tokenizer();
-    let mut store = match reach_model::embedder(&ctx.store, embedder)? {
-        Some(embedder) => ctx.store.clone().with_embedder(embedder),
-        None => ctx.store.clone(),
+    let named = reach_model::embedder(&ctx.store, embedder)?;
+    let embedder = match named {
+        Some(embedder) => Some(embedder),
+        None => reach_model::configured_embedder(&ctx.store)?,
     };
+    let mut store = ctx.store.clone();
+    let mut bar = None;
+    if let Some(embedder) = embedder {
+        let (shown, progress) = embedding_shown(ctx, embedder)?;
+        store = store.with_embedder(shown);
+        bar = progress;
+    }
     if let Some(reranker) = reach_model::reranker(&ctx.store, reranker)? {
         store = store.with_reranker(reranker);
     }
-    let recalled = store.recall(&ctx.agent, &request, tokenizer)?;
+    let recalled = store.recall(&ctx.agent, &request, tokenizer);
+    bar.inspect(indicatif::ProgressBar::finish_and_clear);
+    let recalled = recalled?;
     if ctx.json {
         return print_json(&recalled);
     }
@@ -85,4 +97,20 @@ pub fn recall(
         recalled.block
     );
     Ok(())
+}
+
+/// `embedder`, showing its progress when the history has documents it has
+/// not embedded yet (the first recall with it embeds them all), and the bar.
+fn embedding_shown(
+    ctx: &Context,
+    embedder: reach_model::Embedding,
+) -> anyhow::Result<(reach_model::Embedding, Option<indicatif::ProgressBar>)> {
+    let index = ctx.store.history_index(&ctx.agent)?;
+    let backlog = index.unembedded_documents(embedder.model())?;
+    if backlog == 0 {
+        return Ok((embedder, None));
+    }
+    let bar = crate::progress::bar(backlog, "embedding the history");
+    let shown = crate::progress::EmbeddingShown::new(embedder, bar.clone());
+    Ok((Arc::new(shown), Some(bar)))
 }

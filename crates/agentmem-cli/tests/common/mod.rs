@@ -77,3 +77,49 @@ pub fn recall_json(dir: &Path, question: &str, budget: &str, extra: &[&str]) -> 
     let output = agentmem_with_input(dir, &arguments, &[("OPENAI_API_KEY", None)], "");
     serde_json::from_slice(&output.stdout).unwrap()
 }
+
+/// Runs `agentmem` with its standard streams on a pseudo-terminal, types
+/// `input`, and returns everything the terminal showed.
+#[cfg(unix)]
+pub fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
+    use std::fs::File;
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two new descriptors into the pointers it is given.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0, "openpty failed");
+    // SAFETY: both descriptors were just opened and are owned here only.
+    let (mut terminal, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
+    let mut child = {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentmem"));
+        command
+            .arg("--dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("OPENAI_API_KEY")
+            .stdin(slave.try_clone().unwrap())
+            .stdout(slave.try_clone().unwrap())
+            .stderr(slave);
+        command.spawn().unwrap()
+    };
+    terminal.write_all(input.as_bytes()).unwrap();
+    let mut shown = Vec::new();
+    // Reading ends with EIO once the child has exited and the terminal is closed.
+    let _ = terminal.read_to_end(&mut shown);
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        String::from_utf8_lossy(&shown)
+    );
+    String::from_utf8_lossy(&shown).into_owned()
+}

@@ -31,6 +31,19 @@ pub enum CompactReason {
     FromRaw,
 }
 
+impl CompactReason {
+    /// Whether a person or an agent asked for the compaction, rather than
+    /// the pipeline: one asked for folds even a short history and is applied
+    /// even when it frees nothing (the report says so), while the pipeline's
+    /// leave a history that would not shrink as it is, so they cannot loop.
+    pub fn is_asked_for(self) -> bool {
+        match self {
+            CompactReason::Manual | CompactReason::FromRaw => true,
+            CompactReason::Auto | CompactReason::Reactive => false,
+        }
+    }
+}
+
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactReport {
@@ -47,8 +60,12 @@ pub struct CompactReport {
     pub fallback: Option<String>,
     pub focus: Option<String>,
     pub duration_ms: f64,
-    /// False when the compaction would not have freed space; nothing was changed then.
+    /// False when nothing was changed: nothing to compact, or an automatic
+    /// compaction that would not have freed space.
     pub applied: bool,
+    /// What a person should know of the outcome: why nothing was compacted,
+    /// or that a compaction asked for freed nothing.
+    pub note: Option<String>,
 }
 
 /// The active events split into what is compacted and what stays verbatim.
@@ -106,6 +123,42 @@ pub fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) ->
     Split {
         span: owned(&active[..cut]),
         tail: owned(&active[cut..]),
+    }
+}
+
+/// What a compaction for `reason` folds: everything before the raw tail of
+/// the current turn and `keep_turns` before it ([`split_for_compaction`]).
+/// When that folds no turn, one asked for ([`CompactReason::is_asked_for`])
+/// keeps the longest shorter tail that folds one, down to the current turn
+/// alone, and when that turn is all there is, folds it too once every call
+/// in it has its result (its user message stays in the base).
+pub fn split_to_compact(
+    active: &[impl Borrow<Event>],
+    keep_turns: usize,
+    reason: CompactReason,
+) -> Split {
+    let configured = split_for_compaction(active, keep_turns);
+    if !reason.is_asked_for() {
+        return configured;
+    }
+    let folds_a_turn = |split: &Split| split.span.iter().any(|e| e.trace_type == TraceType::User);
+    if folds_a_turn(&configured) {
+        return configured;
+    }
+    if let Some(shorter) = (0..keep_turns)
+        .rev()
+        .map(|keep| split_for_compaction(active, keep))
+        .find(folds_a_turn)
+    {
+        return shorter;
+    }
+    let settled = super::normalize::pairs_are_intact(active.iter().map(Borrow::borrow));
+    match settled {
+        true => Split {
+            span: configured.tail,
+            tail: Vec::new(),
+        },
+        false => configured,
     }
 }
 

@@ -259,7 +259,8 @@ fn repair_evidence(raw: &str) -> Vec<String> {
 /// temporary store under `scratch` (removed afterwards). With an
 /// `embedder`, agentmem's recall adds its vector score, and with a
 /// `reranker` a model reads its best candidates; the baselines stay as
-/// they are.
+/// they are. `on_question` is called as each of the
+/// [`questions_to_score`] is done (scored, or skipped for want of evidence).
 pub fn evaluate(
     conversations: &[Conversation],
     budget_tokens: u64,
@@ -267,6 +268,7 @@ pub fn evaluate(
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
     reranker: Option<&dyn Reranker>,
+    on_question: &mut dyn FnMut(),
 ) -> Result<LocomoReport> {
     let mut report = LocomoReport {
         budget_tokens,
@@ -289,10 +291,8 @@ pub fn evaluate(
         let mut index = store.history_index(&agent)?;
         recall::refresh_memories(&mut index, &store.agent_dir(&agent))?;
         let trimmed = trimming_block(conversation, budget_tokens, tokenizer);
-        for question in &conversation.questions {
-            if !SCORED_CATEGORIES.contains(&question.category) {
-                continue;
-            }
+        for question in scored(conversation) {
+            on_question();
             let (known, unknown): (Vec<&String>, Vec<&String>) = question
                 .evidence
                 .iter()
@@ -331,6 +331,19 @@ pub fn evaluate(
         finish(score);
     }
     Ok(report)
+}
+
+/// How many questions of `conversations` an evaluation goes through: those
+/// of [`SCORED_CATEGORIES`].
+pub fn questions_to_score(conversations: &[Conversation]) -> usize {
+    conversations.iter().map(|c| scored(c).count()).sum()
+}
+
+fn scored(conversation: &Conversation) -> impl Iterator<Item = &Question> {
+    conversation
+        .questions
+        .iter()
+        .filter(|q| SCORED_CATEGORIES.contains(&q.category))
 }
 
 /// Ingests the conversation's sessions in order; returns each turn's text by dia id.

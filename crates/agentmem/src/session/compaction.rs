@@ -24,7 +24,7 @@ use std::time::Instant;
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::Session;
 use crate::config::Durability;
-use crate::context::compact::{split_for_compaction, CompactReason, CompactReport, Split};
+use crate::context::compact::{split_to_compact, CompactReason, CompactReport, Split};
 use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::context::strategy::{ContextSettingsLayer, Strategy};
 use crate::error::{Error, IoContext, Result};
@@ -40,6 +40,14 @@ use crate::store::SessionPaths;
 use crate::summarize::{Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
 use crate::transcript::Transcript;
+
+/// The note of a compaction asked for that freed nothing.
+fn nothing_freed(report: &CompactReport) -> String {
+    format!(
+        "nothing was freed: the summary and the messages kept take {} tokens where the {} events they stand for took {} (a history this short is no longer than its summary); the events are in the archive",
+        report.tokens_after, report.events_compacted, report.tokens_before
+    )
+}
 
 /// The share of the provider's limit (in agentmem's count) a recovery from
 /// an overflow that named its sizes aims at: the parts of a prompt are not
@@ -74,8 +82,11 @@ impl Session {
     ///
     /// A summarizer failure changes nothing and is returned as
     /// [`Error::Summarizer`]; after three in a row, a deterministic trim
-    /// stands in for the summary and the report says so. A compaction that
-    /// would not free space is not applied (`applied: false`).
+    /// stands in for the summary and the report says so. A compaction asked
+    /// for (`CompactReason::Manual`, the default) folds even a short history
+    /// (see [`split_to_compact`]) and is applied even when it frees nothing,
+    /// with a `note` saying so; an automatic one that would not free space
+    /// is not applied (`applied: false`).
     ///
     /// ```
     /// # use agentmem::{event::Event, store::Store, Durability};
@@ -165,7 +176,7 @@ impl Session {
             .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
             .unwrap_or_default();
         let split = keep_tail_in_active_log(
-            split_for_compaction(&self.events, settings.raw_tail_turns),
+            split_to_compact(&self.events, settings.raw_tail_turns, options.reason),
             self.compactor.archived_prefix,
         );
         let Some(span_last) = split.span.last() else {
@@ -244,6 +255,7 @@ impl Session {
             focus: draft.focus.clone(),
             duration_ms: 0.0,
             applied: false,
+            note: None,
         };
         let settled = self.settle(draft.outcome)?;
         report.fallback = settled.fallback;
@@ -268,12 +280,13 @@ impl Session {
         after.forget_unseen();
         report.tokens_after = after.totals().total;
         report.events_compacted = draft.span_len;
-        if report.tokens_after >= tokens_before {
+        if report.tokens_after >= tokens_before && !reason.is_asked_for() {
             self.compactor.blocked_below = Some(tokens_before.saturating_add(tokens_before / 10));
             report.duration_ms = draft.drafting_ms + started.elapsed().as_secs_f64() * 1e3;
             return Ok(report);
         }
-        report.tokens_saved = tokens_before - report.tokens_after;
+        report.tokens_saved = tokens_before.saturating_sub(report.tokens_after);
+        report.note = (report.tokens_saved == 0).then(|| nothing_freed(&report));
         report.applied = true;
         let summary_text = draft
             .base
@@ -318,6 +331,18 @@ impl Session {
             focus: options.focus.clone(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
             applied: false,
+            note: Some(self.why_nothing_to_compact(options.reason).to_owned()),
+        }
+    }
+
+    /// Why a compaction for `reason` found nothing to fold.
+    fn why_nothing_to_compact(&self, reason: CompactReason) -> &'static str {
+        if self.events.is_empty() {
+            "nothing to compact: no events since the last compaction"
+        } else if reason.is_asked_for() {
+            "nothing to compact yet: the only turn waits for the results of its tool calls; compact once they are in"
+        } else {
+            "nothing to compact: no turn is older than the raw tail"
         }
     }
 
@@ -760,10 +785,19 @@ pub(super) fn finish_interrupted(
     let tail_start = match &snapshot.active_first_id {
         Some(first) if events.first().is_some_and(|e| &e.id == first) => return Ok(events),
         Some(first) => events.iter().position(|e| &e.id == first),
-        // An empty tail: whatever the log holds came after, unless the
-        // compaction is not finished.
-        None if !committed_lately || events.is_empty() => return Ok(events),
-        None => Some(events.len()),
+        // No tail was kept, so the log holds only what came after, unless
+        // the compaction is not finished (or, for a snapshot that does not
+        // say, unless the log still holds the latest user message the base
+        // kept of what it compacted, under its own id).
+        None if events.is_empty() => return Ok(events),
+        None if committed_lately => Some(events.len()),
+        None => {
+            let base: HashSet<&str> = snapshot.base.iter().map(|e| e.id.as_str()).collect();
+            if !events.iter().any(|e| base.contains(e.id.as_str())) {
+                return Ok(events);
+            }
+            None
+        }
     };
     let archived: HashSet<String> = crate::store::archive::archived_ids(&paths.archive())?
         .into_iter()

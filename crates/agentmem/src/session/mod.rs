@@ -321,11 +321,6 @@ impl Session {
         let (working, replay_recoveries) =
             working::load_state(&paths, snapshot.as_ref(), &events, writer.is_some())?;
         recoveries.extend(replay_recoveries);
-        let mut calibration = CalibrationTable::default();
-        events
-            .iter()
-            .filter_map(|e| e.usage.as_ref())
-            .for_each(|u| calibration.observe(u));
         let mut session = Session {
             settings,
             snapshot,
@@ -348,7 +343,7 @@ impl Session {
             working_section: None,
             drafting: None,
             transcript: None,
-            calibration,
+            calibration: CalibrationTable::default(),
             last_prepare: None,
             latest_overhead_tokens: None,
             unprepared_call_overhead_tokens: None,
@@ -366,6 +361,13 @@ impl Session {
             meta_dirty: false,
             meta_written: Instant::now(),
         };
+        let reported: Vec<Arc<Event>> = session
+            .events
+            .iter()
+            .filter(|e| e.usage.is_some())
+            .cloned()
+            .collect();
+        session.calibrate(&reported);
         session.refresh_meta_counts();
         if session.writer.is_some() {
             session.leave_compaction_in_memory()?;
@@ -584,6 +586,22 @@ impl Session {
         &self.calibration
     }
 
+    /// The calibration learned for `model`, or for any other name of the
+    /// model it resolves to (`claude-sonnet-4-5`, `claude-sonnet-4-5-20250929`).
+    pub fn calibration_for(&mut self, model: &str) -> Option<crate::prepare::Calibration> {
+        let family = self.model_info(model).family();
+        self.calibration.get(&family)
+    }
+
+    /// Learns from the usage `events` report, each under the model it resolves to.
+    fn calibrate(&mut self, events: &[Arc<Event>]) {
+        for usage in events.iter().filter_map(|e| e.usage.as_ref()) {
+            let Some(model) = &usage.model else { continue };
+            let family = self.model_info(model).family();
+            self.calibration.observe(&family, usage);
+        }
+    }
+
     /// Gives the first reported usage in `fresh` our count of the prompt it
     /// measured, when that prompt is the context prepared last.
     fn pair_usage_with_last_prepare(&mut self, fresh: &mut [Event]) {
@@ -690,11 +708,9 @@ impl Session {
         if let Some(transcript) = &mut self.transcript {
             transcript.extend_counting_later(&events);
         }
-        events
-            .iter()
-            .filter_map(|e| e.usage.as_ref())
-            .for_each(|u| self.calibration.observe(u));
-        if events.iter().any(|e| e.usage.is_some()) {
+        self.calibrate(&events);
+        let answered = |e: &Arc<Event>| e.usage.is_some() || e.trace_type.is_model_output();
+        if events.iter().any(answered) {
             self.overflow_attempts = 0; // a model call went through
         }
         for event in &events {

@@ -110,7 +110,7 @@ impl Session {
             ..trigger
         };
         let mut actions = self.shrink_to(&trigger, must_fit.target, encoding)?;
-        let calibration = self.calibration.get(&request.model);
+        let calibration = self.calibration.get(&model.family());
         let transcript = self.view_in(encoding);
         let fits = settings.strategy == Strategy::None
             || transcript.is_below(must_fit.target.saturating_add(1), Bound::Certain);
@@ -537,7 +537,7 @@ impl Session {
             None => measured,
         };
         match anchor.model.clone() {
-            Some(name) => (self.model_info(&name).model == model.model).then_some(offset),
+            Some(name) => (self.model_info(&name).family() == model.family()).then_some(offset),
             None => Some(offset),
         }
     }

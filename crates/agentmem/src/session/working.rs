@@ -77,8 +77,10 @@ impl Session {
     }
 
     /// Sets (or with `None` removes) the working-memory schema of this
-    /// session or of its agent. The schema is checked as a schema, and the
-    /// current state must already keep to it; otherwise nothing is written.
+    /// session or of its agent. The schema is checked as a schema, and a
+    /// state the session already has must keep to it; otherwise nothing is
+    /// written. A session with no state yet takes any schema, so a task can
+    /// be typed first: its first update must then keep to it.
     pub fn set_working_memory_schema(
         &mut self,
         scope: SchemaScope,
@@ -88,7 +90,7 @@ impl Session {
         let compiled = schema
             .map(|json| StateSchema::compile(json, scope))
             .transpose()?;
-        if let Some(schema) = &compiled {
+        if let Some(schema) = compiled.as_ref().filter(|_| !self.working.is_empty()) {
             schema
                 .validate(&self.working.document)
                 .map_err(|error| Error::WorkingMemorySchema {

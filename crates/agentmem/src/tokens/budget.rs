@@ -3,11 +3,35 @@
 //! `input_budget = context_window - max_output_tokens - safety_margin`: what
 //! the prompt may use while leaving room for the reply and for counting error.
 //! Compaction is due when the context passes `trigger_ratio × input_budget`.
+//!
+//! Unless a setting names them, both reserves scale with the window, so a
+//! small window keeps room for the prompt:
+//!
+//! * `safety_margin = min(13,000, window / 8)`: counting error and provider
+//!   framing grow with the prompt, and 13,000 tokens is what a large window
+//!   needs (every window from 104,000 tokens gets exactly that);
+//! * `max_output_tokens = min(the model's maximum output, window / 2)`: a
+//!   model's maximum is often the whole window it shares with the prompt
+//!   (GPT-4's 8,192 of 8,192, Mistral's models), a ceiling, not what a reply
+//!   needs, and reserving it all left no input budget; OpenAI's, Anthropic's
+//!   and Google's models of 128,000 tokens or more list at most half their
+//!   window and keep their whole maximum.
+//!
+//! So GPT-4 (8,192 tokens) gets an input budget of 3,072, GPT-3.5 Turbo
+//! (16,385) 10,241 and a local model of 16,384 with a 4,096-token reply
+//! 10,240, where a fixed 13,000 margin left them nothing; GPT-4o keeps
+//! 128,000 − 16,384 − 13,000 = 98,616.
 
 use serde::{Deserialize, Serialize};
 
-/// Tokens kept free for counting error and provider framing.
+/// Tokens kept free for counting error and provider framing in a large
+/// window; a smaller one keeps its size divided by
+/// [`SAFETY_MARGIN_WINDOW_DIVISOR`].
 pub const DEFAULT_SAFETY_MARGIN_TOKENS: u64 = 13_000;
+/// The default safety margin is at most the window divided by this.
+pub const SAFETY_MARGIN_WINDOW_DIVISOR: u64 = 8;
+/// The model's maximum output is reserved up to the window divided by this.
+pub const REPLY_RESERVE_WINDOW_DIVISOR: u64 = 2;
 /// Compaction starts at this fraction of the input budget.
 pub const DEFAULT_TRIGGER_RATIO: f64 = 0.8;
 
@@ -45,6 +69,29 @@ impl BudgetSettings {
         }
     }
 
+    /// Settings that give the prompt exactly `input_budget` tokens beside
+    /// a reply of up to `max_output_tokens`: the window is the two plus
+    /// [`DEFAULT_SAFETY_MARGIN_TOKENS`], and all three are given, so no
+    /// reserve scales with it.
+    ///
+    /// ```
+    /// use agentmem::tokens::budget::{Budget, BudgetSettings};
+    /// let settings = BudgetSettings::for_input_budget(16_000, 16_384);
+    /// assert_eq!(Budget::resolve(128_000, 16_384, settings).input_budget(), 16_000);
+    /// ```
+    pub fn for_input_budget(input_budget: u64, max_output_tokens: u64) -> BudgetSettings {
+        BudgetSettings {
+            context_window: Some(
+                input_budget
+                    .saturating_add(max_output_tokens)
+                    .saturating_add(DEFAULT_SAFETY_MARGIN_TOKENS),
+            ),
+            max_output_tokens: Some(max_output_tokens),
+            safety_margin: Some(DEFAULT_SAFETY_MARGIN_TOKENS),
+            trigger_ratio: None,
+        }
+    }
+
     /// Checks values a budget cannot work with.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(ratio) = self.trigger_ratio {
@@ -72,23 +119,32 @@ pub struct Budget {
 
 impl Budget {
     /// The budget for a model with `context_window` and `max_output_tokens`,
-    /// adjusted by `settings`.
+    /// adjusted by `settings`. Reserves the settings leave unset scale with
+    /// the window (see the module docs); those they give stand, a reply
+    /// reserve never above the window.
+    ///
+    /// ```
+    /// use agentmem::tokens::budget::{Budget, BudgetSettings};
+    /// let gpt_4 = Budget::resolve(8_192, 8_192, BudgetSettings::default());
+    /// assert_eq!((gpt_4.max_output_tokens, gpt_4.safety_margin), (4_096, 1_024));
+    /// let given = BudgetSettings { safety_margin: Some(0), max_output_tokens: Some(8_000), ..Default::default() };
+    /// assert_eq!(Budget::resolve(8_192, 8_192, given).input_budget(), 192);
+    /// ```
     pub fn resolve(
         context_window: u64,
         max_output_tokens: u64,
         settings: BudgetSettings,
     ) -> Budget {
         let context_window = settings.context_window.unwrap_or(context_window);
+        let reply_reserve = settings.max_output_tokens.unwrap_or_else(|| {
+            max_output_tokens.min(context_window / REPLY_RESERVE_WINDOW_DIVISOR)
+        });
         Budget {
             context_window,
-            // A reply can never use more than the window.
-            max_output_tokens: settings
-                .max_output_tokens
-                .unwrap_or(max_output_tokens)
-                .min(context_window),
+            max_output_tokens: reply_reserve.min(context_window),
             safety_margin: settings
                 .safety_margin
-                .unwrap_or(DEFAULT_SAFETY_MARGIN_TOKENS),
+                .unwrap_or_else(|| default_safety_margin(context_window)),
             trigger_ratio: settings.trigger_ratio.unwrap_or(DEFAULT_TRIGGER_RATIO),
         }
     }
@@ -111,4 +167,9 @@ impl Budget {
     pub fn trigger_tokens(&self) -> u64 {
         (self.input_budget() as f64 * self.trigger_ratio).floor() as u64
     }
+}
+
+/// The safety margin of a window no setting gives one for.
+fn default_safety_margin(context_window: u64) -> u64 {
+    DEFAULT_SAFETY_MARGIN_TOKENS.min(context_window / SAFETY_MARGIN_WINDOW_DIVISOR)
 }

@@ -219,6 +219,24 @@ impl ModelInfo {
         Some(usd / 1_000_000.0)
     }
 
+    /// The name every spelling of this model shares: the answering
+    /// entry's, in lower case, without provider, date or `-latest`, dots as
+    /// dashes. Two entries may answer for one model (agentmem's
+    /// `claude-sonnet-4-5` and models.dev's `claude-sonnet-4-5-20250929`);
+    /// what a provider measures for either holds for both.
+    ///
+    /// ```
+    /// use agentmem::tokens::registry::ModelRegistry;
+    /// let registry = ModelRegistry::builtin();
+    /// let family = |name: &str| registry.lookup(name).family();
+    /// assert_eq!(family("claude-sonnet-4-5-20250929"), family("anthropic/claude-sonnet-4.5"));
+    /// assert_eq!(family("gpt-4.1-2025-04-14"), "gpt-4-1");
+    /// assert_ne!(family("gpt-4.1"), family("gpt-4.1-mini"));
+    /// ```
+    pub fn family(&self) -> String {
+        name_keys(&self.model.to_ascii_lowercase(), |_| {}).into_owned()
+    }
+
     /// The defaults for a model nobody knows.
     fn unknown(provider: String, model: String) -> ModelInfo {
         ModelInfo {
