@@ -891,7 +891,7 @@ fn state_patch_schema_history_with_compare_and_swap() {
     let found = stdout(&run_ok(
         agentmem(dir.path()).args(["search", "auth", "--role", "state"]),
     ));
-    assert!(found.contains("src/auth.rs"), "{found}");
+    assert!(found.contains("src/[auth].rs"), "{found}");
 }
 
 #[test]
@@ -968,7 +968,7 @@ fn search_an_archived_session_and_recall_for_a_query() {
         "old",
     ])));
     assert!(
-        text.contains("> [turn_0001] User: The deploy script fails"),
+        text.contains("> [turn_0001] User: The deploy script fails with error [E4031]"),
         "{text}"
     );
     let none = stdout(&run_ok(
@@ -1041,4 +1041,24 @@ fn eval_locomo_reports_recall_beside_both_baselines() {
     ));
     assert_eq!(table.matches("LoCoMo evidence recall at").count(), 2);
     assert!(table.contains("trimming") && table.contains("bm25"));
+}
+
+#[test]
+fn search_shows_the_text_that_matched_deep_in_a_long_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let filler = "The migration plan covers every table in the schema. ".repeat(12);
+    let content =
+        format!("{filler}The orders table needs a composite index on customer_id. {filler}");
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &format!(
+            "{}\n",
+            json!({"trace_type": "assistant", "content": content})
+        ),
+    );
+    let text = stdout(&run_ok(
+        agentmem(dir.path()).args(["search", "composite index"]),
+    ));
+    let hit = text.lines().find(|l| l.starts_with('>')).unwrap();
+    assert!(hit.contains("[composite] [index] on customer_id"), "{text}");
 }

@@ -127,7 +127,7 @@ fn a_client_initializes_lists_the_tools_and_calls_them() {
     assert!(text(&replies[4]).starts_with("Remembered as fact"));
     assert!(text(&replies[5]).starts_with("Already known: merged"));
     assert!(text(&replies[6])
-        .contains("> [turn_0001] User: The staging database listens on port 6432."));
+        .contains("> [turn_0001] User: The [staging] database listens on [port] 6432."));
     assert!(
         text(&replies[7]).contains("port 6432"),
         "{}",
@@ -141,4 +141,41 @@ fn a_client_initializes_lists_the_tools_and_calls_them() {
     assert_eq!(replies[10]["error"]["code"], -32700);
     assert_eq!(replies[11]["error"]["code"], -32601);
     assert_eq!(replies[12]["result"], json!({}));
+}
+
+#[test]
+fn a_search_answer_shows_the_text_that_matched_not_the_start_of_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let log: String = (0..40)
+        .map(|i| format!("test parser::case_{i} ... ok\n"))
+        .collect();
+    let output =
+        format!("{log}thread 'main' panicked at src/lexer.rs:88: unterminated heredoc\n{log}");
+    let events = [
+        json!({"trace_type": "user", "content": "run the tests"}),
+        json!({"trace_type": "tool_call", "tool_call_id": "c1", "tool_name": "bash", "tool_args": {"cmd": "cargo test"}}),
+        json!({"trace_type": "tool_result", "tool_call_id": "c1", "content": output}),
+    ];
+    let input: String = events.iter().map(|e| format!("{e}\n")).collect();
+    common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["ingest", "--session", "past"]),
+        &[],
+        &input,
+    );
+    let replies = exchange(
+        dir.path(),
+        &[],
+        &[call(
+            1,
+            "search_conversation_history",
+            json!({"query": "unterminated heredoc"}),
+        )],
+    );
+    let answer = text(&replies[0]);
+    let hit = answer.lines().find(|l| l.starts_with('>')).unwrap();
+    assert!(
+        hit.contains("[unterminated] [heredoc]") && hit.contains("lexer.rs:88"),
+        "{answer}"
+    );
 }

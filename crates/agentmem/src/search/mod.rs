@@ -12,6 +12,7 @@
 //! assert_eq!(hits[0].turn_id, "turn_0001");
 //! ```
 
+mod excerpt;
 pub mod feed;
 pub mod index;
 pub mod query;
@@ -175,7 +176,8 @@ pub struct ContextLine {
 
 impl SearchHit {
     /// The hit as a model or a person reads it: a header, then the labelled
-    /// context lines, the hit marked with `>`.
+    /// context lines, the hit marked with `>` and shown by its excerpt (what
+    /// matched may lie far past the start a context line shows).
     pub fn render(&self) -> String {
         let mut text = format!(
             "session {} · {} · {}",
@@ -185,11 +187,14 @@ impl SearchHit {
         );
         for line in &self.context {
             let mark = if line.is_hit { '>' } else { ' ' };
+            let shown = match line.is_hit && !self.excerpt.is_empty() {
+                true => &self.excerpt,
+                false => &line.text,
+            };
             text.push_str(&format!(
-                "\n{mark} [{}] {}: {}",
+                "\n{mark} [{}] {}: {shown}",
                 line.turn_id,
                 line.speaker.as_deref().unwrap_or(line.role.label()),
-                line.text
             ));
         }
         text
