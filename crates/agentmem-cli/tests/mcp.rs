@@ -179,3 +179,69 @@ fn a_search_answer_shows_the_text_that_matched_not_the_start_of_the_event() {
         "{answer}"
     );
 }
+
+#[test]
+fn the_notebook_tools_take_seed_names_and_still_take_the_old_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let replies = exchange(
+        dir.path(),
+        &[],
+        &[
+            request(1, "tools/list", json!({})),
+            call(
+                2,
+                "write_memory",
+                json!({"content": "- Deploys go through staging."}),
+            ),
+            call(
+                3,
+                "update_memory",
+                json!({"old_text": "staging", "new_text": "canary"}),
+            ),
+            call(4, "write_memory", json!({"text": "- Tests run nightly."})),
+            call(
+                5,
+                "update_memory",
+                json!({"old": "nightly", "new": "hourly"}),
+            ),
+            call(
+                6,
+                "write_memory",
+                json!({"content": "- x", "colour": "red"}),
+            ),
+            call(7, "write_memory", json!({"content": "- y", "text": "- y"})),
+            call(8, "read_memory", json!({})),
+        ],
+    );
+    let tools = replies[0]["result"]["tools"].as_array().unwrap();
+    let schema =
+        |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"].clone();
+    assert_eq!(schema("write_memory")["required"], json!(["content"]));
+    assert_eq!(
+        schema("update_memory")["required"],
+        json!(["old_text", "new_text"])
+    );
+    for (i, reply) in replies[1..5].iter().enumerate() {
+        assert_eq!(reply["result"]["isError"], false, "call {}: {reply}", i + 2);
+    }
+    assert_eq!(replies[5]["result"]["isError"], true);
+    assert!(
+        text(&replies[5]).contains("colour"),
+        "{}",
+        text(&replies[5])
+    );
+    assert_eq!(
+        replies[6]["result"]["isError"], true,
+        "a name and its alias together are refused: {}",
+        replies[6]
+    );
+    let memory = text(&replies[7]);
+    assert!(
+        memory.contains("- Deploys go through canary.\n- Tests run hourly.\n"),
+        "{memory}"
+    );
+    assert!(
+        !memory.contains("- x") && !memory.contains("- y"),
+        "{memory}"
+    );
+}

@@ -265,3 +265,60 @@ fn the_service_recalls_through_the_configured_reranker() {
         "{second_line} / {first}"
     );
 }
+
+#[test]
+fn a_prepare_line_takes_its_own_settings_and_refuses_unknown_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns: Vec<Value> = (0..12)
+        .flat_map(|t| {
+            [
+                json!({"trace_type": "user", "content": format!("Question {t}: why does the parser fail?")}),
+                json!({"trace_type": "assistant", "content": "It fails on nested quotes. ".repeat(60)}),
+            ]
+        })
+        .collect();
+    let small = json!({"op": "prepare", "session": "s", "model": "gpt-4o", "context_window": 4000,
+                       "max_output_tokens": 500, "safety_margin": 0, "trigger_ratio": 0.5});
+    let with = |extra: Value| {
+        let mut command = small.clone();
+        command
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        command
+    };
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"op": "create_session", "session": "s"}),
+            json!({"op": "append", "session": "s", "events": turns}),
+            json!({"op": "append_memory", "content": "- The deploy key rotates on Fridays."}),
+            with(json!({"id": 1, "strategy": "none", "memory": "off"})),
+            with(json!({"id": 2, "strategy": "summarize", "dry_run": true})),
+            with(json!({"id": 3, "stratgy": "trim"})),
+            json!({"id": 4, "op": "events", "session": "s"}),
+        ],
+    );
+    let quiet = &replies[3]["result"];
+    assert_eq!(quiet["stats"]["over_budget"], true, "{}", quiet["stats"]);
+    assert_eq!(quiet["stats"]["trigger_tokens"], 1750);
+    assert!(!quiet["payload"].to_string().contains("rotates on Fridays"));
+    assert_eq!(
+        replies[4]["result"]["would_compact"], true,
+        "{}",
+        replies[4]
+    );
+    assert!(replies[4]["result"]["payload"]
+        .to_string()
+        .contains("rotates on Fridays"));
+    assert_eq!(replies[5]["kind"], "bad_request", "{}", replies[5]);
+    assert!(replies[5]["error"]
+        .as_str()
+        .unwrap()
+        .contains("unknown field `stratgy`"));
+    assert_eq!(
+        replies[6]["result"]["events"].as_array().unwrap().len(),
+        24,
+        "the dry run compacted nothing"
+    );
+}

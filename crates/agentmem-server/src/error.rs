@@ -118,6 +118,7 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::OverflowUnrecoverable { .. }
         | EngineError::MemoryEdit { .. }
         | EngineError::BadQuery { .. }
+        | EngineError::InvalidArguments { .. }
         | EngineError::WorkingMemoryPatch { .. }
         | EngineError::WorkingMemoryInvalid { .. }
         | EngineError::WorkingMemorySchema { .. } => ErrorKind::BadRequest,

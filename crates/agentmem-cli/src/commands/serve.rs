@@ -79,13 +79,20 @@ fn answer(service: &Service, line: &str) -> Value {
     reply
 }
 
+/// Runs a command: its `op` names the operation, and the fields beside
+/// `op` and `id` are the operation's.
 fn execute(service: &Service, command: &Value) -> Result<Value, ServiceError> {
     let op: Op = command
         .get("op")
         .and_then(Value::as_str)
         .ok_or_else(|| ServiceError::bad_request("the command needs an \"op\" string"))?
         .parse()?;
-    service.execute(op, command)
+    let mut arguments = command.clone();
+    if let Some(fields) = arguments.as_object_mut() {
+        fields.remove("op");
+        fields.remove("id");
+    }
+    service.execute(op, &arguments)
 }
 
 fn read_token(path: &std::path::Path) -> anyhow::Result<String> {

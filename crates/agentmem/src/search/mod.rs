@@ -217,22 +217,37 @@ pub fn search_tool_schema() -> ToolSchema {
     }
 }
 
+/// What `search_conversation_history` takes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchToolArgs {
+    query: String,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+}
+
 /// The arguments of a `search_conversation_history` call, checked.
 pub fn parse_tool_arguments(arguments: &Value) -> Result<(String, SearchFilter)> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str);
-    let query = text("query")
-        .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| Error::BadQuery {
+    let args: SearchToolArgs = crate::arguments::parse("search_conversation_history", arguments)?;
+    if args.query.trim().is_empty() {
+        return Err(Error::BadQuery {
             message: "search_conversation_history needs a non-empty \"query\" string".into(),
-        })?;
+        });
+    }
     let filter = SearchFilter {
-        session: text("session").map(str::to_owned),
-        role: text("role").map(Role::parse).transpose()?,
-        since: text("since").map(parse_date).transpose()?,
-        until: text("until").map(parse_date).transpose()?,
+        session: args.session,
+        role: args.role.as_deref().map(Role::parse).transpose()?,
+        since: args.since.as_deref().map(parse_date).transpose()?,
+        until: args.until.as_deref().map(parse_date).transpose()?,
         limit: DEFAULT_SEARCH_LIMIT,
     };
-    Ok((query.to_owned(), filter))
+    Ok((args.query, filter))
 }
 
 /// The tool's answer for the model: the rendered hits, or a line saying none matched.
