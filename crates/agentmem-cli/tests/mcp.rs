@@ -245,3 +245,24 @@ fn the_notebook_tools_take_seed_names_and_still_take_the_old_ones() {
         "{memory}"
     );
 }
+
+#[test]
+fn a_batch_on_stdio_is_answered_in_order_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let too_many = Value::Array((0..65).map(ping).collect());
+    let replies = exchange(
+        dir.path(),
+        &[],
+        &[json!([ping(1), ping(2)]).to_string(), too_many.to_string()],
+    );
+    assert_eq!(
+        replies[0],
+        json!([{"jsonrpc": "2.0", "id": 1, "result": {}}, {"jsonrpc": "2.0", "id": 2, "result": {}}])
+    );
+    assert_eq!(replies[1]["error"]["code"], -32600, "{}", replies[1]);
+    assert!(replies[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 64"));
+}

@@ -322,3 +322,49 @@ fn a_prepare_line_takes_its_own_settings_and_refuses_unknown_fields() {
         "the dry run compacted nothing"
     );
 }
+
+#[test]
+fn events_are_read_while_another_process_holds_the_writer_lock() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["ingest", "--session", "s", "--ack"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = writer.stdin.take().unwrap();
+    let mut acks = BufReader::new(writer.stdout.take().unwrap());
+    for content in ["first question", "second question"] {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"trace_type": "user", "content": content})
+        )
+        .unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    for _ in 0..3 {
+        line.clear();
+        acks.read_line(&mut line).unwrap(); // the session id, then each event's ack
+    }
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "events", "session": "s"}),
+            json!({"id": 2, "op": "append", "session": "s", "events": [{"trace_type": "user", "content": "x"}]}),
+        ],
+    );
+    let events = replies[0]["result"]["events"].as_array();
+    assert_eq!(events.map(Vec::len), Some(2), "{}", replies[0]);
+    assert_eq!(
+        replies[1]["kind"], "locked",
+        "a write still is refused: {}",
+        replies[1]
+    );
+    drop(stdin);
+    assert!(writer.wait().unwrap().success());
+}

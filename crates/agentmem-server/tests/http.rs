@@ -924,3 +924,62 @@ fn the_openapi_document_names_exactly_the_fields_each_operation_takes() {
         assert_eq!(documented, accepted, "{} {path}: {answer}", route.method);
     }
 }
+
+#[test]
+fn an_mcp_batch_is_bounded_in_messages_and_in_answer_bytes() {
+    let server = TestServer::start();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let batch = Value::Array(vec![list; 65]);
+    let (status, refused) = server.call("POST", "/mcp", Some(&batch));
+    assert_eq!(status, 413, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 64"),
+        "{refused}"
+    );
+    let (status, empty) = server.call("POST", "/mcp", Some(&json!([])));
+    assert_eq!(
+        (status, &empty["error"]["code"]),
+        (400, &json!(-32600)),
+        "{empty}"
+    );
+
+    // A notebook of 1 MiB read 64 times would answer 64 MiB.
+    let note = "- a long note about the deploy pipeline\n".repeat(26_000);
+    assert_eq!(
+        server
+            .call("POST", "/v1/memory", Some(&json!({"content": note})))
+            .0,
+        200
+    );
+    let reads: Vec<Value> = (0..64)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_memory", "arguments": {}}}))
+        .collect();
+    let (status, text) = server.raw(
+        "POST",
+        "/mcp",
+        &[],
+        Value::Array(reads).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    let limit = agentmem_server::mcp::MAX_BATCH_ANSWER_BYTES;
+    assert!(text.len() < limit + 2 * note.len(), "{} bytes", text.len());
+    let answers: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(answers.len(), 64, "every request is answered");
+    let ran = answers
+        .iter()
+        .take_while(|a| a["result"].is_object())
+        .count();
+    assert!((1..64).contains(&ran), "{ran} ran");
+    for (id, answer) in answers.iter().enumerate().skip(ran) {
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32001, "{answer}");
+        assert!(answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send this message again"));
+    }
+}

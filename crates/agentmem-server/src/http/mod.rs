@@ -401,13 +401,11 @@ impl App {
             Err(e) => return Ok(json_reply(400, &crate::mcp::parse_error(&e))),
         };
         let answer = match &message {
-            Value::Array(batch) => {
-                let answers: Vec<Value> = batch
-                    .iter()
-                    .filter_map(|m| crate::mcp::answer(&host, m))
-                    .collect();
-                (!answers.is_empty()).then_some(Value::Array(answers))
-            }
+            Value::Array(batch) => match crate::mcp::answer_batch(&host, batch) {
+                Ok(answers) => answers,
+                Err(refused) if batch.is_empty() => return Ok(json_reply(400, &refused)),
+                Err(refused) => return Ok(json_reply(413, &refused)),
+            },
             single => crate::mcp::answer(&host, single),
         };
         Ok(match answer {
