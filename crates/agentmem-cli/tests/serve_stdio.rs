@@ -368,3 +368,82 @@ fn events_are_read_while_another_process_holds_the_writer_lock() {
     drop(stdin);
     assert!(writer.wait().unwrap().success());
 }
+
+#[test]
+fn a_line_over_eight_mib_is_refused_and_the_loop_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = json!({"id": 2, "op": "append", "session": "s", "events": [
+        {"trace_type": "user", "content": "x".repeat(9 * 1024 * 1024)}
+    ]});
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "create_session", "session": "s"}),
+            huge,
+            json!({"id": 3, "op": "events", "session": "s"}),
+        ],
+    );
+    assert_eq!(replies[1]["ok"], false);
+    assert_eq!(replies[1]["kind"], "too_large", "{}", replies[1]);
+    assert!(
+        replies[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("8388608 bytes"),
+        "{}",
+        replies[1]
+    );
+    assert_eq!(replies[2]["id"], 3, "the next line is answered");
+    assert_eq!(
+        replies[2]["result"]["events"],
+        json!([]),
+        "nothing was appended"
+    );
+}
+
+/// What `agentmem serve … --token-file FILE` says on stderr until it
+/// listens (then it is stopped) or exits, and whether it listened.
+fn serve_until_listening(dir: &std::path::Path, token_file: &std::path::Path) -> (String, bool) {
+    use std::io::{BufRead, BufReader};
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir)
+        .args(["serve", "--addr", "0.0.0.0:0", "--token-file"])
+        .arg(token_file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = Vec::new();
+    let mut listened = false;
+    for line in BufReader::new(server.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        listened = line.contains("listening on");
+        said.push(line);
+        if listened {
+            server.kill().unwrap();
+            break;
+        }
+    }
+    server.wait().unwrap();
+    (said.join("\n"), listened)
+}
+
+#[test]
+fn a_short_token_is_refused_for_a_network_address_and_a_readable_token_file_is_warned_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "hunter2\n").unwrap();
+    std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (said, listened) = serve_until_listening(dir.path(), &short);
+    assert!(!listened, "{said}");
+    assert!(said.contains("at least 16 characters"), "{said}");
+
+    let readable = dir.path().join("readable");
+    std::fs::write(&readable, "a-long-enough-secret-token\n").unwrap();
+    std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (said, listened) = serve_until_listening(dir.path(), &readable);
+    assert!(listened, "{said}");
+    assert!(said.contains("readable by other users"), "{said}");
+    assert!(said.contains("chmod 600"), "{said}");
+}

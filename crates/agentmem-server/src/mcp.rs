@@ -130,6 +130,15 @@ pub fn invalid_request() -> Value {
     )
 }
 
+/// The answer to a message over `max_bytes`, left unread.
+pub fn too_large(max_bytes: usize) -> Value {
+    error(
+        Value::Null,
+        INVALID_REQUEST,
+        &format!("the message is over the limit of {max_bytes} bytes and was not read; send less in one message"),
+    )
+}
+
 /// The answer to a message that is not JSON.
 pub fn parse_error(error: &serde_json::Error) -> Value {
     self::error(Value::Null, PARSE_ERROR, &format!("not JSON: {error}"))

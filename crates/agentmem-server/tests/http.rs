@@ -983,3 +983,50 @@ fn an_mcp_batch_is_bounded_in_messages_and_in_answer_bytes() {
             .contains("send this message again"));
     }
 }
+
+#[test]
+fn a_host_or_origin_that_is_not_ascii_is_refused_not_taken_as_absent() {
+    let server = TestServer::start();
+    for headers in [
+        [("Host", "évil.example")],
+        [("Origin", "https://évil.example")],
+    ] {
+        let (status, text) = server.raw("GET", "/v1/sessions", &headers, b"");
+        assert_eq!(status, 403, "{headers:?}: {text}");
+        assert!(text.contains("not ASCII"), "{text}");
+    }
+}
+
+#[test]
+fn every_id_the_api_takes_is_reached_by_its_percent_encoded_path() {
+    let server = TestServer::start();
+    for id in ["café 50%", "a?b#c", "plus+sign"] {
+        let (status, created) = server.call("POST", "/v1/sessions", Some(&json!({"session": id})));
+        assert_eq!(status, 201, "{created}");
+        let encoded: String = id
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        let (status, resumed) = server.call("GET", &format!("/v1/sessions/{encoded}"), None);
+        assert_eq!(status, 200, "{id}: {resumed}");
+        assert_eq!(resumed["meta"]["id"], id);
+        let append = json!({"events": [{"trace_type": "user", "content": "hi"}]});
+        let (status, appended) = server.call(
+            "POST",
+            &format!("/v1/sessions/{encoded}/events"),
+            Some(&append),
+        );
+        assert_eq!(
+            (status, &appended["appended"]),
+            (200, &json!(1)),
+            "{appended}"
+        );
+    }
+    let (status, text) = server.raw("GET", "/v1/sessions/%FF%FE", &[], b"");
+    assert_eq!(status, 400, "not UTF-8 once decoded: {text}");
+}

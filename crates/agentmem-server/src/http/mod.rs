@@ -50,6 +50,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_WORKER_THREADS: usize = 16;
 /// Threads that read and write connections (the engine's work runs elsewhere).
 const IO_THREADS: usize = 2;
+/// The shortest token a server bound beyond loopback takes, in characters:
+/// anyone who can reach the port can try tokens.
+pub const MIN_NETWORK_TOKEN_CHARS: usize = 16;
 /// How long a client may take to send a request's headers; hyper also
 /// bounds a kept-alive connection's idle wait with it, so it is longer than
 /// a slow model call between two requests of an agent loop.
@@ -89,6 +92,8 @@ pub enum ServeError {
     TokenRequired { addr: SocketAddr },
     #[error("the token file's token is empty; write a secret of at least 16 characters into it")]
     EmptyToken,
+    #[error("the token is {chars} characters; a server bound to {addr} is reachable from the network, so its token must have at least {MIN_NETWORK_TOKEN_CHARS} characters (e.g. `openssl rand -hex 32`)")]
+    ShortToken { addr: SocketAddr, chars: usize },
     #[error("cannot listen on {addr}: {source}; is another server using the port?")]
     Bind {
         addr: SocketAddr,
@@ -133,6 +138,12 @@ impl HttpServer {
         let exposure = Exposure::of(options.addr);
         match (&options.token, exposure) {
             (Some(token), _) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
+            (Some(token), Exposure::Network) if token.chars().count() < MIN_NETWORK_TOKEN_CHARS => {
+                return Err(ServeError::ShortToken {
+                    addr: options.addr,
+                    chars: token.chars().count(),
+                })
+            }
             (None, Exposure::Network) => {
                 return Err(ServeError::TokenRequired { addr: options.addr })
             }
