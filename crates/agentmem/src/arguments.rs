@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// `operation`, naming the field at fault.
 ///
 /// ```
-/// #[derive(serde::Deserialize)]
+/// #[derive(Debug, serde::Deserialize)]
 /// #[serde(deny_unknown_fields)]
 /// struct Note { content: String }
 /// let note: Note = agentmem::arguments::parse("note", &serde_json::json!({"content": "x"})).unwrap();
