@@ -247,7 +247,7 @@ pub struct Tool {
     pub session: Option<String>,
 }
 
-/// `tools`.
+/// `tools`, and the query of `POST /mcp`: whose tools.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tools {

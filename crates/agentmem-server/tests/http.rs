@@ -940,6 +940,9 @@ fn an_mcp_batch_is_bounded_in_messages_and_in_answer_bytes() {
             .contains("at most 64"),
         "{refused}"
     );
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let (status, misspelt) = server.call("POST", "/mcp?sesion=s", Some(&ping));
+    assert_eq!(status, 400, "an unknown query field: {misspelt}");
     let (status, empty) = server.call("POST", "/mcp", Some(&json!([])));
     assert_eq!(
         (status, &empty["error"]["code"]),

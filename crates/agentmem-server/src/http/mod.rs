@@ -400,11 +400,9 @@ impl App {
                 )));
             }
         }
-        let session = routes::query_arguments(query)?
-            .get("session")
-            .and_then(Value::as_str)
-            .map(SessionId::new)
-            .transpose()?;
+        let query = Value::Object(routes::query_arguments(query)?);
+        let tools: crate::requests::Tools = agentmem::arguments::parse("mcp", &query)?;
+        let session = tools.session.map(SessionId::new).transpose()?;
         let host = self.service.tool_host(session);
         let message: Value = match serde_json::from_slice(body) {
             Ok(message @ (Value::Object(_) | Value::Array(_))) => message,
