@@ -113,8 +113,9 @@ impl FromStr for CompactionTiming {
 
 /// Whether long-term memory (MEMORY.md, project files, what earlier
 /// sessions left) goes into a prepared context. The session's working
-/// memory is its own state, and goes in either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// memory is its own state, and goes in either way. Read from `"on"` or
+/// `"off"`, or from `true` or `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryInjection {
     #[default]
@@ -128,6 +129,20 @@ impl MemoryInjection {
         match self {
             MemoryInjection::On => "on",
             MemoryInjection::Off => "off",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryInjection {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::Bool(true) => Ok(MemoryInjection::On),
+            serde_json::Value::Bool(false) => Ok(MemoryInjection::Off),
+            serde_json::Value::String(name) => name.parse().map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!(
+                "memory injection is on or off (or true or false), not {other}"
+            ))),
         }
     }
 }
@@ -242,5 +257,25 @@ impl PipelineSettings {
 impl Default for PipelineSettings {
     fn default() -> Self {
         ContextSettingsLayer::default().resolve()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_injection_reads_its_names_and_booleans_and_refuses_anything_else() {
+        let read = |json: &str| serde_json::from_str::<MemoryInjection>(json);
+        assert_eq!(read("\"off\"").unwrap(), MemoryInjection::Off);
+        assert_eq!(read("true").unwrap(), MemoryInjection::On);
+        assert_eq!(read("false").unwrap(), MemoryInjection::Off);
+        assert!(read("\"maybe\"")
+            .unwrap_err()
+            .to_string()
+            .contains("use on or off"));
+        assert!(read("3").unwrap_err().to_string().contains("on or off"));
+        let layer: ContextSettingsLayer = toml::from_str("memory = false").unwrap();
+        assert_eq!(layer.memory, Some(MemoryInjection::Off));
     }
 }
