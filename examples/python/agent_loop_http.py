@@ -83,9 +83,9 @@ def main():
 
         hits = memory.call("POST", "/v1/search", {"query": "tests fail"})
         print(f"search found {hits[0]['event_id']} in {hits[0]['turn_id']}")
-        note = memory.call("POST", "/v1/memory", {"text": "- The parser lives in src/parser.rs."})
+        note = memory.call("POST", "/v1/memory", {"content": "- The parser lives in src/parser.rs."})
         try:
-            memory.call("POST", "/v1/memory", {"text": "- stale", "expected_hash": "0" * 16})
+            memory.call("POST", "/v1/memory", {"content": "- stale", "expected_hash": "0" * 16})
         except RuntimeError as refused:
             print("stale edit refused:", str(refused).split(":")[1].strip())
         print("memory at", memory.call("GET", "/v1/memory")["hash"] == note["hash"] and "the same hash" or "another hash")

@@ -60,7 +60,7 @@ def main():
             {"id": f"answer-{turn}", "trace_type": "assistant", "content": answer},
         ])
         print(f"turn {turn + 1}: {prepared['stats']['context_tokens']} context tokens -> {answer}")
-    memory("tool", name="write_memory", arguments={"text": "- Ran the Python example."})
+    memory("tool", name="write_memory", arguments={"content": "- Ran the Python example."})
     hits = memory("search", query="tests fail")
     print(f"search found {hits[0]['event_id']} in {hits[0]['turn_id']}")
     episode = memory("end_session", session=session)

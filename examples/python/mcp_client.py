@@ -50,7 +50,7 @@ def main():
     print("tools: " + ", ".join(tools))
     for name, arguments in [
         ("remember_fact", {"fact": "The example prefers short answers."}),
-        ("write_memory", {"text": "- The MCP example ran."}),
+        ("write_memory", {"content": "- The MCP example ran."}),
         ("read_memory", {}),
         ("recall", {"query": "short answers"}),
     ]:

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agentmem::context::strategy::CompactionTiming;
+use agentmem::context::strategy::{CompactionTiming, MemoryInjection, Strategy};
 use agentmem::render::PromptCache;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
@@ -90,6 +90,10 @@ pub enum Command {
         /// Print the stats as JSON on stderr.
         #[arg(long)]
         stats: bool,
+        /// Print what the call would send and do (one JSON object: payload,
+        /// stats, would_compact) and change nothing in the session.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Count the tokens of stdin.
     Tokens {
@@ -406,6 +410,14 @@ pub struct ModelArgs {
     /// Compaction starts at this fraction of the input budget (default 0.8).
     #[arg(long)]
     pub trigger_ratio: Option<f64>,
+    /// none, trim, summarize, placeholder or auto, for this call (over the
+    /// session's and the agent's `[context] strategy`).
+    #[arg(long)]
+    pub strategy: Option<Strategy>,
+    /// on or off: whether long-term memory is injected, for this call (over
+    /// the session's and the agent's `[context] memory`).
+    #[arg(long)]
+    pub memory: Option<MemoryInjection>,
     #[command(flatten)]
     pub cache: CacheArgs,
 }

@@ -59,7 +59,7 @@ fn the_model_writes_memory_through_its_tools_and_a_resumed_chat_continues_the_hi
     let stdout = String::from_utf8_lossy(&first.stdout);
     assert!(stdout.contains("Noted: tabs."), "{stdout}");
     assert!(
-        stdout.contains("> [turn_0001] User: Remember that I indent with tabs."),
+        stdout.contains("> [turn_0001] User: Remember that I [indent] with [tabs]."),
         "{stdout}"
     );
     assert!(

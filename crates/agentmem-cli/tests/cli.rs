@@ -966,7 +966,7 @@ fn state_patch_schema_history_with_compare_and_swap() {
     let found = stdout(&run_ok(
         agentmem(dir.path()).args(["search", "auth", "--role", "state"]),
     ));
-    assert!(found.contains("src/auth.rs"), "{found}");
+    assert!(found.contains("src/[auth].rs"), "{found}");
 }
 
 #[test]
@@ -1043,7 +1043,7 @@ fn search_an_archived_session_and_recall_for_a_query() {
         "old",
     ])));
     assert!(
-        text.contains("> [turn_0001] User: The deploy script fails"),
+        text.contains("> [turn_0001] User: The deploy script fails with error [E4031]"),
         "{text}"
     );
     let none = stdout(&run_ok(
@@ -1116,4 +1116,120 @@ fn eval_locomo_reports_recall_beside_both_baselines() {
     ));
     assert_eq!(table.matches("LoCoMo evidence recall at").count(), 2);
     assert!(table.contains("trimming") && table.contains("bm25"));
+}
+
+#[test]
+fn search_shows_the_text_that_matched_deep_in_a_long_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let filler = "The migration plan covers every table in the schema. ".repeat(12);
+    let content =
+        format!("{filler}The orders table needs a composite index on customer_id. {filler}");
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &format!(
+            "{}\n",
+            json!({"trace_type": "assistant", "content": content})
+        ),
+    );
+    let text = stdout(&run_ok(
+        agentmem(dir.path()).args(["search", "composite index"]),
+    ));
+    let hit = text.lines().find(|l| l.starts_with('>')).unwrap();
+    assert!(hit.contains("[composite] [index] on customer_id"), "{text}");
+}
+
+/// Every file of a folder with its bytes.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn prepare_takes_strategy_memory_and_budget_per_call_and_a_dry_run_changes_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns: String = (0..12)
+        .flat_map(|t| {
+            [
+                json!({"trace_type": "user", "content": format!("Question {t}: why does the parser fail?")}),
+                json!({"trace_type": "assistant", "content": "It fails on nested quotes. ".repeat(60)}),
+            ]
+        })
+        .map(|event| format!("{event}\n"))
+        .collect();
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &turns,
+    );
+    run_ok(agentmem(dir.path()).args(["memory", "append", "- The deploy key rotates on Fridays."]));
+    let small = [
+        "prepare",
+        "s",
+        "--model",
+        "gpt-4o",
+        "--context-window",
+        "4000",
+        "--max-output-tokens",
+        "500",
+        "--safety-margin",
+        "0",
+    ];
+    let folder = dir.path().join("agents/default/sessions/s");
+    let before = files_of(&folder);
+    let dry: Value = serde_json::from_slice(
+        &run_ok(
+            agentmem(dir.path())
+                .args(small)
+                .args(["--strategy", "summarize", "--dry-run"]),
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["would_compact"], true, "{}", dry["stats"]);
+    assert!(dry["payload"].to_string().contains("rotates on Fridays"));
+    assert_eq!(files_of(&folder), before, "a dry run writes nothing");
+
+    let quiet = run_ok(agentmem(dir.path()).args(small).args([
+        "--memory",
+        "off",
+        "--strategy",
+        "none",
+        "--stats",
+    ]));
+    assert!(!stdout(&quiet).contains("rotates on Fridays"), "memory off");
+    let stats: Value = serde_json::from_slice(&quiet.stderr).unwrap();
+    assert_eq!(stats["over_budget"], true, "none sends everything: {stats}");
+    assert_eq!(stats["sections"]["memory"], 0);
+
+    let real =
+        run_ok(
+            agentmem(dir.path())
+                .args(small)
+                .args(["--strategy", "summarize", "--stats"]),
+        );
+    let stats: Value = serde_json::from_slice(&real.stderr).unwrap();
+    let actions = stats["actions"].as_array().unwrap();
+    assert!(
+        actions.iter().any(|a| a["action"] == "compacted"),
+        "{actions:?}"
+    );
+    assert_ne!(files_of(&folder), before, "the real call compacted");
+    let refused = agentmem(dir.path())
+        .args(small)
+        .args(["--memory", "maybe"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("on or off"));
 }

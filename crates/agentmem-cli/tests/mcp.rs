@@ -127,7 +127,7 @@ fn a_client_initializes_lists_the_tools_and_calls_them() {
     assert!(text(&replies[4]).starts_with("Remembered as fact"));
     assert!(text(&replies[5]).starts_with("Already known: merged"));
     assert!(text(&replies[6])
-        .contains("> [turn_0001] User: The staging database listens on port 6432."));
+        .contains("> [turn_0001] User: The [staging] database listens on [port] 6432."));
     assert!(
         text(&replies[7]).contains("port 6432"),
         "{}",
@@ -141,4 +141,128 @@ fn a_client_initializes_lists_the_tools_and_calls_them() {
     assert_eq!(replies[10]["error"]["code"], -32700);
     assert_eq!(replies[11]["error"]["code"], -32601);
     assert_eq!(replies[12]["result"], json!({}));
+}
+
+#[test]
+fn a_search_answer_shows_the_text_that_matched_not_the_start_of_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let log: String = (0..40)
+        .map(|i| format!("test parser::case_{i} ... ok\n"))
+        .collect();
+    let output =
+        format!("{log}thread 'main' panicked at src/lexer.rs:88: unterminated heredoc\n{log}");
+    let events = [
+        json!({"trace_type": "user", "content": "run the tests"}),
+        json!({"trace_type": "tool_call", "tool_call_id": "c1", "tool_name": "bash", "tool_args": {"cmd": "cargo test"}}),
+        json!({"trace_type": "tool_result", "tool_call_id": "c1", "content": output}),
+    ];
+    let input: String = events.iter().map(|e| format!("{e}\n")).collect();
+    common::agentmem_with_input(
+        dir.path(),
+        &common::args(&["ingest", "--session", "past"]),
+        &[],
+        &input,
+    );
+    let replies = exchange(
+        dir.path(),
+        &[],
+        &[call(
+            1,
+            "search_conversation_history",
+            json!({"query": "unterminated heredoc"}),
+        )],
+    );
+    let answer = text(&replies[0]);
+    let hit = answer.lines().find(|l| l.starts_with('>')).unwrap();
+    assert!(
+        hit.contains("[unterminated] [heredoc]") && hit.contains("lexer.rs:88"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn the_notebook_tools_take_seed_names_and_still_take_the_old_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let replies = exchange(
+        dir.path(),
+        &[],
+        &[
+            request(1, "tools/list", json!({})),
+            call(
+                2,
+                "write_memory",
+                json!({"content": "- Deploys go through staging."}),
+            ),
+            call(
+                3,
+                "update_memory",
+                json!({"old_text": "staging", "new_text": "canary"}),
+            ),
+            call(4, "write_memory", json!({"text": "- Tests run nightly."})),
+            call(
+                5,
+                "update_memory",
+                json!({"old": "nightly", "new": "hourly"}),
+            ),
+            call(
+                6,
+                "write_memory",
+                json!({"content": "- x", "colour": "red"}),
+            ),
+            call(7, "write_memory", json!({"content": "- y", "text": "- y"})),
+            call(8, "read_memory", json!({})),
+        ],
+    );
+    let tools = replies[0]["result"]["tools"].as_array().unwrap();
+    let schema =
+        |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"].clone();
+    assert_eq!(schema("write_memory")["required"], json!(["content"]));
+    assert_eq!(
+        schema("update_memory")["required"],
+        json!(["old_text", "new_text"])
+    );
+    for (i, reply) in replies[1..5].iter().enumerate() {
+        assert_eq!(reply["result"]["isError"], false, "call {}: {reply}", i + 2);
+    }
+    assert_eq!(replies[5]["result"]["isError"], true);
+    assert!(
+        text(&replies[5]).contains("colour"),
+        "{}",
+        text(&replies[5])
+    );
+    assert_eq!(
+        replies[6]["result"]["isError"], true,
+        "a name and its alias together are refused: {}",
+        replies[6]
+    );
+    let memory = text(&replies[7]);
+    assert!(
+        memory.contains("- Deploys go through canary.\n- Tests run hourly.\n"),
+        "{memory}"
+    );
+    assert!(
+        !memory.contains("- x") && !memory.contains("- y"),
+        "{memory}"
+    );
+}
+
+#[test]
+fn a_batch_on_stdio_is_answered_in_order_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let too_many = Value::Array((0..65).map(ping).collect());
+    let replies = exchange(
+        dir.path(),
+        &[],
+        &[json!([ping(1), ping(2)]).to_string(), too_many.to_string()],
+    );
+    assert_eq!(
+        replies[0],
+        json!([{"jsonrpc": "2.0", "id": 1, "result": {}}, {"jsonrpc": "2.0", "id": 2, "result": {}}])
+    );
+    assert_eq!(replies[1]["error"]["code"], -32600, "{}", replies[1]);
+    assert!(replies[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 64"));
 }

@@ -265,3 +265,185 @@ fn the_service_recalls_through_the_configured_reranker() {
         "{second_line} / {first}"
     );
 }
+
+#[test]
+fn a_prepare_line_takes_its_own_settings_and_refuses_unknown_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns: Vec<Value> = (0..12)
+        .flat_map(|t| {
+            [
+                json!({"trace_type": "user", "content": format!("Question {t}: why does the parser fail?")}),
+                json!({"trace_type": "assistant", "content": "It fails on nested quotes. ".repeat(60)}),
+            ]
+        })
+        .collect();
+    let small = json!({"op": "prepare", "session": "s", "model": "gpt-4o", "context_window": 4000,
+                       "max_output_tokens": 500, "safety_margin": 0, "trigger_ratio": 0.5});
+    let with = |extra: Value| {
+        let mut command = small.clone();
+        command
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        command
+    };
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"op": "create_session", "session": "s"}),
+            json!({"op": "append", "session": "s", "events": turns}),
+            json!({"op": "append_memory", "content": "- The deploy key rotates on Fridays."}),
+            with(json!({"id": 1, "strategy": "none", "memory": "off"})),
+            with(json!({"id": 2, "strategy": "summarize", "dry_run": true})),
+            with(json!({"id": 3, "stratgy": "trim"})),
+            json!({"id": 4, "op": "events", "session": "s"}),
+        ],
+    );
+    let quiet = &replies[3]["result"];
+    assert_eq!(quiet["stats"]["over_budget"], true, "{}", quiet["stats"]);
+    assert_eq!(quiet["stats"]["trigger_tokens"], 1750);
+    assert!(!quiet["payload"].to_string().contains("rotates on Fridays"));
+    assert_eq!(
+        replies[4]["result"]["would_compact"], true,
+        "{}",
+        replies[4]
+    );
+    assert!(replies[4]["result"]["payload"]
+        .to_string()
+        .contains("rotates on Fridays"));
+    assert_eq!(replies[5]["kind"], "bad_request", "{}", replies[5]);
+    assert!(replies[5]["error"]
+        .as_str()
+        .unwrap()
+        .contains("unknown field `stratgy`"));
+    assert_eq!(
+        replies[6]["result"]["events"].as_array().unwrap().len(),
+        24,
+        "the dry run compacted nothing"
+    );
+}
+
+#[test]
+fn events_are_read_while_another_process_holds_the_writer_lock() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["ingest", "--session", "s", "--ack"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = writer.stdin.take().unwrap();
+    let mut acks = BufReader::new(writer.stdout.take().unwrap());
+    for content in ["first question", "second question"] {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"trace_type": "user", "content": content})
+        )
+        .unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    for _ in 0..3 {
+        line.clear();
+        acks.read_line(&mut line).unwrap(); // the session id, then each event's ack
+    }
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "events", "session": "s"}),
+            json!({"id": 2, "op": "append", "session": "s", "events": [{"trace_type": "user", "content": "x"}]}),
+        ],
+    );
+    let events = replies[0]["result"]["events"].as_array();
+    assert_eq!(events.map(Vec::len), Some(2), "{}", replies[0]);
+    assert_eq!(
+        replies[1]["kind"], "locked",
+        "a write still is refused: {}",
+        replies[1]
+    );
+    drop(stdin);
+    assert!(writer.wait().unwrap().success());
+}
+
+#[test]
+fn a_line_over_eight_mib_is_refused_and_the_loop_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = json!({"id": 2, "op": "append", "session": "s", "events": [
+        {"trace_type": "user", "content": "x".repeat(9 * 1024 * 1024)}
+    ]});
+    let replies = run(
+        dir.path(),
+        &[
+            json!({"id": 1, "op": "create_session", "session": "s"}),
+            huge,
+            json!({"id": 3, "op": "events", "session": "s"}),
+        ],
+    );
+    assert_eq!(replies[1]["ok"], false);
+    assert_eq!(replies[1]["kind"], "too_large", "{}", replies[1]);
+    assert!(
+        replies[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("8388608 bytes"),
+        "{}",
+        replies[1]
+    );
+    assert_eq!(replies[2]["id"], 3, "the next line is answered");
+    assert_eq!(
+        replies[2]["result"]["events"],
+        json!([]),
+        "nothing was appended"
+    );
+}
+
+/// What `agentmem serve … --token-file FILE` says on stderr until it
+/// listens (then it is stopped) or exits, and whether it listened.
+fn serve_until_listening(dir: &std::path::Path, token_file: &std::path::Path) -> (String, bool) {
+    use std::io::{BufRead, BufReader};
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir)
+        .args(["serve", "--addr", "0.0.0.0:0", "--token-file"])
+        .arg(token_file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = Vec::new();
+    let mut listened = false;
+    for line in BufReader::new(server.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        listened = line.contains("listening on");
+        said.push(line);
+        if listened {
+            server.kill().unwrap();
+            break;
+        }
+    }
+    server.wait().unwrap();
+    (said.join("\n"), listened)
+}
+
+#[test]
+fn a_short_token_is_refused_for_a_network_address_and_a_readable_token_file_is_warned_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "hunter2\n").unwrap();
+    std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (said, listened) = serve_until_listening(dir.path(), &short);
+    assert!(!listened, "{said}");
+    assert!(said.contains("at least 16 characters"), "{said}");
+
+    let readable = dir.path().join("readable");
+    std::fs::write(&readable, "a-long-enough-secret-token\n").unwrap();
+    std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (said, listened) = serve_until_listening(dir.path(), &readable);
+    assert!(listened, "{said}");
+    assert!(said.contains("readable by other users"), "{said}");
+    assert!(said.contains("chmod 600"), "{said}");
+}

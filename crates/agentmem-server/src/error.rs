@@ -119,6 +119,7 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::MemoryEdit { .. }
         | EngineError::FactEdit { .. }
         | EngineError::BadQuery { .. }
+        | EngineError::InvalidArguments { .. }
         | EngineError::WorkingMemoryPatch { .. }
         | EngineError::WorkingMemoryInvalid { .. }
         | EngineError::WorkingMemorySchema { .. } => ErrorKind::BadRequest,

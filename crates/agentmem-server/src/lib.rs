@@ -10,6 +10,7 @@ pub mod http;
 pub mod load;
 pub mod mcp;
 pub mod metrics;
+pub mod requests;
 pub mod service;
 
 pub use error::{ErrorKind, ServiceError};

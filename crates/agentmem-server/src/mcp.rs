@@ -47,17 +47,78 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// Revisions whose tool messages this server speaks.
 pub const KNOWN_VERSIONS: [&str; 3] = ["2024-11-05", "2025-03-26", "2025-06-18"];
 
+/// Messages one batch may hold: a batch is answered as a whole, so its
+/// answer is held in memory until the last message is run.
+pub const MAX_BATCH_MESSAGES: usize = 64;
+/// Bytes of answers a batch gets: once its answers reach this, the messages
+/// left are not run, and each is answered with an error saying so.
+pub const MAX_BATCH_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+/// A message of a batch left unrun because the batch's answer was full.
+const BATCH_ANSWER_FULL: i64 = -32001;
 
-/// The answer to one message given as text; `None` for notifications.
+/// The answer to one message or batch given as text; `None` when nothing
+/// is answered (notifications).
 pub fn answer_line(host: &dyn ToolHost, line: &str) -> Option<Value> {
     match serde_json::from_str(line) {
+        Ok(Value::Array(batch)) => answer_batch(host, &batch).unwrap_or_else(Some),
         Ok(message) => answer(host, &message),
         Err(e) => Some(parse_error(&e)),
     }
+}
+
+/// The answers to a batch, in order (`None` when it held only
+/// notifications); `Err` with the error to answer when the batch is refused
+/// whole: empty, or over [`MAX_BATCH_MESSAGES`]. Once the answers reach
+/// [`MAX_BATCH_ANSWER_BYTES`], the messages left are not run: each gets an
+/// error, so the client knows which to send again.
+pub fn answer_batch(host: &dyn ToolHost, batch: &[Value]) -> Result<Option<Value>, Value> {
+    if batch.is_empty() {
+        return Err(error(
+            Value::Null,
+            INVALID_REQUEST,
+            "an empty batch; send at least one message",
+        ));
+    }
+    if batch.len() > MAX_BATCH_MESSAGES {
+        return Err(error(
+            Value::Null,
+            INVALID_REQUEST,
+            &format!(
+                "a batch holds at most {MAX_BATCH_MESSAGES} messages, this one {}; send them in smaller batches",
+                batch.len()
+            ),
+        ));
+    }
+    let mut answers = Vec::new();
+    let mut answer_bytes = 0usize;
+    for message in batch {
+        let answer = match answer_bytes < MAX_BATCH_ANSWER_BYTES {
+            true => answer(host, message),
+            false => not_run(message),
+        };
+        if let Some(answer) = answer {
+            answer_bytes = answer_bytes.saturating_add(answer.to_string().len());
+            answers.push(answer);
+        }
+    }
+    Ok((!answers.is_empty()).then_some(Value::Array(answers)))
+}
+
+/// The answer to a request of a batch left unrun (none for a notification).
+fn not_run(message: &Value) -> Option<Value> {
+    let id = message.get("id")?.clone();
+    Some(error(
+        id,
+        BATCH_ANSWER_FULL,
+        &format!(
+            "not run: the batch's answers reached {MAX_BATCH_ANSWER_BYTES} bytes; send this message again, in a smaller batch"
+        ),
+    ))
 }
 
 /// The answer to a message that is JSON but neither a message nor a batch.
@@ -66,6 +127,15 @@ pub fn invalid_request() -> Value {
         Value::Null,
         INVALID_REQUEST,
         "a message is a JSON-RPC object, or a batch of them in a list",
+    )
+}
+
+/// The answer to a message over `max_bytes`, left unread.
+pub fn too_large(max_bytes: usize) -> Value {
+    error(
+        Value::Null,
+        INVALID_REQUEST,
+        &format!("the message is over the limit of {max_bytes} bytes and was not read; send less in one message"),
     )
 }
 

@@ -26,6 +26,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use agentmem::context::overflow::classify_provider_error;
+use agentmem::context::tiers::Action;
 use agentmem::event::Event;
 use agentmem::id::{AgentId, SessionId};
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
@@ -36,8 +37,9 @@ use agentmem::render::{Target, ToolSchema};
 use agentmem::search::{Role, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
+use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use agentmem::working::schema::SchemaScope;
 use agentmem::working::StatePatch;
@@ -45,6 +47,7 @@ use agentmem::working::StatePatch;
 use crate::error::{ErrorKind, ServiceError};
 use crate::mcp::ToolHost;
 use crate::metrics::Metrics;
+use crate::requests;
 
 /// Results a search returns when the request does not say.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
@@ -217,7 +220,8 @@ impl Service {
         &self.metrics
     }
 
-    /// Runs `op` with the arguments of the JSON object `args`.
+    /// Runs `op` with the arguments of the JSON object `args`; a field `op`
+    /// does not take is refused (see [`crate::requests`]).
     pub fn execute(&self, op: Op, args: &Value) -> Result<Value, ServiceError> {
         if !args.is_object() {
             return Err(ServiceError::bad_request(
@@ -225,39 +229,58 @@ impl Service {
             ));
         }
         match op {
-            Op::CreateSession => self.create_session(args),
-            Op::Sessions => Ok(serde_json::to_value(
-                self.store.list_sessions(&self.agent)?,
-            )?),
-            Op::ResumeSession => self.resume_session(args),
-            Op::Fork => self.fork(args),
-            Op::DeleteSession => self.delete_session(args),
-            Op::Append => self.append(args),
-            Op::Events => self.events(args),
-            Op::Prepare => self.prepare(args),
-            Op::Compact => self.compact(args),
-            Op::RecoverOverflow => self.recover_overflow(args),
-            Op::EndSession => {
-                self.with_session(args, |session| Ok(serde_json::to_value(session.end()?)?))
+            Op::CreateSession => self.create_session(read(op, args)?),
+            Op::Sessions => {
+                let requests::Nothing {} = read(op, args)?;
+                Ok(serde_json::to_value(
+                    self.store.list_sessions(&self.agent)?,
+                )?)
             }
-            Op::State => self.state(args),
-            Op::UpdateState => self.update_state(args),
-            Op::StateHistory => self.with_session(args, |session| {
-                Ok(json!({"versions": session.working_memory_history()?}))
-            }),
-            Op::SetStateSchema => self.set_state_schema(args),
-            Op::Search => self.search(args),
-            Op::Recall => self.recall(args),
-            Op::ReadMemory => Ok(serde_json::to_value(
-                self.store.notebook(&self.agent).read()?,
-            )?),
-            Op::AppendMemory => self.append_memory(args),
-            Op::ReplaceMemory => self.replace_memory(args),
-            Op::Facts => self.facts(args),
-            Op::RememberFact => self.remember_fact(args),
-            Op::Tool => self.tool(args),
+            Op::ResumeSession => self.resume_session(read(op, args)?),
+            Op::Fork => self.fork(read(op, args)?),
+            Op::DeleteSession => self.delete_session(read(op, args)?),
+            Op::Append => self.append(read(op, args)?),
+            Op::Events => self.events(read(op, args)?),
+            Op::Prepare => {
+                let (request, dry_run) = read_split(op, args, &requests::DRY_RUN_FIELDS)?;
+                self.prepare(request, dry_run)
+            }
+            Op::Compact => self.compact(read(op, args)?),
+            Op::RecoverOverflow => {
+                let (request, overflow) = read_split(op, args, &requests::OVERFLOW_FIELDS)?;
+                self.recover_overflow(request, overflow)
+            }
+            Op::EndSession => {
+                let on: requests::OnSession = read(op, args)?;
+                self.with_session_id(&SessionId::new(on.session)?, |session| {
+                    Ok(serde_json::to_value(session.end()?)?)
+                })
+            }
+            Op::State => self.state(read(op, args)?),
+            Op::UpdateState => self.update_state(read(op, args)?),
+            Op::StateHistory => {
+                let on: requests::OnSession = read(op, args)?;
+                self.with_session_id(&SessionId::new(on.session)?, |session| {
+                    Ok(json!({"versions": session.working_memory_history()?}))
+                })
+            }
+            Op::SetStateSchema => self.set_state_schema(read(op, args)?),
+            Op::Search => self.search(read(op, args)?),
+            Op::Recall => self.recall(read(op, args)?),
+            Op::ReadMemory => {
+                let requests::Nothing {} = read(op, args)?;
+                Ok(serde_json::to_value(
+                    self.store.notebook(&self.agent).read()?,
+                )?)
+            }
+            Op::AppendMemory => self.append_memory(read(op, args)?),
+            Op::ReplaceMemory => self.replace_memory(read(op, args)?),
+            Op::Facts => self.facts(read(op, args)?),
+            Op::RememberFact => self.remember_fact(read(op, args)?),
+            Op::Tool => self.tool(read(op, args)?),
             Op::Tools => {
-                let host = self.tool_host(optional_session_id(args)?);
+                let tools: requests::Tools = read(op, args)?;
+                let host = self.tool_host(tools.session.map(SessionId::new).transpose()?);
                 let schemas: Vec<Value> = host.schemas().iter().map(ToolSchema::to_json).collect();
                 Ok(Value::Array(schemas))
             }
@@ -294,10 +317,8 @@ impl Service {
         Ok(())
     }
 
-    fn create_session(&self, args: &Value) -> Result<Value, ServiceError> {
-        let id = optional_str(args, "session")?
-            .map(SessionId::new)
-            .transpose()?;
+    fn create_session(&self, request: requests::CreateSession) -> Result<Value, ServiceError> {
+        let id = request.session.map(SessionId::new).transpose()?;
         let session = self.set_up(self.store.create_session(&self.agent, id)?);
         let id = session.id().clone();
         let meta = session.current_meta();
@@ -307,8 +328,8 @@ impl Service {
 
     /// Opens the session (replaying its log from the last checkpoint) and
     /// says where it stands.
-    fn resume_session(&self, args: &Value) -> Result<Value, ServiceError> {
-        self.with_session(args, |session| {
+    fn resume_session(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
+        self.with_session_id(&SessionId::new(request.session)?, |session| {
             let calibration: Vec<Value> = session
                 .calibration()
                 .all()
@@ -322,14 +343,25 @@ impl Service {
         })
     }
 
-    fn prepare(&self, args: &Value) -> Result<Value, ServiceError> {
-        let request = prepare_request(args)?;
-        self.with_session(args, |session| self.prepared(session.prepare(&request)?))
+    /// The payload for the next call; with `dry_run`, what the call would
+    /// send and do, from the session's files, changing nothing.
+    fn prepare(
+        &self,
+        request: requests::Prepare,
+        dry_run: requests::DryRun,
+    ) -> Result<Value, ServiceError> {
+        let id = SessionId::new(request.session.clone())?;
+        let prepare = prepare_request(request)?;
+        if dry_run.dry_run {
+            let prepared = self.read_only(&id)?.prepare(&prepare)?;
+            return dry_run_report(prepared);
+        }
+        self.with_session_id(&id, |session| self.prepared(session.prepare(&prepare)?))
     }
 
     /// The working memory, with the schema it keeps to (or null).
-    fn state(&self, args: &Value) -> Result<Value, ServiceError> {
-        self.with_session(args, |session| {
+    fn state(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
+        self.with_session_id(&SessionId::new(request.session)?, |session| {
             let schema = session.working_memory_schema()?;
             let mut state = serde_json::to_value(session.working_memory())?;
             state["schema"] = schema.map_or(Value::Null, |s| s.json().clone());
@@ -337,52 +369,47 @@ impl Service {
         })
     }
 
-    fn append_memory(&self, args: &Value) -> Result<Value, ServiceError> {
-        let version = self.store.notebook(&self.agent).append(
-            required_str(args, "text")?,
-            optional_str(args, "expected_hash")?,
-        )?;
+    fn append_memory(&self, request: requests::AppendMemory) -> Result<Value, ServiceError> {
+        let version = self
+            .store
+            .notebook(&self.agent)
+            .append(&request.content, request.expected_hash.as_deref())?;
         Ok(serde_json::to_value(version)?)
     }
 
-    fn replace_memory(&self, args: &Value) -> Result<Value, ServiceError> {
+    fn replace_memory(&self, request: requests::ReplaceMemory) -> Result<Value, ServiceError> {
         let version = self.store.notebook(&self.agent).update(
-            required_str(args, "old")?,
-            optional_str(args, "new")?.unwrap_or_default(),
-            optional_str(args, "expected_hash")?,
+            &request.old_text,
+            &request.new_text,
+            request.expected_hash.as_deref(),
         )?;
         Ok(serde_json::to_value(version)?)
     }
 
     /// Current facts, or with `all`, superseded and retired ones too.
-    fn facts(&self, args: &Value) -> Result<Value, ServiceError> {
+    fn facts(&self, request: requests::Facts) -> Result<Value, ServiceError> {
         let facts = self.store.facts(&self.agent);
-        let listed = match optional_bool(args, "all")? {
-            Some(true) => facts.all()?,
-            Some(false) | None => facts.current()?,
+        let listed = match request.all {
+            Some(requests::Flag(true)) => facts.all()?,
+            Some(requests::Flag(false)) | None => facts.current()?,
         };
         Ok(serde_json::to_value(listed)?)
     }
 
-    fn fork(&self, args: &Value) -> Result<Value, ServiceError> {
-        let source = session_id(args)?;
-        let new_id = optional_str(args, "new_session")?
-            .map(SessionId::new)
-            .transpose()?;
+    fn fork(&self, request: requests::Fork) -> Result<Value, ServiceError> {
+        let source = SessionId::new(request.session)?;
+        let new_id = request.new_session.map(SessionId::new).transpose()?;
         // Held so no write to the source lands halfway through the copy.
         let slot = self.slot(&source);
         let _source = lock(&slot);
-        let meta = self.store.fork_session(
-            &self.agent,
-            &source,
-            optional_str(args, "at_turn")?,
-            new_id,
-        )?;
+        let meta =
+            self.store
+                .fork_session(&self.agent, &source, request.at_turn.as_deref(), new_id)?;
         Ok(serde_json::to_value(meta)?)
     }
 
-    fn delete_session(&self, args: &Value) -> Result<Value, ServiceError> {
-        let id = session_id(args)?;
+    fn delete_session(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
+        let id = SessionId::new(request.session)?;
         let slot = self.slot(&id);
         let mut open = lock(&slot);
         if let Some(session) = open.take() {
@@ -393,14 +420,9 @@ impl Service {
         Ok(json!({"deleted": id.as_str()}))
     }
 
-    fn append(&self, args: &Value) -> Result<Value, ServiceError> {
-        let events = args
-            .get("events")
-            .ok_or_else(|| ServiceError::bad_request("\"events\": a list of events is needed"))?;
-        let events: Vec<Event> = serde_json::from_value(events.clone()).map_err(|e| {
-            ServiceError::bad_request(format!("\"events\" are not agentmem events: {e}"))
-        })?;
-        let report = self.with_session(args, |session| Ok(session.ingest(events)?))?;
+    fn append(&self, request: requests::Append) -> Result<Value, ServiceError> {
+        let id = SessionId::new(request.session)?;
+        let report = self.with_session_id(&id, |session| Ok(session.ingest(request.events)?))?;
         self.metrics
             .count_events(report.appended, report.duplicates);
         Ok(json!({
@@ -411,11 +433,17 @@ impl Service {
         }))
     }
 
-    /// The session's whole history, archive included, from `after_seq` on.
-    fn events(&self, args: &Value) -> Result<Value, ServiceError> {
-        let after = optional_u64(args, "after_seq")?;
-        let limit = optional_u64(args, "limit")?.map_or(usize::MAX, |n| n as usize);
-        let history = self.with_session(args, |session| Ok(session.full_history()?))?;
+    /// The session's whole history, archive included, from `after_seq` on,
+    /// read from its files: a reader never waits for a writer, this
+    /// service's or another process's.
+    fn events(&self, request: requests::Events) -> Result<Value, ServiceError> {
+        let after = request.after_seq.map(|count| count.0);
+        let limit = request.limit.map_or(usize::MAX, |count| {
+            usize::try_from(count.0).unwrap_or(usize::MAX)
+        });
+        let history = self
+            .read_only(&SessionId::new(request.session)?)?
+            .full_history()?;
         let events: Vec<&Event> = history
             .iter()
             .filter(|e| after.is_none_or(|after| e.seq > after))
@@ -424,73 +452,80 @@ impl Service {
         Ok(json!({"events": events}))
     }
 
-    fn compact(&self, args: &Value) -> Result<Value, ServiceError> {
+    /// The session opened read-only from its files: no lock taken, no wait
+    /// for the request that holds it open, nothing written.
+    fn read_only(&self, id: &SessionId) -> Result<Session, ServiceError> {
+        Ok(self.store.read_session(&self.agent, id)?)
+    }
+
+    fn compact(&self, request: requests::Compact) -> Result<Value, ServiceError> {
         let options = CompactOptions {
-            focus: optional_str(args, "focus")?.map(str::to_owned),
+            focus: request.focus,
             ..CompactOptions::default()
         };
-        let report = self.with_session(args, |session| Ok(session.compact(&options)?))?;
+        let id = SessionId::new(request.session)?;
+        let report = self.with_session_id(&id, |session| Ok(session.compact(&options)?))?;
         if report.applied {
             self.metrics.count_compaction(report.tokens_saved);
         }
         Ok(serde_json::to_value(report)?)
     }
 
-    fn recover_overflow(&self, args: &Value) -> Result<Value, ServiceError> {
-        let request = prepare_request(args)?;
-        let status = match args.get("status").and_then(Value::as_u64) {
-            Some(status) => u16::try_from(status)
-                .map_err(|_| ServiceError::bad_request("\"status\" is an HTTP status code"))?,
-            None => DEFAULT_OVERFLOW_STATUS,
-        };
-        let error = classify_provider_error(status, required_str(args, "error_body")?);
-        self.with_session(args, |session| {
-            self.prepared(session.recover_from_overflow(&error, &request)?)
+    /// A prepare after the provider refused the last one as too long.
+    fn recover_overflow(
+        &self,
+        request: requests::Prepare,
+        overflow: requests::Overflow,
+    ) -> Result<Value, ServiceError> {
+        let id = SessionId::new(request.session.clone())?;
+        let prepare = prepare_request(request)?;
+        let status = overflow.status.unwrap_or(DEFAULT_OVERFLOW_STATUS);
+        let error = classify_provider_error(status, &overflow.error_body);
+        self.with_session_id(&id, |session| {
+            self.prepared(session.recover_from_overflow(&error, &prepare)?)
         })
     }
 
-    fn search(&self, args: &Value) -> Result<Value, ServiceError> {
-        let date = |key| -> Result<_, ServiceError> {
-            Ok(optional_str(args, key)?
+    fn search(&self, request: requests::Search) -> Result<Value, ServiceError> {
+        let date = |text: Option<String>| -> Result<_, ServiceError> {
+            Ok(text
+                .as_deref()
                 .map(agentmem::search::parse_date)
                 .transpose()?)
         };
         let filter = SearchFilter {
-            session: optional_str(args, "session")?.map(str::to_owned),
-            role: optional_str(args, "role")?.map(Role::parse).transpose()?,
-            since: date("since")?,
-            until: date("until")?,
-            limit: optional_u64(args, "limit")?.map_or(DEFAULT_SEARCH_LIMIT, |n| n as usize),
+            session: request.session,
+            role: request.role.as_deref().map(Role::parse).transpose()?,
+            since: date(request.since)?,
+            until: date(request.until)?,
+            limit: request.limit.map_or(DEFAULT_SEARCH_LIMIT, |count| {
+                usize::try_from(count.0).unwrap_or(usize::MAX)
+            }),
         };
-        let hits = self
-            .store
-            .search(&self.agent, required_str(args, "query")?, &filter)?;
+        let hits = self.store.search(&self.agent, &request.query, &filter)?;
         Ok(serde_json::to_value(hits)?)
     }
 
-    fn recall(&self, args: &Value) -> Result<Value, ServiceError> {
-        let budget = optional_u64(args, "budget")?.unwrap_or(DEFAULT_RECALL_BUDGET_TOKENS);
-        let mut request = RecallRequest::new(required_str(args, "query")?, budget);
-        request.exclude_session = optional_str(args, "session")?.map(str::to_owned);
+    fn recall(&self, request: requests::Recall) -> Result<Value, ServiceError> {
+        let budget = request
+            .budget
+            .map_or(DEFAULT_RECALL_BUDGET_TOKENS, |count| count.0);
+        let mut recall = RecallRequest::new(&request.query, budget);
+        recall.exclude_session = request.session;
         let recalled = self
             .store
-            .recall(&self.agent, &request, Encoding::default().tokenizer())?;
+            .recall(&self.agent, &recall, Encoding::default().tokenizer())?;
         Ok(serde_json::to_value(recalled)?)
     }
 
-    fn remember_fact(&self, args: &Value) -> Result<Value, ServiceError> {
-        let tags = match args.get("tags") {
-            None => Vec::new(),
-            Some(tags) => serde_json::from_value(tags.clone())
-                .map_err(|_| ServiceError::bad_request("\"tags\" must be a list of strings"))?,
-        };
+    fn remember_fact(&self, request: requests::RememberFact) -> Result<Value, ServiceError> {
         let added = self.store.facts(&self.agent).add(NewFact {
-            fact: required_str(args, "fact")?.to_owned(),
-            tags,
+            fact: request.fact,
+            tags: request.tags,
             confidence: 0.9,
             salience: 0.7,
             provenance: Provenance {
-                session_id: optional_str(args, "session")?.map(str::to_owned),
+                session_id: request.session,
                 extractor: "api".into(),
                 ..Provenance::default()
             },
@@ -499,16 +534,19 @@ impl Service {
         Ok(serde_json::to_value(added)?)
     }
 
-    fn tool(&self, args: &Value) -> Result<Value, ServiceError> {
-        let name = required_str(args, "name")?;
-        let arguments = args.get("arguments").cloned().unwrap_or(json!({}));
+    fn tool(&self, request: requests::Tool) -> Result<Value, ServiceError> {
+        let arguments = request.arguments.unwrap_or(json!({}));
+        let session = request.session.map(SessionId::new).transpose()?;
         let text = self
-            .tool_host(optional_session_id(args)?)
-            .run(name, &arguments)
+            .tool_host(session)
+            .run(&request.name, &arguments)
             .ok_or_else(|| {
                 ServiceError::new(
                     ErrorKind::UnknownOperation,
-                    format!("unknown tool {name:?}; the tools operation lists them"),
+                    format!(
+                        "unknown tool {:?}; the tools operation lists them",
+                        request.name
+                    ),
                 )
             })?;
         Ok(json!({"text": text}))
@@ -523,23 +561,18 @@ impl Service {
         }
     }
 
-    fn update_state(&self, args: &Value) -> Result<Value, ServiceError> {
-        let patch = args.get("patch").cloned().ok_or_else(|| {
-            ServiceError::bad_request(
-                "\"patch\": a JSON Merge Patch object or a JSON Patch list is needed",
-            )
-        })?;
-        let patch = StatePatch::from_json(patch)?;
-        let expected = optional_u64(args, "expected_version")?;
-        self.with_session(args, |session| {
+    fn update_state(&self, request: requests::UpdateState) -> Result<Value, ServiceError> {
+        let patch = StatePatch::from_json(request.patch)?;
+        let expected = request.expected_version.map(|count| count.0);
+        self.with_session_id(&SessionId::new(request.session)?, |session| {
             Ok(serde_json::to_value(
                 session.update_working_memory(patch, expected)?,
             )?)
         })
     }
 
-    fn set_state_schema(&self, args: &Value) -> Result<Value, ServiceError> {
-        let scope = match optional_str(args, "scope")? {
+    fn set_state_schema(&self, request: requests::SetStateSchema) -> Result<Value, ServiceError> {
+        let scope = match request.scope.as_deref() {
             None | Some("session") => SchemaScope::Session,
             Some("agent") => SchemaScope::Agent,
             Some(other) => {
@@ -548,16 +581,8 @@ impl Service {
                 )))
             }
         };
-        let schema = args
-            .get("schema")
-            .ok_or_else(|| {
-                ServiceError::bad_request(
-                    "\"schema\": a JSON Schema is needed (null removes the schema)",
-                )
-            })?
-            .clone();
-        let schema = (!schema.is_null()).then_some(schema);
-        self.with_session(args, |session| {
+        let schema = (!request.schema.is_null()).then_some(request.schema);
+        self.with_session_id(&SessionId::new(request.session)?, |session| {
             session.set_working_memory_schema(scope, schema)?;
             Ok(json!({"scope": scope.as_str()}))
         })
@@ -568,17 +593,8 @@ impl Service {
         Ok(json!({"payload": prepared.payload, "stats": serde_json::to_value(&prepared.stats)?}))
     }
 
-    /// Runs `work` on the session `args` names, opened for writing once and
-    /// locked for the duration, so its writes never interleave with another
-    /// request's.
-    fn with_session<T>(
-        &self,
-        args: &Value,
-        work: impl FnOnce(&mut Session) -> Result<T, ServiceError>,
-    ) -> Result<T, ServiceError> {
-        self.with_session_id(&session_id(args)?, work)
-    }
-
+    /// Runs `work` on session `id`, opened for writing once and locked for
+    /// the duration, so its writes never interleave with another request's.
     fn with_session_id<T>(
         &self,
         id: &SessionId,
@@ -662,92 +678,70 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn prepare_request(args: &Value) -> Result<PrepareRequest, ServiceError> {
-    let model = required_str(args, "model")?;
-    let target = match optional_str(args, "target")? {
+/// `args` read as what `op` takes.
+fn read<T: serde::de::DeserializeOwned>(op: Op, args: &Value) -> Result<T, ServiceError> {
+    Ok(agentmem::arguments::parse(op.name(), args)?)
+}
+
+/// `args` read as two types `op` takes: `own` fields as `U`, the rest as
+/// `T` (read first, so an unknown field is named with the fields `T` takes).
+fn read_split<T, U>(op: Op, args: &Value, own: &[&str]) -> Result<(T, U), ServiceError>
+where
+    T: serde::de::DeserializeOwned,
+    U: serde::de::DeserializeOwned,
+{
+    let (mine, rest): (Map<String, Value>, Map<String, Value>) = args
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .partition(|(key, _)| own.contains(&key.as_str()));
+    let rest = read(op, &Value::Object(rest))?;
+    Ok((rest, read(op, &Value::Object(mine))?))
+}
+
+/// The engine's request for a [`requests::Prepare`]: this call's settings
+/// as the top layer, over the session's and the agent's.
+fn prepare_request(request: requests::Prepare) -> Result<PrepareRequest, ServiceError> {
+    let target = match &request.target {
         Some(name) => name.parse::<Target>().map_err(ServiceError::bad_request)?,
-        None => Target::for_model(model),
+        None => Target::for_model(&request.model),
     };
-    let mut request = PrepareRequest::new(model, target);
-    request.system = optional_str(args, "system")?.map(str::to_owned);
-    request.live_context = optional_str(args, "live_context")?.map(str::to_owned);
-    if let Some(cache) = optional_str(args, "prompt_cache")? {
-        request.cache = cache.parse().map_err(ServiceError::bad_request)?;
+    let mut prepare = PrepareRequest::new(request.model, target);
+    prepare.system = request.system;
+    prepare.live_context = request.live_context;
+    if let Some(cache) = &request.prompt_cache {
+        prepare.cache = cache.parse().map_err(ServiceError::bad_request)?;
     }
-    if let Some(tools) = args.get("tools") {
-        request.tools = tools
-            .as_array()
-            .ok_or_else(|| ServiceError::bad_request("\"tools\": a list of tool schemas"))?
-            .iter()
-            .map(|tool| ToolSchema::from_json(tool).map_err(ServiceError::bad_request))
-            .collect::<Result<_, _>>()?;
-    }
-    Ok(request)
-}
-
-fn optional_session_id(args: &Value) -> Result<Option<SessionId>, ServiceError> {
-    Ok(optional_str(args, "session")?
-        .map(SessionId::new)
-        .transpose()?)
-}
-
-fn session_id(args: &Value) -> Result<SessionId, ServiceError> {
-    Ok(SessionId::new(required_str(args, "session")?)?)
-}
-
-fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ServiceError> {
-    optional_str(args, key)?
-        .ok_or_else(|| ServiceError::bad_request(format!("the request needs a \"{key}\" string")))
-}
-
-/// A string field; left out (or null) is `None`, any other type an error:
-/// a misspelt `expected_hash` must not quietly turn compare-and-swap off.
-fn optional_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ServiceError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(ServiceError::bad_request(format!(
-            "\"{key}\" must be a string"
-        ))),
-    }
-}
-
-/// The largest count a request may carry: the largest integer every JSON
-/// client (JavaScript's included) reads exactly.
-const MAX_COUNT: u64 = (1 << 53) - 1;
-
-/// A count: an integer from 0 to [`MAX_COUNT`], also when written as `12.0`
-/// or, from a query string, as `"12"`.
-fn optional_u64(args: &Value, key: &str) -> Result<Option<u64>, ServiceError> {
-    let count = |value: &Value| {
-        let count = match value {
-            Value::String(text) => text.parse::<u64>().ok(),
-            other => other.as_u64().or_else(|| {
-                let float = other.as_f64()?;
-                (float >= 0.0 && float.fract() == 0.0 && float <= MAX_COUNT as f64)
-                    .then_some(float as u64)
-            }),
-        }?;
-        (count <= MAX_COUNT).then_some(count)
+    prepare.tools = request
+        .tools
+        .unwrap_or_default()
+        .iter()
+        .map(|tool| ToolSchema::from_json(tool).map_err(ServiceError::bad_request))
+        .collect::<Result<_, _>>()?;
+    prepare.context.strategy = request.strategy;
+    prepare.context.memory = request.memory;
+    prepare.budget = BudgetSettings {
+        context_window: request.context_window.map(|count| count.0),
+        max_output_tokens: request.max_output_tokens.map(|count| count.0),
+        safety_margin: request.safety_margin.map(|count| count.0),
+        trigger_ratio: request.trigger_ratio,
     };
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => count(value).map(Some).ok_or_else(|| {
-            ServiceError::bad_request(format!(
-                "\"{key}\" must be an integer from 0 to {MAX_COUNT}"
-            ))
-        }),
-    }
+    Ok(prepare)
 }
 
-/// A flag: `true` or `false`, also as a query string's text.
-fn optional_bool(args: &Value, key: &str) -> Result<Option<bool>, ServiceError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(Value::String(text)) if text == "true" || text == "false" => Ok(Some(text == "true")),
-        Some(_) => Err(ServiceError::bad_request(format!(
-            "\"{key}\" must be true or false"
-        ))),
-    }
+/// What a dry run answers: the payload the call would send, its stats, and
+/// whether a writer's call would have compacted.
+fn dry_run_report(prepared: Prepared) -> Result<Value, ServiceError> {
+    let would_compact = prepared
+        .stats
+        .actions
+        .iter()
+        .any(|action| matches!(action, Action::CompactionWouldRun));
+    Ok(json!({
+        "dry_run": true,
+        "would_compact": would_compact,
+        "payload": prepared.payload,
+        "stats": serde_json::to_value(&prepared.stats)?,
+    }))
 }

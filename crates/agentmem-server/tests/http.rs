@@ -627,3 +627,409 @@ fn query_strings_keep_ids_as_text_and_405_names_the_allowed_methods() {
         "{response}"
     );
 }
+
+#[test]
+fn the_notebook_takes_content_old_text_and_new_text_and_the_old_names_too() {
+    let server = TestServer::start();
+    let ok = |(status, body): (u16, Value)| {
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    ok(server.call(
+        "POST",
+        "/v1/memory",
+        Some(&json!({"content": "- Deploys go through staging."})),
+    ));
+    ok(server.call(
+        "PATCH",
+        "/v1/memory",
+        Some(&json!({"old_text": "staging", "new_text": "canary"})),
+    ));
+    ok(server.call(
+        "POST",
+        "/v1/memory",
+        Some(&json!({"text": "- Tests run nightly."})),
+    ));
+    ok(server.call(
+        "PATCH",
+        "/v1/memory",
+        Some(&json!({"old": "nightly", "new": "hourly"})),
+    ));
+    let tool = json!({"arguments": {"old_text": "hourly", "new_text": "every hour"}});
+    let ran = ok(server.call("POST", "/v1/tools/update_memory", Some(&tool)));
+    assert!(
+        ran["text"].as_str().unwrap().starts_with("Replaced."),
+        "{ran}"
+    );
+    let read = ok(server.call("GET", "/v1/memory", None));
+    assert_eq!(
+        read["content"],
+        "- Deploys go through canary.\n- Tests run every hour.\n"
+    );
+    let (status, body) = server.call(
+        "POST",
+        "/v1/memory",
+        Some(&json!({"content": "- x", "text": "- x"})),
+    );
+    assert_eq!(status, 400, "a name and its alias together: {body}");
+
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (_, listed) = server.call("POST", "/mcp", Some(&list));
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let update = tools.iter().find(|t| t["name"] == "update_memory").unwrap();
+    assert_eq!(
+        update["inputSchema"]["required"],
+        json!(["old_text", "new_text"])
+    );
+    let document: Value =
+        serde_json::from_str(&server.raw("GET", "/openapi.json", &[], b"").1).unwrap();
+    let body = |method: &str| {
+        document["paths"]["/v1/memory"][method]["requestBody"]["content"]["application/json"]
+            ["schema"]
+            .clone()
+    };
+    assert_eq!(body("post")["required"], json!(["content"]));
+    assert_eq!(body("patch")["required"], json!(["old_text"]));
+}
+
+/// Every file of a session folder with its bytes.
+fn session_files(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn memory_injection_is_chosen_per_request_over_the_session_over_the_agent() {
+    let server = TestServer::start();
+    let agent_dir = server.dir.path().join("agents/default");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    std::fs::write(
+        agent_dir.join("config.toml"),
+        "[context]\nmemory = \"off\"\n",
+    )
+    .unwrap();
+    let store = agentmem::store::Store::open(server.dir.path(), agentmem::Durability::Os).unwrap();
+    for id in ["agent-off", "session-on"] {
+        let id = agentmem::id::SessionId::new(id).unwrap();
+        drop(store.create_session(&Default::default(), Some(id)).unwrap());
+    }
+    std::fs::write(
+        agent_dir.join("sessions/session-on/config.toml"),
+        "[context]\nmemory = \"on\"\n",
+    )
+    .unwrap();
+    let note = json!({"content": "- The deploy key rotates on Fridays."});
+    assert_eq!(server.call("POST", "/v1/memory", Some(&note)).0, 200);
+    let injected = |session: &str, extra: Value| {
+        let user =
+            json!({"events": [{"trace_type": "user", "content": "When does the key rotate?"}]});
+        server.call(
+            "POST",
+            &format!("/v1/sessions/{session}/events"),
+            Some(&user),
+        );
+        let mut request = json!({"model": "gpt-4o"});
+        request
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let (status, prepared) = server.call(
+            "POST",
+            &format!("/v1/sessions/{session}/prepare"),
+            Some(&request),
+        );
+        assert_eq!(status, 200, "{prepared}");
+        prepared["payload"]
+            .to_string()
+            .contains("rotates on Fridays")
+    };
+    assert!(!injected("agent-off", json!({})), "the agent's setting");
+    assert!(
+        injected("agent-off", json!({"memory": "on"})),
+        "request over agent"
+    );
+    assert!(injected("session-on", json!({})), "session over agent");
+    assert!(
+        !injected("session-on", json!({"memory": "off"})),
+        "request over session"
+    );
+}
+
+/// A server with session `s`: 12 turns, about 4,700 tokens.
+fn server_with_a_long_session() -> TestServer {
+    let server = TestServer::start();
+    server.call("POST", "/v1/sessions", Some(&json!({"session": "s"})));
+    let turns: Vec<Value> = (0..12)
+        .flat_map(|t| {
+            [
+                json!({"trace_type": "user", "content": format!("Question {t}: why does the parser fail?")}),
+                json!({"trace_type": "assistant", "content": "It fails on nested quotes. ".repeat(60)}),
+            ]
+        })
+        .collect();
+    let (status, _) = server.call(
+        "POST",
+        "/v1/sessions/s/events",
+        Some(&json!({"events": turns})),
+    );
+    assert_eq!(status, 200);
+    server
+}
+
+#[test]
+fn strategy_budget_and_trigger_are_chosen_per_request_and_unknown_fields_are_refused() {
+    let server = server_with_a_long_session();
+    let small = |strategy: &str| {
+        json!({"model": "gpt-4o", "strategy": strategy, "context_window": 4000,
+               "max_output_tokens": 500, "safety_margin": 0, "trigger_ratio": 0.5})
+    };
+    let (status, none) = server.call("POST", "/v1/sessions/s/prepare", Some(&small("none")));
+    assert_eq!(status, 200, "{none}");
+    assert_eq!(none["stats"]["input_budget"], 3500, "{}", none["stats"]);
+    assert_eq!(none["stats"]["trigger_tokens"], 1750, "{}", none["stats"]);
+    assert_eq!(none["stats"]["over_budget"], true, "none sends everything");
+    assert_eq!(none["stats"]["actions"], json!([]));
+    let (_, trimmed) = server.call("POST", "/v1/sessions/s/prepare", Some(&small("trim")));
+    let actions = trimmed["stats"]["actions"].as_array().unwrap();
+    assert!(
+        actions.iter().any(|a| a["action"] == "turns_trimmed"),
+        "{actions:?}"
+    );
+    assert_eq!(trimmed["stats"]["over_budget"], false);
+
+    for (path, body) in [
+        (
+            "/v1/sessions/s/prepare",
+            json!({"model": "gpt-4o", "strategey": "trim"}),
+        ),
+        ("/v1/sessions/s/compact", json!({"focus": "x", "keep": 1})),
+        ("/v1/search", json!({"query": "parser", "limt": 3})),
+        ("/v1/sessions/s/events", json!({"events": [], "event": []})),
+    ] {
+        let (status, refused) = server.call("POST", path, Some(&body));
+        assert_eq!(status, 400, "{path}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("unknown field"), "{path}: {message}");
+    }
+    let (status, refused) = server.call("GET", "/v1/sessions/s/events?after=3", None);
+    assert_eq!(status, 400, "a misspelt query parameter: {refused}");
+    let (_, listed) = server.call("GET", "/v1/sessions/s/events", None);
+    assert_eq!(
+        listed["events"].as_array().unwrap().len(),
+        24,
+        "nothing was compacted"
+    );
+}
+
+#[test]
+fn a_dry_run_prepare_reports_what_it_would_do_and_changes_no_file() {
+    let server = server_with_a_long_session();
+    let small = json!({"model": "gpt-4o", "strategy": "summarize", "context_window": 4000,
+                       "max_output_tokens": 500, "safety_margin": 0, "dry_run": true});
+    let folder = server.dir.path().join("agents/default/sessions/s");
+    let before = session_files(&folder);
+    let (status, dry) = server.call("POST", "/v1/sessions/s/prepare", Some(&small));
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["would_compact"], true, "{}", dry["stats"]);
+    assert!(dry["payload"]["messages"].is_array());
+    assert_eq!(session_files(&folder), before, "a dry run writes nothing");
+
+    let mut real = small.clone();
+    real["dry_run"] = json!(false);
+    let (_, prepared) = server.call("POST", "/v1/sessions/s/prepare", Some(&real));
+    let actions = prepared["stats"]["actions"].as_array().unwrap();
+    assert!(
+        actions.iter().any(|a| a["action"] == "compacted"),
+        "{actions:?}"
+    );
+    assert_ne!(session_files(&folder), before, "the real call compacted");
+}
+
+/// The fields an operation's type takes, as its refusal of an unknown one
+/// lists them.
+fn accepted_fields(message: &str) -> BTreeSet<String> {
+    let listed = message.split_once("expected").map_or("", |(_, list)| list);
+    listed
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_openapi_document_names_exactly_the_fields_each_operation_takes() {
+    let server = TestServer::start();
+    let (_, text) = server.raw("GET", "/openapi.json", &[], b"");
+    let document: Value = serde_json::from_str(&text).unwrap();
+    for route in ROUTES.iter() {
+        let agentmem_server::http::routes::Endpoint::Op(op) = route.endpoint else {
+            continue;
+        };
+        let item = &document["paths"][route.path];
+        let operation = &item[route.method.to_lowercase()];
+        let parameters = item["parameters"]
+            .as_array()
+            .into_iter()
+            .chain(operation["parameters"].as_array())
+            .flatten()
+            .map(|p| p["name"].as_str().unwrap().to_owned());
+        let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+        let mut documented: BTreeSet<String> = parameters.collect();
+        documented.extend(
+            body["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.clone()),
+        );
+        if body.is_object() {
+            assert_eq!(
+                body["additionalProperties"], false,
+                "{} {}",
+                route.method, route.path
+            );
+        }
+        let path = route
+            .path
+            .replace("{session}", "s")
+            .replace("{name}", "read_memory");
+        let (status, answer) = match route.method {
+            "GET" | "DELETE" => server.raw(route.method, &format!("{path}?zz_probe=1"), &[], b""),
+            _ => server.raw(route.method, &path, &[], br#"{"zz_probe": 1}"#),
+        };
+        assert_eq!(status, 400, "{} {path}: {answer}", route.method);
+        let mut accepted = accepted_fields(&answer);
+        match op {
+            agentmem_server::service::Op::RecoverOverflow => {
+                accepted.extend(agentmem_server::requests::OVERFLOW_FIELDS.map(str::to_owned))
+            }
+            agentmem_server::service::Op::Prepare => {
+                accepted.extend(agentmem_server::requests::DRY_RUN_FIELDS.map(str::to_owned))
+            }
+            _ => {}
+        }
+        assert_eq!(documented, accepted, "{} {path}: {answer}", route.method);
+    }
+}
+
+#[test]
+fn an_mcp_batch_is_bounded_in_messages_and_in_answer_bytes() {
+    let server = TestServer::start();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let batch = Value::Array(vec![list; 65]);
+    let (status, refused) = server.call("POST", "/mcp", Some(&batch));
+    assert_eq!(status, 413, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 64"),
+        "{refused}"
+    );
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let (status, misspelt) = server.call("POST", "/mcp?sesion=s", Some(&ping));
+    assert_eq!(status, 400, "an unknown query field: {misspelt}");
+    let (status, empty) = server.call("POST", "/mcp", Some(&json!([])));
+    assert_eq!(
+        (status, &empty["error"]["code"]),
+        (400, &json!(-32600)),
+        "{empty}"
+    );
+
+    // A notebook of 1 MiB read 64 times would answer 64 MiB.
+    let note = "- a long note about the deploy pipeline\n".repeat(26_000);
+    assert_eq!(
+        server
+            .call("POST", "/v1/memory", Some(&json!({"content": note})))
+            .0,
+        200
+    );
+    let reads: Vec<Value> = (0..64)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_memory", "arguments": {}}}))
+        .collect();
+    let (status, text) = server.raw(
+        "POST",
+        "/mcp",
+        &[],
+        Value::Array(reads).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    let limit = agentmem_server::mcp::MAX_BATCH_ANSWER_BYTES;
+    assert!(text.len() < limit + 2 * note.len(), "{} bytes", text.len());
+    let answers: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(answers.len(), 64, "every request is answered");
+    let ran = answers
+        .iter()
+        .take_while(|a| a["result"].is_object())
+        .count();
+    assert!((1..64).contains(&ran), "{ran} ran");
+    for (id, answer) in answers.iter().enumerate().skip(ran) {
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32001, "{answer}");
+        assert!(answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send this message again"));
+    }
+}
+
+#[test]
+fn a_host_or_origin_that_is_not_ascii_is_refused_not_taken_as_absent() {
+    let server = TestServer::start();
+    for headers in [
+        [("Host", "évil.example")],
+        [("Origin", "https://évil.example")],
+    ] {
+        let (status, text) = server.raw("GET", "/v1/sessions", &headers, b"");
+        assert_eq!(status, 403, "{headers:?}: {text}");
+        assert!(text.contains("not ASCII"), "{text}");
+    }
+}
+
+#[test]
+fn every_id_the_api_takes_is_reached_by_its_percent_encoded_path() {
+    let server = TestServer::start();
+    for id in ["café 50%", "a?b#c", "plus+sign"] {
+        let (status, created) = server.call("POST", "/v1/sessions", Some(&json!({"session": id})));
+        assert_eq!(status, 201, "{created}");
+        let encoded: String = id
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        let (status, resumed) = server.call("GET", &format!("/v1/sessions/{encoded}"), None);
+        assert_eq!(status, 200, "{id}: {resumed}");
+        assert_eq!(resumed["meta"]["id"], id);
+        let append = json!({"events": [{"trace_type": "user", "content": "hi"}]});
+        let (status, appended) = server.call(
+            "POST",
+            &format!("/v1/sessions/{encoded}/events"),
+            Some(&append),
+        );
+        assert_eq!(
+            (status, &appended["appended"]),
+            (200, &json!(1)),
+            "{appended}"
+        );
+    }
+    let (status, text) = server.raw("GET", "/v1/sessions/%FF%FE", &[], b"");
+    assert_eq!(status, 400, "not UTF-8 once decoded: {text}");
+}

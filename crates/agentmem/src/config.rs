@@ -17,6 +17,7 @@
 //! raw_tail_turns = 4
 //! protected_tools = ["manage_todo_list"]
 //! compaction_timing = "inline"   # or "background": drafted while the model answers
+//! memory = "on"           # "off": no long-term memory injected (a request may choose)
 //!
 //! [guard]                 # how tool outputs are cut when written (also per agent / session)
 //! truncation = { policy = "tokens", limit = 5000 }   # or "bytes", or { policy = "none" }

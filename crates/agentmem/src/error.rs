@@ -114,6 +114,11 @@ pub enum Error {
     #[error("{message}")]
     BadQuery { message: String },
 
+    #[error(
+        "invalid arguments for {operation}: {message}; its schema lists the arguments it takes"
+    )]
+    InvalidArguments { operation: String, message: String },
+
     #[error("embedder {model}: {message}; recall works without an embedder, on BM25 alone")]
     Embedder { model: String, message: String },
 

@@ -18,6 +18,7 @@
 //! assert_eq!(session.events()[1].turn_id, "turn_0001");
 //! ```
 
+pub mod arguments;
 pub mod config;
 pub mod context;
 pub mod error;

@@ -434,3 +434,28 @@ fn memory_changes_show_at_once_from_this_process_and_within_the_interval_from_ot
     std::thread::sleep(agentmem::session::MEMORY_RECHECK_INTERVAL);
     assert!(system().contains("Written by another process."));
 }
+
+#[test]
+fn the_memory_tools_take_content_old_text_and_new_text_in_every_rendered_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Durability::Os).unwrap();
+    let mut session = store.create_session(&AgentId::default(), None).unwrap();
+    session.ingest(vec![Event::user("note this")]).unwrap();
+    for target in [
+        Target::OpenAiChat,
+        Target::OpenAiResponses,
+        Target::Anthropic,
+        Target::Gemini,
+    ] {
+        let mut request = PrepareRequest::new("gpt-4.1", target);
+        request.tools = agentmem::memory::tools::schemas();
+        let payload = session.prepare(&request).unwrap().payload.to_value();
+        let rendered = payload.to_string();
+        for name in ["\"content\"", "\"old_text\"", "\"new_text\""] {
+            assert!(rendered.contains(name), "{target:?}: {name} in {rendered}");
+        }
+        for old in ["\"old\"", "\"new\""] {
+            assert!(!rendered.contains(old), "{target:?}: {old} in {rendered}");
+        }
+    }
+}

@@ -473,7 +473,7 @@ fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
     assert_eq!(filter.role, Some(Role::User));
     let hits = store.search(&agent, &query, &filter).unwrap();
     let answer = agentmem::search::render_hits(&hits);
-    assert!(answer.contains("> [turn_0001] User: The parser test test_nested_quotes is flaky"));
+    assert!(answer.contains("> [turn_0001] User: The [parser] test test_nested_quotes is [flaky]"));
     let bad = serde_json::json!({"query": " "});
     assert!(agentmem::search::parse_tool_arguments(&bad).is_err());
 }

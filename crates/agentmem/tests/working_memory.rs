@@ -596,3 +596,24 @@ fn the_tools_run_on_the_open_session() {
     assert!(call("read_memory", json!({})).unwrap().contains("hash"));
     assert!(call("bash", json!({})).is_none());
 }
+
+#[test]
+fn a_working_memory_tool_call_with_a_misspelt_argument_changes_nothing() {
+    let (_dir, store, agent) = fresh_store();
+    let mut session = store.create_session(&agent, None).unwrap();
+    let misspelt = json!({"patch": {"plan": "ship"}, "expected_version": 0, "expected_versoin": 3});
+    let answer =
+        agentmem::working::tools::run(&mut session, "update_working_memory", &misspelt).unwrap();
+    assert!(
+        answer.starts_with("error: ") && answer.contains("expected_versoin"),
+        "{answer}"
+    );
+    assert_eq!(session.working_memory().version, 0, "nothing was applied");
+    let answer = agentmem::working::tools::run(
+        &mut session,
+        "get_working_memory",
+        &json!({"verbose": true}),
+    )
+    .unwrap();
+    assert!(answer.contains("unknown field `verbose`"), "{answer}");
+}

@@ -4,6 +4,7 @@
 
 use agentmem::memory::tools::ToolContext;
 
+use super::json_lines::{Line, MAX_LINE_BYTES};
 use super::Context;
 
 pub fn run(ctx: &Context, session: Option<&str>) -> anyhow::Result<()> {
@@ -13,5 +14,8 @@ pub fn run(ctx: &Context, session: Option<&str>) -> anyhow::Result<()> {
         agent: &ctx.agent,
         session: session.as_ref(),
     };
-    super::json_lines::answer_lines(|line| agentmem_server::mcp::answer_line(&context, line))
+    super::json_lines::answer_lines(|line| match line {
+        Line::Text(text) => agentmem_server::mcp::answer_line(&context, text),
+        Line::TooLong => Some(agentmem_server::mcp::too_large(MAX_LINE_BYTES)),
+    })
 }

@@ -120,7 +120,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             tools,
             prompt,
             stats,
-        } => prepare::run(&ctx, &id, &model, tools.as_deref(), prompt, stats),
+            dry_run,
+        } => {
+            let output = match (dry_run, stats) {
+                (true, _) => prepare::Output::DryRun,
+                (false, true) => prepare::Output::PayloadAndStats,
+                (false, false) => prepare::Output::Payload,
+            };
+            prepare::run(&ctx, &id, &model, tools.as_deref(), prompt, output)
+        }
         Command::Tokens { encoding, model } => {
             tokens::run(&ctx, encoding.as_deref(), model.as_deref())
         }

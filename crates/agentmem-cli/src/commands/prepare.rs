@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use agentmem::context::tiers::Action;
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::{Target, ToolSchema};
 use agentmem::session::Session;
@@ -11,18 +12,34 @@ use anyhow::Context as _;
 use super::Context;
 use crate::cli::{ModelArgs, PromptArgs};
 
+/// What `prepare` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The payload on stdout.
+    Payload,
+    /// The payload on stdout, the stats as JSON on stderr.
+    PayloadAndStats,
+    /// One JSON object on stdout (payload, stats, would_compact), from the
+    /// session opened read-only: nothing is written.
+    DryRun,
+}
+
 pub fn run(
     ctx: &Context,
     id: &str,
     args: &ModelArgs,
     tools: Option<&Path>,
     prompt: PromptArgs,
-    stats: bool,
+    output: Output,
 ) -> anyhow::Result<()> {
     // Opened for writing, so a compaction this prepare runs is persisted;
     // while another process writes the session, read-only (and said so).
     let id = ctx.session_id(id)?;
-    let mut session = match ctx.store.open_session(&ctx.agent, &id) {
+    let opened = match output {
+        Output::DryRun => ctx.store.read_session(&ctx.agent, &id),
+        Output::Payload | Output::PayloadAndStats => ctx.store.open_session(&ctx.agent, &id),
+    };
+    let mut session = match opened {
         Err(agentmem::Error::SessionLocked { pid, .. }) => {
             eprintln!("agentmem: session {id} is being written by pid {pid}; preparing read-only (no compaction is saved)");
             ctx.store.read_session(&ctx.agent, &id)?
@@ -37,12 +54,27 @@ pub fn run(
         request.tools = read_tools(path)?;
     }
     let prepared = session.prepare(&request)?;
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&prepared.payload.to_value())?
-    );
-    if stats {
-        eprintln!("{}", serde_json::to_string_pretty(&prepared.stats)?);
+    let payload = prepared.payload.to_value();
+    match output {
+        Output::Payload => println!("{}", serde_json::to_string_pretty(&payload)?),
+        Output::PayloadAndStats => {
+            println!("{}", serde_json::to_string_pretty(&payload)?);
+            eprintln!("{}", serde_json::to_string_pretty(&prepared.stats)?);
+        }
+        Output::DryRun => {
+            let would_compact = prepared
+                .stats
+                .actions
+                .iter()
+                .any(|action| matches!(action, Action::CompactionWouldRun));
+            let report = serde_json::json!({
+                "dry_run": true,
+                "would_compact": would_compact,
+                "payload": payload,
+                "stats": prepared.stats,
+            });
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
     }
     Ok(session.close()?)
 }
@@ -61,6 +93,8 @@ pub fn request_for(session: &Session, args: &ModelArgs) -> anyhow::Result<Prepar
     };
     let mut request = PrepareRequest::new(model, target);
     request.cache = args.cache.prompt_cache;
+    request.context.strategy = args.strategy;
+    request.context.memory = args.memory;
     request.budget = BudgetSettings {
         context_window: args.context_window,
         max_output_tokens: args.max_output_tokens,

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use agentmem_server::http::{HttpServer, ServerOptions};
 use agentmem_server::service::{Op, Service, SessionSetup};
-use agentmem_server::ServiceError;
+use agentmem_server::{ErrorKind, ServiceError};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
+use super::json_lines::{Line, MAX_LINE_BYTES};
 use super::reach_model::{self, ModelFlags};
 use super::Context;
 use crate::cli::ServeArgs;
@@ -25,7 +26,12 @@ pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
     }
     let service = Arc::new(service);
     if args.stdio {
-        super::json_lines::answer_lines(|line| Some(answer(&service, line)))?;
+        super::json_lines::answer_lines(|line| {
+            Some(match line {
+                Line::Text(text) => answer(&service, text),
+                Line::TooLong => reply(None, Err(line_too_long())),
+            })
+        })?;
     } else {
         let token = args.token_file.as_deref().map(read_token).transpose()?;
         let options = ServerOptions {
@@ -69,6 +75,19 @@ fn answer(service: &Service, line: &str) -> Value {
             Err(ServiceError::bad_request(format!("not JSON: {e}"))),
         ),
     };
+    reply(id, outcome)
+}
+
+/// The refusal of a line over [`MAX_LINE_BYTES`], which was not read.
+fn line_too_long() -> ServiceError {
+    ServiceError::new(
+        ErrorKind::TooLarge,
+        format!("the line is over the limit of {MAX_LINE_BYTES} bytes and was not read; send fewer events per command"),
+    )
+}
+
+/// The line answering a command with `id`.
+fn reply(id: Option<Value>, outcome: Result<Value, ServiceError>) -> Value {
     let mut reply = match outcome {
         Ok(result) => json!({"ok": true, "result": result}),
         Err(error) => json!({"ok": false, "kind": error.kind.name(), "error": error.message}),
@@ -79,17 +98,46 @@ fn answer(service: &Service, line: &str) -> Value {
     reply
 }
 
+/// Runs a command: its `op` names the operation, and the fields beside
+/// `op` and `id` are the operation's.
 fn execute(service: &Service, command: &Value) -> Result<Value, ServiceError> {
     let op: Op = command
         .get("op")
         .and_then(Value::as_str)
         .ok_or_else(|| ServiceError::bad_request("the command needs an \"op\" string"))?
         .parse()?;
-    service.execute(op, command)
+    let mut arguments = command.clone();
+    if let Some(fields) = arguments.as_object_mut() {
+        fields.remove("op");
+        fields.remove("id");
+    }
+    service.execute(op, &arguments)
 }
 
 fn read_token(path: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    warn_if_others_read(path);
     Ok(text.trim().to_owned())
 }
+
+/// Warns when users other than the owner may read the token file: any of
+/// them could then call the server.
+#[cfg(unix)]
+fn warn_if_others_read(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(mode) = std::fs::metadata(path).map(|m| m.permissions().mode()) else {
+        return;
+    };
+    if mode & 0o044 != 0 {
+        eprintln!(
+            "agentmem: warning: the token file {} is readable by other users (mode {:o}); `chmod 600 {}` keeps the token yours",
+            path.display(),
+            mode & 0o777,
+            path.display()
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_others_read(_path: &std::path::Path) {}

@@ -54,6 +54,14 @@ impl Guard {
     }
 
     fn check_local(&self, request: &HeaderMap) -> Result<(), ServiceError> {
+        for name in ["Host", "Origin"] {
+            if request.get(name).is_some() && header(request, name).is_none() {
+                return Err(ServiceError::new(
+                    ErrorKind::Forbidden,
+                    format!("the {name} header is not ASCII text, so it cannot be checked to name this machine; send localhost or 127.0.0.1"),
+                ));
+            }
+        }
         if let Some(host) = header(request, "Host") {
             if !is_local(host) {
                 return Err(ServiceError::new(

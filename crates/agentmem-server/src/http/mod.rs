@@ -50,6 +50,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_WORKER_THREADS: usize = 16;
 /// Threads that read and write connections (the engine's work runs elsewhere).
 const IO_THREADS: usize = 2;
+/// The shortest token a server bound beyond loopback takes, in characters:
+/// anyone who can reach the port can try tokens.
+pub const MIN_NETWORK_TOKEN_CHARS: usize = 16;
 /// How long a client may take to send a request's headers; hyper also
 /// bounds a kept-alive connection's idle wait with it, so it is longer than
 /// a slow model call between two requests of an agent loop.
@@ -89,6 +92,8 @@ pub enum ServeError {
     TokenRequired { addr: SocketAddr },
     #[error("the token file's token is empty; write a secret of at least 16 characters into it")]
     EmptyToken,
+    #[error("the token is {chars} characters; a server bound to {addr} is reachable from the network, so its token must have at least {MIN_NETWORK_TOKEN_CHARS} characters (e.g. `openssl rand -hex 32`)")]
+    ShortToken { addr: SocketAddr, chars: usize },
     #[error("cannot listen on {addr}: {source}; is another server using the port?")]
     Bind {
         addr: SocketAddr,
@@ -133,6 +138,12 @@ impl HttpServer {
         let exposure = Exposure::of(options.addr);
         match (&options.token, exposure) {
             (Some(token), _) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
+            (Some(token), Exposure::Network) if token.chars().count() < MIN_NETWORK_TOKEN_CHARS => {
+                return Err(ServeError::ShortToken {
+                    addr: options.addr,
+                    chars: token.chars().count(),
+                })
+            }
             (None, Exposure::Network) => {
                 return Err(ServeError::TokenRequired { addr: options.addr })
             }
@@ -389,11 +400,9 @@ impl App {
                 )));
             }
         }
-        let session = routes::query_arguments(query)?
-            .get("session")
-            .and_then(Value::as_str)
-            .map(SessionId::new)
-            .transpose()?;
+        let query = Value::Object(routes::query_arguments(query)?);
+        let tools: crate::requests::Tools = agentmem::arguments::parse("mcp", &query)?;
+        let session = tools.session.map(SessionId::new).transpose()?;
         let host = self.service.tool_host(session);
         let message: Value = match serde_json::from_slice(body) {
             Ok(message @ (Value::Object(_) | Value::Array(_))) => message,
@@ -401,13 +410,11 @@ impl App {
             Err(e) => return Ok(json_reply(400, &crate::mcp::parse_error(&e))),
         };
         let answer = match &message {
-            Value::Array(batch) => {
-                let answers: Vec<Value> = batch
-                    .iter()
-                    .filter_map(|m| crate::mcp::answer(&host, m))
-                    .collect();
-                (!answers.is_empty()).then_some(Value::Array(answers))
-            }
+            Value::Array(batch) => match crate::mcp::answer_batch(&host, batch) {
+                Ok(answers) => answers,
+                Err(refused) if batch.is_empty() => return Ok(json_reply(400, &refused)),
+                Err(refused) => return Ok(json_reply(413, &refused)),
+            },
             single => crate::mcp::answer(&host, single),
         };
         Ok(match answer {

@@ -132,6 +132,7 @@ pub fn find(method: &str, path: &str) -> Result<Matched, ServiceError> {
             continue;
         };
         if route.method == method {
+            let captures = percent_decoded(captures)?;
             return Ok(Matched { route, captures });
         }
         path_matched = true;
@@ -179,6 +180,25 @@ fn captures(pattern: &str, path: &str) -> Option<Map<String, Value>> {
             (Some(_), None) | (None, Some(_)) => return None,
         }
     }
+}
+
+/// Captured path segments percent-decoded (`+` stays itself in a path), so
+/// every id the API takes can be named in a URL.
+fn percent_decoded(captures: Map<String, Value>) -> Result<Map<String, Value>, ServiceError> {
+    captures
+        .into_iter()
+        .map(|(name, raw)| {
+            let raw = raw.as_str().unwrap_or_default();
+            let decoded = percent_encoding::percent_decode_str(raw)
+                .decode_utf8()
+                .map_err(|_| {
+                    ServiceError::bad_request(format!(
+                        "the path segment {raw:?} is not UTF-8 once percent-decoded"
+                    ))
+                })?;
+            Ok((name, Value::String(decoded.into_owned())))
+        })
+        .collect()
 }
 
 /// The query string as arguments, each a string (percent-decoded); the

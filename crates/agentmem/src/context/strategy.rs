@@ -111,6 +111,53 @@ impl FromStr for CompactionTiming {
     }
 }
 
+/// Whether long-term memory (MEMORY.md, project files, what earlier
+/// sessions left) goes into a prepared context. The session's working
+/// memory is its own state, and goes in either way. Read from `"on"` or
+/// `"off"`, or from `true` or `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryInjection {
+    #[default]
+    On,
+    Off,
+}
+
+impl MemoryInjection {
+    /// The name used in configuration and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryInjection::On => "on",
+            MemoryInjection::Off => "off",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryInjection {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::Bool(true) => Ok(MemoryInjection::On),
+            serde_json::Value::Bool(false) => Ok(MemoryInjection::Off),
+            serde_json::Value::String(name) => name.parse().map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!(
+                "memory injection is on or off (or true or false), not {other}"
+            ))),
+        }
+    }
+}
+
+impl FromStr for MemoryInjection {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [MemoryInjection::On, MemoryInjection::Off]
+            .into_iter()
+            .find(|injection| injection.name() == s)
+            .ok_or_else(|| format!("unknown memory injection {s:?}; use on or off"))
+    }
+}
+
 /// Pipeline settings as one layer gives them (request > session > agent > file > defaults).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -133,6 +180,9 @@ pub struct ContextSettingsLayer {
     pub protected_tools: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_timing: Option<CompactionTiming>,
+    /// Whether long-term memory is injected (`memory = "off"` leaves it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryInjection>,
 }
 
 impl ContextSettingsLayer {
@@ -149,6 +199,7 @@ impl ContextSettingsLayer {
             summary_max_tokens: self.summary_max_tokens.or(lower.summary_max_tokens),
             protected_tools: self.protected_tools.or(lower.protected_tools),
             compaction_timing: self.compaction_timing.or(lower.compaction_timing),
+            memory: self.memory.or(lower.memory),
         }
     }
 
@@ -167,6 +218,7 @@ impl ContextSettingsLayer {
                 .unwrap_or(DEFAULT_SUMMARY_MAX_TOKENS),
             protected_tools: self.protected_tools.clone().unwrap_or_default(),
             compaction_timing: self.compaction_timing.unwrap_or_default(),
+            memory: self.memory.unwrap_or_default(),
         }
     }
 }
@@ -182,6 +234,7 @@ pub struct PipelineSettings {
     pub summary_max_tokens: u64,
     pub protected_tools: Vec<String>,
     pub compaction_timing: CompactionTiming,
+    pub memory: MemoryInjection,
 }
 
 impl PipelineSettings {
@@ -196,6 +249,7 @@ impl PipelineSettings {
             summary_max_tokens: Some(self.summary_max_tokens),
             protected_tools: Some(self.protected_tools.clone()),
             compaction_timing: Some(self.compaction_timing),
+            memory: Some(self.memory),
         }
     }
 }
@@ -203,5 +257,25 @@ impl PipelineSettings {
 impl Default for PipelineSettings {
     fn default() -> Self {
         ContextSettingsLayer::default().resolve()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_injection_reads_its_names_and_booleans_and_refuses_anything_else() {
+        let read = |json: &str| serde_json::from_str::<MemoryInjection>(json);
+        assert_eq!(read("\"off\"").unwrap(), MemoryInjection::Off);
+        assert_eq!(read("true").unwrap(), MemoryInjection::On);
+        assert_eq!(read("false").unwrap(), MemoryInjection::Off);
+        assert!(read("\"maybe\"")
+            .unwrap_err()
+            .to_string()
+            .contains("use on or off"));
+        assert!(read("3").unwrap_err().to_string().contains("on or off"));
+        let layer: ContextSettingsLayer = toml::from_str("memory = false").unwrap();
+        assert_eq!(layer.memory, Some(MemoryInjection::Off));
     }
 }

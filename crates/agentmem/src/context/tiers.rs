@@ -51,6 +51,9 @@ pub enum Action {
     CompactionStarted { events: usize },
     /// A compaction was due but did not run, and why.
     CompactionSkipped { reason: String },
+    /// A compaction was due and a writer would have run it; the session is
+    /// open read-only (a dry run, or another process writes it), so it did not.
+    CompactionWouldRun,
 }
 
 impl Action {
@@ -65,7 +68,8 @@ impl Action {
             | Action::Compacted { tokens_saved, .. } => *tokens_saved,
             Action::PairsRepaired { .. }
             | Action::CompactionStarted { .. }
-            | Action::CompactionSkipped { .. } => 0,
+            | Action::CompactionSkipped { .. }
+            | Action::CompactionWouldRun => 0,
         }
     }
 }

@@ -203,18 +203,18 @@ pub fn memory_tool_schemas() -> Vec<ToolSchema> {
             name: "write_memory".into(),
             description: "Append a note to your long-term notebook (MEMORY.md). Keep notes short and durable.".into(),
             parameters: json!({"type": "object", "properties": {
-                "text": {"type": "string", "description": "The note to append."},
+                "content": {"type": "string", "description": "The note to append."},
                 "expected_hash": hash,
-            }, "required": ["text"]}),
+            }, "required": ["content"]}),
         },
         ToolSchema {
             name: "update_memory".into(),
-            description: "Replace text in your notebook (MEMORY.md). `old` must occur exactly once.".into(),
+            description: "Replace text in your notebook (MEMORY.md). `old_text` must occur exactly once.".into(),
             parameters: json!({"type": "object", "properties": {
-                "old": {"type": "string", "description": "The exact text to replace."},
-                "new": {"type": "string", "description": "What replaces it."},
+                "old_text": {"type": "string", "description": "The exact text to replace."},
+                "new_text": {"type": "string", "description": "What replaces it."},
                 "expected_hash": hash,
-            }, "required": ["old", "new"]}),
+            }, "required": ["old_text", "new_text"]}),
         },
     ]
 }

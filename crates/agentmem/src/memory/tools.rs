@@ -16,7 +16,7 @@
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
 //! let context = ToolContext { store: &store, agent: &agent, session: None };
-//! let args = serde_json::json!({"text": "- The user prefers tabs."});
+//! let args = serde_json::json!({"content": "- The user prefers tabs."});
 //! let answer = tools::run(&context, "write_memory", &args).unwrap();
 //! assert!(answer.contains("hash"));
 //! let read = tools::run(&context, "read_memory", &serde_json::json!({})).unwrap();
@@ -24,9 +24,11 @@
 //! assert!(tools::run(&context, "bash", &args).is_none(), "not a memory tool");
 //! ```
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::facts::{Added, NewFact, Provenance, Trust};
+use crate::arguments::parse;
 use crate::context::guard::{read_evicted, read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES};
 use crate::error::{Error, Result};
 use crate::id::{AgentId, SessionId};
@@ -104,59 +106,129 @@ pub fn run_in_session(
     run(&context, name, arguments)
 }
 
+/// What `write_memory` takes (also `POST /v1/memory`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteMemoryArgs {
+    /// The note to append (also accepted as `text`).
+    #[serde(alias = "text")]
+    pub content: String,
+    /// The hash the change is made against (compare-and-swap).
+    #[serde(default)]
+    pub expected_hash: Option<String>,
+}
+
+/// What `update_memory` takes (also `PATCH /v1/memory`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMemoryArgs {
+    /// The exact text to replace (also accepted as `old`).
+    #[serde(alias = "old")]
+    pub old_text: String,
+    /// What replaces it (also accepted as `new`); left out, the text is removed.
+    #[serde(alias = "new", default)]
+    pub new_text: String,
+    /// The hash the change is made against (compare-and-swap).
+    #[serde(default)]
+    pub expected_hash: Option<String>,
+}
+
+/// What `read_memory` takes: nothing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    query: String,
+    #[serde(default)]
+    budget_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberFactArgs {
+    fact: String,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadEvictedArgs {
+    call_id: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+    /// Whose output: needed outside a session's own loop.
+    #[serde(default)]
+    session: Option<String>,
+}
+
 /// Runs the memory tool `name`; `None` when `name` is not one.
 pub fn run(context: &ToolContext<'_>, name: &str, arguments: &Value) -> Option<String> {
     let answer = match name {
-        "read_memory" | "write_memory" | "update_memory" => notebook(context, name, arguments),
+        "read_memory" => parse::<NoArgs>(name, arguments).and_then(|_| read_memory(context)),
+        "write_memory" => parse(name, arguments).and_then(|args| write_memory(context, args)),
+        "update_memory" => parse(name, arguments).and_then(|args| update_memory(context, args)),
         "search_conversation_history" => parse_tool_arguments(arguments)
             .and_then(|(query, filter)| context.store.search(context.agent, &query, &filter))
             .map(|hits| render_hits(&hits)),
-        "recall" => recall(context, arguments),
-        "remember_fact" => remember_fact(context, arguments),
-        "read_evicted_output" => evicted(context, arguments),
+        "recall" => parse(name, arguments).and_then(|args| recall(context, args)),
+        "remember_fact" => parse(name, arguments).and_then(|args| remember_fact(context, args)),
+        "read_evicted_output" => parse(name, arguments).and_then(|args| evicted(context, args)),
         _ => return None,
     };
     Some(answer.unwrap_or_else(|error| format!("error: {error}")))
 }
 
-fn text<'a>(arguments: &'a Value, key: &str) -> Option<&'a str> {
-    arguments.get(key).and_then(Value::as_str)
-}
-
-fn required<'a>(arguments: &'a Value, key: &str, tool: &str) -> Result<&'a str> {
-    text(arguments, key)
-        .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| Error::BadQuery {
+/// `text`, refused when blank: a tool called with nothing to work on.
+fn non_empty<'a>(text: &'a str, key: &str, tool: &str) -> Result<&'a str> {
+    match text.trim().is_empty() {
+        true => Err(Error::BadQuery {
             message: format!("{tool} needs a non-empty \"{key}\" string"),
-        })
-}
-
-fn notebook(context: &ToolContext<'_>, name: &str, arguments: &Value) -> Result<String> {
-    let notebook = context.store.notebook(context.agent);
-    let hash = text(arguments, "expected_hash");
-    match name {
-        "read_memory" => notebook
-            .read()
-            .map(|v| format!("hash: {}\n\n{}", v.hash, v.content)),
-        "write_memory" => notebook
-            .append(required(arguments, "text", name)?, hash)
-            .map(|v| format!("Appended. MEMORY.md is now at hash {}.", v.hash)),
-        _ => notebook
-            .update(
-                required(arguments, "old", name)?,
-                text(arguments, "new").unwrap_or_default(),
-                hash,
-            )
-            .map(|v| format!("Replaced. MEMORY.md is now at hash {}.", v.hash)),
+        }),
+        false => Ok(text),
     }
 }
 
-fn recall(context: &ToolContext<'_>, arguments: &Value) -> Result<String> {
-    let budget = arguments
-        .get("budget_tokens")
-        .and_then(Value::as_u64)
+fn read_memory(context: &ToolContext<'_>) -> Result<String> {
+    let version = context.store.notebook(context.agent).read()?;
+    Ok(format!("hash: {}\n\n{}", version.hash, version.content))
+}
+
+fn write_memory(context: &ToolContext<'_>, args: WriteMemoryArgs) -> Result<String> {
+    let content = non_empty(&args.content, "content", "write_memory")?;
+    let version = context
+        .store
+        .notebook(context.agent)
+        .append(content, args.expected_hash.as_deref())?;
+    Ok(format!(
+        "Appended. MEMORY.md is now at hash {}.",
+        version.hash
+    ))
+}
+
+fn update_memory(context: &ToolContext<'_>, args: UpdateMemoryArgs) -> Result<String> {
+    let old = non_empty(&args.old_text, "old_text", "update_memory")?;
+    let version = context.store.notebook(context.agent).update(
+        old,
+        &args.new_text,
+        args.expected_hash.as_deref(),
+    )?;
+    Ok(format!(
+        "Replaced. MEMORY.md is now at hash {}.",
+        version.hash
+    ))
+}
+
+fn recall(context: &ToolContext<'_>, args: RecallArgs) -> Result<String> {
+    let budget = args
+        .budget_tokens
         .unwrap_or(super::project::DEFAULT_CROSS_SESSION_TOKENS);
-    let mut request = RecallRequest::new(required(arguments, "query", "recall")?, budget);
+    let mut request = RecallRequest::new(non_empty(&args.query, "query", "recall")?, budget);
     request.exclude_session = context.session.map(|s| s.to_string());
     let recalled =
         context
@@ -169,20 +241,10 @@ fn recall(context: &ToolContext<'_>, arguments: &Value) -> Result<String> {
     })
 }
 
-fn remember_fact(context: &ToolContext<'_>, arguments: &Value) -> Result<String> {
-    let tags = arguments
-        .get("tags")
-        .and_then(Value::as_array)
-        .map(|tags| {
-            tags.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+fn remember_fact(context: &ToolContext<'_>, args: RememberFactArgs) -> Result<String> {
     let added = context.store.facts(context.agent).add(NewFact {
-        fact: required(arguments, "fact", "remember_fact")?.to_owned(),
-        tags,
+        fact: non_empty(&args.fact, "fact", "remember_fact")?.to_owned(),
+        tags: args.tags,
         confidence: 0.8,
         salience: 0.7,
         provenance: Provenance {
@@ -198,8 +260,8 @@ fn remember_fact(context: &ToolContext<'_>, arguments: &Value) -> Result<String>
     })
 }
 
-fn evicted(context: &ToolContext<'_>, arguments: &Value) -> Result<String> {
-    let session = match (text(arguments, "session"), context.session) {
+fn evicted(context: &ToolContext<'_>, args: ReadEvictedArgs) -> Result<String> {
+    let session = match (args.session, context.session) {
         (Some(id), _) => SessionId::new(id)?,
         (None, Some(session)) => session.clone(),
         (None, None) => {
@@ -208,18 +270,12 @@ fn evicted(context: &ToolContext<'_>, arguments: &Value) -> Result<String> {
             })
         }
     };
-    let number = |key: &str, default: usize| {
-        arguments
-            .get(key)
-            .and_then(Value::as_u64)
-            .map_or(default, |n| n as usize)
-    };
     let paths = context.store.session_paths(context.agent, &session);
     let page = read_evicted(
         &paths.evicted(),
-        required(arguments, "call_id", "read_evicted_output")?,
-        number("offset", 0),
-        number("limit", DEFAULT_READ_LIMIT_LINES),
+        non_empty(&args.call_id, "call_id", "read_evicted_output")?,
+        args.offset.unwrap_or(0),
+        args.limit.unwrap_or(DEFAULT_READ_LIMIT_LINES),
     )?;
     Ok(format!(
         "{}\n(lines {}–{} of {}{})",

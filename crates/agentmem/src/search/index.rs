@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::excerpt::{excerpt, MATCH_CLOSE, MATCH_OPEN};
 use super::{ContextLine, Role, SearchFilter, SearchHit};
 use crate::error::{Error, Result};
 use crate::event::{Event, TraceType};
@@ -628,20 +629,22 @@ impl HistoryIndex {
             .map_err(|e| self.error(e))
     }
 
-    /// The part of document `id` that matches `expression`, matched words in brackets.
+    /// The part of document `id` around what matches `expression`,
+    /// matched words in brackets.
     fn snippet(&self, expression: &str, id: i64) -> Result<String> {
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT snippet(events_fts, 1, '[', ']', ' … ', 24) FROM events_fts
+                "SELECT highlight(events_fts, 1, ?3, ?4) FROM events_fts
                  WHERE events_fts MATCH ?1 AND rowid = ?2",
             )
             .map_err(|e| self.error(e))?;
-        let snippet: Option<String> = statement
-            .query_row(params![expression, id], |row| row.get(0))
+        let marks = (MATCH_OPEN.to_string(), MATCH_CLOSE.to_string());
+        let highlighted: Option<String> = statement
+            .query_row(params![expression, id, marks.0, marks.1], |row| row.get(0))
             .optional()
             .map_err(|e| self.error(e))?;
-        Ok(one_line(&snippet.unwrap_or_default(), usize::MAX))
+        Ok(excerpt(&highlighted.unwrap_or_default()))
     }
 
     /// The events of `session` from `ord - around` to `ord + around`.

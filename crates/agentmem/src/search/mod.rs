@@ -12,6 +12,7 @@
 //! assert_eq!(hits[0].turn_id, "turn_0001");
 //! ```
 
+mod excerpt;
 pub mod feed;
 pub mod index;
 pub mod query;
@@ -175,7 +176,8 @@ pub struct ContextLine {
 
 impl SearchHit {
     /// The hit as a model or a person reads it: a header, then the labelled
-    /// context lines, the hit marked with `>`.
+    /// context lines, the hit marked with `>` and shown by its excerpt (what
+    /// matched may lie far past the start a context line shows).
     pub fn render(&self) -> String {
         let mut text = format!(
             "session {} · {} · {}",
@@ -185,11 +187,14 @@ impl SearchHit {
         );
         for line in &self.context {
             let mark = if line.is_hit { '>' } else { ' ' };
+            let shown = match line.is_hit && !self.excerpt.is_empty() {
+                true => &self.excerpt,
+                false => &line.text,
+            };
             text.push_str(&format!(
-                "\n{mark} [{}] {}: {}",
+                "\n{mark} [{}] {}: {shown}",
                 line.turn_id,
                 line.speaker.as_deref().unwrap_or(line.role.label()),
-                line.text
             ));
         }
         text
@@ -212,22 +217,37 @@ pub fn search_tool_schema() -> ToolSchema {
     }
 }
 
+/// What `search_conversation_history` takes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchToolArgs {
+    query: String,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+}
+
 /// The arguments of a `search_conversation_history` call, checked.
 pub fn parse_tool_arguments(arguments: &Value) -> Result<(String, SearchFilter)> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str);
-    let query = text("query")
-        .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| Error::BadQuery {
+    let args: SearchToolArgs = crate::arguments::parse("search_conversation_history", arguments)?;
+    if args.query.trim().is_empty() {
+        return Err(Error::BadQuery {
             message: "search_conversation_history needs a non-empty \"query\" string".into(),
-        })?;
+        });
+    }
     let filter = SearchFilter {
-        session: text("session").map(str::to_owned),
-        role: text("role").map(Role::parse).transpose()?,
-        since: text("since").map(parse_date).transpose()?,
-        until: text("until").map(parse_date).transpose()?,
+        session: args.session,
+        role: args.role.as_deref().map(Role::parse).transpose()?,
+        since: args.since.as_deref().map(parse_date).transpose()?,
+        until: args.until.as_deref().map(parse_date).transpose()?,
         limit: DEFAULT_SEARCH_LIMIT,
     };
-    Ok((query.to_owned(), filter))
+    Ok((args.query, filter))
 }
 
 /// The tool's answer for the model: the rendered hits, or a line saying none matched.

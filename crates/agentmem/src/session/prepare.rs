@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::{CompactOptions, LastPrepare, MemoryStamp, OverheadCache, Session};
 use super::{MemoryBlocks, MemoryCache};
 use crate::context::compact::CompactReason;
-use crate::context::strategy::{CompactionTiming, PipelineSettings, Strategy};
+use crate::context::strategy::{CompactionTiming, MemoryInjection, PipelineSettings, Strategy};
 use crate::context::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
     AUTO_TIERS,
@@ -83,7 +83,10 @@ impl Session {
         // Never compacted away: MEMORY.md and project files ride in the
         // system prompt, what changes (recalled memories, the working
         // memory) in the live context after the conversation.
-        let memory = self.memory_blocks(tokenizer);
+        let memory = match settings.memory {
+            MemoryInjection::On => self.memory_blocks(tokenizer),
+            MemoryInjection::Off => MemoryBlocks::default(),
+        };
         let working = self.working_memory_section(tokenizer);
         let with_memory = with_memory(
             request,
@@ -157,7 +160,10 @@ impl Session {
             prepare(&items, limits, request, view, actions, renders)
         };
         let mut prepared = prepared;
-        let memory_tokens = self.memory_cache.as_ref().map_or(0, |cache| cache.tokens);
+        let memory_tokens = match settings.memory {
+            MemoryInjection::On => self.memory_cache.as_ref().map_or(0, |cache| cache.tokens),
+            MemoryInjection::Off => 0,
+        };
         let working_tokens = working.map_or(0, |(_, tokens)| tokens);
         let sections = &mut prepared.stats.sections;
         sections.memory = memory_tokens;
@@ -235,11 +241,6 @@ impl Session {
         input_budget: u64,
     ) -> Action {
         let total = self.transcript_in(encoding).unshrunk_total();
-        if self.writer.is_none() {
-            return Action::CompactionSkipped {
-                reason: "the session is open read-only".into(),
-            };
-        }
         if self
             .compactor
             .blocked_below
@@ -248,6 +249,9 @@ impl Session {
             return Action::CompactionSkipped {
                 reason: "the last compaction freed nothing; waiting for the context to grow".into(),
             };
+        }
+        if self.writer.is_none() {
+            return Action::CompactionWouldRun;
         }
         // The summary and the kept user messages get at most a quarter of
         // the target each, so a small budget is not filled by the snapshot.

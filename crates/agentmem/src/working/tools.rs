@@ -59,8 +59,12 @@ pub fn schemas() -> Vec<ToolSchema> {
 /// not one of them.
 pub fn run(session: &mut Session, name: &str, arguments: &Value) -> Option<String> {
     let answer = match name {
-        GET_WORKING_MEMORY => Ok(describe(session)),
-        UPDATE_WORKING_MEMORY => update(session, arguments),
+        GET_WORKING_MEMORY => {
+            crate::arguments::parse::<NoArgs>(name, arguments).map(|_| describe(session))
+        }
+        UPDATE_WORKING_MEMORY => {
+            crate::arguments::parse(name, arguments).and_then(|args| update(session, args))
+        }
         _ => return None,
     };
     Some(answer.unwrap_or_else(|error| format!("error: {error}")))
@@ -82,19 +86,29 @@ fn describe(session: &Session) -> String {
     format!("version: {}\n\n{document}{schema}", state.version)
 }
 
-fn update(session: &mut Session, arguments: &Value) -> Result<String> {
-    let patch = arguments
-        .get("patch")
-        .cloned()
-        .ok_or_else(|| Error::BadQuery {
-            message: format!(
-                "{UPDATE_WORKING_MEMORY} needs a \"patch\" (an object or a list of operations)"
-            ),
-        })?;
-    let expected = arguments
-        .get("expected_version")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| Error::BadQuery {
+/// What `get_working_memory` takes: nothing.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// What `update_working_memory` takes; both are needed, and their absence
+/// is answered with what to send.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    #[serde(default)]
+    patch: Option<Value>,
+    #[serde(default)]
+    expected_version: Option<u64>,
+}
+
+fn update(session: &mut Session, args: UpdateArgs) -> Result<String> {
+    let patch = args.patch.ok_or_else(|| Error::BadQuery {
+        message: format!(
+            "{UPDATE_WORKING_MEMORY} needs a \"patch\" (an object or a list of operations)"
+        ),
+    })?;
+    let expected = args.expected_version.ok_or_else(|| Error::BadQuery {
             message: format!(
                 "{UPDATE_WORKING_MEMORY} needs \"expected_version\", the version you last read ({} now)",
                 session.working_memory().version
