@@ -371,6 +371,7 @@ fn describe_action(action: &Action) -> String {
             format!("drafting a compaction of {events} events")
         }
         Action::CompactionSkipped { reason } => format!("no compaction: {reason}"),
+        Action::CompactionWouldRun => "a compaction is due (not run: read-only)".to_owned(),
     }
 }
 
