@@ -35,11 +35,7 @@ pub fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let path = agent_dir.join(EPISODIC_FILE);
     let mut line = serde_json::to_vec(item).expect("an episodic item serializes");
     line.push(b'\n');
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .io("open", &path)?;
+    let mut file = crate::store::private::open_append(&path).io("open", &path)?;
     let written = file
         .write_all(&line)
         .io("append to", &path)

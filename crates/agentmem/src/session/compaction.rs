@@ -205,7 +205,7 @@ impl Session {
             settings,
             tokenizer: encoding.tokenizer(),
             redaction,
-            focus: options.focus.clone(),
+            focus: options.focus.as_deref().map(|f| redact(f, redaction).0),
             failures_before,
             summarizer,
         }))
@@ -508,7 +508,7 @@ impl Session {
             tail_events: tail.len(),
             base,
             report: serde_json::to_value(report).unwrap_or_default(),
-            working_memory: Some(self.working.clone()),
+            working_memory: Some(crate::working::StateMark::of(&self.working)),
         };
         snapshot.write(&self.paths.dir)?;
         write_atomic(&self.paths.raw_traces(), &tail_lines)?;
