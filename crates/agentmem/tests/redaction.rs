@@ -145,6 +145,32 @@ fn a_secret_cut_at_the_edge_of_a_recalled_line_shows_no_part_of_it() {
 }
 
 #[test]
+fn memories_stored_unredacted_are_shown_to_another_session_redacted() {
+    // Files written by hand, or by a version that did not redact.
+    let (dir, store, _) = fresh_store();
+    let agent_dir = dir.path().join("agents/default");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    let fact = json!({"id": "fact-0001-00000001", "ts": 1.0, "fact": format!("Deploys use {OPENAI_KEY}"),
+        "confidence": 0.9, "salience": 0.9, "provenance": {"extractor": "hand"}, "trust": "user", "valid_from": 1.0});
+    let episode = json!({"id": "ep-old-0001", "ts": 2.0, "session_id": "old", "turn_ids": ["turn_0001"],
+        "summary": format!("## Goal\n- deploy as the password is {DB_PASSWORD}, mail {EMAIL}"),
+        "tags": ["compaction"], "salience": 0.5});
+    std::fs::write(agent_dir.join("semantic.jsonl"), format!("{fact}\n")).unwrap();
+    std::fs::write(agent_dir.join("episodic.jsonl"), format!("{episode}\n")).unwrap();
+    let mut next = session(&store, "next");
+    next.ingest(vec![Event::assistant("Ready.")]).unwrap();
+    let prepared = next
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap();
+    let payload = serde_json::to_string(&prepared.payload).unwrap();
+    assert!(
+        payload.contains("Deploys use [REDACTED:secret]"),
+        "{payload}"
+    );
+    assert_no_secret("the next session's prompt", &payload);
+}
+
+#[test]
 fn a_title_never_holds_a_secret() {
     let (dir, store, agent) = fresh_store();
     let mut first = session(&store, "first");

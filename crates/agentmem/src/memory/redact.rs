@@ -231,16 +231,22 @@ fn redact_numbers(
 /// `text` with its secrets replaced, counted in `secrets`.
 fn redact_secrets(text: &str, secrets: &mut usize) -> String {
     let text = replace(text, &PRIVATE_KEY, "secret", secrets, whole);
-    let text = hide(&text, &SECRET, secrets);
+    let mut hidden = Vec::new();
+    let mut text = hide(&text, &SECRET, secrets, &mut hidden);
     if PASSWORD_COMMANDS.is_match(&text) {
-        return hide(&text, &COMMAND_PASSWORD, secrets);
+        text = hide(&text, &COMMAND_PASSWORD, secrets, &mut hidden);
     }
-    text
+    hide_repeats(text, &hidden, secrets)
 }
 
 /// `text` with what each match of `pattern` that [`is_secret`] hides
-/// replaced, counted in `secrets`.
-fn hide(text: &str, pattern: &regex::bytes::Regex, secrets: &mut usize) -> String {
+/// replaced, counted in `secrets`; the values hidden are added to `hidden`.
+fn hide(
+    text: &str,
+    pattern: &regex::bytes::Regex,
+    secrets: &mut usize,
+    hidden: &mut Vec<String>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut done = 0;
     let bytes = text.as_bytes();
@@ -252,15 +258,37 @@ fn hide(text: &str, pattern: &regex::bytes::Regex, secrets: &mut usize) -> Strin
         if !is_secret(&caps) {
             continue;
         }
-        let hidden = inner_or_whole(&caps);
-        out.push_str(&text[done..hidden.start()]);
-        out.push_str("[REDACTED:secret]");
-        done = hidden.end();
+        let value = inner_or_whole(&caps);
+        out.push_str(&text[done..value.start()]);
+        out.push_str(SECRET_MARKER);
+        hidden.push(text[value.range()].to_owned());
+        done = value.end();
         *secrets += 1;
     }
     out.push_str(&text[done..]);
     out
 }
+
+/// `text` with the values in `hidden` replaced wherever it says them again:
+/// a password named once (`PGPASSWORD=…`) is as secret where a later
+/// command gives it alone. Values shorter than [`REPEAT_MIN_BYTES`] are
+/// left, as a word may be one.
+fn hide_repeats(text: String, hidden: &[String], secrets: &mut usize) -> String {
+    let mut text = text;
+    for value in hidden.iter().filter(|v| v.len() >= REPEAT_MIN_BYTES) {
+        let repeats = text.matches(value.as_str()).count();
+        if repeats > 0 {
+            text = text.replace(value.as_str(), SECRET_MARKER);
+            *secrets += repeats;
+        }
+    }
+    text
+}
+
+/// What a secret is replaced by.
+const SECRET_MARKER: &str = "[REDACTED:secret]";
+/// The shortest hidden value also hidden where the text repeats it alone.
+const REPEAT_MIN_BYTES: usize = 8;
 
 /// A pattern's inner group, when one matched: the part to hide.
 fn inner_or_whole<'h>(caps: &regex::bytes::Captures<'h>) -> regex::bytes::Match<'h> {
@@ -699,6 +727,19 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_secret_named_once_is_hidden_wherever_the_text_repeats_it() {
+        let text = "export PGPASSWORD=Xy7-kQ2-staging\npsql -W Xy7-kQ2-staging -h db\n\
+                    the password is Blue-Falcon-1984 and Blue-Falcon-1984 it stays";
+        let (clean, found) = redact(text, RedactionPolicy::default());
+        assert_eq!(
+            clean,
+            "export PGPASSWORD=[REDACTED:secret]\npsql -W [REDACTED:secret] -h db\n\
+             the password is [REDACTED:secret] and [REDACTED:secret] it stays"
+        );
+        assert_eq!(found.secrets, 4);
     }
 
     #[test]

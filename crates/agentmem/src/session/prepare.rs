@@ -339,7 +339,13 @@ impl Session {
                 let agent_dir = &self.settings.agent_dir;
                 (
                     memory_block(Some(agent_dir), settings, tokenizer),
-                    cross_session_block(agent_dir, self.id.as_str(), settings, tokenizer),
+                    cross_session_block(
+                        agent_dir,
+                        self.id.as_str(),
+                        settings,
+                        self.settings.redaction,
+                        tokenizer,
+                    ),
                 )
             }
         };
