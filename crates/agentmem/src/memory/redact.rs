@@ -77,7 +77,8 @@ static SECRET: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         r"|glpat-[A-Za-z0-9_\-]{20,}",                 // GitLab
         r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}", // Stripe
         r"|hf_[A-Za-z0-9]{30,}",                       // Hugging Face
-        r"|npm_[A-Za-z0-9]{36}",                       // npm
+        r"|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{16,}", // npm, PyPI
+        r"|dop_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|dapi[a-f0-9]{32}", // DigitalOcean, Shopify, Databricks
         r"|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", // SendGrid
         r"|[A-Za-z0-9_\-.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}", // Azure AD client secret
         r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", // JWT
@@ -95,8 +96,8 @@ static SECRET: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         r"|[?&;]sig=(?P<sas>[A-Za-z0-9%+/]{16,}={0,2})",
         // A value given to a name that says it is secret. It must end where
         // a literal ends: `token = cache.read(key)` is code, not a token.
-        r"|(?i:password|passwd|pwd|passphrase|secret|credentials?)",
-        r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<named>[^\s"',;()]{8,})(?:[\s"',;]|$)"#,
+        r"|(?i:password|passwd|pwd|passphrase|secret|credentials?|[_-]pass)",
+        r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<named>[^\s"',;()]{4,})(?:[\s"',;]|$)"#,
         // Keys and tokens are random: their values have a digit.
         r"|(?i:api[_-]?key|[_-]key|token)",
         r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<keyed>[^\s"',;()]*[0-9][^\s"',;()]*)(?:[\s"',;]|$)"#,
@@ -271,11 +272,18 @@ fn hide(
 
 /// `text` with the values in `hidden` replaced wherever it says them again:
 /// a password named once (`PGPASSWORD=…`) is as secret where a later
-/// command gives it alone. Values shorter than [`REPEAT_MIN_BYTES`] are
-/// left, as a word may be one.
+/// command gives it alone. Only values that look random are looked for
+/// (at least [`REPEAT_MIN_BYTES`], with letters and digits): a name given
+/// to a secret-named setting in code (`credentials = context.credentials`)
+/// is no secret elsewhere.
 fn hide_repeats(text: String, hidden: &[String], secrets: &mut usize) -> String {
     let mut text = text;
-    for value in hidden.iter().filter(|v| v.len() >= REPEAT_MIN_BYTES) {
+    let random = |value: &&String| {
+        value.len() >= REPEAT_MIN_BYTES
+            && value.bytes().any(|b| b.is_ascii_digit())
+            && value.bytes().any(|b| b.is_ascii_alphabetic())
+    };
+    for value in hidden.iter().filter(random) {
         let repeats = text.matches(value.as_str()).count();
         if repeats > 0 {
             text = text.replace(value.as_str(), SECRET_MARKER);
@@ -303,6 +311,10 @@ fn inner_or_whole<'h>(caps: &regex::bytes::Captures<'h>) -> regex::bytes::Match<
 fn is_secret(caps: &regex::bytes::Captures<'_>) -> bool {
     if let Some(value) = caps.name("keyed") {
         return value.len() >= 8;
+    }
+    if let Some(value) = caps.name("named") {
+        // `password: string`, `secret: true` name no value.
+        return value.len() >= 8 || value.as_bytes().iter().any(|b| !b.is_ascii_alphabetic());
     }
     if let Some(said) = caps.name("said") {
         // "the password is incorrect" says no password.
@@ -658,6 +670,7 @@ mod tests {
     #[test]
     fn words_that_only_look_like_credentials_are_kept() {
         let text = "max_tokens: 4096000, primary_key=True, the password is incorrect, \
+                    password: string, secret: true, bypass = enabled_everywhere, \
                     the password field is required, password reset sent, \
                     basic configuration works, commit 3f9d2c1b7a5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c, \
                     see https://docs.example.com:8443/api/v2, tokenizer: o200k_base";
@@ -719,6 +732,20 @@ mod tests {
                 "AWS_SESSION=ASIAZ7Q3XWJ5KTPL4N2M",
                 "AWS_SESSION=[REDACTED:secret]",
             ),
+            (
+                "twine upload -p pypi-AgEIcHlwaS5vcmcCJDk3ZjZhNmE1LWI0ZDMtNGQ0ZC05ZTc2LWZhN2Y3YjE2",
+                "twine upload -p [REDACTED:secret]",
+            ),
+            (
+                "doctl auth init -t dop_v1_4f1b8c3e6a9d2f5b7c4e1a6d3f8b0c5e2a7d4f1b8c3e6a9d2f5b7c4e1a6d3f8b",
+                "doctl auth init -t [REDACTED:secret]",
+            ),
+            (
+                "SHOPIFY 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 and DATABRICKS dapi0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+                "SHOPIFY [REDACTED:secret] and DATABRICKS [REDACTED:secret]",
+            ),
+            ("DB_PASS=s3cretive", "DB_PASS=[REDACTED:secret]"),
+            ("password: hunter2", "password: [REDACTED:secret]"),
         ];
         for (text, expected) in cases {
             assert_eq!(

@@ -1,6 +1,6 @@
 //! Files that hold what sessions said (logs, archives, snapshots, working
 //! memory, the agent's memories and search index, evicted outputs) are
-//! readable by their owner only: agentmem creates every file with mode 0600.
+//! readable by their owner only: agentmem creates them with mode 0600.
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
