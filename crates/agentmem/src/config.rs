@@ -28,10 +28,12 @@
 //! injected_lines = 200    # of the agent's MEMORY.md
 //! injected_tokens = 4000
 //!
-//! [redaction]             # before anything enters long-term memory; secrets always
+//! [redaction]             # of long-term memory, titles and recall; secrets always
 //! emails = true
 //! phones = true
 //! cards = true
+//! ssns = true
+//! ibans = true
 //!
 //! [llm]                   # what `agentmem chat` talks to (its flags win)
 //! model = "gpt-4.1"
@@ -138,7 +140,8 @@ pub struct Config {
     /// Memory injected into every context; the most specific file that sets it wins.
     #[serde(default)]
     pub memory: Option<MemorySettings>,
-    /// Personal data redacted before anything enters long-term memory (secrets always are).
+    /// Personal data redacted before anything enters long-term memory or a
+    /// title, and from what recall shows (secrets always are).
     #[serde(default)]
     pub redaction: Option<RedactionPolicy>,
     #[serde(default)]

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::memory::facts::{near, word_set};
-use crate::memory::redact::{redact, RedactionPolicy};
+use crate::memory::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
 use crate::search::vectors::{embed_checked, Similarities};
 use crate::search::when::{dates_named_in, NamedDate};
@@ -203,13 +203,16 @@ pub struct Recalled {
     pub block: String,
 }
 
-/// Recalls from `index` what fits `request`'s budget, best first.
+/// Recalls from `index` what fits `request`'s budget, best first. What it
+/// shows is redacted by `redaction` (secrets always): it was said in
+/// another session, to be read in this one.
 pub fn recall(
     index: &HistoryIndex,
     request: &RecallRequest,
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
     reranker: Option<&dyn Reranker>,
+    redaction: RedactionPolicy,
 ) -> Result<Recalled> {
     let mut candidates = index.candidates(
         &request.query,
@@ -241,7 +244,7 @@ pub fn recall(
     if let Some(reranker) = reranker {
         scored = rerank(scored, &request.query, reranker)?;
     }
-    let items = pack(scored, request.budget_tokens, tokenizer);
+    let items = pack(scored, request.budget_tokens, tokenizer, redaction);
     let block = render(&items);
     let tokens = if block.is_empty() {
         0
@@ -473,8 +476,14 @@ fn line_for_reader(item: &RecalledItem) -> String {
 const RERANKED_LINE_CHARS: usize = 400;
 
 /// The best items whose rendered lines fit `budget` together, duplicates
-/// left out. Section and session headings are paid for when first used.
-fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<RecalledItem> {
+/// left out, each as [`shown`]. Section and session headings are paid for
+/// when first used.
+fn pack(
+    scored: Vec<RecalledItem>,
+    budget: u64,
+    tokenizer: Tokenizer,
+    redaction: RedactionPolicy,
+) -> Vec<RecalledItem> {
     let mut chosen: Vec<RecalledItem> = Vec::new();
     let mut chosen_words: Vec<BTreeSet<String>> = Vec::new();
     let mut headings: HashSet<String> = HashSet::new();
@@ -490,9 +499,7 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
         if chosen_words.iter().any(|w| near(w, &words)) {
             continue;
         }
-        if item.kind == DocKind::Event {
-            item.text = cut_to_tokens(&item.text, MAX_EVENT_TOKENS, tokenizer);
-        }
+        item.text = shown(&item, tokenizer, redaction);
         let new_headings: Vec<String> = headings_of(&item)
             .into_iter()
             .filter(|h| !headings.contains(h))
@@ -513,6 +520,20 @@ fn pack(scored: Vec<RecalledItem>, budget: u64, tokenizer: Tokenizer) -> Vec<Rec
         chosen.push(item);
     }
     chosen
+}
+
+/// An item's text as recall shows it: redacted, and an event's cut to
+/// [`MAX_EVENT_TOKENS`]. The cut comes after the redaction, so it never
+/// leaves part of a credential that redaction would not know.
+fn shown(item: &RecalledItem, tokenizer: Tokenizer, redaction: RedactionPolicy) -> String {
+    match item.kind {
+        DocKind::Event => cut_to_tokens(
+            &redact_start(&item.text, MAX_EVENT_BYTES, redaction),
+            MAX_EVENT_TOKENS,
+            tokenizer,
+        ),
+        DocKind::Fact | DocKind::Episode => redact(&item.text, redaction).0,
+    }
 }
 
 /// The block the model sees: facts, episodes, then raw events grouped by

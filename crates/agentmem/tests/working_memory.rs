@@ -402,8 +402,8 @@ fn compaction_keeps_the_state_in_the_context_the_snapshot_and_the_log() {
 
     assert_eq!(session.working_memory(), &state);
     assert_eq!(
-        session.snapshot().unwrap().working_memory.as_ref(),
-        Some(&state)
+        session.snapshot().unwrap().working_memory,
+        Some(agentmem::working::StateMark::of(&state))
     );
     let archived = agentmem::store::jsonl::read_log(&session.paths().archive())
         .unwrap()
@@ -427,7 +427,7 @@ fn compaction_keeps_the_state_in_the_context_the_snapshot_and_the_log() {
     assert!(live.contains("src/module_11.rs") && live.contains("src/module_0.rs"));
     assert!(prepared.stats.sections.working_memory > 50);
 
-    // Resumed after the compaction: the snapshot's state, then the active log.
+    // Resumed after the compaction: the state the snapshot names, then the active log.
     let id = session.id().clone();
     session.close().unwrap();
     let mut resumed = store.open_session(&agent, &id).unwrap();

@@ -79,7 +79,7 @@ pub fn run(
     for query in &queries {
         let started = Instant::now();
         let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
-        agentmem::recall::recall(&index, &request, tokenizer, None, None)?;
+        agentmem::recall::recall(&index, &request, tokenizer, None, None, Default::default())?;
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     let mut rows = vec![
@@ -146,7 +146,14 @@ fn bench_vectors(
     for query in queries {
         let started = Instant::now();
         let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
-        agentmem::recall::recall(index, &request, tokenizer, Some(embedder), None)?;
+        agentmem::recall::recall(
+            index,
+            &request,
+            tokenizer,
+            Some(embedder),
+            None,
+            Default::default(),
+        )?;
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     Ok(vec![

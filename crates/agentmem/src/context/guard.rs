@@ -58,7 +58,7 @@
 //! tokenizes about 60 KB of it when it is evicted and about 125 KB when it is
 //! truncated (eviction off), against 2.2 MB for one full count.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -1273,13 +1273,8 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 }
 
 fn create_private_file(path: &Path) -> Result<File> {
-    let mut options = OpenOptions::new();
+    let mut options = crate::store::private::private_options();
     options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
     let file = match options.open(path) {
         // A temporary file left by a crash of a process with the same pid.
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
@@ -1293,8 +1288,10 @@ fn create_private_file(path: &Path) -> Result<File> {
     {
         // The mode given at creation is masked by the umask; make it exact.
         use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(fs::Permissions::from_mode(0o600))
-            .io("set permissions of", path)?;
+        file.set_permissions(fs::Permissions::from_mode(
+            crate::store::private::PRIVATE_FILE_MODE,
+        ))
+        .io("set permissions of", path)?;
     }
     Ok(file)
 }

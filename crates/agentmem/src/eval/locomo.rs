@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::id::{AgentId, SessionId};
+use crate::memory::redact::RedactionPolicy;
 use crate::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
 use crate::store::Store;
 use crate::tokens::Tokenizer;
@@ -305,9 +306,10 @@ pub fn evaluate(
             report.questions += 1;
             let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
             let mut request = RecallRequest::new(&question.question, budget_tokens);
-            let ours = recall::recall(&index, &request, tokenizer, embedder, reranker)?;
+            let redaction = RedactionPolicy::default();
+            let ours = recall::recall(&index, &request, tokenizer, embedder, reranker, redaction)?;
             request.weights = Weights::bm25_only();
-            let plain = recall::recall(&index, &request, tokenizer, None, None)?;
+            let plain = recall::recall(&index, &request, tokenizer, None, None, redaction)?;
             let block = normalize(&ours.block);
             let missing: Vec<String> = known
                 .iter()

@@ -52,7 +52,7 @@ fn append_locked(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let path = agent_dir.join(EPISODIC_FILE);
     let mut line = serde_json::to_vec(item).expect("an episodic item serializes");
     line.push(b'\n');
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = crate::store::private::private_options()
         .create(true)
         .read(true)
         .append(true)

@@ -21,7 +21,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::redact::{redact, RedactionPolicy};
+use super::redact::{redact, Redacted, RedactionPolicy};
 use crate::error::{Error, IoContext, Result};
 use crate::event::now_ts;
 use crate::hash::fnv1a;
@@ -208,13 +208,13 @@ impl FactStore {
     fn add_all_locked(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let mut texts = Vec::with_capacity(new.len());
         for new in &new {
-            let text = redact(new.fact.trim(), self.redaction).0;
+            let (text, found) = redact(new.fact.trim(), self.redaction);
             if text.is_empty() {
                 return Err(Error::FactEdit {
                     message: "a fact needs text".into(),
                 });
             }
-            texts.push(text);
+            texts.push(Cleaned::of(text, found, new.fact.trim()));
         }
         self.with_loaded(|loaded| {
             let mut outcomes = Vec::with_capacity(new.len());
@@ -334,6 +334,10 @@ struct Loaded {
     /// The file ends inside a line (a write cut short): appending to it
     /// would join that line, so the next write rewrites the file.
     torn: bool,
+    /// What redaction hid of the facts this process added, by position:
+    /// kept in memory only, never in the file, to tell apart facts that
+    /// read the same once redacted.
+    hidden: HashMap<usize, BTreeSet<String>>,
 }
 
 impl Loaded {
@@ -373,18 +377,20 @@ impl Loaded {
             near_index,
             lines,
             torn: !text.is_empty() && !text.ends_with('\n'),
+            hidden: HashMap::new(),
         })
     }
 
     /// Merges `new` (its text cleaned to `text`) into the current fact that
     /// says the same, or adds it; what happened, and the fact's position.
-    fn add(&mut self, new: NewFact, text: String) -> (Added, usize) {
-        let these = word_set(&text);
-        let same = self
-            .near_index
-            .candidates(&these)
-            .into_iter()
-            .find(|&i| self.facts[i].is_current() && near(&self.words[i], &these));
+    fn add(&mut self, new: NewFact, text: Cleaned) -> (Added, usize) {
+        let these = word_set(text.as_str());
+        let same = self.near_index.candidates(&these).into_iter().find(|&i| {
+            let existing = &self.facts[i];
+            existing.is_current()
+                && near(&self.words[i], &these)
+                && text.may_merge_into(existing, self.hidden.get(&i), &new.provenance)
+        });
         if let Some(i) = same {
             let existing = &mut self.facts[i];
             existing.confidence = existing.confidence.max(new.confidence);
@@ -396,6 +402,14 @@ impl Loaded {
             }
             return (Added::Merged(existing.id.clone()), i);
         }
+        let position = self.words.len();
+        let text = match text {
+            Cleaned::AsGiven(text) => text,
+            Cleaned::Redacted { text, hidden } => {
+                self.hidden.insert(position, hidden);
+                text
+            }
+        };
         let now = now_ts();
         let id = format!(
             "fact-{:04}-{:08x}",
@@ -415,7 +429,6 @@ impl Loaded {
             valid_to: None,
             superseded_by: None,
         });
-        let position = self.words.len();
         self.near_index.add(position, &these);
         self.words.push(these);
         (Added::Added(id), position)
@@ -449,6 +462,67 @@ impl Loaded {
     }
 }
 
+/// A fact's text as it is kept.
+enum Cleaned {
+    /// Nothing in it was redacted.
+    AsGiven(String),
+    /// Redaction replaced something: two such facts may read the same and
+    /// hold different secrets ("the password is [REDACTED:secret]"). The
+    /// words it hid tell them apart while this process runs.
+    Redacted {
+        text: String,
+        hidden: BTreeSet<String>,
+    },
+}
+
+impl Cleaned {
+    fn of(text: String, found: Redacted, said: &str) -> Cleaned {
+        if found.is_empty() {
+            return Cleaned::AsGiven(text);
+        }
+        let kept = exact_words(&text);
+        let hidden = exact_words(said).difference(&kept).cloned().collect();
+        Cleaned::Redacted { text, hidden }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Cleaned::AsGiven(text) | Cleaned::Redacted { text, .. } => text,
+        }
+    }
+
+    /// Whether a fact with this text, drawn from what `provenance` names,
+    /// may merge into `existing`, a near duplicate once redacted (whose
+    /// redaction hid `existing_hidden`, when this process added it): a
+    /// redacted one only when it hid the same, or came from one of the same
+    /// events, so two that differ only in what was redacted stay two.
+    fn may_merge_into(
+        &self,
+        existing: &Fact,
+        existing_hidden: Option<&BTreeSet<String>>,
+        provenance: &Provenance,
+    ) -> bool {
+        match self {
+            Cleaned::AsGiven(_) => true,
+            Cleaned::Redacted { hidden, .. } => {
+                existing_hidden == Some(hidden)
+                    || provenance
+                        .source_event_ids
+                        .iter()
+                        .any(|id| existing.provenance.source_event_ids.contains(id))
+            }
+        }
+    }
+}
+
+/// The words of a text, case kept: secrets differ in case too.
+fn exact_words(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Replaces the file with `facts`, one line each, atomically; its new length.
 fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
     if let Some(dir) = path.parent() {
@@ -466,11 +540,7 @@ fn append(path: &Path, facts: &[&Fact]) -> Result<u64> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).io("create", dir)?;
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .io("open", path)?;
+    let mut file = crate::store::private::open_append(path).io("open", path)?;
     let bytes = lines_of(facts.iter().copied());
     let written = file
         .write_all(&bytes)

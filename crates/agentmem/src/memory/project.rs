@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::episodic::read_episodes;
 use super::facts::{FactStore, Trust};
 use super::notebook::{first_lines, Notebook, DEFAULT_INJECTED_LINES};
+use super::redact::{redact, RedactionPolicy};
 use crate::tokens::Tokenizer;
 
 /// The project memory file names looked for in each folder.
@@ -169,17 +170,19 @@ pub fn memory_block(
 
 /// What `session` is given of its agent's other memories: the current facts
 /// and the latest summaries of its other sessions, within the cross-session
-/// budget.
+/// budget, redacted by `redaction` as recall is (they are redacted when
+/// kept, but a file may be older than that, or written by hand).
 pub fn cross_session_block(
     agent_dir: &Path,
     session: &str,
     settings: &MemorySettings,
+    redaction: RedactionPolicy,
     tokenizer: Tokenizer,
 ) -> Option<String> {
     let budget = settings
         .cross_session_tokens
         .unwrap_or(DEFAULT_CROSS_SESSION_TOKENS);
-    cross_session(agent_dir, session, budget, tokenizer)
+    cross_session(agent_dir, session, budget, redaction, tokenizer)
 }
 
 /// The agent's current facts (most salient and sure first) and the latest
@@ -189,6 +192,7 @@ fn cross_session(
     agent_dir: &Path,
     session: &str,
     budget: u64,
+    redaction: RedactionPolicy,
     tokenizer: Tokenizer,
 ) -> Option<String> {
     if budget == 0 {
@@ -219,6 +223,7 @@ fn cross_session(
     let mut used = tokenizer.count(&text) as u64;
     let mut added = 0;
     for block in fact_lines.chain(episode_lines) {
+        let block = redact(&block, redaction).0;
         // A block that does not fit whole is cut to the lines that do (a
         // summary's heading and goal come first).
         let mut kept = String::new();

@@ -1,11 +1,14 @@
 //! PII and secret redaction before anything enters long-term memory
-//! (compaction summaries, episodic items, facts, MEMORY.md), and of a
-//! compaction's span before a summarizer reads it.
+//! (compaction summaries, episodic items, facts, MEMORY.md, session titles),
+//! of a compaction's span before a summarizer reads it, and of what recall
+//! shows a session of another one's history.
 //!
 //! Credentials are always redacted: one must never reach a summary or a
-//! fact. Emails, phone numbers and card numbers are redacted unless the
-//! configuration turns them off (`[redaction]`).
+//! fact. Emails, phone numbers, card numbers, US social security numbers
+//! and IBANs are redacted unless the configuration turns them off
+//! (`[redaction]`).
 
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -21,6 +24,10 @@ pub struct RedactionPolicy {
     pub emails: bool,
     pub phones: bool,
     pub cards: bool,
+    /// US social security numbers (`123-45-6789`).
+    pub ssns: bool,
+    /// International bank account numbers, checked by their mod-97 digits.
+    pub ibans: bool,
 }
 
 impl Default for RedactionPolicy {
@@ -29,6 +36,8 @@ impl Default for RedactionPolicy {
             emails: true,
             phones: true,
             cards: true,
+            ssns: true,
+            ibans: true,
         }
     }
 }
@@ -40,6 +49,15 @@ pub struct Redacted {
     pub emails: usize,
     pub phones: usize,
     pub cards: usize,
+    pub ssns: usize,
+    pub ibans: usize,
+}
+
+impl Redacted {
+    /// Whether anything was replaced.
+    pub fn is_empty(&self) -> bool {
+        *self == Redacted::default()
+    }
 }
 
 /// Credentials known by their shape, and values given to a name that says
@@ -53,59 +71,102 @@ static SECRET: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         r"(?x-u)",
         r"(?-u:\b)(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", // OpenAI, Anthropic
         r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}", // GitHub
-        r"|xox[abprs]-[A-Za-z0-9\-]{10,}",             // Slack
-        r"|AKIA[0-9A-Z]{16}",                          // AWS access key id
-        r"|AIza[0-9A-Za-z_\-]{35}",                    // Google API key
+        r"|xox[abeprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}", // Slack
+        r"|(?:AKIA|ASIA)[0-9A-Z]{16}",                 // AWS access key id
+        r"|AIza[0-9A-Za-z_\-]{35}|GOCSPX-[A-Za-z0-9_\-]{20,}", // Google
         r"|glpat-[A-Za-z0-9_\-]{20,}",                 // GitLab
-        r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",      // Stripe
+        r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}", // Stripe
         r"|hf_[A-Za-z0-9]{30,}",                       // Hugging Face
-        r"|npm_[A-Za-z0-9]{36}",                       // npm
+        r"|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{16,}", // npm, PyPI
+        r"|dop_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|dapi[a-f0-9]{32}", // DigitalOcean, Shopify, Databricks
+        r"|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", // SendGrid
+        r"|[A-Za-z0-9_\-.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}", // Azure AD client secret
         r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", // JWT
         r")",
+        r#"|(?i:authorization)["']?[\ \t]*[:=][\ \t]*["']?"#,
+        r"(?i:basic|bearer|token|bot|digest|apikey|api-key|ssws|sharedkey)[\ \t]+",
+        r"(?P<auth>[A-Za-z0-9+/._~\-]{8,}={0,2})",
         r"|(?i:bearer)[\ \t]+(?P<bearer>[A-Za-z0-9._\-]{20,})",
-        r#"|(?i:authorization)["']?[\ \t]*[:=][\ \t]*["']?(?i:basic)[\ \t]+(?P<basic>[A-Za-z0-9+/]{12,}={0,2})"#,
         // user:password@ in a URL
         r"|[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:(?P<url>[^\s@/]+)@",
+        r"|hooks\.slack\.com/(?:services|workflows|triggers)/(?P<slack>[A-Za-z0-9/_\-]{16,})",
+        r"|discord(?:app)?\.com/api/webhooks/(?P<discord>[0-9]+/[A-Za-z0-9_\-]{16,})",
+        // Azure storage and service bus keys, shared access signatures
+        r"|(?i:accountkey|sharedaccesskey)=(?P<azure>[A-Za-z0-9+/]{16,}={0,2})",
+        r"|[?&;]sig=(?P<sas>[A-Za-z0-9%+/]{16,}={0,2})",
         // A value given to a name that says it is secret. It must end where
         // a literal ends: `token = cache.read(key)` is code, not a token.
-        r"|(?i:password|passwd|pwd|passphrase|secret|credentials?)",
-        r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<named>[^\s"',;()]{8,})(?:[\s"',;]|$)"#,
+        r"|(?i:password|passwd|pwd|passphrase|secret|credentials?|[_-]pass)",
+        r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<named>[^\s"',;()]{4,})(?:[\s"',;]|$)"#,
         // Keys and tokens are random: their values have a digit.
         r"|(?i:api[_-]?key|[_-]key|token)",
         r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<keyed>[^\s"',;()]*[0-9][^\s"',;()]*)(?:[\s"',;]|$)"#,
-        // A password given in prose: "the admin password is hunter2!".
-        r#"|(?i:password|passphrase|passwd)[\ \t]+(?:is|was|of)[\ \t]+["'`]?(?P<said>[^\s"'`,;]{5,}[^\s"'`,;.!?)])"#,
+        // A password given in prose: "the admin password is hunter2!",
+        // "signs in with the password Tr0ub4dor-3x".
+        r#"|(?i:password|passphrase|passwd)[\ \t]+(?:(?:is|was|of)[\ \t]+)?["'`]?(?P<said>[^\s"'`,;]{5,}[^\s"'`,;.!?)])"#,
     ))
     .expect("a valid pattern")
 });
-/// A private key block, to its end (or the text's, when it is cut).
-static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
-    )
+/// Passwords given to commands: `curl -u user:pw`, `mysql -ppw`, `sshpass
+/// -p pw`. Apart from [`SECRET`], and looked for only in texts that name
+/// one of the commands: a pattern that spans a command line costs every
+/// other search a third more.
+static COMMAND_PASSWORD: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(concat!(
+        r"(?x-u)",
+        r#"(?-u:\b)curl(?-u:\b)[^\n]*?[\ \t](?:-u[\ \t]*|--user[\ \t=]+)["']?[^\s:"']+:"#,
+        r#"(?P<curl>[^\s"']+)"#,
+        r"|(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb)(?-u:\b)[^\n]*?[\ \t]-p",
+        r#"(?P<mysql>'[^'\n]*'|\x22[^\x22\n]*\x22|[^\s"',;]+)"#,
+        r#"|(?-u:\b)sshpass[\ \t]+-p[\ \t]*(?P<sshpass>'[^'\n]*'|\x22[^\x22\n]*\x22|[^\s"',;]+)"#,
+    ))
     .expect("a valid pattern")
 });
-static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?-u:\b)[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}(?-u:\b)")
-        .expect("a valid pattern")
+/// The commands [`COMMAND_PASSWORD`] knows.
+static PASSWORD_COMMANDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::new(["curl", "mysql", "mariadb", "sshpass"]).expect("valid words")
 });
-static CARD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?-u:\b)(?:[0-9][ \-]?){12,18}[0-9](?-u:\b)").expect("a valid pattern")
+/// A private key block, to its end (or the text's, when it is cut).
+static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    compiled(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+    )
 });
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| compiled(r"(?-u:\b)[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}(?-u:\b)"));
+static CARD: LazyLock<Regex> =
+    LazyLock::new(|| compiled(r"(?-u:\b)(?:[0-9][ \-]?){12,18}[0-9](?-u:\b)"));
 /// Digits a card number has at least.
 const CARD_MIN_DIGITS: usize = 13;
 static PHONE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:\+[0-9]{1,3}[ .\-]?)?\(?[0-9]{2,4}\)?[ .\-][0-9]{3,4}[ .\-][0-9]{3,4}(?-u:\b)")
-        .expect("a valid pattern")
+    compiled(r"(?:\+[0-9]{1,3}[ .\-]?)?\(?[0-9]{2,4}\)?[ .\-][0-9]{3,4}[ .\-][0-9]{3,4}(?-u:\b)")
 });
 /// Digits a phone number has at least (see [`looks_like_phone`]).
 const PHONE_MIN_DIGITS: usize = 10;
+static SSN: LazyLock<Regex> =
+    LazyLock::new(|| compiled(r"(?-u:\b)[0-9]{3}-[0-9]{2}-[0-9]{4}(?-u:\b)"));
+/// Digits a social security number has.
+const SSN_DIGITS: usize = 9;
+/// Up to 34 characters, in groups of four when written for people.
+static IBAN: LazyLock<Regex> = LazyLock::new(|| {
+    compiled(r"(?-u:\b)[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?-u:\b)")
+});
+/// Digits an IBAN has at least (its check digits and account number; the
+/// Netherlands' have 12, most have more).
+const IBAN_MIN_DIGITS: usize = 10;
+/// The characters of an IBAN, spaces aside.
+const IBAN_CHARS: std::ops::RangeInclusive<usize> = 15..=34;
+
+fn compiled(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("a valid pattern")
+}
 
 /// `text` with secrets and the personal data `policy` names replaced by
 /// `[REDACTED:<kind>]`, and what was replaced.
 ///
-/// Card and phone numbers are looked for only in lines with enough digits:
-/// a compaction redacts megabytes of its span before summarizing it.
+/// Numbers (cards, phones, SSNs, IBANs) are looked for only in lines with
+/// enough digits: a compaction redacts megabytes of its span before
+/// summarizing it.
 ///
 /// ```
 /// use agentmem::memory::redact::{redact, RedactionPolicy};
@@ -117,54 +178,125 @@ pub fn redact(text: &str, policy: RedactionPolicy) -> (String, Redacted) {
     let mut found = Redacted::default();
     let mut out = redact_secrets(text, &mut found.secrets);
     if policy.emails {
-        out = replace(&out, &EMAIL, "email", &mut found.emails, |_| true);
+        out = replace(&out, &EMAIL, "email", &mut found.emails, |m| {
+            looks_like_email(m.text()).then(|| 0..m.text().len())
+        });
     }
-    if policy.cards || policy.phones {
+    let least_digits = [
+        (policy.cards, CARD_MIN_DIGITS),
+        (policy.phones, PHONE_MIN_DIGITS),
+        (policy.ssns, SSN_DIGITS),
+        (policy.ibans, IBAN_MIN_DIGITS),
+    ]
+    .into_iter()
+    .filter_map(|(on, digits)| on.then_some(digits))
+    .min();
+    if let Some(least_digits) = least_digits {
         out = by_line(&out, |line| {
             let digits = line.bytes().filter(u8::is_ascii_digit).count();
-            if digits < CARD_MIN_DIGITS.min(PHONE_MIN_DIGITS) {
-                return None;
-            }
-            let mut line = line.to_owned();
-            if policy.cards && digits >= CARD_MIN_DIGITS {
-                line = replace(&line, &CARD, "card", &mut found.cards, |caps| {
-                    passes_luhn(&caps[0])
-                });
-            }
-            if policy.phones {
-                line = replace(&line, &PHONE, "phone", &mut found.phones, |caps| {
-                    looks_like_phone(&caps[0])
-                });
-            }
-            Some(line)
+            (digits >= least_digits).then(|| redact_numbers(line, digits, policy, &mut found))
         });
     }
     (out, found)
 }
 
+/// `line` (holding `digits` digits) with the numbers `policy` names replaced.
+fn redact_numbers(
+    line: &str,
+    digits: usize,
+    policy: RedactionPolicy,
+    found: &mut Redacted,
+) -> String {
+    let mut line = line.to_owned();
+    if policy.ibans {
+        line = replace(&line, &IBAN, "iban", &mut found.ibans, valid_iban_prefix);
+    }
+    if policy.cards && digits >= CARD_MIN_DIGITS {
+        line = replace(&line, &CARD, "card", &mut found.cards, |m| {
+            looks_like_card(m).then(|| 0..m.text().len())
+        });
+    }
+    if policy.ssns {
+        line = replace(&line, &SSN, "ssn", &mut found.ssns, |m| {
+            looks_like_ssn(m).then(|| 0..m.text().len())
+        });
+    }
+    if policy.phones && digits >= PHONE_MIN_DIGITS {
+        line = replace(&line, &PHONE, "phone", &mut found.phones, |m| {
+            (looks_like_phone(m.text()) && !m.is_inside_a_name()).then(|| 0..m.text().len())
+        });
+    }
+    line
+}
+
 /// `text` with its secrets replaced, counted in `secrets`.
 fn redact_secrets(text: &str, secrets: &mut usize) -> String {
-    let text = replace(text, &PRIVATE_KEY, "secret", secrets, |_| true);
+    let text = replace(text, &PRIVATE_KEY, "secret", secrets, whole);
+    let mut hidden = Vec::new();
+    let mut text = hide(&text, &SECRET, secrets, &mut hidden);
+    if PASSWORD_COMMANDS.is_match(&text) {
+        text = hide(&text, &COMMAND_PASSWORD, secrets, &mut hidden);
+    }
+    hide_repeats(text, &hidden, secrets)
+}
+
+/// `text` with what each match of `pattern` that [`is_secret`] hides
+/// replaced, counted in `secrets`; the values hidden are added to `hidden`.
+fn hide(
+    text: &str,
+    pattern: &regex::bytes::Regex,
+    secrets: &mut usize,
+    hidden: &mut Vec<String>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut done = 0;
     let bytes = text.as_bytes();
     // Finding is fast; resolving groups is not, so only matches are resolved.
-    for found in SECRET.find_iter(bytes) {
-        let Some(caps) = SECRET.captures_at(&bytes[..found.end()], found.start()) else {
+    for found in pattern.find_iter(bytes) {
+        let Some(caps) = pattern.captures_at(&bytes[..found.end()], found.start()) else {
             continue;
         };
         if !is_secret(&caps) {
             continue;
         }
-        let hidden = inner_or_whole(&caps);
-        out.push_str(&text[done..hidden.start()]);
-        out.push_str("[REDACTED:secret]");
-        done = hidden.end();
+        let value = inner_or_whole(&caps);
+        out.push_str(&text[done..value.start()]);
+        out.push_str(SECRET_MARKER);
+        hidden.push(text[value.range()].to_owned());
+        done = value.end();
         *secrets += 1;
     }
     out.push_str(&text[done..]);
     out
 }
+
+/// `text` with the values in `hidden` replaced wherever it says them again:
+/// a password named once (`PGPASSWORD=…`) is as secret where a later
+/// command gives it alone. Only values that look random are looked for
+/// (at least [`REPEAT_MIN_BYTES`], with letters and digits): a name given
+/// to a secret-named setting in code (`credentials = context.credentials`)
+/// is no secret elsewhere.
+fn hide_repeats(text: String, hidden: &[String], secrets: &mut usize) -> String {
+    let mut text = text;
+    let random = |value: &&String| {
+        value.len() >= REPEAT_MIN_BYTES
+            && value.bytes().any(|b| b.is_ascii_digit())
+            && value.bytes().any(|b| b.is_ascii_alphabetic())
+    };
+    for value in hidden.iter().filter(random) {
+        let repeats = text.matches(value.as_str()).count();
+        if repeats > 0 {
+            text = text.replace(value.as_str(), SECRET_MARKER);
+            *secrets += repeats;
+        }
+    }
+    text
+}
+
+/// What a secret is replaced by.
+const SECRET_MARKER: &str = "[REDACTED:secret]";
+/// The shortest hidden value also hidden where the text repeats it alone.
+const REPEAT_MIN_BYTES: usize = 8;
 
 /// A pattern's inner group, when one matched: the part to hide.
 fn inner_or_whole<'h>(caps: &regex::bytes::Captures<'h>) -> regex::bytes::Match<'h> {
@@ -179,6 +311,10 @@ fn inner_or_whole<'h>(caps: &regex::bytes::Captures<'h>) -> regex::bytes::Match<
 fn is_secret(caps: &regex::bytes::Captures<'_>) -> bool {
     if let Some(value) = caps.name("keyed") {
         return value.len() >= 8;
+    }
+    if let Some(value) = caps.name("named") {
+        // `password: string`, `secret: true` name no value.
+        return value.len() >= 8 || value.as_bytes().iter().any(|b| !b.is_ascii_alphabetic());
     }
     if let Some(said) = caps.name("said") {
         // "the password is incorrect" says no password.
@@ -199,10 +335,40 @@ fn by_line(text: &str, mut change: impl FnMut(&str) -> Option<String>) -> String
     out
 }
 
-/// `event` with its content, error text and the strings of its tool
-/// arguments redacted: what a summarizer may read. A summary restructures
-/// what it reads (a `KEY=value` line becomes a list of identifiers, the
-/// value alone), so secrets are taken out before, not only after.
+/// The start of `text`, at most `max_bytes` of it, redacted. A longer text
+/// is cut where no credential or number can be split (at its last line
+/// break, else its last space, in the second half of the room), so what is
+/// shown of a long text never ends in part of one.
+///
+/// ```
+/// use agentmem::memory::redact::{redact_start, RedactionPolicy};
+/// let text = format!("{}token=ghp_{} done", "word ".repeat(10), "a1".repeat(20));
+/// assert_eq!(redact_start(&text, 60, RedactionPolicy::default()), "word ".repeat(10).trim_end());
+/// ```
+pub fn redact_start(text: &str, max_bytes: usize, policy: RedactionPolicy) -> String {
+    let start = if text.len() <= max_bytes {
+        text
+    } else {
+        let mut end = max_bytes;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &text[..end];
+        let boundary = head
+            .rfind('\n')
+            .filter(|&at| at >= end / 2)
+            .or_else(|| head.rfind(char::is_whitespace).filter(|&at| at >= end / 2));
+        &head[..boundary.unwrap_or(end)]
+    };
+    redact(start, policy).0
+}
+
+/// `event` with every text it carries redacted (content, error text,
+/// arguments, structured result, provider items, working-memory patch,
+/// unknown fields): what a summarizer may read and a compaction keeps. A
+/// summary restructures what it reads (a `KEY=value` line becomes a list of
+/// identifiers, the value alone), so secrets are taken out before, not only
+/// after. Ids, names, times and labels are kept: they pair and order events.
 ///
 /// ```
 /// use agentmem::{event::Event, memory::redact::{redact_event, RedactionPolicy}};
@@ -211,15 +377,48 @@ fn by_line(text: &str, mut change: impl FnMut(&str) -> Option<String>) -> String
 /// assert_eq!(clean.tool_args.unwrap()["cmd"], "export AWS_SECRET_ACCESS_KEY=[REDACTED:secret]");
 /// ```
 pub fn redact_event(mut event: Event, policy: RedactionPolicy) -> Event {
-    event.content = redact(&event.content, policy).0;
-    event.tool_error = event.tool_error.map(|e| redact(&e, policy).0);
-    if let Some(args) = &mut event.tool_args {
-        redact_strings(args, policy);
+    // Every field is named, so a field added to `Event` does not compile
+    // here until it is decided whether it holds text to redact.
+    let Event {
+        id: _,
+        ts: _,
+        turn_id: _,
+        seq: _,
+        trace_type: _,
+        content,
+        source_event: _,
+        media: _,
+        tool_name: _,
+        tool_call_id: _,
+        tool_args,
+        tool_result,
+        tool_error,
+        correlation_id: _,
+        tags: _,
+        tool_result_ref: _,
+        usage: _,
+        opaque,
+        working_memory,
+        extra,
+    } = &mut event;
+    *content = redact(content, policy).0;
+    if let Some(error) = tool_error {
+        *error = redact(error, policy).0;
     }
+    for value in [tool_args, tool_result, opaque].into_iter().flatten() {
+        redact_strings(value, policy);
+    }
+    if let Some(update) = working_memory {
+        redact_strings(&mut update.patch.patch, policy);
+    }
+    extra
+        .values_mut()
+        .for_each(|value| redact_strings(value, policy));
     event
 }
 
-fn redact_strings(value: &mut Value, policy: RedactionPolicy) {
+/// Redacts every string inside `value`.
+pub(crate) fn redact_strings(value: &mut Value, policy: RedactionPolicy) {
     match value {
         Value::String(text) => *text = redact(text, policy).0,
         Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, policy)),
@@ -228,26 +427,83 @@ fn redact_strings(value: &mut Value, policy: RedactionPolicy) {
     }
 }
 
+/// A match of a personal-data pattern, with the text around it.
+struct Candidate<'t> {
+    line: &'t str,
+    at: Range<usize>,
+}
+
+impl<'t> Candidate<'t> {
+    fn text(&self) -> &'t str {
+        &self.line[self.at.clone()]
+    }
+
+    fn before(&self) -> Option<char> {
+        self.line[..self.at.start].chars().next_back()
+    }
+
+    fn after(&self) -> &'t str {
+        &self.line[self.at.end..]
+    }
+
+    /// Whether the match is part of a name (`log-1700000000129.txt`,
+    /// `trace_…`, `v2.…`) rather than a number standing on its own.
+    fn is_inside_a_name(&self) -> bool {
+        let mut after = self.after().chars();
+        let joined_before = self
+            .before()
+            .is_some_and(|c| c.is_alphanumeric() || "-_./\\".contains(c));
+        let joined_after = match (after.next(), after.next()) {
+            (Some('_'), _) => true,
+            (Some('.' | '-' | '/'), Some(next)) => next.is_alphanumeric(),
+            _ => false,
+        };
+        joined_before || joined_after
+    }
+}
+
+/// Replaces, in each match of `pattern` in `text`, the part `hide` names
+/// (a range within the match; `None` keeps it), counting in `count`.
 fn replace(
     text: &str,
     pattern: &Regex,
     kind: &str,
     count: &mut usize,
-    keep: impl Fn(&regex::Captures<'_>) -> bool,
+    hide: impl Fn(&Candidate<'_>) -> Option<Range<usize>>,
 ) -> String {
-    pattern
-        .replace_all(text, |caps: &regex::Captures<'_>| {
-            if keep(caps) {
-                *count += 1;
-                format!("[REDACTED:{kind}]")
-            } else {
-                caps[0].to_owned()
-            }
-        })
-        .into_owned()
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    for found in pattern.find_iter(text) {
+        let candidate = Candidate {
+            line: text,
+            at: found.range(),
+        };
+        let Some(hidden) = hide(&candidate) else {
+            continue;
+        };
+        out.push_str(&text[done..found.start() + hidden.start]);
+        out.push_str("[REDACTED:");
+        out.push_str(kind);
+        out.push(']');
+        done = found.start() + hidden.end;
+        *count += 1;
+    }
+    out.push_str(&text[done..]);
+    out
 }
 
-/// Card numbers pass the Luhn check; most other long digit runs do not.
+/// The whole of every match.
+fn whole(candidate: &Candidate<'_>) -> Option<Range<usize>> {
+    Some(0..candidate.text().len())
+}
+
+/// Card numbers pass the Luhn check, start as the card networks' numbers
+/// do (2 to 6: a millisecond timestamp starts with 1), and stand on their own.
+fn looks_like_card(candidate: &Candidate<'_>) -> bool {
+    let first = candidate.text().bytes().next().unwrap_or(b'0');
+    (b'2'..=b'6').contains(&first) && passes_luhn(candidate.text()) && !candidate.is_inside_a_name()
+}
+
 fn passes_luhn(candidate: &str) -> bool {
     let digits: Vec<u32> = candidate.chars().filter_map(|c| c.to_digit(10)).collect();
     if !(13..=19).contains(&digits.len()) {
@@ -272,10 +528,66 @@ fn passes_luhn(candidate: &str) -> bool {
     sum.is_multiple_of(10)
 }
 
+/// `git@github.com` names a remote, not a person.
+fn looks_like_email(candidate: &str) -> bool {
+    !candidate.starts_with("git@")
+}
+
 /// A phone number has 10 to 15 digits; dates and versions have fewer.
 fn looks_like_phone(candidate: &str) -> bool {
     let digits = candidate.chars().filter(char::is_ascii_digit).count();
     (10..=15).contains(&digits)
+}
+
+/// A social security number stands on its own, and no part of it is all
+/// zeros; no area number is 666 or starts with 9.
+fn looks_like_ssn(candidate: &Candidate<'_>) -> bool {
+    let mut parts = candidate.text().split('-');
+    let (area, group, serial) = (
+        parts.next().unwrap_or("000"),
+        parts.next().unwrap_or("00"),
+        parts.next().unwrap_or("0000"),
+    );
+    let zeros = |part: &str| part.bytes().all(|b| b == b'0');
+    let never_issued =
+        zeros(area) || zeros(group) || zeros(serial) || area == "666" || area.starts_with('9');
+    !never_issued && !candidate.is_inside_a_name()
+}
+
+/// The longest start of the match, ending with a whole group, that is an
+/// IBAN: its check digits make it 1 modulo 97. (A word in capitals after
+/// an IBAN can match as one more group.)
+fn valid_iban_prefix(candidate: &Candidate<'_>) -> Option<Range<usize>> {
+    let text = candidate.text();
+    let ends = text
+        .char_indices()
+        .filter(|&(_, c)| c == ' ')
+        .map(|(at, _)| at)
+        .chain(std::iter::once(text.len()));
+    let mut ends: Vec<usize> = ends.collect();
+    ends.reverse();
+    ends.into_iter()
+        .find(|&end| is_iban(&text[..end]))
+        .map(|end| 0..end)
+}
+
+fn is_iban(text: &str) -> bool {
+    let compact: Vec<u8> = text.bytes().filter(|b| *b != b' ').collect();
+    if !IBAN_CHARS.contains(&compact.len()) {
+        return false;
+    }
+    let (head, rest) = compact.split_at(4);
+    let mut remainder = 0u32;
+    for &b in rest.iter().chain(head) {
+        let value = match b {
+            b'0'..=b'9' => u32::from(b - b'0'),
+            b'A'..=b'Z' => u32::from(b - b'A') + 10,
+            _ => return false,
+        };
+        let scale = if value >= 10 { 100 } else { 10 };
+        remainder = (remainder * scale + value) % 97;
+    }
+    remainder == 1
 }
 
 #[cfg(test)]
@@ -303,7 +615,8 @@ mod tests {
                 secrets: 5,
                 emails: 1,
                 phones: 1,
-                cards: 1
+                cards: 1,
+                ..Redacted::default()
             }
         );
     }
@@ -332,6 +645,10 @@ mod tests {
                 "the admin password is [REDACTED:secret].",
             ),
             (
+                "it signs in with the password Tr0ub4dor-3x as root",
+                "it signs in with the password [REDACTED:secret] as root",
+            ),
+            (
                 "STRIPE=sk_live_51HqLkJ2eZvKYlo2C9mN8 HF=hf_QwErTyUiOpAsDfGhJkLzXcVbNm012345",
                 "STRIPE=[REDACTED:secret] HF=[REDACTED:secret]",
             ),
@@ -353,9 +670,136 @@ mod tests {
     #[test]
     fn words_that_only_look_like_credentials_are_kept() {
         let text = "max_tokens: 4096000, primary_key=True, the password is incorrect, \
+                    password: string, secret: true, bypass = enabled_everywhere, \
+                    the password field is required, password reset sent, \
                     basic configuration works, commit 3f9d2c1b7a5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c, \
                     see https://docs.example.com:8443/api/v2, tokenizer: o200k_base";
         assert_eq!(redact(text, RedactionPolicy::default()).0, text);
+    }
+
+    #[test]
+    fn credentials_given_to_commands_headers_and_hooks_lose_their_value() {
+        let cases = [
+            (
+                "curl -u deploy:Sup3rS3cret! https://api.example.com/v1",
+                "curl -u deploy:[REDACTED:secret] https://api.example.com/v1",
+            ),
+            (
+                "curl -s --user admin:hunter2 https://ci.internal",
+                "curl -s --user admin:[REDACTED:secret] https://ci.internal",
+            ),
+            (
+                "mysql -h db.internal -u root -pS3cr3tPass app",
+                "mysql -h db.internal -u root -p[REDACTED:secret] app",
+            ),
+            (
+                "mysqldump -u root -p'My Pass' app",
+                "mysqldump -u root -p[REDACTED:secret] app",
+            ),
+            (
+                "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+                "Authorization: Token [REDACTED:secret]",
+            ),
+            (
+                r#"{"Authorization": "token ghu_notAGithubShape_but_long_enough"}"#,
+                r#"{"Authorization": "token [REDACTED:secret]"}"#,
+            ),
+            (
+                "post to https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/AbCdEfGhIjKlMnOpQrStUvWx now",
+                "post to https://hooks.slack.com/services/[REDACTED:secret] now",
+            ),
+            (
+                "SENDGRID=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",
+                "SENDGRID=[REDACTED:secret]",
+            ),
+            (
+                "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=zHQR1xfxRXmyqhAPu7NPpZP+rtJySLdi46tYBfB2WiucHX4PN8RJIb0/ZWTq338UKnJmjEfiI9Fu3YxHtGr8Ww==;EndpointSuffix=core.windows.net",
+                "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=[REDACTED:secret];EndpointSuffix=core.windows.net",
+            ),
+            (
+                "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=c2VjcmV0LXNoYXJlZC1hY2Nlc3Mta2V5LXZhbHVlMTI=",
+                "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=[REDACTED:secret]",
+            ),
+            (
+                "the app's client secret u8j8Q~YgjmUh.Bel31iEl2hpChYgCfrL1spNxnyV expires",
+                "the app's client secret [REDACTED:secret] expires",
+            ),
+            (
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF0Mfx0BCADF\n-----END PGP PRIVATE KEY BLOCK-----",
+                "[REDACTED:secret]",
+            ),
+            (
+                "AWS_SESSION=ASIAZ7Q3XWJ5KTPL4N2M",
+                "AWS_SESSION=[REDACTED:secret]",
+            ),
+            (
+                "twine upload -p pypi-AgEIcHlwaS5vcmcCJDk3ZjZhNmE1LWI0ZDMtNGQ0ZC05ZTc2LWZhN2Y3YjE2",
+                "twine upload -p [REDACTED:secret]",
+            ),
+            (
+                "doctl auth init -t dop_v1_4f1b8c3e6a9d2f5b7c4e1a6d3f8b0c5e2a7d4f1b8c3e6a9d2f5b7c4e1a6d3f8b",
+                "doctl auth init -t [REDACTED:secret]",
+            ),
+            (
+                "SHOPIFY 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 and DATABRICKS dapi0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+                "SHOPIFY [REDACTED:secret] and DATABRICKS [REDACTED:secret]",
+            ),
+            ("DB_PASS=s3cretive", "DB_PASS=[REDACTED:secret]"),
+            ("password: hunter2", "password: [REDACTED:secret]"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                redact(text, RedactionPolicy::default()).0,
+                expected,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_secret_named_once_is_hidden_wherever_the_text_repeats_it() {
+        let text = "export PGPASSWORD=Xy7-kQ2-staging\npsql -W Xy7-kQ2-staging -h db\n\
+                    the password is Blue-Falcon-1984 and Blue-Falcon-1984 it stays";
+        let (clean, found) = redact(text, RedactionPolicy::default());
+        assert_eq!(
+            clean,
+            "export PGPASSWORD=[REDACTED:secret]\npsql -W [REDACTED:secret] -h db\n\
+             the password is [REDACTED:secret] and [REDACTED:secret] it stays"
+        );
+        assert_eq!(found.secrets, 4);
+    }
+
+    #[test]
+    fn social_security_and_bank_account_numbers_are_personal_data() {
+        let text = "SSN 123-45-6789, IBAN GB82 WEST 1234 5698 7654 32 or DE89370400440532013000.";
+        let (clean, _) = redact(text, RedactionPolicy::default());
+        assert_eq!(
+            clean,
+            "SSN [REDACTED:ssn], IBAN [REDACTED:iban] or [REDACTED:iban]."
+        );
+        let lookalikes = "area 000-12-3456, range 2024-01-15, part 123-45-67890, \
+                          account GB82WEST12345698765433, ISO CODE AB12CDEF";
+        assert_eq!(redact(lookalikes, RedactionPolicy::default()).0, lookalikes);
+    }
+
+    #[test]
+    fn timestamps_ids_hashes_and_options_are_not_personal_data() {
+        // 1700000000129 and 1712345678907 pass the Luhn check.
+        let text = "wrote log-1700000000129.txt and trace_1712345678907.json at ts 1700000000129; \
+                    uuid 550e8400-e29b-41d4-a716-446655440000, \
+                    sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, \
+                    git 3f9d2c1b7a5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c, docker run -u 1000:1000 img, \
+                    git push -u origin main, mysql -h db -P 3306 -p, Authorization: required";
+        assert_eq!(redact(text, RedactionPolicy::default()).0, text);
+        let (clean, found) = redact(
+            "card 4111 1111 1111 1111, 5555-5555-5555-4444 and 378282246310005.",
+            RedactionPolicy::default(),
+        );
+        assert_eq!(
+            clean,
+            "card [REDACTED:card], [REDACTED:card] and [REDACTED:card]."
+        );
+        assert_eq!(found.cards, 3);
     }
 
     #[test]
@@ -364,6 +808,8 @@ mod tests {
             emails: false,
             phones: false,
             cards: false,
+            ssns: false,
+            ibans: false,
         };
         let (clean, _) = redact(
             "ada@lovelace.org sk-ant-api03-abcdefghijklmnopqrstu",

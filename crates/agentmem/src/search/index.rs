@@ -149,6 +149,8 @@ impl HistoryIndex {
     pub fn open(agent_dir: &Path) -> Result<HistoryIndex> {
         let path = agent_dir.join(INDEX_FILE);
         std::fs::create_dir_all(agent_dir).map_err(|e| index_error(&path, e))?;
+        // SQLite gives its journal files the mode of the database file.
+        crate::store::private::open_append(&path).map_err(|e| index_error(&path, e))?;
         let fail = |e: rusqlite::Error| index_error(&path, e);
         let mut conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;

@@ -226,7 +226,7 @@ impl Session {
             settings,
             tokenizer: encoding.tokenizer(),
             redaction,
-            focus: options.focus.clone(),
+            focus: options.focus.as_deref().map(|f| redact(f, redaction).0),
             failures_before,
             summarizer,
         }))
@@ -526,7 +526,8 @@ impl Session {
                     Trust::Assistant
                 };
                 NewFact {
-                    fact: fact.text,
+                    // Kept in the snapshot until written, which holds nothing unredacted.
+                    fact: redact(&fact.text, self.settings.redaction).0,
                     tags: vec![fact.kind.as_str().to_owned()],
                     confidence: fact.confidence,
                     salience: 0.5,
@@ -582,7 +583,7 @@ impl Session {
             tail_events: tail.len(),
             base,
             report: serde_json::to_value(report).unwrap_or_default(),
-            working_memory: Some(self.working.clone()),
+            working_memory: Some(crate::working::StateMark::of(&self.working)),
             archived_events: Some(archived_events),
             memory: Some(memory),
         };

@@ -91,7 +91,9 @@ pub struct ContextSettings {
     pub guard: GuardPolicy,
     /// What long-term memory is injected into every context.
     pub memory: crate::memory::project::MemorySettings,
-    /// Personal data redacted from summaries and episodic items.
+    /// Personal data redacted from what a session keeps beyond its raw
+    /// record (summaries, episodic items, facts, its title) and from what
+    /// recall shows of other sessions.
     pub redaction: crate::memory::redact::RedactionPolicy,
     /// The agent's folder (its MEMORY.md lives there).
     pub agent_dir: std::path::PathBuf,
@@ -286,7 +288,7 @@ impl Session {
         };
         let (events, mut recoveries) = read_log(&paths, lock.as_ref())?;
         let mut meta = SessionMeta::read(&paths.dir)
-            .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id));
+            .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id, settings.redaction));
         let snapshot = Snapshot::read(&paths.dir)?;
         let events = match &snapshot {
             Some(snapshot) => compaction::finish_interrupted(
@@ -718,7 +720,7 @@ impl Session {
             if event.trace_type == TraceType::User {
                 self.meta.turns = self.meta.turns.max(self.turns.last_turn_number() as usize);
                 if self.meta.title.is_none() {
-                    self.meta.title = Some(title_from(&event.content));
+                    self.meta.title = Some(title_from(&event.content, self.settings.redaction));
                     self.meta_written = Instant::now() - META_REFRESH_INTERVAL;
                 }
             }
@@ -732,7 +734,8 @@ impl Session {
     }
 
     fn refresh_meta_counts(&mut self) {
-        let fresh = crate::store::meta_for(&self.events, &self.agent, &self.id);
+        let fresh =
+            crate::store::meta_for(&self.events, &self.agent, &self.id, self.settings.redaction);
         self.meta.events = self.meta.archived_events + fresh.events;
         // Turn numbers keep counting across compactions.
         self.meta.turns = fresh.turns.max(self.turns.last_turn_number() as usize);

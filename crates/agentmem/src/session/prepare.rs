@@ -343,7 +343,13 @@ impl Session {
                 let agent_dir = &self.settings.agent_dir;
                 (
                     memory_block(Some(agent_dir), settings, tokenizer),
-                    cross_session_block(agent_dir, self.id.as_str(), settings, tokenizer),
+                    cross_session_block(
+                        agent_dir,
+                        self.id.as_str(),
+                        settings,
+                        self.settings.redaction,
+                        tokenizer,
+                    ),
                 )
             }
         };
@@ -433,6 +439,7 @@ impl Session {
         let agent_dir = self.settings.agent_dir.clone();
         let session = self.id.to_string();
         let embedder = self.settings.embedder.clone();
+        let redaction = self.settings.redaction;
         let index = self.index_mut()?;
         crate::recall::refresh_memories(index, &agent_dir).ok()?;
         let mut request = crate::recall::RecallRequest::new(query, budget);
@@ -448,13 +455,13 @@ impl Session {
                     .unembedded_documents(e.model())
                     .is_ok_and(|backlog| backlog <= EMBED_BATCH_TEXTS as u64)
             });
-        let recalled = match crate::recall::recall(index, &request, tokenizer, vectors, None) {
+        let recall =
+            |vectors| crate::recall::recall(index, &request, tokenizer, vectors, None, redaction);
+        let recalled = match recall(vectors) {
             Ok(recalled) => recalled,
             // An embedder that is down must not cost the context its
             // memories: lexical recall still answers.
-            Err(_) if vectors.is_some() => {
-                crate::recall::recall(index, &request, tokenizer, None, None).ok()?
-            }
+            Err(_) if vectors.is_some() => recall(None).ok()?,
             Err(_) => return None,
         };
         (!recalled.items.is_empty()).then(|| format!("{heading}\n{}", recalled.block))

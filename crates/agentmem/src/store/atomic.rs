@@ -75,6 +75,6 @@ fn tempfile_in(dir: &Path, target: &Path) -> Result<(std::path::PathBuf, File)> 
         .and_then(|n| n.to_str())
         .unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let file = File::create(&tmp).io("create", &tmp)?;
+    let file = super::private::create(&tmp).io("create", &tmp)?;
     Ok((tmp, file))
 }

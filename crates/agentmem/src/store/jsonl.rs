@@ -487,11 +487,7 @@ pub(crate) fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<()> {
 }
 
 fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .io("open", path)?;
+    let mut file = super::private::open_append(path).io("open", path)?;
     file.write_all(bytes).io("append to", path)?;
     file.sync_all().io("fsync", path)
 }
@@ -510,11 +506,7 @@ pub struct AppendLog {
 impl AppendLog {
     /// Opens (creating if needed) `path` for appending.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .io("open", path)?;
+        let file = super::private::open_append(path).io("open", path)?;
         let meta = file.metadata().io("stat", path)?;
         Ok(AppendLog {
             path: path.to_path_buf(),

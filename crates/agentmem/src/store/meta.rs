@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
+use crate::memory::redact::{redact_start, RedactionPolicy};
 use crate::store::atomic::write_atomic;
 
 /// The file name of the meta file inside a session directory.
@@ -31,7 +32,8 @@ pub struct ImportRecord {
 pub struct SessionMeta {
     pub id: String,
     pub agent_id: String,
-    /// The first user message, whitespace collapsed, cut to 80 characters.
+    /// The first user message, redacted, whitespace collapsed, cut to 80
+    /// characters (see [`title_from`]).
     #[serde(default)]
     pub title: Option<String>,
     pub created: f64,
@@ -79,14 +81,23 @@ impl SessionMeta {
     }
 }
 
-/// A title from a user message: whitespace collapsed, at most 80 characters.
+/// The most of a user message a title is made from, in bytes.
+const TITLE_SOURCE_BYTES: usize = 4096;
+
+/// A title from a user message: redacted as `policy` says (secrets always:
+/// a title is shown wherever sessions are listed), whitespace collapsed,
+/// at most 80 characters.
 ///
 /// ```
+/// use agentmem::memory::redact::RedactionPolicy;
 /// use agentmem::store::meta::title_from;
-/// assert_eq!(title_from("  fix\n the   build "), "fix the build");
-/// assert_eq!(title_from(&"é".repeat(100)).chars().count(), 80);
+/// let policy = RedactionPolicy::default();
+/// assert_eq!(title_from("  fix\n the   build ", policy), "fix the build");
+/// assert_eq!(title_from(&"é".repeat(100), policy).chars().count(), 80);
+/// assert_eq!(title_from("use ghp_0123456789abcdefghijklmnopqrstuvwxyz", policy), "use [REDACTED:secret]");
 /// ```
-pub fn title_from(message: &str) -> String {
-    let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
+pub fn title_from(message: &str, policy: RedactionPolicy) -> String {
+    let clean = redact_start(message.trim_start(), TITLE_SOURCE_BYTES, policy);
+    let collapsed = clean.split_whitespace().collect::<Vec<_>>().join(" ");
     collapsed.chars().take(TITLE_MAX_CHARS).collect()
 }

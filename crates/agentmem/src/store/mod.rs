@@ -17,6 +17,7 @@ pub mod atomic;
 pub mod jsonl;
 pub mod lock;
 pub mod meta;
+pub(crate) mod private;
 pub mod snapshot;
 
 use std::borrow::Borrow;
@@ -206,15 +207,20 @@ impl Store {
     /// The agent's MEMORY.md.
     pub fn notebook(&self, agent: &AgentId) -> crate::memory::notebook::Notebook {
         crate::memory::notebook::Notebook::new(&self.root.join("agents").join(agent.as_str()))
-            .with_redaction(self.config.redaction.unwrap_or_default())
+            .with_redaction(self.redaction())
     }
 
     /// The agent's semantic facts.
     pub fn facts(&self, agent: &AgentId) -> crate::memory::facts::FactStore {
         crate::memory::facts::FactStore::new(
             &self.root.join("agents").join(agent.as_str()),
-            self.config.redaction.unwrap_or_default(),
+            self.redaction(),
         )
+    }
+
+    /// What the configuration's `[redaction]` has redacted (secrets always).
+    fn redaction(&self) -> crate::memory::redact::RedactionPolicy {
+        self.config.redaction.unwrap_or_default()
     }
 
     /// The configuration the store was opened with.
@@ -263,7 +269,9 @@ impl Store {
     /// and past sessions' events that score best and fit its budget. With
     /// an embedder ([`Store::with_embedder`]), whatever has no vector yet is
     /// embedded first: the whole history, the first time. With a reranker
-    /// ([`Store::with_reranker`]), it reads the best candidates first.
+    /// ([`Store::with_reranker`]), it reads the best candidates first. What
+    /// it shows is redacted as the configuration's `[redaction]` says
+    /// (secrets always).
     pub fn recall(
         &self,
         agent: &AgentId,
@@ -274,7 +282,8 @@ impl Store {
         crate::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
         let embedder = self.embedder().map(|e| e as &dyn Embedder);
         let reranker = self.reranker().map(|r| r as &dyn Reranker);
-        crate::recall::recall(&index, request, tokenizer, embedder, reranker)
+        let redaction = self.redaction();
+        crate::recall::recall(&index, request, tokenizer, embedder, reranker, redaction)
     }
 
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
@@ -466,7 +475,7 @@ impl Store {
         }
         copy_evicted(&original.paths().evicted(), &staging.evicted(), &kept)?;
         copy_schema(&original.paths().dir, &staging.dir)?;
-        let mut meta = meta_for(&kept, agent, &new_id);
+        let mut meta = meta_for(&kept, agent, &new_id, self.redaction());
         meta.forked_from = Some(source.to_string());
         meta.forked_at_turn = cut.or_else(|| original.events().last().map(|e| e.turn_id.clone()));
         meta.log_bytes = fs::metadata(staging.raw_traces()).map_or(0, |m| m.len());
@@ -522,7 +531,7 @@ fn events_through_turn(events: &[impl Borrow<Event>], turn: Option<&str>) -> Vec
 
 fn write_log(path: &Path, events: &[Event]) -> Result<()> {
     let bytes = jsonl::encode_lines(events);
-    let mut file = fs::File::create(path).io("create", path)?;
+    let mut file = private::create(path).io("create", path)?;
     std::io::Write::write_all(&mut file, &bytes).io("write", path)?;
     file.sync_all().io("fsync", path)
 }
@@ -555,11 +564,12 @@ fn copy_schema(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The meta a session with `events` has.
+/// The meta a session with `events` has, its title redacted by `redaction`.
 pub(crate) fn meta_for(
     events: &[impl std::borrow::Borrow<Event>],
     agent: &AgentId,
     id: &SessionId,
+    redaction: crate::memory::redact::RedactionPolicy,
 ) -> SessionMeta {
     let now = now_ts();
     let events: Vec<&Event> = events.iter().map(std::borrow::Borrow::borrow).collect();
@@ -572,7 +582,7 @@ pub(crate) fn meta_for(
         title: events
             .iter()
             .find(|e| e.trace_type == crate::event::TraceType::User)
-            .map(|e| meta::title_from(&e.content)),
+            .map(|e| meta::title_from(&e.content, redaction)),
         created: now,
         updated: events.last().map_or(now, |e| e.ts),
         events: events.len(),

@@ -4,8 +4,9 @@
 //! summary, the user messages and protected tool results kept, turn-aborted
 //! markers). The model's view is the base followed by the active log, which
 //! after a compaction holds only the raw tail: resuming reads only what came
-//! after the checkpoint. It also keeps the working memory as of the
-//! compaction. It is rewritten atomically, and writing it commits a
+//! after the checkpoint. It also names the working memory as of the
+//! compaction. Like everything a compaction derives, it holds nothing
+//! unredacted. It is rewritten atomically, and writing it commits a
 //! compaction: what follows (the active log cut to the tail, the episodic
 //! item and facts, the counts) is finished on the next open when a crash
 //! stopped it.
@@ -40,11 +41,12 @@ pub struct Snapshot {
     /// The report of the compaction that made this snapshot.
     #[serde(default)]
     pub report: serde_json::Value,
-    /// The working memory as of the compaction: the state the log's archived
-    /// updates made, so a resume replays only the active log over it.
-    /// `None` in snapshots written before working memory existed.
+    /// The working memory as of the compaction, by version and hash: the
+    /// state the log's archived updates made (its document is raw record,
+    /// kept by the log and `working_memory.json`, not here). `None` in
+    /// snapshots written before working memory existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working_memory: Option<crate::working::WorkingMemory>,
+    pub working_memory: Option<crate::working::StateMark>,
     /// Events in the archive once this compaction's span is in it. `None`
     /// in snapshots written before compactions were finished on open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,7 +58,7 @@ pub struct Snapshot {
 }
 
 /// What one compaction leaves in the agent's long-term memory: the
-/// episodic item of its span and the facts its summary found.
+/// episodic item of its span and the facts its summary found, redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionMemory {
     pub episode: crate::memory::episodic::EpisodicItem,

@@ -10,7 +10,7 @@ use std::borrow::Borrow;
 
 use std::path::Path;
 
-use super::{replay, Keep, Replayed, WorkingMemory};
+use super::{hash_of, replay, Keep, Replayed, StateMark, WorkingMemory};
 use crate::error::Result;
 use crate::event::Event;
 use crate::store::atomic::write_atomic;
@@ -35,8 +35,8 @@ pub fn write(session_dir: &Path, state: &WorkingMemory) -> Result<()> {
 
 /// The session's state: the materialized file when it is current, else a
 /// replay of the log. `active` is the active log; the snapshot, when there
-/// is one, holds the state as of the last compaction, so only the active log
-/// is replayed over it; without one, the archive is replayed first.
+/// is one, names the state as of the last compaction (see
+/// [`replay_log`] for where a replay starts).
 pub fn current_state(
     paths: &SessionPaths,
     snapshot: Option<&Snapshot>,
@@ -45,9 +45,7 @@ pub fn current_state(
     let last_recorded = last_recorded(snapshot, active);
     let cached = read(&paths.dir);
     match (&cached, &last_recorded) {
-        (Some(cached), Some((version, hash)))
-            if cached.version == *version && &cached.hash == hash =>
-        {
+        (Some(cached), Some(last)) if StateMark::of(cached) == *last => {
             return Ok(Freshness::Current(cached.clone()));
         }
         // Nothing recorded anywhere: the empty state, with nothing to write.
@@ -73,19 +71,26 @@ pub enum Freshness {
 }
 
 /// Replays the session's whole history of updates (see [`current_state`]).
+/// For the last state only, the replay starts from the materialized file
+/// when it holds a state the session recorded at or after its last
+/// compaction (a crash can leave it an update behind), and replays the
+/// active log over it; otherwise, and for every version, it starts from the
+/// archive. The snapshot names that state but does not hold it.
 pub fn replay_log(
     paths: &SessionPaths,
     snapshot: Option<&Snapshot>,
     active: &[impl Borrow<Event>],
     keep: Keep,
 ) -> Result<Replayed> {
-    let from_snapshot = snapshot.and_then(|s| s.working_memory.clone());
-    let start = match (from_snapshot, keep) {
-        (Some(state), Keep::LastOnly) => Replayed {
+    let recorded = read(&paths.dir).filter(|state| {
+        keep == Keep::LastOnly && is_recorded_since_compaction(state, snapshot, active)
+    });
+    let start = match recorded {
+        Some(state) => Replayed {
             state,
             ..Replayed::default()
         },
-        (Some(_) | None, _) => {
+        None => {
             let archive = jsonl::read_log(&paths.archive())?.events;
             replay(WorkingMemory::default(), &archive, keep)
         }
@@ -98,18 +103,37 @@ pub fn replay_log(
     })
 }
 
+/// Whether `state` is whole (its hash is its document's) and is the state
+/// the snapshot names or one an update of the active log made.
+fn is_recorded_since_compaction(
+    state: &WorkingMemory,
+    snapshot: Option<&Snapshot>,
+    active: &[impl Borrow<Event>],
+) -> bool {
+    let mark = StateMark::of(state);
+    let named = snapshot.and_then(|s| s.working_memory.as_ref()) == Some(&mark);
+    let made = || {
+        active
+            .iter()
+            .filter_map(|e| e.borrow().state_update())
+            .any(|u| u.version == mark.version && u.hash == mark.hash)
+    };
+    (named || made()) && hash_of(&state.document) == state.hash
+}
+
 /// The version and hash of the last update the session recorded, if any.
-fn last_recorded(snapshot: Option<&Snapshot>, active: &[Event]) -> Option<(u64, String)> {
+fn last_recorded(snapshot: Option<&Snapshot>, active: &[Event]) -> Option<StateMark> {
     let in_log = active
         .iter()
         .rev()
         .find_map(Event::state_update)
-        .map(|u| (u.version, u.hash.clone()));
-    let in_snapshot = snapshot
-        .and_then(|s| s.working_memory.as_ref())
-        .map(|w| (w.version, w.hash.clone()));
+        .map(|u| StateMark {
+            version: u.version,
+            hash: u.hash.clone(),
+        });
+    let in_snapshot = snapshot.and_then(|s| s.working_memory.clone());
     in_log
         .into_iter()
         .chain(in_snapshot)
-        .max_by_key(|(v, _)| *v)
+        .max_by_key(|mark| mark.version)
 }

@@ -15,8 +15,9 @@
 //! - the current state is materialized in `working_memory.json` ([`cache`])
 //!   for O(1) reads, rebuilt from the log when missing or behind;
 //! - the current state is rendered into every prepared context as a section
-//!   of its own ([`section`]), is never compacted away, and is kept in the
-//!   compaction snapshot.
+//!   of its own ([`section`]) and is never compacted away; the compaction
+//!   snapshot names it by version and hash ([`StateMark`]) but does not
+//!   hold it, as the snapshot holds nothing unredacted.
 //!
 //! ```
 //! use agentmem::{store::Store, working::StatePatch, Durability};
@@ -233,6 +234,27 @@ impl WorkingMemory {
             });
         }
         Ok(next)
+    }
+}
+
+/// A state named by its version and hash, without its document: what a
+/// compaction snapshot records of the working memory. The document may
+/// hold what the session said verbatim (a connection string, a token),
+/// which the snapshot, redacted throughout, must not; the log's updates
+/// and `working_memory.json` make it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateMark {
+    pub version: u64,
+    pub hash: String,
+}
+
+impl StateMark {
+    /// The mark of `state`.
+    pub fn of(state: &WorkingMemory) -> StateMark {
+        StateMark {
+            version: state.version,
+            hash: state.hash.clone(),
+        }
     }
 }
 
