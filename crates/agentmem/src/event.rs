@@ -6,6 +6,8 @@
 //! another implementation of that schema parses here, and fields this version
 //! does not know are kept in [`Event::extra`] and written back unchanged.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -405,6 +407,37 @@ impl Event {
             ));
         }
         Ok(())
+    }
+
+    /// The text the event says: its content, except for a tool result given
+    /// without one (the RAW_TRACE schema allows a structured `tool_result`
+    /// or a `tool_error` alone), which says its error text and its
+    /// structured result (a string as it is, anything else as compact JSON),
+    /// one a line. The model, token counts and history search all read this.
+    ///
+    /// ```
+    /// use agentmem::event::Event;
+    /// let mut result = Event::tool_result("c1", "");
+    /// result.tool_result = Some(serde_json::json!({"files": ["a.rs"]}));
+    /// assert_eq!(result.text(), r#"{"files":["a.rs"]}"#);
+    /// assert_eq!(Event::tool_result("c1", "a.rs").text(), "a.rs");
+    /// ```
+    pub fn text(&self) -> Cow<'_, str> {
+        if !self.content.is_empty() || self.trace_type != TraceType::ToolResult {
+            return Cow::Borrowed(&self.content);
+        }
+        let error = self.tool_error.as_deref().filter(|e| !e.is_empty());
+        let structured = match &self.tool_result {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(Cow::Borrowed(text.as_str())),
+            Some(value) => Some(Cow::Owned(crate::json::to_string(value))),
+        };
+        match (error, structured) {
+            (None, None) => Cow::Borrowed(""),
+            (Some(error), None) => Cow::Borrowed(error),
+            (None, Some(structured)) => structured,
+            (Some(error), Some(structured)) => Cow::Owned(format!("{error}\n{structured}")),
+        }
     }
 
     /// The working-memory update this event makes, if it is one.

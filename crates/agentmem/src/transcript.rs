@@ -237,7 +237,7 @@ impl Seen {
 fn fingerprint(event: &Event) -> u64 {
     let mut hasher = crate::hash::fingerprint_hasher();
     (
-        &event.content,
+        event.text(),
         &event.tool_call_id,
         &event.tool_name,
         event.tool_error.is_some(),
@@ -736,7 +736,8 @@ pub fn role_tokens(role: crate::message::Role, encoding: Encoding) -> u64 {
 }
 
 /// The event as the model sees it: tool output cut by the guard, or the
-/// preview of an evicted output. Pure: the same event gives the same view.
+/// preview of an evicted output, and a result given without content as its
+/// [`Event::text`]. Pure: the same event gives the same view.
 pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
     guarded(event, policy, tokenizer).unwrap_or_else(|| event.clone())
 }
@@ -747,11 +748,20 @@ fn guarded(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Option<
         return None;
     }
     let call_id = event.tool_call_id.as_deref().unwrap_or_default();
-    let content = match &event.tool_result_ref {
-        Some(_) => Some(guard::eviction_preview(call_id, &event.content)),
-        None => guard::truncate_for_model(&event.content, policy, tokenizer),
-    }?;
-    Some(event.with_content(content))
+    let text = event.text();
+    let cut = match &event.tool_result_ref {
+        Some(_) => Some(guard::eviction_preview(call_id, &text)),
+        None => guard::truncate_for_model(&text, policy, tokenizer),
+    };
+    match cut {
+        Some(cut) => Some(event.with_content(cut)),
+        // A result given as its error or structured result alone: the view
+        // says it as content, for every reader of the view (summaries too).
+        None if event.content.is_empty() && !text.is_empty() => {
+            Some(event.with_content(text.into_owned()))
+        }
+        None => None,
+    }
 }
 
 /// An event the view can hold: one the caller keeps (shared, not copied)

@@ -855,9 +855,10 @@ pub fn indexed_text(event: &Event) -> String {
                 event.content
             )
         }
-        TraceType::ToolResult => match &event.tool_error {
-            Some(error) => format!("{}\n{error}", event.content),
-            None => event.content.clone(),
+        TraceType::ToolResult => match (&event.tool_error, event.content.is_empty()) {
+            (Some(error), false) => format!("{}\n{error}", event.content),
+            // Without content, the text names the error itself.
+            (Some(_) | None, true) | (None, false) => event.text().into_owned(),
         },
         TraceType::User
         | TraceType::Assistant

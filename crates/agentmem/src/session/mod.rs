@@ -580,14 +580,11 @@ impl Session {
             // cuts what the model sees.
             let nameable =
                 crate::id::validate_path_id(crate::id::IdKind::ToolCall, &call_id).is_ok();
+            let text = event.text();
             if nameable
-                && guard::should_evict(
-                    &event.content,
-                    &self.settings.guard,
-                    Encoding::default().tokenizer(),
-                )
+                && guard::should_evict(&text, &self.settings.guard, Encoding::default().tokenizer())
             {
-                guard::write_evicted(&self.paths.evicted(), &call_id, &event.content)?;
+                guard::write_evicted(&self.paths.evicted(), &call_id, &text)?;
                 event.tool_result_ref =
                     Some(format!("{}/{call_id}.txt", crate::store::EVICTED_DIR));
                 evicted += 1;
