@@ -32,6 +32,9 @@ pub enum Action {
         added: usize,
         removed: usize,
         moved: usize,
+        /// Calls and results given an id of their own (a reused call id).
+        #[serde(skip_serializing_if = "is_zero")]
+        renamed: usize,
     },
     /// Large tool results were cut to a per-result budget.
     ResultsBudgeted { results: usize, tokens_saved: u64 },
@@ -68,6 +71,10 @@ impl Action {
             | Action::CompactionSkipped { .. } => 0,
         }
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a tier works with.
@@ -126,6 +133,7 @@ pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Acti
             added: r.added.len(),
             removed: r.removed.len(),
             moved: r.moved.len(),
+            renamed: r.renamed.len(),
         })
         .collect()
 }

@@ -584,9 +584,10 @@ impl Session {
             if nameable
                 && guard::should_evict(&text, &self.settings.guard, Encoding::default().tokenizer())
             {
-                guard::write_evicted(&self.paths.evicted(), &call_id, &text)?;
-                event.tool_result_ref =
-                    Some(format!("{}/{call_id}.txt", crate::store::EVICTED_DIR));
+                let dir = self.paths.evicted();
+                let name = guard::unused_evicted_name(&dir, &call_id)?;
+                guard::write_evicted(&dir, &name, &text)?;
+                event.tool_result_ref = Some(format!("{}/{name}.txt", crate::store::EVICTED_DIR));
                 evicted += 1;
             }
         }
