@@ -3,7 +3,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem::id::SessionId;
 use agentmem::import::{self, Format};
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -32,11 +31,7 @@ pub fn run(ctx: &Context, path: &Path, format: &str, session: Option<&str>) -> a
     let imported = import::parse(format, path, &text)?;
     let session_id = match session {
         Some(id) => ctx.session_id(id)?,
-        None => imported
-            .source_session_id
-            .as_deref()
-            .and_then(|id| SessionId::new(id).ok())
-            .unwrap_or_else(SessionId::generate),
+        None => import::session_id_for(&ctx.store, &ctx.agent, format, &imported)?,
     };
     let mut session = ctx.store.open_or_create(&ctx.agent, &session_id)?;
     ctx.report_recoveries(&session);

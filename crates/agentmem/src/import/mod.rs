@@ -9,6 +9,7 @@
 mod agentmem_events;
 mod claude_code;
 mod codex;
+mod destination;
 mod detect;
 mod openai_messages;
 mod openhands;
@@ -21,6 +22,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::event::Event;
 
+pub use destination::session_id_for;
 pub use detect::detect_format;
 
 /// A transcript format agentmem can import.
@@ -119,13 +121,18 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
         format: format.name().to_owned(),
         message,
     })?;
-    let source = format!("import:{}", format.name());
+    let source = source_of(format);
     for event in &mut imported.events {
         if event.source_event.is_empty() {
             event.source_event.clone_from(&source);
         }
     }
     Ok(imported)
+}
+
+/// The `source_event` of the events imported from `format`.
+pub(crate) fn source_of(format: Format) -> String {
+    format!("import:{}", format.name())
 }
 
 /// One line of a JSONL transcript as the object it must be, or why it is not.
