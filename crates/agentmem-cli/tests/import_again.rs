@@ -63,7 +63,13 @@ fn importing_a_file_again_finds_the_session_it_made() {
     assert_eq!(session_count(dir.path()), files.len());
 }
 
-/// The first `messages` of a chat transcript, as the file held them then.
+/// The messages of a real mini-swe-agent run (OpenAI messages).
+fn mini_swe_agent_run() -> Vec<Value> {
+    let path = shared("mini-swe-agent/github_issue.traj.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `messages` written as a chat transcript file.
 fn messages_file(path: &Path, messages: &[Value]) {
     std::fs::write(path, serde_json::to_string_pretty(messages).unwrap()).unwrap();
 }
@@ -71,10 +77,7 @@ fn messages_file(path: &Path, messages: &[Value]) {
 #[test]
 fn a_file_that_grew_finds_its_session_and_adds_only_what_is_new() {
     let dir = tempfile::tempdir().unwrap();
-    let full: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(shared("mini-swe-agent/github_issue.traj.json")).unwrap(),
-    )
-    .unwrap();
+    let full = mini_swe_agent_run();
     let growing = dir.path().join("run.json");
     messages_file(&growing, &full[..9]);
     let first = import(dir.path(), &growing);
@@ -93,10 +96,7 @@ fn a_file_that_grew_finds_its_session_and_adds_only_what_is_new() {
 #[test]
 fn another_run_that_opens_the_same_way_gets_a_session_of_its_own() {
     let dir = tempfile::tempdir().unwrap();
-    let run: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(shared("mini-swe-agent/github_issue.traj.json")).unwrap(),
-    )
-    .unwrap();
+    let run = mini_swe_agent_run();
     let mut other = run.clone();
     other[5]["content"] = "I will look at the tests first.".into();
     let (first_path, other_path) = (dir.path().join("a.json"), dir.path().join("b.json"));
