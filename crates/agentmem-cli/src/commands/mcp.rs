@@ -13,5 +13,8 @@ pub fn run(ctx: &Context, session: Option<&str>) -> anyhow::Result<()> {
         agent: &ctx.agent,
         session: session.as_ref(),
     };
-    super::json_lines::answer_lines(|line| agentmem_server::mcp::answer_line(&context, line))
+    super::json_lines::answer_lines(|line| match line {
+        Ok(line) => agentmem_server::mcp::answer_line(&context, line),
+        Err(not_utf8) => Some(agentmem_server::mcp::unreadable(&not_utf8.to_string())),
+    })
 }

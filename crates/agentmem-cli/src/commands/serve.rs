@@ -25,7 +25,12 @@ pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
     }
     let service = Arc::new(service);
     if args.stdio {
-        super::json_lines::answer_lines(|line| Some(answer(&service, line)))?;
+        super::json_lines::answer_lines(|line| {
+            Some(match line {
+                Ok(line) => answer(&service, line),
+                Err(not_utf8) => refusal(None, &ServiceError::bad_request(not_utf8.to_string())),
+            })
+        })?;
     } else {
         let token = args.token_file.as_deref().map(read_token).transpose()?;
         let options = ServerOptions {
@@ -69,10 +74,21 @@ fn answer(service: &Service, line: &str) -> Value {
             Err(ServiceError::bad_request(format!("not JSON: {e}"))),
         ),
     };
-    let mut reply = match outcome {
-        Ok(result) => json!({"ok": true, "result": result}),
-        Err(error) => json!({"ok": false, "kind": error.kind.name(), "error": error.message}),
-    };
+    match outcome {
+        Ok(result) => {
+            let mut reply = json!({"ok": true, "result": result});
+            if let Some(id) = id {
+                reply["id"] = id;
+            }
+            reply
+        }
+        Err(error) => refusal(id, &error),
+    }
+}
+
+/// The answer to a command that failed (`id` is the command's, if known).
+fn refusal(id: Option<Value>, error: &ServiceError) -> Value {
+    let mut reply = json!({"ok": false, "kind": error.kind.name(), "error": error.message});
     if let Some(id) = id {
         reply["id"] = id;
     }

@@ -414,6 +414,12 @@ impl Session {
         tool_interactions(self.events.iter().map(|e| &**e))
     }
 
+    /// Whether this handle writes the session (holds its lock), rather than
+    /// reading it.
+    pub fn is_writer(&self) -> bool {
+        self.writer.is_some()
+    }
+
     /// What was repaired or skipped when the session was opened.
     pub fn recoveries(&self) -> &[Recovery] {
         &self.recoveries
