@@ -93,7 +93,7 @@ fn ingest_rejects_the_line_with_the_bad_byte_and_keeps_the_rest() {
 }
 
 #[test]
-fn ingest_of_nothing_but_bad_lines_creates_no_session() {
+fn nothing_but_bad_lines_creates_no_session() {
     let dir = tempfile::tempdir().unwrap();
     let mut bad = with_a_bad_second_line(EVENTS);
     bad.drain(..EVENTS[0].len() + 1);
@@ -103,6 +103,14 @@ fn ingest_of_nothing_but_bad_lines_creates_no_session() {
         assert_eq!(out.status.code(), Some(INPUT_REJECTED), "{}", stderr(&out));
         assert!(stderr(&out).contains("stdin line 1"), "{}", stderr(&out));
     }
+    let file = dir.path().join("bad.jsonl");
+    std::fs::write(&file, &bad).unwrap();
+    let out = agentmem(dir.path())
+        .arg("import")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(INPUT_REJECTED), "{}", stderr(&out));
     assert!(
         sessions(dir.path()).is_empty(),
         "{:?}",
