@@ -1042,3 +1042,41 @@ fn eval_locomo_reports_recall_beside_both_baselines() {
     assert_eq!(table.matches("LoCoMo evidence recall at").count(), 2);
     assert!(table.contains("trimming") && table.contains("bm25"));
 }
+
+/// Fields agentmem does not know go into the log as they were written: a
+/// number beyond 64 bits is not rounded to a float, whether the event came
+/// through `ingest`, `import` or `serve --stdio`.
+#[test]
+fn ingest_import_and_serve_keep_unknown_numbers_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = r#"{"trace_type":"user","content":"hi","vendor":123456789012345678901234567890,"price":{"exact":0.10000000000000000000001}}"#;
+    let file = dir.path().join("events.jsonl");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "live"]),
+        &format!("{line}\n"),
+    );
+    run_ok(
+        agentmem(dir.path())
+            .args(["import", "--session", "imported"])
+            .arg(&file),
+    );
+    let append = format!(r#"{{"op":"append","session":"served","events":[{line}]}}"#);
+    let served = common::run_with_stdin(
+        agentmem(dir.path()).args(["serve", "--stdio"]),
+        &format!("{{\"op\":\"create_session\",\"session\":\"served\"}}\n{append}\n"),
+    );
+    assert!(
+        stdout(&served).contains(r#""appended":1"#),
+        "{}",
+        stdout(&served)
+    );
+    for session in ["live", "imported", "served"] {
+        let exported = stdout(&run_ok(agentmem(dir.path()).args(["export", session])));
+        assert!(
+            exported.contains(r#""vendor":123456789012345678901234567890"#)
+                && exported.contains(r#""price":{"exact":0.10000000000000000000001}"#),
+            "{session}: {exported}"
+        );
+    }
+}

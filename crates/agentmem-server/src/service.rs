@@ -393,6 +393,24 @@ impl Service {
         Ok(json!({"deleted": id.as_str()}))
     }
 
+    /// Runs `op` with `args`, the request `text` read as JSON: the events of
+    /// an append are read from the text itself, so their unknown fields keep
+    /// their numbers as written (a JSON value would round one beyond 64 bits
+    /// to a float).
+    pub fn execute_text(&self, op: Op, args: &Value, text: &[u8]) -> Result<Value, ServiceError> {
+        #[derive(serde::Deserialize)]
+        struct Appended {
+            events: Vec<Event>,
+        }
+        match (op, serde_json::from_slice::<Appended>(text)) {
+            (Op::Append, Ok(appended)) if args.is_object() => {
+                self.append_events(args, appended.events)
+            }
+            // Anything amiss is reported as the value's reading reports it.
+            _ => self.execute(op, args),
+        }
+    }
+
     fn append(&self, args: &Value) -> Result<Value, ServiceError> {
         let events = args
             .get("events")
@@ -400,6 +418,10 @@ impl Service {
         let events: Vec<Event> = serde_json::from_value(events.clone()).map_err(|e| {
             ServiceError::bad_request(format!("\"events\" are not agentmem events: {e}"))
         })?;
+        self.append_events(args, events)
+    }
+
+    fn append_events(&self, args: &Value, events: Vec<Event>) -> Result<Value, ServiceError> {
         let report = self.with_session(args, |session| Ok(session.ingest(events)?))?;
         self.metrics
             .count_events(report.appended, report.duplicates);

@@ -68,7 +68,7 @@ fn summarizer_setup(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<Se
 
 fn answer(service: &Service, line: &str) -> Value {
     let (id, outcome) = match serde_json::from_str::<Value>(line) {
-        Ok(command) => (command.get("id").cloned(), execute(service, &command)),
+        Ok(command) => (command.get("id").cloned(), execute(service, &command, line)),
         Err(e) => (
             None,
             Err(ServiceError::bad_request(format!("not JSON: {e}"))),
@@ -95,13 +95,13 @@ fn refusal(id: Option<Value>, error: &ServiceError) -> Value {
     reply
 }
 
-fn execute(service: &Service, command: &Value) -> Result<Value, ServiceError> {
+fn execute(service: &Service, command: &Value, line: &str) -> Result<Value, ServiceError> {
     let op: Op = command
         .get("op")
         .and_then(Value::as_str)
         .ok_or_else(|| ServiceError::bad_request("the command needs an \"op\" string"))?
         .parse()?;
-    service.execute(op, command)
+    service.execute_text(op, command, line.as_bytes())
 }
 
 fn read_token(path: &std::path::Path) -> anyhow::Result<String> {

@@ -696,7 +696,7 @@ impl HistoryIndex {
                         Role::of(event.trace_type).as_str(),
                         event.ts,
                         EVENT_SALIENCE,
-                        speaker(event).unwrap_or(""),
+                        speaker(event).unwrap_or_default(),
                         text,
                     ])
                     .map_err(fail)?;
@@ -874,8 +874,11 @@ pub fn indexed_text(event: &Event) -> String {
 }
 
 /// The speaker's name an event carries, if any (`name`, as in OpenAI messages).
-pub fn speaker(event: &Event) -> Option<&str> {
-    event.extra.get("name").and_then(|v| v.as_str())
+pub fn speaker(event: &Event) -> Option<String> {
+    match event.extra.get("name")? {
+        serde_json::Value::String(name) => Some(name),
+        _ => None,
+    }
 }
 
 fn head_and_tail(text: String, max_bytes: usize) -> String {
