@@ -306,3 +306,48 @@ fn evicted_outputs_of_a_reused_id_keep_a_file_each() {
         );
     }
 }
+
+/// A compaction folds the early uses of a reused id away; the calls that
+/// remain in the view keep their own results, in every renderer.
+#[test]
+fn a_compacted_session_that_reuses_an_id_keeps_the_pairs_that_remain() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut session = store.create_session(&agent, None).unwrap();
+    for turn in 0..12 {
+        session
+            .ingest(vec![
+                Event::user(format!("Run check number {turn}.")),
+                Event::tool_call(
+                    "call_0",
+                    "bash",
+                    serde_json::json!({"cmd": format!("check {turn}")}),
+                ),
+                Event::tool_result("call_0", format!("check {turn} passed")),
+                Event::assistant(format!("Check {turn} passed.")),
+            ])
+            .unwrap();
+    }
+    let report = session
+        .compact(&agentmem::session::CompactOptions::default())
+        .unwrap();
+    assert!(report.applied);
+    for target in Target::ALL {
+        let prepared = session
+            .prepare(&PrepareRequest::new("gpt-4o", target))
+            .unwrap();
+        let sent = interactions(target, &prepared.payload.to_value());
+        assert!(
+            sent.len() >= 4,
+            "{target:?}: the raw tail's calls: {sent:?}"
+        );
+        let last = sent.len() - 1;
+        for (index, interaction) in sent.iter().enumerate() {
+            let turn = 12 - (sent.len() - index);
+            assert!(
+                interaction.result.contains(&format!("check {turn} passed")),
+                "{target:?}: call {index} of {last} is answered by {:?}",
+                interaction.result
+            );
+        }
+    }
+}
