@@ -28,7 +28,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("agentmem: {error:#}");
-            ExitCode::FAILURE
+            match error.downcast_ref::<commands::InputRejected>() {
+                Some(_) => ExitCode::from(commands::INPUT_REJECTED_EXIT),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -141,7 +141,13 @@ pub fn too_large(max_bytes: usize) -> Value {
 
 /// The answer to a message that is not JSON.
 pub fn parse_error(error: &serde_json::Error) -> Value {
-    self::error(Value::Null, PARSE_ERROR, &format!("not JSON: {error}"))
+    unreadable(&format!("not JSON: {error}"))
+}
+
+/// The answer to a message that cannot be read (not JSON, not UTF-8 text),
+/// saying why.
+pub fn unreadable(why: &str) -> Value {
+    self::error(Value::Null, PARSE_ERROR, why)
 }
 
 /// The answer to one message; `None` for notifications (and responses).

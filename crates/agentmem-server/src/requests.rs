@@ -94,6 +94,15 @@ pub struct Append {
     pub events: Vec<Event>,
 }
 
+/// The fields of an `append`, its events read elsewhere (from the request's
+/// text, which keeps their numbers as written).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendFields {
+    pub session: String,
+    pub events: serde::de::IgnoredAny,
+}
+
 /// `events`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -420,6 +420,28 @@ impl Service {
         Ok(json!({"deleted": id.as_str()}))
     }
 
+    /// Runs `op` with `args`, the request `text` read as JSON: the events of
+    /// an append are read from the text itself, so their unknown fields keep
+    /// their numbers as written (a JSON value would round one beyond 64 bits
+    /// to a float).
+    pub fn execute_text(&self, op: Op, args: &Value, text: &[u8]) -> Result<Value, ServiceError> {
+        #[derive(serde::Deserialize)]
+        struct Appended {
+            events: Vec<Event>,
+        }
+        match (op, serde_json::from_slice::<Appended>(text)) {
+            (Op::Append, Ok(appended)) if args.is_object() => {
+                let requests::AppendFields { session, .. } = read(op, args)?;
+                self.append(requests::Append {
+                    session,
+                    events: appended.events,
+                })
+            }
+            // Anything amiss is reported as the value's reading reports it.
+            _ => self.execute(op, args),
+        }
+    }
+
     fn append(&self, request: requests::Append) -> Result<Value, ServiceError> {
         let id = SessionId::new(request.session)?;
         let report = self.with_session_id(&id, |session| Ok(session.ingest(request.events)?))?;

@@ -1033,3 +1033,24 @@ fn every_id_the_api_takes_is_reached_by_its_percent_encoded_path() {
     let (status, text) = server.raw("GET", "/v1/sessions/%FF%FE", &[], b"");
     assert_eq!(status, 400, "not UTF-8 once decoded: {text}");
 }
+
+/// An appended event's unknown fields reach the log as the request wrote
+/// them: a number beyond 64 bits is not rounded to a float.
+#[test]
+fn appended_unknown_numbers_are_logged_as_written() {
+    let server = TestServer::start();
+    let (status, _) = server.call("POST", "/v1/sessions", Some(&json!({"session": "big"})));
+    assert_eq!(status, 201);
+    let body = r#"{"events": [{"id": "u1", "trace_type": "user", "content": "hi", "vendor": 123456789012345678901234567890}]}"#;
+    let (status, text) = server.raw("POST", "/v1/sessions/big/events", &[], body.as_bytes());
+    assert_eq!(status, 200, "{text}");
+    let log = server
+        .dir
+        .path()
+        .join("agents/default/sessions/big/raw_traces.jsonl");
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(
+        log.contains(r#""vendor":123456789012345678901234567890"#),
+        "{log}"
+    );
+}

@@ -6,8 +6,15 @@
 //! another implementation of that schema parses here, and fields this version
 //! does not know are kept in [`Event::extra`] and written back unchanged.
 
+mod deserialize;
+mod unknown_fields;
+
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+pub use unknown_fields::UnknownFields;
 
 /// The tag of a subagent's own events (its prompt, tool calls and answer),
 /// recorded inline in the parent's transcript by some agents. They stay in the
@@ -172,56 +179,50 @@ fn is_zero(n: &u64) -> bool {
 /// // Unknown fields survive a round trip.
 /// assert!(serde_json::to_string(&event).unwrap().contains(r#""vendor_field":7"#));
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
-    #[serde(default)]
     pub id: String,
     /// Seconds since the Unix epoch. RFC 3339 strings are accepted on input.
-    #[serde(default, deserialize_with = "deserialize_ts")]
     pub ts: f64,
-    #[serde(default)]
     pub turn_id: String,
-    #[serde(default)]
     pub seq: u64,
-    /// `kind` is accepted as an alias, for the neutral workload format.
-    #[serde(alias = "kind")]
+    /// `kind` is accepted as an alias on input, for the neutral workload format.
     pub trace_type: TraceType,
-    #[serde(default, deserialize_with = "deserialize_content")]
+    /// The text; a non-string value given on input is kept as its JSON.
     pub content: String,
     /// Who produced the event: `ingest`, `import:claude-code`, `engine`, …
-    #[serde(default)]
     pub source_event: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub media: Option<Media>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_args: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_result: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_result_ref: Option<String>,
     /// Provider-reported usage of the call that produced this event.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     /// A provider item kept verbatim so it can be sent back unchanged
     /// (encrypted reasoning, signed thinking blocks).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub opaque: Option<Value>,
     /// The patch a working-memory event applies, and the version it makes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub working_memory: Option<crate::working::StateUpdate>,
-    /// Fields this version does not know, kept for the round trip.
+    /// Fields this version does not know, kept as written for the round trip.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: UnknownFields,
 }
 
 impl Event {
@@ -299,7 +300,7 @@ impl Event {
             usage: None,
             opaque: None,
             working_memory: None,
-            extra: Map::new(),
+            extra: UnknownFields::default(),
         }
     }
 
@@ -424,13 +425,43 @@ impl Event {
         ];
         named
             .into_iter()
-            .filter_map(|(name, value)| Some((name.to_owned(), value?)))
-            .chain(
-                self.extra
-                    .iter()
-                    .map(|(key, value)| (format!("field {key:?}"), value)),
-            )
-            .find_map(|(name, value)| crate::json::too_deep(&name, value))
+            .find_map(|(name, value)| crate::json::too_deep(name, value?))
+            .or_else(|| {
+                self.extra.iter().find_map(|(key, raw)| {
+                    crate::json::too_deep_text(&format!("field {key:?}"), raw.get())
+                })
+            })
+    }
+
+    /// The text the event says: its content, except for a tool result given
+    /// without one (the RAW_TRACE schema allows a structured `tool_result`
+    /// or a `tool_error` alone), which says its error text and its
+    /// structured result (a string as it is, anything else as compact JSON),
+    /// one a line. The model, token counts and history search all read this.
+    ///
+    /// ```
+    /// use agentmem::event::Event;
+    /// let mut result = Event::tool_result("c1", "");
+    /// result.tool_result = Some(serde_json::json!({"files": ["a.rs"]}));
+    /// assert_eq!(result.text(), r#"{"files":["a.rs"]}"#);
+    /// assert_eq!(Event::tool_result("c1", "a.rs").text(), "a.rs");
+    /// ```
+    pub fn text(&self) -> Cow<'_, str> {
+        if !self.content.is_empty() || self.trace_type != TraceType::ToolResult {
+            return Cow::Borrowed(&self.content);
+        }
+        let error = self.tool_error.as_deref().filter(|e| !e.is_empty());
+        let structured = match &self.tool_result {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(Cow::Borrowed(text.as_str())),
+            Some(value) => Some(Cow::Owned(crate::json::to_string(value))),
+        };
+        match (error, structured) {
+            (None, None) => Cow::Borrowed(""),
+            (Some(error), None) => Cow::Borrowed(error),
+            (None, Some(structured)) => structured,
+            (Some(error), Some(structured)) => Cow::Owned(format!("{error}\n{structured}")),
+        }
     }
 
     /// The working-memory update this event makes, if it is one.
@@ -554,7 +585,7 @@ mod tests {
         let event: Event = serde_json::from_str(line).unwrap();
         assert_eq!(event.trace_type, TraceType::ToolCall);
         assert_eq!(event.media.as_ref().unwrap().images, vec!["a.png"]);
-        assert_eq!(event.extra["future"]["k"], 1);
+        assert_eq!(event.extra.get("future").unwrap()["k"], 1);
         let back = serde_json::to_value(&event).unwrap();
         assert_eq!(back["future"]["k"], 1);
         assert_eq!(back["tool_args"]["path"], "a.py");

@@ -207,11 +207,48 @@ pub fn nesting(value: &Value) -> usize {
 /// ```
 pub fn too_deep(what: &str, value: &Value) -> Option<String> {
     let levels = nesting(value);
-    (levels > MAX_NESTING).then(|| {
-        format!(
-            "{what} nests {levels} levels of arrays and objects, and at most {MAX_NESTING} are kept; flatten it, or send it as a JSON string"
-        )
-    })
+    (levels > MAX_NESTING).then(|| too_deep_reason(what, levels))
+}
+
+/// How many levels of arrays and objects the JSON text `text` nests,
+/// counted on its brackets outside strings (without parsing it).
+///
+/// ```
+/// assert_eq!(agentmem::json::text_nesting(r#"{"a": [1, "]]]", {"b": []}]}"#), 4);
+/// assert_eq!(agentmem::json::text_nesting("12"), 0);
+/// ```
+pub fn text_nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in text.bytes() {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            (false, _, _) => {}
+        }
+    }
+    deepest
+}
+
+/// Why the JSON text `text` may not be kept, when it nests deeper than
+/// [`MAX_NESTING`] (see [`too_deep`]).
+pub fn too_deep_text(what: &str, text: &str) -> Option<String> {
+    let levels = text_nesting(text);
+    (levels > MAX_NESTING).then(|| too_deep_reason(what, levels))
+}
+
+fn too_deep_reason(what: &str, levels: usize) -> String {
+    format!(
+        "{what} nests {levels} levels of arrays and objects, and at most {MAX_NESTING} are kept; flatten it, or send it as a JSON string"
+    )
 }
 
 /// `text` parsed as JSON, when it is JSON that nests no deeper than

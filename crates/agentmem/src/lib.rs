@@ -43,6 +43,7 @@ pub mod tokens;
 pub mod tool_interaction;
 pub mod transcript;
 pub mod turn;
+pub mod utf8;
 pub mod working;
 
 pub use config::{Config, Durability};

@@ -110,7 +110,8 @@ pub enum PartRef<'a> {
     ToolResult {
         call_id: &'a str,
         name: Option<&'a str>,
-        content: &'a str,
+        /// What the result says ([`Event::text`]).
+        content: Cow<'a, str>,
         is_error: bool,
     },
     Reasoning {
@@ -142,7 +143,7 @@ impl PartRef<'_> {
             } => Part::ToolResult {
                 call_id: (*call_id).to_owned(),
                 name: name.map(str::to_owned),
-                content: (*content).to_owned(),
+                content: content.clone().into_owned(),
                 is_error: *is_error,
             },
             PartRef::Reasoning { text, opaque } => Part::Reasoning {
@@ -175,7 +176,7 @@ impl<'a> From<&'a Part> for PartRef<'a> {
             } => PartRef::ToolResult {
                 call_id,
                 name: name.as_deref(),
-                content,
+                content: Cow::Borrowed(content),
                 is_error: *is_error,
             },
             Part::Reasoning { text, opaque } => PartRef::Reasoning {
@@ -225,7 +226,7 @@ pub fn placement(event: &Event) -> Placement<'_> {
             PartRef::ToolResult {
                 call_id: event.tool_call_id.as_deref().unwrap_or_default(),
                 name: event.tool_name.as_deref(),
-                content: &event.content,
+                content: event.text(),
                 is_error: event.tool_error.is_some(),
             },
         ),

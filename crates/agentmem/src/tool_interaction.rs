@@ -74,7 +74,7 @@ pub fn tool_interactions<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec
             TraceType::ToolResult => {
                 if let Some(&i) = index_of_call.get(call_id) {
                     let interaction = &mut interactions[i];
-                    interaction.result = Some(result_text(event));
+                    interaction.result = Some(event.text().into_owned());
                     interaction.error = event.tool_error.clone();
                     interaction.status = match event.tool_error {
                         Some(_) => ToolStatus::Error,
@@ -92,14 +92,4 @@ pub fn tool_interactions<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec
         }
     }
     interactions
-}
-
-/// The text of a result: its content, or the structured result as JSON when
-/// the content is empty.
-fn result_text(event: &Event) -> String {
-    match (&event.tool_result, event.content.is_empty()) {
-        (Some(Value::String(s)), true) => s.clone(),
-        (Some(value), true) => value.to_string(),
-        _ => event.content.clone(),
-    }
 }

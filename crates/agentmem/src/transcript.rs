@@ -27,6 +27,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::context::call_ids::CallIds;
 use crate::context::guard::{self, GuardPolicy};
 use crate::context::normalize::PairCheck;
 use crate::event::{Event, TraceType};
@@ -141,6 +142,8 @@ pub struct Transcript {
     seen: foldhash::HashMap<String, Seen>,
     /// Whether the view's tool pairs are intact, kept up to date as it grows.
     pairs: PairCheck,
+    /// The call ids of the view, so a reused id names a call of its own.
+    call_ids: CallIds,
     /// Items whose counts are estimates, in view order.
     uncounted: Vec<Uncounted>,
     /// How far the totals may be below the exact ones, by [`Bound`]: each
@@ -237,7 +240,7 @@ impl Seen {
 fn fingerprint(event: &Event) -> u64 {
     let mut hasher = crate::hash::fingerprint_hasher();
     (
-        &event.content,
+        event.text(),
         &event.tool_call_id,
         &event.tool_name,
         event.tool_error.is_some(),
@@ -262,6 +265,7 @@ impl Transcript {
             anchor: None,
             seen: foldhash::HashMap::default(),
             pairs: PairCheck::default(),
+            call_ids: CallIds::default(),
             uncounted: Vec::new(),
             uncounted_slack: Slack::default(),
             response_start: 0,
@@ -340,6 +344,19 @@ impl Transcript {
         if event.replaces_history() {
             self.start_over();
         }
+        match self.call_ids.view_id(event) {
+            Some(view_id) => {
+                let mut renamed = event.clone();
+                renamed.tool_call_id = Some(view_id);
+                self.push_in_view(&Arc::new(renamed), counting);
+            }
+            None => self.push_in_view(shared, counting),
+        }
+    }
+
+    /// Adds an event of the model's view, under the call id it goes by there.
+    fn push_in_view(&mut self, shared: &impl Shared, counting: Counting) {
+        let event = shared.event();
         let counting = match counting {
             Counting::Later if event.usage.is_none() => Counting::Later,
             Counting::Later | Counting::Now => {
@@ -531,6 +548,7 @@ impl Transcript {
         self.response_start = 0;
         self.anchor = None;
         self.pairs = PairCheck::default();
+        self.call_ids = CallIds::default();
     }
 
     /// `event` as the model sees it, with its count; remembered by event id
@@ -736,7 +754,8 @@ pub fn role_tokens(role: crate::message::Role, encoding: Encoding) -> u64 {
 }
 
 /// The event as the model sees it: tool output cut by the guard, or the
-/// preview of an evicted output. Pure: the same event gives the same view.
+/// preview of an evicted output, and a result given without content as its
+/// [`Event::text`]. Pure: the same event gives the same view.
 pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
     guarded(event, policy, tokenizer).unwrap_or_else(|| event.clone())
 }
@@ -747,11 +766,23 @@ fn guarded(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Option<
         return None;
     }
     let call_id = event.tool_call_id.as_deref().unwrap_or_default();
-    let content = match &event.tool_result_ref {
-        Some(_) => Some(guard::eviction_preview(call_id, &event.content)),
-        None => guard::truncate_for_model(&event.content, policy, tokenizer),
-    }?;
-    Some(event.with_content(content))
+    let text = event.text();
+    let cut = match &event.tool_result_ref {
+        Some(reference) => {
+            let name = guard::evicted_name(reference).unwrap_or(call_id);
+            Some(guard::eviction_preview(name, &text))
+        }
+        None => guard::truncate_for_model(&text, policy, tokenizer),
+    };
+    match cut {
+        Some(cut) => Some(event.with_content(cut)),
+        // A result given as its error or structured result alone: the view
+        // says it as content, for every reader of the view (summaries too).
+        None if event.content.is_empty() && !text.is_empty() => {
+            Some(event.with_content(text.into_owned()))
+        }
+        None => None,
+    }
 }
 
 /// An event the view can hold: one the caller keeps (shared, not copied)

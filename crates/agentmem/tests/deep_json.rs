@@ -73,7 +73,7 @@ fn values_at_the_limit_survive_compaction_and_reopening() {
         .open_or_create(&AgentId::default(), &session_id())
         .unwrap();
     let mut user = Event::user("deploy the service").with_id("u-deep");
-    user.extra.insert("vendor".into(), nested(MAX_NESTING));
+    user.extra.insert("vendor", nested(MAX_NESTING));
     let call = Event::tool_call("call_1", "deploy", json!({"spec": nested(MAX_NESTING - 1)}))
         .with_id("c-deep");
     let mut result = Event::tool_result("call_1", "deployed").with_id("r-deep");
@@ -102,7 +102,7 @@ fn values_at_the_limit_survive_compaction_and_reopening() {
     assert_eq!(reopened.working_memory().version, 1);
     let history = reopened.full_history().unwrap();
     let kept = history.iter().find(|e| e.id == "u-deep").unwrap();
-    assert_eq!(kept.extra["vendor"], nested(MAX_NESTING));
+    assert_eq!(kept.extra.get("vendor"), Some(nested(MAX_NESTING)));
     assert!(!dir
         .path()
         .join("agents/default/sessions/deep/raw_traces.jsonl.corrupt")
@@ -121,7 +121,7 @@ fn a_deeper_value_is_refused_where_it_enters_and_nothing_is_written() {
     let mut offenders = Vec::new();
     for levels in too_deep {
         let mut unknown = Event::user("unknown field");
-        unknown.extra.insert("vendor".into(), nested(levels));
+        unknown.extra.insert("vendor", nested(levels));
         offenders.push(("field \"vendor\"", unknown));
         offenders.push((
             "tool_args",
@@ -136,11 +136,11 @@ fn a_deeper_value_is_refused_where_it_enters_and_nothing_is_written() {
     }
     for (name, offender) in offenders {
         let levels = agentmem::json::nesting(
-            offender
+            &offender
                 .tool_args
-                .as_ref()
-                .or(offender.tool_result.as_ref())
-                .or(offender.opaque.as_ref())
+                .clone()
+                .or(offender.tool_result.clone())
+                .or(offender.opaque.clone())
                 .or(offender.extra.get("vendor"))
                 .unwrap(),
         );
@@ -245,7 +245,7 @@ fn imported_values_too_deep_to_keep_are_kept_as_their_text() {
     let imported_events =
         import::parse(Format::Events, &events_path, &format!("{line}\n")).unwrap();
     assert_eq!(
-        imported_events.events[0].extra["vendor"],
+        imported_events.events[0].extra.get("vendor").unwrap(),
         Value::String(nested(100).to_string())
     );
 

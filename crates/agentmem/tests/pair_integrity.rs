@@ -8,7 +8,9 @@
 //!
 //! - the pairs are intact, and a second run changes nothing;
 //! - nothing but tool events changed: every other event is still there, in
-//!   order; calls are only removed when they reuse an earlier call's id;
+//!   order; a call reusing the id of an answered call is a new call under an
+//!   id of its own, and calls are only removed when they copy a call still
+//!   waiting for its result;
 //!   results are only moved or removed; only synthetic "aborted" results,
 //!   with deterministic ids, are added; the first result after each kept call
 //!   is the one kept; results keep their order;
@@ -144,9 +146,52 @@ fn id_of(event: &Event) -> &str {
     event.tool_call_id.as_deref().unwrap_or("")
 }
 
+/// `events` with each call and result under the id it goes by once reuse is
+/// resolved: a call reusing the id of a call a result came after is a new
+/// call, `<id>-<n>` for the id's `n`th such call; a result goes with the
+/// latest call of its id.
+fn with_view_ids(events: &[Event]) -> Vec<Event> {
+    // For each id: its calls so far, and whether the latest was answered.
+    let mut uses: HashMap<String, (u32, bool)> = HashMap::new();
+    events
+        .iter()
+        .map(|event| {
+            let mut named = event.clone();
+            if !is_tool_event(event) {
+                return named;
+            }
+            let id = id_of(event).to_owned();
+            let generation = match (event.trace_type, uses.get_mut(&id)) {
+                (TraceType::ToolCall, Some((n, answered))) => {
+                    if *answered {
+                        *n += 1;
+                        *answered = false;
+                    }
+                    *n
+                }
+                (TraceType::ToolCall, None) => {
+                    uses.insert(id.clone(), (1, false));
+                    1
+                }
+                (_, Some((n, answered))) => {
+                    *answered = true;
+                    *n
+                }
+                (_, None) => 1,
+            };
+            if generation > 1 {
+                named.tool_call_id = Some(format!("{id}-{generation}"));
+            }
+            named
+        })
+        .collect()
+}
+
 /// What may change, and how: everything in the module comment but the
 /// renderers' rules.
-fn check_changes(before: &[Event], after: &[Event], reports: &[PassReport]) {
+fn check_changes(original: &[Event], after: &[Event], reports: &[PassReport]) {
+    let named = with_view_ids(original);
+    let before = named.as_slice();
     // Everything but tool events is untouched and in order.
     let others = |events: &[Event]| -> Vec<Event> {
         events
@@ -157,8 +202,8 @@ fn check_changes(before: &[Event], after: &[Event], reports: &[PassReport]) {
     };
     assert_eq!(others(before), others(after), "non-tool events changed");
 
-    // Calls: the first of each id stays, in place relative to everything but
-    // results; later ones go.
+    // Calls: the first of each id (once reuse is resolved) stays, in place
+    // relative to everything but results; later ones, copies, go.
     let mut first_calls = HashSet::new();
     let expected: Vec<&Event> = before
         .iter()
@@ -211,7 +256,9 @@ fn check_changes(before: &[Event], after: &[Event], reports: &[PassReport]) {
                 assert_eq!(kept.source_event, SYNTHETIC_SOURCE);
                 assert_eq!(
                     kept.tool_name.as_deref(),
-                    Some(tool_name(id[5..].parse().unwrap()))
+                    Some(tool_name(
+                        id[5..].split('-').next().unwrap().parse().unwrap()
+                    ))
                 );
             }
         }
@@ -257,6 +304,13 @@ fn check_changes(before: &[Event], after: &[Event], reports: &[PassReport]) {
     for id in reported(|r| &r.moved) {
         assert!(after_ids.contains(id) && before_ids.contains(id));
     }
+    let renamed: HashSet<&str> = original
+        .iter()
+        .zip(before)
+        .filter(|(event, named)| event.tool_call_id != named.tool_call_id)
+        .map(|(event, _)| event.id.as_str())
+        .collect();
+    assert_eq!(reported(|r| &r.renamed), renamed, "renamed");
     assert!(reports.iter().all(PassReport::changed));
 }
 
@@ -552,8 +606,9 @@ fn the_checks_catch_broken_pairs() {
     check_rendered(&fixed);
 }
 
-/// A late result, a reused id, an orphan, a result before its call and
-/// parallel results out of order, all in one transcript.
+/// A late result, an id reused once its call was answered (a new call), an
+/// orphan, a result before its call and parallel results out of order, all
+/// in one transcript.
 #[test]
 fn a_messy_transcript_renders_for_every_api() {
     let mut events = vec![
@@ -583,8 +638,12 @@ fn a_messy_transcript_renders_for_every_api() {
             "r1",
             "synthetic-aborted-c0",
             "u2",
-            "a2"
+            "a2",
+            "call1-again",
+            "r1-again"
         ]
     );
+    assert_eq!(events[9].tool_call_id.as_deref(), Some("c1-2"));
+    assert_eq!(events[10].tool_call_id.as_deref(), Some("c1-2"));
     check_rendered(&events);
 }

@@ -348,7 +348,7 @@ fn said(name: &str, text: &str, first_speaker: bool) -> Event {
     } else {
         Event::assistant(text)
     };
-    event.extra.insert("name".into(), serde_json::json!(name));
+    event.extra.insert("name", serde_json::json!(name));
     event
 }
 

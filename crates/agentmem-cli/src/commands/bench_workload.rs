@@ -172,7 +172,7 @@ pub fn read_turns(path: &Path) -> anyhow::Result<Vec<Vec<Event>>> {
     let mut current = None;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let event: Event = serde_json::from_str(line)?;
-        let turn = event.extra.get("turn").cloned();
+        let turn = event.extra.get("turn");
         if turn != current || turns.is_empty() {
             turns.push(Vec::new());
             current = turn;

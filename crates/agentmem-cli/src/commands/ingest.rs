@@ -3,36 +3,38 @@
 //! Lines already read are appended together; whenever stdin has nothing more
 //! buffered, the batch is appended (and synced per the durability setting)
 //! before waiting for more, so a slow producer's events are stored as they come.
+//!
+//! A line that is not an event (not UTF-8, not JSON, not valid) is named on
+//! stderr and skipped; the others are stored, and the command ends with
+//! [`super::INPUT_REJECTED_EXIT`]. An input with no event in it leaves no
+//! session behind.
 
 use std::io::{BufRead, Write};
 
 use agentmem::event::Event;
+use agentmem::id::SessionId;
 use agentmem::session::Session;
 
-use super::Context;
+use super::{Context, InputRejected, Stored};
 
 /// Most events appended in one call.
 const MAX_BATCH_EVENTS: usize = 1024;
 
 pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()> {
-    let mut session = match session {
-        Some(id) => ctx.store.open_or_create(&ctx.agent, &ctx.session_id(id)?)?,
-        None => ctx.store.create_session(&ctx.agent, None)?,
-    };
-    ctx.report_recoveries(&session);
+    let mut destination = Destination::open(ctx, session)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", session.id())?;
+    writeln!(out, "{}", destination.session.id())?;
     out.flush()?;
 
     let mut reader = std::io::BufReader::with_capacity(1 << 16, std::io::stdin());
-    let (mut batch, mut line, mut line_no) = (Vec::new(), String::new(), 0usize);
+    let (mut batch, mut line, mut line_no) = (Vec::new(), Vec::new(), 0usize);
     let (mut appended, mut duplicates, mut rejected) = (0usize, 0usize, 0usize);
     loop {
         line.clear();
-        let eof = reader.read_line(&mut line)? == 0;
+        let eof = reader.read_until(b'\n', &mut line)? == 0;
         if !eof {
             line_no += 1;
-            match parse_line(&line) {
+            match parse_line(&line, line_no) {
                 Ok(Some(event)) => batch.push(event),
                 Ok(None) => {}
                 Err(reason) => {
@@ -43,7 +45,7 @@ pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()
         }
         let drained = reader.buffer().is_empty();
         if !batch.is_empty() && (eof || drained || batch.len() >= MAX_BATCH_EVENTS) {
-            let report = flush(&mut session, &mut batch, ack, &mut out)?;
+            let report = flush(&mut destination.session, &mut batch, ack, &mut out)?;
             appended += report.appended;
             duplicates += report.duplicates;
         }
@@ -51,12 +53,73 @@ pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()
             break;
         }
     }
-    session.close()?;
+    let stored = destination.close(ctx)?;
     eprintln!("agentmem: {appended} events appended, {duplicates} already present, {rejected} lines skipped");
-    Ok(())
+    if rejected == 0 {
+        return Ok(());
+    }
+    Err(InputRejected {
+        lines: rejected,
+        stored,
+    }
+    .into())
 }
 
-fn parse_line(line: &str) -> Result<Option<Event>, String> {
+/// The session events go to, open for writing from the start (its lock held
+/// while stdin is read). One made for this input and left without an event
+/// is removed at the end: an input with no event makes no session.
+struct Destination {
+    session: Session,
+    made: Made,
+}
+
+/// Whether the session existed before this command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Made {
+    Before,
+    Now,
+}
+
+impl Destination {
+    fn open(ctx: &Context, session: Option<&str>) -> anyhow::Result<Destination> {
+        let id = match session {
+            Some(id) => ctx.session_id(id)?,
+            None => SessionId::generate(),
+        };
+        let (session, made) = match ctx.store.open_session(&ctx.agent, &id) {
+            Ok(session) => (session, Made::Before),
+            Err(agentmem::Error::SessionNotFound { .. }) => {
+                (ctx.store.create_session(&ctx.agent, Some(id))?, Made::Now)
+            }
+            Err(other) => return Err(other.into()),
+        };
+        ctx.report_recoveries(&session);
+        Ok(Destination { session, made })
+    }
+
+    /// Closes the session (removing it if this command made it for
+    /// nothing); says whether there is one the input went to.
+    fn close(self, ctx: &Context) -> anyhow::Result<Stored> {
+        let discarded = match self.made {
+            Made::Now => ctx.store.discard_if_empty(&ctx.agent, self.session)?,
+            Made::Before => {
+                self.session.close()?;
+                false
+            }
+        };
+        Ok(if discarded {
+            Stored::Nothing
+        } else {
+            Stored::TheRest
+        })
+    }
+}
+
+/// Line `line_no` of stdin as an event: `None` for a blank line, else why it
+/// is not one.
+fn parse_line(line: &[u8], line_no: usize) -> Result<Option<Event>, String> {
+    let line = agentmem::utf8::line(line, line_no)
+        .map_err(|bad| format!("not UTF-8 text ({})", bad.where_bad()))?;
     if line.trim().is_empty() {
         return Ok(None);
     }

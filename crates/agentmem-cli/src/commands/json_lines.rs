@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, Read, Write};
 
+use agentmem::error::NotUtf8;
 use serde_json::Value;
 
 /// The longest line taken, in bytes (the newline aside): the HTTP server's
@@ -15,30 +16,35 @@ pub enum Line<'a> {
     Text(&'a str),
     /// Over [`MAX_LINE_BYTES`]: read past, never held whole.
     TooLong,
+    /// Not UTF-8, and where it is not.
+    NotUtf8(NotUtf8),
 }
 
-/// Answers each non-blank line of stdin with `answer`, until stdin ends.
+/// Answers each non-blank line of stdin with `answer`, until stdin ends. A
+/// line too long or not UTF-8 is handed over as what it is, to be answered
+/// too: one bad line never ends the loop.
 pub fn answer_lines(mut answer: impl FnMut(Line<'_>) -> Option<Value>) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     let mut stdin = std::io::stdin().lock();
-    let mut buffer = Vec::new();
+    let (mut buffer, mut line_no) = (Vec::new(), 0usize);
     loop {
         buffer.clear();
         let limit = MAX_LINE_BYTES as u64 + 1;
         if (&mut stdin).take(limit).read_until(b'\n', &mut buffer)? == 0 {
             return Ok(());
         }
-        let reply = if buffer.len() > MAX_LINE_BYTES && buffer.last() != Some(&b'\n') {
+        line_no += 1;
+        let line = if buffer.len() > MAX_LINE_BYTES && buffer.last() != Some(&b'\n') {
             skip_line(&mut stdin)?;
-            answer(Line::TooLong)
+            Line::TooLong
         } else {
-            let text = std::str::from_utf8(&buffer)?.trim_end_matches(['\n', '\r']);
-            if text.trim().is_empty() {
-                continue;
+            match agentmem::utf8::line(&buffer, line_no) {
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => Line::Text(text.trim_end_matches(['\n', '\r'])),
+                Err(not_utf8) => Line::NotUtf8(not_utf8),
             }
-            answer(Line::Text(text))
         };
-        if let Some(reply) = reply {
+        if let Some(reply) = answer(line) {
             writeln!(stdout, "{reply}")?;
             stdout.flush()?;
         }

@@ -17,5 +17,6 @@ pub fn run(ctx: &Context, session: Option<&str>) -> anyhow::Result<()> {
     super::json_lines::answer_lines(|line| match line {
         Line::Text(text) => agentmem_server::mcp::answer_line(&context, text),
         Line::TooLong => Some(agentmem_server::mcp::too_large(MAX_LINE_BYTES)),
+        Line::NotUtf8(not_utf8) => Some(agentmem_server::mcp::unreadable(&not_utf8.to_string())),
     })
 }

@@ -100,6 +100,46 @@ impl Context {
     }
 }
 
+/// The exit status of a command that stored its input but for some lines it
+/// rejected (each named on stderr): `EX_DATAERR` of `sysexits.h`, "the input
+/// data was incorrect".
+pub const INPUT_REJECTED_EXIT: u8 = 65;
+
+/// A command's input had lines it could not take; everything else was
+/// stored. The command ends with [`INPUT_REJECTED_EXIT`].
+#[derive(Debug)]
+pub struct InputRejected {
+    /// How many lines were rejected.
+    pub lines: usize,
+    /// Whether anything was stored (an input of nothing but bad lines
+    /// creates no session).
+    pub stored: Stored,
+}
+
+/// What became of the rest of an input some lines of which were rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// The other lines were stored.
+    TheRest,
+    /// Nothing was left to store: no session was created.
+    Nothing,
+}
+
+impl std::fmt::Display for InputRejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lines = match self.lines {
+            1 => "1 line".to_owned(),
+            n => format!("{n} lines"),
+        };
+        match self.stored {
+            Stored::TheRest => write!(f, "{lines} of the input rejected (named above); the rest was stored"),
+            Stored::Nothing => write!(f, "{lines} of the input rejected (named above); nothing was left to store, so no session was created"),
+        }
+    }
+}
+
+impl std::error::Error for InputRejected {}
+
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli.global)?;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
-use agentmem::import::{self, Format};
+use agentmem::import;
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
@@ -37,18 +37,9 @@ pub struct TurnLine {
 }
 
 pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.path)
-        .with_context(|| format!("cannot read {}", args.path.display()))?;
-    let format = match args.format.as_str() {
-        "auto" => import::detect_format(&args.path, &text)?,
-        name => Format::from_name(name).with_context(|| {
-            format!(
-                "unknown format {name:?}; use auto or one of: {}",
-                Format::names()
-            )
-        })?,
-    };
-    let events = without_recorded_usage(import::parse(format, &args.path, &text)?.events);
+    let choice = super::import::format_choice(&args.format)?;
+    let (_, imported) = import::read(&args.path, choice)?;
+    let events = without_recorded_usage(imported.events);
     let scratch = tempfile::tempdir()?;
     let mut session = match &args.session {
         Some(id) => ctx

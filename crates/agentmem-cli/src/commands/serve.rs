@@ -30,6 +30,9 @@ pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
             Some(match line {
                 Line::Text(text) => answer(&service, text),
                 Line::TooLong => reply(None, Err(line_too_long())),
+                Line::NotUtf8(not_utf8) => {
+                    reply(None, Err(ServiceError::bad_request(not_utf8.to_string())))
+                }
             })
         })?;
     } else {
@@ -69,7 +72,7 @@ fn summarizer_setup(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<Se
 
 fn answer(service: &Service, line: &str) -> Value {
     let (id, outcome) = match serde_json::from_str::<Value>(line) {
-        Ok(command) => (command.get("id").cloned(), execute(service, &command)),
+        Ok(command) => (command.get("id").cloned(), execute(service, &command, line)),
         Err(e) => (
             None,
             Err(ServiceError::bad_request(format!("not JSON: {e}"))),
@@ -98,9 +101,9 @@ fn reply(id: Option<Value>, outcome: Result<Value, ServiceError>) -> Value {
     reply
 }
 
-/// Runs a command: its `op` names the operation, and the fields beside
-/// `op` and `id` are the operation's.
-fn execute(service: &Service, command: &Value) -> Result<Value, ServiceError> {
+/// Runs a command (the JSON `line`, read as `command`): its `op` names the
+/// operation, and the fields beside `op` and `id` are the operation's.
+fn execute(service: &Service, command: &Value, line: &str) -> Result<Value, ServiceError> {
     let op: Op = command
         .get("op")
         .and_then(Value::as_str)
@@ -111,7 +114,7 @@ fn execute(service: &Service, command: &Value) -> Result<Value, ServiceError> {
         fields.remove("op");
         fields.remove("id");
     }
-    service.execute(op, &arguments)
+    service.execute_text(op, &arguments, line.as_bytes())
 }
 
 fn read_token(path: &std::path::Path) -> anyhow::Result<String> {

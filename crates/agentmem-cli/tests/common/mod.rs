@@ -9,18 +9,18 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs `command` with `stdin` as its input and waits for it, whatever its exit.
 pub fn run_with_stdin(command: &mut Command, stdin: &str) -> Output {
+    run_with_stdin_bytes(command, stdin.as_bytes())
+}
+
+/// [`run_with_stdin`] with input that need not be text.
+pub fn run_with_stdin_bytes(command: &mut Command, stdin: &[u8]) -> Output {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
 }
 

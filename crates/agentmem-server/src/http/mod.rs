@@ -382,7 +382,7 @@ impl App {
             Endpoint::Mcp => self.mcp(headers, query, body),
             Endpoint::Op(op) => {
                 let args = arguments(body, query, captures)?;
-                let result = self.service.execute(op, &args)?;
+                let result = self.service.execute_text(op, &args, body)?;
                 let status = if op == Op::CreateSession { 201 } else { 200 };
                 Ok(json_reply(status, &result))
             }

@@ -596,6 +596,34 @@ pub fn evicted_path(dir: &Path, call_id: &str) -> Result<PathBuf> {
     Ok(dir.join(format!("{call_id}.txt")))
 }
 
+/// The name to evict the output of `call_id` under in `dir`: the call id,
+/// or `<call id>-2`, `-3`, … when an output of an earlier call with that id
+/// is there already (agents reuse ids), so no output replaces another.
+pub fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
+    validate_path_id(IdKind::ToolCall, call_id)?;
+    let taken = |name: &str| dir.join(format!("{name}.txt")).exists();
+    Ok(std::iter::once(call_id.to_owned())
+        .chain((2u64..).map(|n| format!("{call_id}-{n}")))
+        .find(|name| !taken(name))
+        .expect("some number is free"))
+}
+
+/// The name an evicted output goes by (what [`read_evicted`] takes), from
+/// the `tool_result_ref` eviction gave its event; `None` for a reference
+/// eviction did not make.
+///
+/// ```
+/// use agentmem::context::guard::evicted_name;
+/// assert_eq!(evicted_name("evicted/call_0-2.txt"), Some("call_0-2"));
+/// assert_eq!(evicted_name("s3://bucket/out.json"), None);
+/// ```
+pub fn evicted_name(reference: &str) -> Option<&str> {
+    reference
+        .strip_prefix(crate::store::EVICTED_DIR)?
+        .strip_prefix('/')?
+        .strip_suffix(".txt")
+}
+
 /// One page of an evicted output, as returned by [`read_evicted`].
 ///
 /// ```

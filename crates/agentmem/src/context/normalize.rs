@@ -13,13 +13,13 @@
 //! view so that every API accepts it. They take and give back views
 //! (`Vec<Event>`), never touch the log, and each reports what it changed:
 //!
-//! 1. [`resolve_duplicate_call_ids`]: a call id used by more than one call
-//!    keeps its **first** call and the first result after that call; every
-//!    later call reusing the id is removed together with the other results of
-//!    the id. (Renaming the later call instead would keep more, but there is
-//!    no way to tell which result answered which call: the id is all that
-//!    links them. Duplicates come from replays and double-recorded
-//!    responses, where the later call is a copy.)
+//! 1. [`resolve_duplicate_call_ids`]: a call that reuses the id of a call
+//!    already answered is a new interaction: it and its results go by an id
+//!    of their own (see [`crate::context::call_ids`]). A call that reuses the
+//!    id of a call still waiting is a copy (a replay, a response recorded
+//!    twice): the id keeps its **first** call and the first result after
+//!    that call, and every copy is removed together with the other results
+//!    of the id.
 //! 2. [`remove_orphan_results`]: a result whose call is not in the view
 //!    *before* it is removed. That includes a result that comes before its
 //!    call: at that position it answers nothing, and no API accepts it there
@@ -68,6 +68,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::context::call_ids::CallIds;
 use crate::event::{Event, TraceType};
 
 /// The tag of the events these passes make.
@@ -95,6 +96,8 @@ pub struct PassReport {
     pub removed: Vec<String>,
     /// Events the pass put somewhere else in the view.
     pub moved: Vec<String>,
+    /// Events the pass gave another call id in the view.
+    pub renamed: Vec<String>,
 }
 
 impl PassReport {
@@ -108,7 +111,10 @@ impl PassReport {
 
     /// Whether the pass changed anything.
     pub fn changed(&self) -> bool {
-        !(self.added.is_empty() && self.removed.is_empty() && self.moved.is_empty())
+        !(self.added.is_empty()
+            && self.removed.is_empty()
+            && self.moved.is_empty()
+            && self.renamed.is_empty())
     }
 }
 
@@ -239,13 +245,22 @@ fn remove_flagged(events: &mut Vec<Event>, remove: &[bool]) -> Vec<String> {
     removed
 }
 
-/// A call id used by more than one call keeps its first call and the first
-/// result after that call; later calls with the id are removed, and so are
-/// the id's other results after the first call (each later call goes
-/// together with its result). Results before the first call are left to
-/// [`remove_orphan_results`].
+/// A call reusing the id of an answered call goes by an id of its own, and
+/// so do its results ([`CallIds`]). Then a call id still used by more than
+/// one call (a copy of a call still waiting) keeps its first call and the
+/// first result after that call; later calls with the id are removed, and
+/// so are the id's other results after the first call (each later call
+/// goes together with its result). Results before the first call are left
+/// to [`remove_orphan_results`].
 pub fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("resolve_duplicate_call_ids");
+    let mut ids = CallIds::default();
+    for event in events.iter_mut() {
+        if let Some(view_id) = ids.view_id(event) {
+            event.tool_call_id = Some(view_id);
+            report.renamed.push(event.id.clone());
+        }
+    }
     let mut calls: HashMap<&str, u32> = HashMap::new();
     for event in events.iter() {
         if role(event) == Role::Call {
@@ -685,7 +700,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reused_call_id_keeps_the_first_call_and_its_first_result() {
+    fn a_call_id_reused_after_its_result_names_a_new_call() {
         let mut events = vec![
             user("u1"),
             call("e1", "c1"),
@@ -697,10 +712,36 @@ mod tests {
             user("u3"),
         ];
         let report = resolve_duplicate_call_ids(&mut events);
-        assert_eq!(report.removed, strings(&["e2", "r2"]));
-        assert_eq!(ids(&events), ["u1", "e1", "r1", "u2", "a2", "u3"]);
+        assert_eq!(report.renamed, strings(&["e2", "r2"]));
+        assert!(report.removed.is_empty());
+        assert_eq!(
+            ids(&events),
+            ["u1", "e1", "r1", "u2", "a2", "e2", "r2", "u3"]
+        );
+        let call_ids: Vec<&str> = events
+            .iter()
+            .filter_map(|e| e.tool_call_id.as_deref())
+            .collect();
+        assert_eq!(call_ids, ["c1", "c1", "c1-2", "c1-2"]);
         assert!(pairs_are_intact(&events));
         assert!(!resolve_duplicate_call_ids(&mut events).changed());
+    }
+
+    #[test]
+    fn a_copy_of_a_waiting_call_goes_with_the_later_results_of_its_id() {
+        let mut events = vec![
+            user("u1"),
+            call("e1", "c1"),
+            call("e2", "c1"),
+            result("r1", "c1"),
+            result("r2", "c1"),
+            user("u2"),
+        ];
+        let report = resolve_duplicate_call_ids(&mut events);
+        assert_eq!(report.removed, strings(&["e2", "r2"]));
+        assert!(report.renamed.is_empty());
+        assert_eq!(ids(&events), ["u1", "e1", "r1", "u2"]);
+        assert!(pairs_are_intact(&events));
     }
 
     #[test]
@@ -834,10 +875,19 @@ mod tests {
                 "ensure_call_results_present"
             ]
         );
-        assert_eq!(reports[0].removed, strings(&["e3", "r2b"]));
+        assert_eq!(reports[0].renamed, strings(&["e3", "r2b"]));
         assert_eq!(
             ids(&events),
-            ["u1", "e1", "e2", "r2", "synthetic-aborted-c1", "u2"]
+            [
+                "u1",
+                "e1",
+                "e2",
+                "r2",
+                "synthetic-aborted-c1",
+                "u2",
+                "e3",
+                "r2b"
+            ]
         );
         let once = events.clone();
         assert!(normalize_pairs(&mut events).is_empty());

@@ -32,6 +32,9 @@ pub enum Action {
         added: usize,
         removed: usize,
         moved: usize,
+        /// Calls and results given an id of their own (a reused call id).
+        #[serde(skip_serializing_if = "is_zero")]
+        renamed: usize,
     },
     /// Large tool results were cut to a per-result budget.
     ResultsBudgeted { results: usize, tokens_saved: u64 },
@@ -72,6 +75,10 @@ impl Action {
             | Action::CompactionWouldRun => 0,
         }
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a tier works with.
@@ -130,6 +137,7 @@ pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Acti
             added: r.added.len(),
             removed: r.removed.len(),
             moved: r.moved.len(),
+            renamed: r.renamed.len(),
         })
         .collect()
 }

@@ -394,7 +394,7 @@ fn turn_event(turn: &Turn, ts: f64, is_user: bool) -> Event {
     event.ts = ts;
     event
         .extra
-        .insert("name".into(), Value::String(turn.speaker.clone()));
+        .insert("name", Value::String(turn.speaker.clone()));
     event
 }
 

@@ -13,17 +13,19 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
             continue;
         }
         imported.records += 1;
-        match serde_json::from_str::<Event>(line) {
+        match serde_json::from_str::<Event>(line)
+            .map_err(|e| format!("not an event: {e}"))
+            .and_then(|mut event| {
+                super::keep_too_deep_values_as_text(&mut event);
+                event.validate().map(|()| event)
+            }) {
             Ok(mut event) => {
                 if event.id.is_empty() {
                     event.id = stable_id("ev", index + 1, line);
                 }
                 imported.events.push(event);
             }
-            Err(e) => imported.skipped.push(Skipped {
-                line: index + 1,
-                reason: format!("not an event: {e}"),
-            }),
+            Err(reason) => imported.skipped.push(Skipped::malformed(index + 1, reason)),
         }
     }
     Ok(imported)
@@ -42,6 +44,18 @@ mod tests {
         assert_eq!(imported.events[1].trace_type, TraceType::Assistant);
         assert_eq!(imported.skipped.len(), 1);
         assert_eq!(imported.skipped[0].line, 2);
+    }
+
+    /// An event a session would refuse (here a result naming no call) is
+    /// left out on its own, not with the whole chunk it is stored in.
+    #[test]
+    fn an_invalid_event_is_left_out_with_its_line() {
+        let text = "{\"trace_type\":\"user\",\"content\":\"a\"}\n{\"trace_type\":\"tool_result\",\"content\":\"orphan\"}\n";
+        let imported = parse(text).unwrap();
+        assert_eq!(imported.events.len(), 1);
+        assert_eq!(imported.skipped[0].line, 2);
+        assert_eq!(imported.skipped[0].kind, crate::import::SkipKind::Malformed);
+        assert!(imported.skipped[0].reason.contains("tool_call_id"));
     }
 
     #[test]

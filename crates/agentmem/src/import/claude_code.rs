@@ -81,7 +81,9 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         let record = match parsed {
             Ok(record) => record,
             Err(reason) => {
-                skip(&mut imported, *line_no, reason.clone());
+                imported
+                    .skipped
+                    .push(Skipped::malformed(*line_no, reason.clone()));
                 continue;
             }
         };
@@ -267,10 +269,7 @@ impl Line<'_> {
 }
 
 fn skip(imported: &mut Imported, line: usize, reason: impl Into<String>) {
-    imported.skipped.push(Skipped {
-        line,
-        reason: reason.into(),
-    });
+    imported.skipped.push(Skipped::left_out(line, reason));
 }
 
 fn import_line(imported: &mut Imported, line: &Line<'_>) {

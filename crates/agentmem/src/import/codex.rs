@@ -98,7 +98,11 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         rollout.imported.records += 1;
         let mapped = match parsed {
             Ok(record) => rollout.line(record, position == 0, *line_no),
-            Err(reason) => Err(reason.clone()),
+            Err(reason) => {
+                let skipped = Skipped::malformed(*line_no, reason.clone());
+                rollout.imported.skipped.push(skipped);
+                continue;
+            }
         };
         rollout.record(mapped, *line_no, raw);
     }
@@ -220,7 +224,7 @@ impl Rollout {
                     self.imported.events.push(event);
                 }
             }
-            Err(reason) => self.imported.skipped.push(Skipped { line, reason }),
+            Err(reason) => self.imported.skipped.push(Skipped::left_out(line, reason)),
         }
     }
 
@@ -307,10 +311,10 @@ impl Rollout {
             Some(event) => event.usage = Some(usage),
             None => {
                 if let Some((_, earlier)) = self.pending_usage.replace((usage, line_no)) {
-                    self.imported.skipped.push(Skipped {
-                        line: earlier,
-                        reason: "a token count no model output followed".into(),
-                    });
+                    self.imported.skipped.push(Skipped::left_out(
+                        earlier,
+                        "a token count no model output followed",
+                    ));
                 }
             }
         }
@@ -332,10 +336,10 @@ impl Rollout {
     /// Reports a token count left waiting for output at the end of the file.
     fn finish(mut self) -> Imported {
         if let Some((_, line)) = self.pending_usage.take() {
-            self.imported.skipped.push(Skipped {
+            self.imported.skipped.push(Skipped::left_out(
                 line,
-                reason: "a token count no model output followed".into(),
-            });
+                "a token count no model output followed",
+            ));
         }
         self.imported
     }

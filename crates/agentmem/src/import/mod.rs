@@ -9,6 +9,7 @@
 mod agentmem_events;
 mod claude_code;
 mod codex;
+mod destination;
 mod detect;
 mod openai_messages;
 mod openhands;
@@ -18,9 +19,11 @@ mod swe_agent;
 use std::fmt;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::event::Event;
+use crate::utf8::Decoded;
 
+pub use destination::session_id_for;
 pub use detect::detect_format;
 
 /// A transcript format agentmem can import.
@@ -82,12 +85,82 @@ impl fmt::Display for Format {
     }
 }
 
-/// A record of the source that was not imported, and why.
+/// A record of the source that was not imported as it was written, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
-    /// 1-based line (JSONL) or record index (JSON lists) in the source.
+    /// 1-based line (JSONL, and bytes that are not UTF-8) or record index
+    /// (JSON lists) in the source.
     pub line: usize,
+    pub kind: SkipKind,
     pub reason: String,
+}
+
+impl Skipped {
+    /// A record that is not what its format says, left out.
+    pub fn malformed(line: usize, reason: impl Into<String>) -> Skipped {
+        Skipped {
+            line,
+            kind: SkipKind::Malformed,
+            reason: reason.into(),
+        }
+    }
+
+    /// A well-formed record left out on purpose.
+    pub fn left_out(line: usize, reason: impl Into<String>) -> Skipped {
+        Skipped {
+            line,
+            kind: SkipKind::LeftOut,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What was wrong with a [`Skipped`] record, if anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipKind {
+    /// The source is damaged there: a line that is not UTF-8, not JSON, not
+    /// an object, not a valid event. The record was left out.
+    Malformed,
+    /// Bytes that are not UTF-8 inside a JSON document: left out, the
+    /// document would not parse, so they were read as U+FFFD and the
+    /// record imported with them replaced.
+    Repaired,
+    /// A well-formed record that carries no conversation (a file snapshot,
+    /// a state change, a demonstration) or that was left out on purpose.
+    LeftOut,
+}
+
+impl SkipKind {
+    /// Whether the source was damaged there: something a caller should be
+    /// told went wrong, not a record left out by design.
+    pub fn is_damage(self) -> bool {
+        match self {
+            SkipKind::Malformed | SkipKind::Repaired => true,
+            SkipKind::LeftOut => false,
+        }
+    }
+}
+
+/// How a transcript's text holds its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One record a line: a damaged line costs that record.
+    Lines,
+    /// One JSON document: its lines are not records of their own.
+    Document,
+}
+
+impl Format {
+    fn layout(self, text: &str) -> Layout {
+        match self {
+            Format::Events | Format::ClaudeCode | Format::Codex => Layout::Lines,
+            Format::OpenAiMessages | Format::SweAgent => Layout::Document,
+            Format::OpenHands => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => Layout::Document,
+                Err(_) => Layout::Lines,
+            },
+        }
+    }
 }
 
 /// What an importer made of a transcript.
@@ -102,6 +175,45 @@ pub struct Imported {
     /// Records left out: malformed ones, and kinds that carry no conversation
     /// (file snapshots, state changes), each with the reason.
     pub skipped: Vec<Skipped>,
+}
+
+/// Reads the transcript at `path` and imports it as `format`, or as the
+/// format detected from it. A line that is not UTF-8 costs that line, never
+/// the file: in a transcript of one record a line it is left out, in a JSON
+/// document its bad bytes are read as U+FFFD; either way it is listed in
+/// `skipped` with its line number ([`SkipKind::is_damage`]).
+pub fn read(path: &Path, format: Option<Format>) -> Result<(Format, Imported)> {
+    let bytes = std::fs::read(path).io("read the transcript", path)?;
+    let decoded = Decoded::new(bytes);
+    let format = match format {
+        Some(format) => format,
+        None => detect_format(path, &decoded.text)?,
+    };
+    if decoded.not_utf8.is_empty() {
+        return Ok((format, parse(format, path, &decoded.text)?));
+    }
+    let layout = format.layout(&decoded.text);
+    let text = match layout {
+        Layout::Lines => decoded.without_bad_lines(),
+        Layout::Document => std::borrow::Cow::Borrowed(decoded.text.as_str()),
+    };
+    let mut imported = parse(format, path, &text)?;
+    for bad in &decoded.not_utf8 {
+        let reason = format!("not UTF-8 text ({})", bad.where_bad());
+        imported.skipped.push(match layout {
+            Layout::Lines => {
+                imported.records += 1;
+                Skipped::malformed(bad.line, reason)
+            }
+            Layout::Document => Skipped {
+                line: bad.line,
+                kind: SkipKind::Repaired,
+                reason: format!("{reason}; read with U+FFFD for the bytes that are not"),
+            },
+        });
+    }
+    imported.skipped.sort_by_key(|skipped| skipped.line);
+    Ok((format, imported))
 }
 
 /// Parses `text` (the contents of `path`) as `format`.
@@ -119,7 +231,7 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
         format: format.name().to_owned(),
         message,
     })?;
-    let source = format!("import:{}", format.name());
+    let source = source_of(format);
     for event in &mut imported.events {
         if event.source_event.is_empty() {
             event.source_event.clone_from(&source);
@@ -132,7 +244,7 @@ pub fn parse(format: Format, path: &Path, text: &str) -> Result<Imported> {
 /// A transcript's values are kept whatever their depth: one that nests
 /// deeper than [`crate::json::MAX_NESTING`] is kept as its JSON text, which
 /// ingest accepts, rather than refused with the whole file.
-fn keep_too_deep_values_as_text(event: &mut Event) {
+pub(crate) fn keep_too_deep_values_as_text(event: &mut Event) {
     let as_text_if_too_deep = |value: &mut serde_json::Value| {
         if crate::json::nesting(value) > crate::json::MAX_NESTING {
             *value = serde_json::Value::String(value.to_string());
@@ -145,8 +257,21 @@ fn keep_too_deep_values_as_text(event: &mut Event) {
     ]
     .into_iter()
     .flatten()
-    .chain(event.extra.values_mut())
     .for_each(as_text_if_too_deep);
+    let too_deep: Vec<(String, String)> = event
+        .extra
+        .iter()
+        .filter(|(_, raw)| crate::json::text_nesting(raw.get()) > crate::json::MAX_NESTING)
+        .map(|(key, raw)| (key.to_owned(), raw.get().to_owned()))
+        .collect();
+    for (key, text) in too_deep {
+        event.extra.insert(key, serde_json::Value::String(text));
+    }
+}
+
+/// The `source_event` of the events imported from `format`.
+pub(crate) fn source_of(format: Format) -> String {
+    format!("import:{}", format.name())
 }
 
 /// One line of a JSONL transcript as the object it must be, or why it is not.

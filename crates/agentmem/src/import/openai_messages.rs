@@ -51,10 +51,10 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
                     .events
                     .push(Event::tool_result(call_id, content).with_id(id(0)));
             }
-            other => imported.skipped.push(Skipped {
-                line: position,
-                reason: format!("unknown role {other:?}"),
-            }),
+            other => imported.skipped.push(Skipped::malformed(
+                position,
+                format!("unknown role {other:?}"),
+            )),
         }
     }
     Ok(imported)

@@ -191,19 +191,17 @@ impl Stream {
 
     fn event(&mut self, position: usize, record: &Value) {
         self.imported.records += 1;
-        let mapped = match record.as_object() {
-            Some(map) => {
-                let source = Source::new(map, position, record);
-                self.map_event(&source).map(|events| (source, events))
-            }
-            None => Err("not a JSON object".into()),
+        let Some(map) = record.as_object() else {
+            let skipped = Skipped::malformed(position, "not a JSON object");
+            return self.imported.skipped.push(skipped);
         };
-        match mapped {
-            Ok((source, events)) => self.push(&source, events),
-            Err(reason) => self.imported.skipped.push(Skipped {
-                line: position,
-                reason,
-            }),
+        let source = Source::new(map, position, record);
+        match self.map_event(&source) {
+            Ok(events) => self.push(&source, events),
+            Err(reason) => self
+                .imported
+                .skipped
+                .push(Skipped::left_out(position, reason)),
         }
     }
 

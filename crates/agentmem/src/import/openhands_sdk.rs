@@ -95,10 +95,9 @@ pub(super) fn parse_jsonl(text: &str) -> Imported {
             Ok(record) => import_record(&mut imported, index + 1, &record),
             Err(e) => {
                 imported.records += 1;
-                imported.skipped.push(Skipped {
-                    line: index + 1,
-                    reason: format!("not JSON: {e}"),
-                });
+                imported
+                    .skipped
+                    .push(Skipped::malformed(index + 1, format!("not JSON: {e}")));
             }
         }
     }
@@ -107,19 +106,14 @@ pub(super) fn parse_jsonl(text: &str) -> Imported {
 
 fn import_record(imported: &mut Imported, position: usize, record: &Value) {
     imported.records += 1;
-    let mapped = match record.as_object() {
-        Some(map) => {
-            let source = Source::new(map, position, record);
-            map_event(&source).map(|events| source.stamp(events))
-        }
-        None => Err("not a JSON object".into()),
+    let Some(map) = record.as_object() else {
+        let skipped = Skipped::malformed(position, "not a JSON object");
+        return imported.skipped.push(skipped);
     };
-    match mapped {
+    let source = Source::new(map, position, record);
+    match map_event(&source).map(|events| source.stamp(events)) {
         Ok(events) => imported.events.extend(events),
-        Err(reason) => imported.skipped.push(Skipped {
-            line: position,
-            reason,
-        }),
+        Err(reason) => imported.skipped.push(Skipped::left_out(position, reason)),
     }
 }
 

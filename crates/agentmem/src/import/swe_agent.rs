@@ -42,7 +42,7 @@
 use serde_json::{json, Map, Value};
 
 use super::openai_messages::{content_text, parse_arguments};
-use super::{stable_id, Imported, Skipped};
+use super::{stable_id, Imported, SkipKind, Skipped};
 use crate::event::Event;
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
@@ -109,13 +109,13 @@ fn skip_attempts(imported: &mut Imported, attempts: &[Value], chosen: Option<u64
             continue;
         }
         imported.records += 1;
-        imported.skipped.push(Skipped {
-            line: index + 1,
-            reason: format!(
+        imported.skipped.push(Skipped::left_out(
+            index + 1,
+            format!(
                 "attempt {} of a retry loop, not the run imported; to import it, save it as a trajectory file of its own",
                 index + 1
             ),
-        });
+        ));
     }
 }
 
@@ -159,10 +159,7 @@ impl History {
                     entry,
                     events,
                 ),
-                Err(reason) => self.imported.skipped.push(Skipped {
-                    line: index + 1,
-                    reason,
-                }),
+                Err(skip) => self.imported.skipped.push(skip.at(index + 1)),
             }
         }
         self.trailing_steps(steps);
@@ -181,12 +178,12 @@ impl History {
                 return;
             };
             if !self.lines_up(last) {
-                self.imported.skipped.push(Skipped {
-                    line: answered,
-                    reason: format!(
+                self.imported.skipped.push(Skipped::left_out(
+                    answered,
+                    format!(
                         "trajectory steps after step {answered} left out: that step does not take the history's last action, so which steps the history lacks is unknown"
                     ),
-                });
+                ));
                 return;
             }
             self.answer_pending(answered, last);
@@ -199,10 +196,11 @@ impl History {
                     let prefix = format!("swe-step-{}", index + 1);
                     push_events(&mut self.imported, &prefix, step, events)
                 }
-                Err(reason) => self.imported.skipped.push(Skipped {
-                    line: index + 1,
-                    reason: format!("trajectory step {}: {reason}", index + 1),
-                }),
+                Err(skip) => {
+                    let mut skipped = skip.at(index + 1);
+                    skipped.reason = format!("trajectory step {}: {}", index + 1, skipped.reason);
+                    self.imported.skipped.push(skipped);
+                }
             }
         }
     }
@@ -233,21 +231,25 @@ impl History {
         );
     }
 
-    /// The events of one history entry, or the reason it was left out.
-    fn entry(&mut self, entry: &Value) -> Result<Vec<Event>, String> {
-        let entry = entry.as_object().ok_or("not a JSON object")?;
+    /// The events of one history entry, or why it was left out.
+    fn entry(&mut self, entry: &Value) -> Result<Vec<Event>, Skip> {
+        let entry = entry
+            .as_object()
+            .ok_or(Skip::malformed("not a JSON object"))?;
         if is_demonstration(entry) {
-            return Err(
-                "a demonstration (a worked example from the agent's config, not this run)".into(),
-            );
+            return Err(Skip::left_out(
+                "a demonstration (a worked example from the agent's config, not this run)",
+            ));
         }
         let text = content_text(entry.get("content"));
         match str_of(entry, "role") {
             "system" => Ok(vec![Event::system(text)]),
             "user" => Ok(vec![self.user(entry, text)]),
-            "assistant" => self.assistant(entry, text),
-            "tool" => Ok(vec![self.tool_observation(entry, text)?]),
-            other => Err(format!("unknown role {other:?}")),
+            "assistant" => self.assistant(entry, text).map_err(Skip::malformed),
+            "tool" => Ok(vec![self
+                .tool_observation(entry, text)
+                .map_err(Skip::left_out)?]),
+            other => Err(Skip::malformed(format!("unknown role {other:?}"))),
         }
     }
 
@@ -407,18 +409,36 @@ fn from_trajectory(steps: &[Value], root: &Map<String, Value>) -> Imported {
         imported.records += 1;
         match step_events(step, format!("swe-call-{}", index + 1)) {
             Ok(events) => push_events(&mut imported, &format!("swe-{}", index + 1), step, events),
-            Err(reason) => imported.skipped.push(Skipped {
-                line: index + 1,
-                reason,
-            }),
+            Err(skip) => imported.skipped.push(skip.at(index + 1)),
         }
     }
     imported
 }
 
+/// Why a record was left out, before its position is known: call it with
+/// the position to make the [`Skipped`] entry.
+struct Skip(SkipKind, String);
+
+impl Skip {
+    fn malformed(reason: impl Into<String>) -> Skip {
+        Skip(SkipKind::Malformed, reason.into())
+    }
+
+    fn left_out(reason: impl Into<String>) -> Skip {
+        Skip(SkipKind::LeftOut, reason.into())
+    }
+
+    fn at(self, line: usize) -> Skipped {
+        let Skip(kind, reason) = self;
+        Skipped { line, kind, reason }
+    }
+}
+
 /// One step: the thought, the action as call `call_id`, the observation as its result.
-fn step_events(step: &Value, call_id: String) -> Result<Vec<Event>, String> {
-    let step = step.as_object().ok_or("not a JSON object")?;
+fn step_events(step: &Value, call_id: String) -> Result<Vec<Event>, Skip> {
+    let step = step
+        .as_object()
+        .ok_or(Skip::malformed("not a JSON object"))?;
     let thought = match str_of(step, "thought") {
         "" => str_of(step, "response"),
         thought => thought,
@@ -433,7 +453,9 @@ fn step_events(step: &Value, call_id: String) -> Result<Vec<Event>, String> {
         events.push(Event::tool_result(call_id, str_of(step, "observation")));
     }
     if events.is_empty() {
-        return Err("a step with neither a thought nor an action".into());
+        return Err(Skip::left_out(
+            "a step with neither a thought nor an action",
+        ));
     }
     Ok(events)
 }

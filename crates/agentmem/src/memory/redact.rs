@@ -411,9 +411,19 @@ pub fn redact_event(mut event: Event, policy: RedactionPolicy) -> Event {
     if let Some(update) = working_memory {
         redact_strings(&mut update.patch.patch, policy);
     }
-    extra
-        .values_mut()
-        .for_each(|value| redact_strings(value, policy));
+    let redacted: Vec<(String, Value)> = extra
+        .iter()
+        .filter_map(|(key, raw)| {
+            let mut value: Value = serde_json::from_str(raw.get()).ok()?;
+            let before = value.clone();
+            redact_strings(&mut value, policy);
+            // A field with nothing to hide keeps its text as written.
+            (value != before).then(|| (key.to_owned(), value))
+        })
+        .collect();
+    for (key, value) in redacted {
+        extra.insert(key, value);
+    }
     event
 }
 

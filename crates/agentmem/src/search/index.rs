@@ -701,7 +701,7 @@ impl HistoryIndex {
                         Role::of(event.trace_type).as_str(),
                         event.ts,
                         EVENT_SALIENCE,
-                        speaker(event).unwrap_or(""),
+                        speaker(event).unwrap_or_default(),
                         text,
                     ])
                     .map_err(fail)?;
@@ -860,9 +860,10 @@ pub fn indexed_text(event: &Event) -> String {
                 event.content
             )
         }
-        TraceType::ToolResult => match &event.tool_error {
-            Some(error) => format!("{}\n{error}", event.content),
-            None => event.content.clone(),
+        TraceType::ToolResult => match (&event.tool_error, event.content.is_empty()) {
+            (Some(error), false) => format!("{}\n{error}", event.content),
+            // Without content, the text names the error itself.
+            (Some(_) | None, true) | (None, false) => event.text().into_owned(),
         },
         TraceType::User
         | TraceType::Assistant
@@ -878,8 +879,11 @@ pub fn indexed_text(event: &Event) -> String {
 }
 
 /// The speaker's name an event carries, if any (`name`, as in OpenAI messages).
-pub fn speaker(event: &Event) -> Option<&str> {
-    event.extra.get("name").and_then(|v| v.as_str())
+pub fn speaker(event: &Event) -> Option<String> {
+    match event.extra.get("name")? {
+        serde_json::Value::String(name) => Some(name),
+        _ => None,
+    }
 }
 
 fn head_and_tail(text: String, max_bytes: usize) -> String {

@@ -462,6 +462,12 @@ impl Session {
         tool_interactions(self.events.iter().map(|e| &**e))
     }
 
+    /// Whether this handle writes the session (holds its lock), rather than
+    /// reading it.
+    pub fn is_writer(&self) -> bool {
+        self.writer.is_some()
+    }
+
     /// What was repaired or skipped when the session was opened.
     pub fn recoveries(&self) -> &[Recovery] {
         &self.recoveries
@@ -646,16 +652,14 @@ impl Session {
             // cuts what the model sees.
             let nameable =
                 crate::id::validate_path_id(crate::id::IdKind::ToolCall, &call_id).is_ok();
+            let text = event.text();
             if nameable
-                && guard::should_evict(
-                    &event.content,
-                    &self.settings.guard,
-                    Encoding::default().tokenizer(),
-                )
+                && guard::should_evict(&text, &self.settings.guard, Encoding::default().tokenizer())
             {
-                guard::write_evicted(&self.paths.evicted(), &call_id, &event.content)?;
-                event.tool_result_ref =
-                    Some(format!("{}/{call_id}.txt", crate::store::EVICTED_DIR));
+                let dir = self.paths.evicted();
+                let name = guard::unused_evicted_name(&dir, &call_id)?;
+                guard::write_evicted(&dir, &name, &text)?;
+                event.tool_result_ref = Some(format!("{}/{name}.txt", crate::store::EVICTED_DIR));
                 evicted += 1;
             }
         }

@@ -283,8 +283,8 @@ fn write_event(out: &mut Vec<u8>, event: &Event) {
     fields.optional_small("usage", usage);
     fields.optional_value("opaque", opaque);
     fields.optional_small("working_memory", working_memory);
-    for (key, value) in extra {
-        fields.value(key, value);
+    for (key, raw) in extra.iter() {
+        fields.raw(key, raw);
     }
     fields.close();
 }
@@ -329,6 +329,12 @@ impl<'out> Fields<'out> {
     fn value(&mut self, key: &str, value: &serde_json::Value) {
         self.key(key);
         json::write_value(self.out, value);
+    }
+
+    /// A value kept as JSON text: written as it is.
+    fn raw(&mut self, key: &str, raw: &serde_json::value::RawValue) {
+        self.key(key);
+        self.out.extend_from_slice(raw.get().as_bytes());
     }
 
     fn small<T: serde::Serialize + ?Sized>(&mut self, key: &str, value: &T) {
@@ -736,6 +742,32 @@ mod tests {
             let line = String::from_utf8(encode_lines(std::slice::from_ref(&event))).unwrap();
             proptest::prop_assert_eq!(line, expected);
         }
+    }
+
+    /// Unknown fields go back out as they came: a number beyond 64 bits, a
+    /// float's every digit, nested ones too (whitespace aside).
+    #[test]
+    fn unknown_fields_are_written_back_as_they_were_written() {
+        let fields = r#""vendor":123456789012345678901234567890,"nested":{"n":-18446744073709551617,"f":1.00000000000000000001,"e":1E400},"list":[1.50,2e-5]"#;
+        let line = format!(
+            r#"{{"id":"ev-1","ts":1.5,"turn_id":"turn_0001","seq":1,"trace_type":"user","content":"hi","source_event":"ingest",{fields}}}"#
+        );
+        let event: Event = serde_json::from_str(&line).unwrap();
+        let written = String::from_utf8(encode_lines(std::slice::from_ref(&event))).unwrap();
+        for field in [
+            r#""vendor":123456789012345678901234567890"#,
+            r#""nested":{"n":-18446744073709551617,"f":1.00000000000000000001,"e":1E400}"#,
+            r#""list":[1.50,2e-5]"#,
+        ] {
+            assert!(written.contains(field), "{field} in {written}");
+        }
+        assert_eq!(written, serde_json::to_string(&event).unwrap() + "\n");
+        let spaced: Event = serde_json::from_str(r#"{"trace_type":"user", "vendor": { "n" : 123456789012345678901234567890 , "s": "a b" }}"#).unwrap();
+        let written = String::from_utf8(encode_lines(&[spaced])).unwrap();
+        assert!(
+            written.contains(r#""vendor":{"n":123456789012345678901234567890,"s":"a b"}"#),
+            "{written}"
+        );
     }
 
     #[test]

@@ -417,10 +417,32 @@ impl Store {
         self.remove_abandoned_staging(agent)?;
         let paths = self.existing(agent, id)?;
         let _lock = lock::SessionLock::acquire(&paths.dir, id.as_str())?;
-        let doomed = paths
-            .dir
-            .with_file_name(format!(".deleted-{}-{}", id, std::process::id()));
-        fs::rename(&paths.dir, &doomed).io("move aside", &paths.dir)?;
+        self.remove_files(agent, id)
+    }
+
+    /// Deletes `session` if it holds no event, as a writer that made it for
+    /// an input with no event in it does: no empty session is left behind.
+    /// Its lock is held until its files are gone, so no other writer can
+    /// add an event meanwhile. Says whether it was deleted; a session with
+    /// events, or open read-only, is closed and kept.
+    pub fn discard_if_empty(&self, agent: &AgentId, session: Session) -> Result<bool> {
+        let id = session.id().clone();
+        let empty = session.current_meta().events == 0 && session.events().is_empty();
+        if !(empty && session.is_writer()) {
+            session.close()?;
+            return Ok(false);
+        }
+        self.remove_files(agent, &id)?;
+        drop(session);
+        Ok(true)
+    }
+
+    /// Removes a session's folder: moved aside first, so a crash leaves no
+    /// half-deleted session under its name.
+    fn remove_files(&self, agent: &AgentId, id: &SessionId) -> Result<()> {
+        let dir = self.session_paths(agent, id).dir;
+        let doomed = dir.with_file_name(format!(".deleted-{}-{}", id, std::process::id()));
+        fs::rename(&dir, &doomed).io("move aside", &dir)?;
         atomic::sync_dir(&self.sessions_dir(agent))?;
         fs::remove_dir_all(&doomed).io("delete", &doomed)?;
         // The index forgets the session now, or at the next search if this fails.
