@@ -642,6 +642,26 @@ mod tests {
         assert_eq!(read_log(&path).unwrap().events.len(), 3);
     }
 
+    /// A time reads back as the number written, to the last bit, so a line
+    /// encoded again (a fork, a compaction, an export) is the same line.
+    #[test]
+    fn every_time_reads_back_as_the_number_written() {
+        for ts in [
+            1_768_499_120.623_000_1,
+            1_700_000_000.125,
+            0.1,
+            1e-7,
+            2.5e15,
+        ] {
+            let mut event = Event::user("x").with_id("e");
+            event.ts = ts;
+            let line = encode_lines([&event]);
+            let read = parse_log(&line).events;
+            assert_eq!(read[0].ts.to_bits(), ts.to_bits(), "{ts}");
+            assert_eq!(encode_lines(&read), line);
+        }
+    }
+
     /// What the indexer is handed: the bytes the latest append added, under
     /// every durability.
     #[test]
