@@ -283,7 +283,7 @@ fn fork_then_append_to_both_sides() {
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../agentmem/tests/fixtures/import")
+        .join("../agentmem-import/tests/fixtures")
         .join(name)
 }
 

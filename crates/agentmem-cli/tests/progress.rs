@@ -13,7 +13,7 @@ fn fixture(path: &str) -> PathBuf {
 }
 
 fn transcript() -> PathBuf {
-    fixture("../agentmem/tests/fixtures/import/claude-code-turn-2.jsonl")
+    fixture("../agentmem-import/tests/fixtures/claude-code-turn-2.jsonl")
 }
 
 fn locomo() -> PathBuf {

@@ -113,7 +113,6 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::InvalidEvent { .. }
         | EngineError::BadLine { .. }
         | EngineError::BadInput { .. }
-        | EngineError::UnknownFormat { .. }
         | EngineError::NotAnOverflow { .. }
         | EngineError::OverflowUnrecoverable { .. }
         | EngineError::MemoryEdit { .. }

@@ -27,7 +27,6 @@ pub mod event;
 pub mod export;
 pub mod hash;
 pub mod id;
-pub mod import;
 pub mod json;
 pub mod memory;
 pub mod message;
@@ -43,7 +42,6 @@ pub mod tokens;
 pub mod tool_interaction;
 pub mod transcript;
 pub mod turn;
-pub mod utf8;
 pub mod working;
 
 pub use config::{Config, Durability};

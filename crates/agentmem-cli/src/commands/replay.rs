@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
-use agentmem::import;
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
+use agentmem_import as import;
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::Value;

@@ -29,12 +29,13 @@
 //! the extra events of one source event (`-thought`, `-thinking-<n>`,
 //! `-reasoning`).
 
+use agentmem::event::{Event, Media, TraceType};
 use serde_json::{Map, Value};
 
-use super::openai_messages::content_text;
-use super::openhands::{timestamp, Source};
-use super::{Imported, Skipped};
-use crate::event::{Event, Media, TraceType};
+use super::source::{timestamp, Source};
+use crate::formats::openai_messages::content_text;
+use crate::imported::{Imported, Skipped};
+use crate::record::verbatim_reasoning;
 
 /// The `kind` values of the SDK's events, which tell its logs apart.
 const KINDS: [&str; 14] = [
@@ -59,7 +60,7 @@ const KINDS: [&str; 14] = [
 type Mapped = Result<Vec<(String, Event)>, String>;
 
 /// Whether `map` is an SDK event: its `kind` is one the SDK writes.
-pub(super) fn is_sdk_event(map: &Map<String, Value>) -> bool {
+pub(crate) fn is_sdk_event(map: &Map<String, Value>) -> bool {
     map.get("kind")
         .and_then(Value::as_str)
         .is_some_and(|kind| KINDS.contains(&kind))
@@ -271,7 +272,7 @@ fn action(source: &Source<'_>) -> Mapped {
 /// the SDK's action class rather than an argument.
 fn call_arguments(map: &Map<String, Value>) -> Value {
     let from_model = match map.get("tool_call").and_then(|call| call.get("arguments")) {
-        Some(Value::String(arguments)) => crate::json::parse_within_nesting(arguments),
+        Some(Value::String(arguments)) => agentmem::json::parse_within_nesting(arguments),
         Some(arguments @ Value::Object(_)) => Some(arguments.clone()),
         _ => None,
     };
@@ -357,7 +358,7 @@ fn reasoning_events(map: &Map<String, Value>) -> Vec<(String, Event)> {
             .enumerate()
             .map(|(index, block)| {
                 let text = block.get("thinking").and_then(Value::as_str);
-                let event = super::verbatim_reasoning(text.unwrap_or_default(), block);
+                let event = verbatim_reasoning(text.unwrap_or_default(), block);
                 (format!("-thinking-{index}"), event)
             })
             .collect();
@@ -367,10 +368,7 @@ fn reasoning_events(map: &Map<String, Value>) -> Vec<(String, Event)> {
         .filter(|item| item.is_object())
     {
         let summary = content_text(item.get("summary"));
-        return vec![(
-            "-reasoning".into(),
-            super::verbatim_reasoning(&summary, item),
-        )];
+        return vec![("-reasoning".into(), verbatim_reasoning(&summary, item))];
     }
     match map.get("reasoning_content").and_then(Value::as_str) {
         Some(text) if !text.trim().is_empty() => {
@@ -397,9 +395,9 @@ fn image_media(parts: &[Value]) -> Option<Media> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::parse;
     use super::*;
-    use crate::import::openhands::parse;
-    use crate::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
 
     fn kinds(imported: &Imported) -> Vec<TraceType> {
         imported.events.iter().map(|e| e.trace_type).collect()

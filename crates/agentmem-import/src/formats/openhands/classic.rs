@@ -1,10 +1,5 @@
-//! OpenHands event streams: a JSON list of events, or an object holding one
-//! under `events`, `trajectory` or `history`.
-//!
-//! Logs of the agent SDK ("V1": events told apart by a `kind` such as
-//! `ActionEvent`, as a JSON list or one event per line) are handed to
-//! [`openhands_sdk`](super::openhands_sdk); the rest of this module reads the
-//! classic events.
+//! Classic OpenHands events (before the agent SDK): a list of actions and
+//! observations.
 //!
 //! Old OpenDevin histories hold `[action, observation]` pairs instead of
 //! events: the pairs are flattened, and an observation naming no `cause`
@@ -47,10 +42,11 @@
 
 use std::collections::HashMap;
 
+use agentmem::event::{Event, Media, TraceType, Usage};
 use serde_json::{Map, Value};
 
-use super::{openhands_sdk, stable_id, Imported, Skipped};
-use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage};
+use super::source::{id_key, timestamp, Source};
+use crate::imported::{Imported, Skipped};
 
 /// The events made from one OpenHands event, in order, each with the suffix
 /// its id takes after `oh-<id>` (`""` for the main event, `"-thought"` for an
@@ -60,30 +56,9 @@ type Mapped = Result<Vec<(&'static str, Event)>, String>;
 /// The id suffix of the result given to a `finish` call.
 const FINISH_RESULT: &str = "-result";
 
-pub(super) fn parse(text: &str) -> Result<Imported, String> {
-    let root: Value = match serde_json::from_str(text) {
-        Ok(root) => root,
-        Err(_) if openhands_sdk::is_sdk_jsonl(text) => return Ok(openhands_sdk::parse_jsonl(text)),
-        Err(e) => {
-            return Err(format!(
-            "not JSON: {e} (nor JSONL of OpenHands SDK events, one object with a \"kind\" a line)"
-        ))
-        }
-    };
-    // One SDK event alone: a one-line JSONL file, or an event saved on its own.
-    if root.as_object().is_some_and(openhands_sdk::is_sdk_event) {
-        return Ok(openhands_sdk::parse_list(std::slice::from_ref(&root)));
-    }
-    let events = event_list(&root).ok_or(
-        "expected a list of OpenHands events, or an object with one under \"events\", \"trajectory\" or \"history\"",
-    )?;
-    if events
-        .iter()
-        .filter_map(Value::as_object)
-        .any(openhands_sdk::is_sdk_event)
-    {
-        return Ok(openhands_sdk::parse_list(events));
-    }
+/// A list of classic events (or of OpenDevin's `[action, observation]`
+/// pairs); skipped records are counted from 1 by position in the flattened list.
+pub(super) fn parse_events(events: &[Value]) -> Imported {
     let mut stream = Stream::default();
     let mut position = 0;
     for item in events {
@@ -95,39 +70,11 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
             }
         }
     }
-    Ok(stream.imported)
+    stream.imported
 }
 
-fn event_list(root: &Value) -> Option<&Vec<Value>> {
-    match root {
-        Value::Array(list) => Some(list),
-        Value::Object(map) => ["events", "trajectory", "history"]
-            .iter()
-            .find_map(|key| map.get(*key).and_then(Value::as_array)),
-        _ => None,
-    }
-}
-
-/// One source event and what its events share.
-pub(super) struct Source<'a> {
-    pub(super) map: &'a Map<String, Value>,
-    /// `oh-<id>`, or a stable id when the event has none.
-    pub(super) base_id: String,
-}
-
+/// What the classic events read of a source event beyond the shared accessors.
 impl<'a> Source<'a> {
-    pub(super) fn new(map: &'a Map<String, Value>, position: usize, record: &Value) -> Self {
-        let base_id = base_id(map, position, record);
-        Source { map, base_id }
-    }
-
-    pub(super) fn text(&self, key: &str) -> &'a str {
-        self.map
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    }
-
     fn args(&self) -> Option<&'a Map<String, Value>> {
         self.map.get("args").and_then(Value::as_object)
     }
@@ -154,14 +101,6 @@ impl<'a> Source<'a> {
     fn ts(&self) -> f64 {
         timestamp(self.text("timestamp"))
     }
-}
-
-/// An OpenHands timestamp; without a zone (`2024-11-05T12:34:56.789012`, as
-/// OpenHands writes them) it is read as UTC. `0.0` when there is none.
-pub(super) fn timestamp(text: &str) -> f64 {
-    parse_rfc3339(text)
-        .or_else(|| parse_rfc3339(&format!("{text}Z")))
-        .unwrap_or(0.0)
 }
 
 /// Import state carried from event to event.
@@ -351,7 +290,7 @@ fn model_arguments(map: &Map<String, Value>, call_id: &str) -> Option<Value> {
         .find(|call| call.get("id").and_then(Value::as_str) == Some(call_id))?
         .get("function")?;
     match function.get("arguments")? {
-        Value::String(arguments) => crate::json::parse_within_nesting(arguments),
+        Value::String(arguments) => agentmem::json::parse_within_nesting(arguments),
         arguments @ Value::Object(_) => Some(arguments.clone()),
         _ => None,
     }
@@ -497,28 +436,11 @@ fn response_usage(response: &Value) -> Option<Usage> {
     })
 }
 
-/// `oh-<id>` for an event with an id (either format), else a stable id of
-/// the record at `position`: what the ids of its events start with.
-fn base_id(map: &Map<String, Value>, position: usize, record: &Value) -> String {
-    match map.get("id").and_then(id_key) {
-        Some(id) => format!("oh-{id}"),
-        None => stable_id("oh", position, &record.to_string()),
-    }
-}
-
-/// An event id (a number, sometimes a string) as a map key.
-fn id_key(id: &Value) -> Option<String> {
-    match id {
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::parse;
     use super::*;
-    use crate::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
 
     fn kinds(imported: &Imported) -> Vec<TraceType> {
         imported.events.iter().map(|e| e.trace_type).collect()

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::openhands_sdk::is_sdk_event;
-use super::Format;
-use crate::error::{Error, Result};
+use crate::error::ImportError;
+use crate::format::Format;
+use crate::formats::openhands::is_sdk_event;
 
 /// How many items of a list, or parseable lines of a JSONL file, are looked at.
 const SNIFF: usize = 20;
@@ -49,15 +49,15 @@ const CLAUDE_LINE_TYPES: [&str; 4] = ["user", "assistant", "summary", "file-hist
 ///
 /// # Errors
 ///
-/// [`Error::UnknownFormat`] when neither the name nor the contents tell,
+/// [`ImportError::UnknownFormat`] when neither the name nor the contents tell,
 /// naming the formats there are, so the caller can pass one explicitly.
 ///
 /// ```
-/// use agentmem::import::{detect_format, Format};
+/// use agentmem_import::{detect_format, Format};
 /// let line = r#"{"type":"session_meta","payload":{"id":"0199"}}"#;
 /// assert_eq!(detect_format("rollout.jsonl".as_ref(), line).unwrap(), Format::Codex);
 /// ```
-pub fn detect_format(path: &Path, text: &str) -> Result<Format> {
+pub fn detect_format(path: &Path, text: &str) -> Result<Format, ImportError> {
     let is_traj = path
         .extension()
         .and_then(|ext| ext.to_str())
@@ -69,7 +69,7 @@ pub fn detect_format(path: &Path, text: &str) -> Result<Format> {
         .as_ref()
         .and_then(document_format)
         .or_else(|| jsonl_format(text))
-        .ok_or_else(|| Error::UnknownFormat {
+        .ok_or_else(|| ImportError::UnknownFormat {
             path: path.display().to_string(),
             known: Format::names(),
         })

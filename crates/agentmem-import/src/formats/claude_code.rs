@@ -49,14 +49,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
-
-use super::openai_messages::content_text;
-use super::{json_object_line, stable_id, verbatim_reasoning, Imported, Skipped};
-use crate::event::{
+use agentmem::event::{
     parse_rfc3339, Event, Media, TraceType, Usage, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG,
     REPLACES_HISTORY_TAG,
 };
+use serde_json::{Map, Value};
+
+use super::openai_messages::content_text;
+use crate::imported::{Imported, Skipped};
+use crate::record::{json_object_line, stable_id, verbatim_reasoning};
 
 /// The text Claude Code writes as a user message when the user presses Esc.
 const INTERRUPT_MARKER: &str = "[Request interrupted by user";
@@ -249,7 +250,7 @@ impl Line<'_> {
             .and_then(parse_rfc3339)
             .unwrap_or(0.0);
         if self.flag("isSidechain") {
-            event.tags.push(crate::event::SIDECHAIN_TAG.into());
+            event.tags.push(agentmem::event::SIDECHAIN_TAG.into());
         }
         if self.flag("isMeta") {
             event.tags.push("meta".into());
@@ -673,7 +674,7 @@ fn object_or_empty(value: Option<&Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
 
     const SESSION: &str = r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{"trackedFileBackups":{}},"isSnapshotUpdate":false}
 {"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"run the tests"},"uuid":"u1","timestamp":"2025-06-02T18:46:59.937Z","sessionId":"s-1"}
@@ -833,7 +834,7 @@ not json at all
             imported.events[2].content,
             "tool reference: Read\n\nTool loaded."
         );
-        let mut tracker = crate::turn::TurnTracker::default();
+        let mut tracker = agentmem::turn::TurnTracker::default();
         let turns: std::collections::HashSet<String> = imported
             .events
             .into_iter()

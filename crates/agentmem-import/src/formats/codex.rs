@@ -51,11 +51,12 @@
 
 use std::collections::HashMap;
 
+use agentmem::event::{parse_rfc3339, Event, Media, TraceType, Usage, REPLACES_HISTORY_TAG};
 use serde_json::Value;
 
 use super::openai_messages::{content_text, parse_arguments};
-use super::{stable_id, Imported, Skipped};
-use crate::event::{parse_rfc3339, Event, Media, TraceType, Usage, REPLACES_HISTORY_TAG};
+use crate::imported::{Imported, Skipped};
+use crate::record::{json_object_line, stable_id, verbatim_reasoning};
 
 /// User messages starting with these are context Codex injects, not the user
 /// typing: as user events they would open turns the user never started.
@@ -82,13 +83,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         .lines()
         .enumerate()
         .filter(|(_, raw)| !raw.trim().is_empty())
-        .map(|(index, raw)| {
-            (
-                index + 1,
-                raw,
-                super::json_object_line(raw).map(Value::Object),
-            )
-        })
+        .map(|(index, raw)| (index + 1, raw, json_object_line(raw).map(Value::Object)))
         .collect();
     let mut rollout = Rollout {
         echoes: MessageEchoes::of(&lines),
@@ -680,7 +675,7 @@ fn reasoning_event(item: &Value) -> Event {
     if text.is_empty() {
         text = content_text(item.get("content"));
     }
-    super::verbatim_reasoning(&text, item)
+    verbatim_reasoning(&text, item)
 }
 
 fn call_id(item: &Value) -> Result<&str, String> {
@@ -700,7 +695,7 @@ fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
 
     const ROLLOUT: &str = r#"{"timestamp":"2025-09-01T10:00:00.000Z","type":"session_meta","payload":{"id":"0199-abc","cwd":"/home/dev/proj","cli_version":"0.30.0"}}
 {"timestamp":"2025-09-01T10:00:00.010Z","type":"turn_context","payload":{"cwd":"/home/dev/proj","model":"gpt-5-codex"}}

@@ -39,11 +39,12 @@
 //! Trajectories name no session of their own (`source_session_id` is `None`),
 //! and carry no timestamps, so the session stamps the events.
 
+use agentmem::event::Event;
 use serde_json::{json, Map, Value};
 
 use super::openai_messages::{content_text, parse_arguments};
-use super::{stable_id, Imported, SkipKind, Skipped};
-use crate::event::Event;
+use crate::imported::{Imported, SkipKind, Skipped};
+use crate::record::{stable_id, verbatim_reasoning};
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -379,7 +380,7 @@ fn thinking_events(entry: &Map<String, Value>) -> Vec<Event> {
         .filter(|block| block.is_object())
         .map(|block| {
             let text = block.get("thinking").and_then(Value::as_str);
-            super::verbatim_reasoning(text.unwrap_or_default(), block)
+            verbatim_reasoning(text.unwrap_or_default(), block)
         })
         .collect()
 }
@@ -483,8 +484,8 @@ fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::TraceType;
-    use crate::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::event::TraceType;
+    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
 
     fn kinds(imported: &Imported) -> Vec<TraceType> {
         imported.events.iter().map(|e| e.trace_type).collect()
