@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod eval;
 mod output;
 mod plot;
 mod progress;

@@ -17,7 +17,7 @@ fn transcript() -> PathBuf {
 }
 
 fn locomo() -> PathBuf {
-    fixture("../agentmem/tests/fixtures/locomo/mini.json")
+    fixture("tests/fixtures/locomo/mini.json")
 }
 
 fn tiny_model() -> PathBuf {

@@ -48,13 +48,6 @@ pub enum Error {
         message: String,
     },
 
-    #[error("cannot read {path} as {format}: {message}")]
-    BadInput {
-        path: String,
-        format: String,
-        message: String,
-    },
-
     #[error("invalid configuration in {path}: {message}")]
     Config { path: String, message: String },
 

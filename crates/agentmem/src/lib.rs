@@ -22,7 +22,6 @@ pub mod arguments;
 pub mod config;
 pub mod context;
 pub mod error;
-pub mod eval;
 pub mod event;
 pub mod export;
 pub mod hash;
