@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod eval;
+mod measure;
 mod output;
 mod plot;
 mod progress;
