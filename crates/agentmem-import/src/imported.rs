@@ -30,7 +30,7 @@ pub struct Skipped {
 
 impl Skipped {
     /// A record that is not what its format says, left out.
-    pub fn malformed(line: usize, reason: impl Into<String>) -> Skipped {
+    pub(crate) fn malformed(line: usize, reason: impl Into<String>) -> Skipped {
         Skipped {
             line,
             kind: SkipKind::Malformed,
@@ -39,7 +39,7 @@ impl Skipped {
     }
 
     /// A well-formed record left out on purpose.
-    pub fn left_out(line: usize, reason: impl Into<String>) -> Skipped {
+    pub(crate) fn left_out(line: usize, reason: impl Into<String>) -> Skipped {
         Skipped {
             line,
             kind: SkipKind::LeftOut,

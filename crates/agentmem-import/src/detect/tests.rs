@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn detect(name: &str, text: &str) -> Format {

@@ -1,4 +1,3 @@
-
 use super::*;
 use agentmem::event::TraceType;
 use agentmem::tool_interaction::{tool_interactions, ToolStatus};

@@ -1,4 +1,3 @@
-
 use super::super::parse;
 use super::*;
 use agentmem::tool_interaction::{tool_interactions, ToolStatus};
