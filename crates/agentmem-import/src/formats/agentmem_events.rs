@@ -56,7 +56,7 @@ mod tests {
         let imported = parse(text).unwrap();
         assert_eq!(imported.events.len(), 1);
         assert_eq!(imported.skipped[0].line, 2);
-        assert_eq!(imported.skipped[0].kind, crate::SkipKind::Malformed);
+        assert_eq!(imported.skipped[0].kind, crate::imported::SkipKind::Malformed);
         assert!(imported.skipped[0].reason.contains("tool_call_id"));
     }
 
