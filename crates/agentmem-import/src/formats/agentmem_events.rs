@@ -36,6 +36,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::imported::SkipKind;
     use agentmem::event::TraceType;
 
     #[test]
@@ -56,7 +57,7 @@ mod tests {
         let imported = parse(text).unwrap();
         assert_eq!(imported.events.len(), 1);
         assert_eq!(imported.skipped[0].line, 2);
-        assert_eq!(imported.skipped[0].kind, crate::imported::SkipKind::Malformed);
+        assert_eq!(imported.skipped[0].kind, SkipKind::Malformed);
         assert!(imported.skipped[0].reason.contains("tool_call_id"));
     }
 
