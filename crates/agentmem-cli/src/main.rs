@@ -5,6 +5,8 @@
 
 mod cli;
 mod commands;
+mod eval;
+mod measure;
 mod output;
 mod plot;
 mod progress;

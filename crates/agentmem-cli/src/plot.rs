@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use agentmem::context::tiers::Action;
 
-use crate::commands::replay::TurnLine;
+use crate::measure::TurnLine;
 
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 420.0;

@@ -283,7 +283,7 @@ fn fork_then_append_to_both_sides() {
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../agentmem/tests/fixtures/import")
+        .join("../agentmem-import/tests/fixtures")
         .join(name)
 }
 
@@ -1093,8 +1093,7 @@ fn search_an_archived_session_and_recall_for_a_query() {
 #[test]
 fn eval_locomo_reports_recall_beside_both_baselines() {
     let dir = tempfile::tempdir().unwrap();
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentmem/tests/fixtures/locomo/mini.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locomo/mini.json");
     let report: Value = serde_json::from_slice(
         &run_ok(
             agentmem(dir.path())

@@ -13,11 +13,11 @@ fn fixture(path: &str) -> PathBuf {
 }
 
 fn transcript() -> PathBuf {
-    fixture("../agentmem/tests/fixtures/import/claude-code-turn-2.jsonl")
+    fixture("../agentmem-import/tests/fixtures/claude-code-turn-2.jsonl")
 }
 
 fn locomo() -> PathBuf {
-    fixture("../agentmem/tests/fixtures/locomo/mini.json")
+    fixture("tests/fixtures/locomo/mini.json")
 }
 
 fn tiny_model() -> PathBuf {

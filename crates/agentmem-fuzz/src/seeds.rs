@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use agentmem::event::{Event, TraceType};
-use agentmem::import::{self, Format};
+use agentmem_import::{self as import, Format};
 use agentmem::store::jsonl;
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use agentmem::context::guard::{self, GuardPolicy};
 use agentmem::context::normalize::{normalize_pairs, pairs_are_intact};
 use agentmem::event::Event;
 use agentmem::id::AgentId;
-use agentmem::import::{self, Format};
+use agentmem_import::{self as import, Format};
 use agentmem::memory::tools::ToolContext;
 use agentmem::message::messages_from_events;
 use agentmem::prepare::PrepareRequest;

@@ -112,8 +112,6 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         EngineError::InvalidId { .. }
         | EngineError::InvalidEvent { .. }
         | EngineError::BadLine { .. }
-        | EngineError::BadInput { .. }
-        | EngineError::UnknownFormat { .. }
         | EngineError::NotAnOverflow { .. }
         | EngineError::OverflowUnrecoverable { .. }
         | EngineError::MemoryEdit { .. }

@@ -48,16 +48,6 @@ pub enum Error {
         message: String,
     },
 
-    #[error("cannot read {path} as {format}: {message}")]
-    BadInput {
-        path: String,
-        format: String,
-        message: String,
-    },
-
-    #[error("cannot tell the format of {path}; pass --format with one of: {known}")]
-    UnknownFormat { path: String, known: String },
-
     #[error("invalid configuration in {path}: {message}")]
     Config { path: String, message: String },
 
@@ -130,27 +120,6 @@ pub enum Error {
 
     #[error("no evicted output for tool call {call_id:?} in this session: it was never evicted, or it belongs to another session; `agentmem tools <SESSION>` lists the session's tool calls")]
     EvictedNotFound { call_id: String },
-}
-
-/// A line of input that is not UTF-8 text, and where it goes wrong: the
-/// line is refused (or, inside a JSON document, read with U+FFFD for the
-/// bad bytes), never the whole input.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line} is not UTF-8 text ({}); write the input as UTF-8", self.where_bad())]
-pub struct NotUtf8 {
-    /// The line, from 1.
-    pub line: usize,
-    /// The byte column of the first byte that is not UTF-8, from 1.
-    pub column: usize,
-    /// That byte.
-    pub byte: u8,
-}
-
-impl NotUtf8 {
-    /// Where the line goes wrong: `byte 0xe9 at column 31`.
-    pub fn where_bad(&self) -> String {
-        format!("byte {:#04x} at column {}", self.byte, self.column)
-    }
 }
 
 /// A JSON Pointer as people read it: the empty pointer is the whole document.

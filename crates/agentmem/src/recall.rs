@@ -121,22 +121,6 @@ impl Default for Weights {
     }
 }
 
-impl Weights {
-    /// BM25 alone: the plain lexical ranking, as a baseline.
-    pub fn bm25_only() -> Weights {
-        Weights {
-            recency: 0.0,
-            salience: 0.0,
-            vector: 0.0,
-            named_date: 0.0,
-            after_match: 0.0,
-            before_match: 0.0,
-            other_speakers: 1.0,
-            ..Weights::default()
-        }
-    }
-}
-
 /// What to recall.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecallRequest {

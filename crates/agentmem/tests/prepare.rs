@@ -145,7 +145,7 @@ fn counting_later_sends_what_counting_every_event_sends() {
         "/../../examples/long-coding-session.jsonl"
     ));
     let text = std::fs::read_to_string(path).unwrap();
-    let events = agentmem::import::parse(agentmem::import::Format::Events, path, &text)
+    let events = agentmem_import::parse(agentmem_import::Format::Events, path, &text)
         .unwrap()
         .events;
     let mut request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
@@ -270,7 +270,7 @@ fn claude_code_session() -> (tempfile::TempDir, agentmem::session::Session) {
         .join("../../../shared/eval-data/trajectories/claude-code/session-3fe1b6bc.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let imported =
-        agentmem::import::parse(agentmem::import::Format::ClaudeCode, &path, &text).unwrap();
+        agentmem_import::parse(agentmem_import::Format::ClaudeCode, &path, &text).unwrap();
     session_with(imported.events)
 }
 

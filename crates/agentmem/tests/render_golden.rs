@@ -2,9 +2,10 @@
 //!
 //! Two kinds of check:
 //!
-//! - **Golden files**: each fixture in `tests/fixtures/import/` (detected,
-//!   parsed, grouped into messages) is rendered with a fixed system prompt,
-//!   one fixed tool and `max_output_tokens` 4096, and compared with
+//! - **Golden files**: each fixture of the import crate
+//!   (`agentmem-import/tests/fixtures/`: detected, parsed, grouped into
+//!   messages) is rendered with a fixed system prompt, one fixed tool and
+//!   `max_output_tokens` 4096, and compared with
 //!   `tests/golden/<fixture-stem>.<target>.json`. Run with `UPDATE_GOLDEN=1`
 //!   to write them instead, then review the diff.
 //! - **Structural checks**, independent of the golden files: the rules each
@@ -17,9 +18,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::import;
 use agentmem::message::{messages_from_events, Message};
 use agentmem::render::{render, PromptCache, RenderRequest, Target, ToolSchema};
+use agentmem_import as import;
 use serde_json::{json, Value};
 
 const MODEL: &str = "test-model";
@@ -71,7 +72,7 @@ fn manifest_dir() -> PathBuf {
 }
 
 fn fixtures() -> Vec<Fixture> {
-    let dir = manifest_dir().join("tests/fixtures/import");
+    let dir = manifest_dir().join("../agentmem-import/tests/fixtures");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())

@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use agentmem::event::Event;
-use agentmem::import::{self, Format};
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::Target;
+use agentmem_import::Format;
 use serde_json::Value;
 
 /// A real SWE-agent trajectory from the shared evaluation data.
@@ -51,7 +51,7 @@ fn with_one_call_id(path: &Path) -> String {
 }
 
 fn events(text: &str) -> Vec<Event> {
-    import::parse(Format::SweAgent, Path::new("run.traj"), text)
+    agentmem_import::parse(Format::SweAgent, Path::new("run.traj"), text)
         .unwrap()
         .events
 }

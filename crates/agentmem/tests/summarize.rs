@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agentmem::event::{Event, TraceType};
-use agentmem::import;
 use agentmem::message::SUMMARY_PREFIX;
 use agentmem::summarize::fidelity::event_identifiers;
 use agentmem::summarize::{
@@ -38,16 +37,14 @@ fn tokenizer() -> Tokenizer {
 fn fixture(name: &str) -> Vec<Event> {
     let path: PathBuf = [
         env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "fixtures",
-        "import",
+        "../agentmem-import/tests/fixtures",
         name,
     ]
     .iter()
     .collect();
     let text = std::fs::read_to_string(&path).unwrap();
-    let format = import::detect_format(&path, &text).unwrap();
-    import::parse(format, &path, &text).unwrap().events
+    let format = agentmem_import::detect_format(&path, &text).unwrap();
+    agentmem_import::parse(format, &path, &text).unwrap().events
 }
 
 /// The shared 50-turn workload (`../shared/bench/workload.py --turns 50

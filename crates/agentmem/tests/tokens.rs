@@ -79,7 +79,10 @@ fn remembered_piece_counts_never_stand_for_another_piece() {
 
 #[test]
 fn counts_match_tiktoken_on_every_fixture() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../agentmem-import/tests/fixtures"
+    );
     for entry in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         assert_exact(&text);

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use agentmem::event::Event;
 use agentmem::id::AgentId;
-use agentmem::import;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use agentmem::Durability;
+use agentmem_import as import;
 use serde_json::json;
 
 use crate::cli::BenchArgs;

@@ -16,6 +16,8 @@ use agentmem::store::Store;
 use agentmem::Durability;
 use serde_json::json;
 
+use crate::measure::{median, set_input_budget};
+
 /// Turns at each end of the run whose mean and median show whether cost grows.
 const WINDOW_TURNS: usize = 100;
 /// The run cut into this many equal spans, each with its mean and median:
@@ -45,7 +47,7 @@ pub fn run(
     let store = Store::open(root.join("workload"), setup.durability)?;
     let mut session = store.create_session(&AgentId::default(), None)?;
     let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
-    super::replay::set_input_budget(&mut request, &store, setup.budget);
+    set_input_budget(&mut request, &store, setup.budget);
     request.context.compaction_timing = Some(setup.compaction_timing);
     let (mut over_budget, mut estimated_turns) = (0, 0);
     let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
@@ -153,16 +155,6 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "last_window_p50_us": last_p50,
         "history_spans": spans,
     })
-}
-
-/// The middle of `values` (the upper one of an even count); 0 for none.
-/// A window's mean moves with where its few compaction turns fall; its
-/// median is the typical turn's cost, so comparing the two ends' medians
-/// shows whether that cost grows with history.
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The workload's events grouped by their `turn` field, in order.

@@ -1,11 +1,11 @@
 //! `agentmem eval locomo`: evidence recall on LoCoMo beside two baselines.
 
-use agentmem::eval::locomo;
 use agentmem::recall::{Embedder, Reranker};
 use agentmem::tokens::Encoding;
 
 use super::{reach_model, Context};
 use crate::cli::EvalCommand;
+use crate::eval::locomo;
 use crate::output::{print_json, print_table};
 
 pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                         &mut || bar.inc(1),
                     )
                 })
-                .collect::<agentmem::Result<Vec<_>>>()?;
+                .collect::<anyhow::Result<Vec<_>>>()?;
             bar.finish_and_clear();
             if ctx.json {
                 return match &reports[..] {

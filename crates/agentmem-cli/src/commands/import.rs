@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use agentmem::id::SessionId;
-use agentmem::import::{self, Format, Imported};
+use agentmem_import::{self as import, Format, Imported};
 use anyhow::Context as _;
 
 use super::{Context, InputRejected, Stored};

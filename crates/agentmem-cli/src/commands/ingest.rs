@@ -118,7 +118,7 @@ impl Destination {
 /// Line `line_no` of stdin as an event: `None` for a blank line, else why it
 /// is not one.
 fn parse_line(line: &[u8], line_no: usize) -> Result<Option<Event>, String> {
-    let line = agentmem::utf8::line(line, line_no)
+    let line = agentmem_import::utf8::line(line, line_no)
         .map_err(|bad| format!("not UTF-8 text ({})", bad.where_bad()))?;
     if line.trim().is_empty() {
         return Ok(None);

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, Read, Write};
 
-use agentmem::error::NotUtf8;
+use agentmem_import::utf8::NotUtf8;
 use serde_json::Value;
 
 /// The longest line taken, in bytes (the newline aside): the HTTP server's
@@ -38,7 +38,7 @@ pub fn answer_lines(mut answer: impl FnMut(Line<'_>) -> Option<Value>) -> anyhow
             skip_line(&mut stdin)?;
             Line::TooLong
         } else {
-            match agentmem::utf8::line(&buffer, line_no) {
+            match agentmem_import::utf8::line(&buffer, line_no) {
                 Ok(text) if text.trim().is_empty() => continue,
                 Ok(text) => Line::Text(text.trim_end_matches(['\n', '\r'])),
                 Err(not_utf8) => Line::NotUtf8(not_utf8),

@@ -6,35 +6,19 @@ use std::time::Instant;
 
 use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
-use agentmem::import;
 use agentmem::prepare::PrepareRequest;
 use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
 use agentmem::store::Store;
-use agentmem::tokens::budget::BudgetSettings;
+use agentmem_import as import;
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Context;
 use crate::cli::ReplayArgs;
+use crate::measure::{median, set_input_budget, TurnLine};
 use crate::output::thousands;
-
-/// One turn of the replay.
-#[derive(Debug, Serialize)]
-pub struct TurnLine {
-    pub turn: usize,
-    pub context_tokens: u64,
-    /// How many of `context_tokens` are estimated from bytes, not counted:
-    /// events far below the trigger are counted only when a check needs it.
-    pub estimated_tokens: u64,
-    pub budget: u64,
-    pub trigger: u64,
-    pub actions: Vec<Action>,
-    pub tokens_saved: u64,
-    pub engine_us: f64,
-    pub model_calls: usize,
-}
 
 pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
     let choice = super::import::format_choice(&args.format)?;
@@ -96,14 +80,6 @@ fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
         set_input_budget(&mut request, store, budget);
     }
     Ok(request)
-}
-
-/// Gives `request` an input budget of exactly `budget` tokens beside the
-/// model's whole reply reserve.
-pub fn set_input_budget(request: &mut PrepareRequest, store: &Store, budget: u64) {
-    let model = store.registry().lookup(&request.model);
-    let exact = BudgetSettings::for_input_budget(budget, model.max_output_tokens);
-    request.budget = exact.over(request.budget);
 }
 
 /// The events without the usage their provider reported: it measured the
@@ -265,7 +241,7 @@ fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> Summary {
     let (head, tail) = (&lines[..window], &lines[lines.len() - window..]);
     let median_us = |window: &[TurnLine]| {
         let engine: Vec<f64> = window.iter().map(|l| l.engine_us).collect();
-        super::bench_workload::median(&engine)
+        median(&engine)
     };
     let mut per_turn: Vec<f64> = lines.iter().map(|l| l.engine_us).collect();
     per_turn.sort_by(f64::total_cmp);

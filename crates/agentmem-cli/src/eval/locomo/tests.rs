@@ -3,8 +3,10 @@
 
 use std::path::Path;
 
-use agentmem::eval::locomo;
 use agentmem::tokens::Encoding;
+
+use super::{parse_session_date, repair_evidence};
+use crate::eval::locomo;
 
 fn mini() -> Vec<locomo::Conversation> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locomo/mini.json");
@@ -89,4 +91,20 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
     .unwrap();
     assert_eq!(generous.agentmem.recall, 1.0);
     assert_eq!(generous.trimming.recall, 1.0);
+}
+
+#[test]
+fn malformed_evidence_ids_are_repaired() {
+    assert_eq!(repair_evidence("D1:3"), ["D1:3"]);
+    assert_eq!(repair_evidence("D:11:26"), ["D11:26"]);
+    assert_eq!(repair_evidence("D30:05"), ["D30:5"]);
+    assert_eq!(repair_evidence("D8:6; D9:17"), ["D8:6", "D9:17"]);
+    assert!(repair_evidence("D10").is_empty());
+}
+
+#[test]
+fn session_dates_are_read() {
+    let ts = parse_session_date("1:56 pm on 8 May, 2023").unwrap();
+    assert_eq!(agentmem::event::format_ts(ts), "2023-05-08T13:56:00.000Z");
+    assert!(parse_session_date("someday").is_none());
 }

@@ -1,4 +1,4 @@
-//! Every importer against a realistic transcript in `tests/fixtures/import/`:
+//! Every importer against a realistic transcript in `tests/fixtures/`:
 //! the format is detected from the file, every tool call pairs with exactly one
 //! result, the events per trace type are exactly those the source holds, usage
 //! is kept where the source reported it, and a Claude Code session that grew
@@ -8,20 +8,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
 use agentmem::event::{Event, TraceType};
-use agentmem::import::{self, Format, Imported};
 use agentmem::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem_import::{self as import, Format, Imported};
 
 /// Detects and parses one fixture, checking what holds for every import.
 fn import_fixture(name: &str, expected: Format) -> Imported {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "fixtures",
-        "import",
-        name,
-    ]
-    .iter()
-    .collect();
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", name]
+        .iter()
+        .collect();
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let format = import::detect_format(&path, &text).unwrap();

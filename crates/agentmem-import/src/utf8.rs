@@ -5,14 +5,12 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::error::NotUtf8;
-
 /// `bytes`, line `line` of an input (from 1), as text.
 ///
 /// ```
-/// let bad = agentmem::utf8::line(b"caf\xe9", 4).unwrap_err();
+/// let bad = agentmem_import::utf8::line(b"caf\xe9", 4).unwrap_err();
 /// assert_eq!((bad.line, bad.column, bad.byte), (4, 4, 0xe9));
-/// assert_eq!(agentmem::utf8::line("café".as_bytes(), 1).unwrap(), "café");
+/// assert_eq!(agentmem_import::utf8::line("café".as_bytes(), 1).unwrap(), "café");
 /// ```
 pub fn line(bytes: &[u8], line: usize) -> Result<&str, NotUtf8> {
     std::str::from_utf8(bytes).map_err(|error| {
@@ -28,7 +26,7 @@ pub fn line(bytes: &[u8], line: usize) -> Result<&str, NotUtf8> {
 /// A whole input as text, with the lines that are not UTF-8 found.
 ///
 /// ```
-/// use agentmem::utf8::Decoded;
+/// use agentmem_import::utf8::Decoded;
 /// let decoded = Decoded::new(b"one\ntw\xff\nthree\n".to_vec());
 /// assert_eq!(decoded.text, "one\ntw\u{fffd}\nthree\n");
 /// assert_eq!(decoded.not_utf8[0].line, 2);
@@ -79,5 +77,26 @@ impl Decoded {
             .map(|(index, line)| if bad.contains(&(index + 1)) { "" } else { line })
             .collect();
         Cow::Owned(lines.join("\n"))
+    }
+}
+
+/// A line of input that is not UTF-8 text, and where it goes wrong: the
+/// line is refused (or, inside a JSON document, read with U+FFFD for the
+/// bad bytes), never the whole input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line} is not UTF-8 text ({}); write the input as UTF-8", self.where_bad())]
+pub struct NotUtf8 {
+    /// The line, from 1.
+    pub line: usize,
+    /// The byte column of the first byte that is not UTF-8, from 1.
+    pub column: usize,
+    /// That byte.
+    pub byte: u8,
+}
+
+impl NotUtf8 {
+    /// Where the line goes wrong: `byte 0xe9 at column 31`.
+    pub fn where_bad(&self) -> String {
+        format!("byte {:#04x} at column {}", self.byte, self.column)
     }
 }

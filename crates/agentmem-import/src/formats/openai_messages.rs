@@ -4,10 +4,11 @@
 //! becomes one assistant event (when it has text) and one tool call event per
 //! call; `{"role": "tool", "tool_call_id"}` becomes the tool result.
 
+use agentmem::event::{Event, TraceType};
 use serde_json::Value;
 
-use super::{stable_id, Imported, Skipped};
-use crate::event::{Event, TraceType};
+use crate::imported::{Imported, Skipped};
+use crate::record::stable_id;
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -76,7 +77,7 @@ fn tool_call(call: &Value) -> Event {
 pub(super) fn parse_arguments(arguments: Option<&Value>) -> Value {
     match arguments {
         Some(Value::String(raw)) => {
-            crate::json::parse_within_nesting(raw).unwrap_or_else(|| Value::String(raw.clone()))
+            agentmem::json::parse_within_nesting(raw).unwrap_or_else(|| Value::String(raw.clone()))
         }
         Some(other) => other.clone(),
         None => Value::Object(Default::default()),
@@ -103,7 +104,7 @@ pub(super) fn content_text(content: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
 
     #[test]
     fn tool_calls_pair_with_their_results() {

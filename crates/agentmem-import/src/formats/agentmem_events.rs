@@ -3,8 +3,10 @@
 //! Also reads the neutral workload format (`{"turn", "kind", "content", …}`):
 //! `kind` is an alias of `trace_type`, and `turn` is kept as an extra field.
 
-use super::{stable_id, Imported, Skipped};
-use crate::event::Event;
+use agentmem::event::Event;
+
+use crate::imported::{Imported, Skipped};
+use crate::record::{keep_too_deep_values_as_text, stable_id};
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let mut imported = Imported::default();
@@ -16,7 +18,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         match serde_json::from_str::<Event>(line)
             .map_err(|e| format!("not an event: {e}"))
             .and_then(|mut event| {
-                super::keep_too_deep_values_as_text(&mut event);
+                keep_too_deep_values_as_text(&mut event);
                 event.validate().map(|()| event)
             }) {
             Ok(mut event) => {
@@ -34,7 +36,8 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::TraceType;
+    use crate::imported::SkipKind;
+    use agentmem::event::TraceType;
 
     #[test]
     fn a_malformed_line_is_reported_and_the_rest_imports() {
@@ -54,7 +57,7 @@ mod tests {
         let imported = parse(text).unwrap();
         assert_eq!(imported.events.len(), 1);
         assert_eq!(imported.skipped[0].line, 2);
-        assert_eq!(imported.skipped[0].kind, crate::import::SkipKind::Malformed);
+        assert_eq!(imported.skipped[0].kind, SkipKind::Malformed);
         assert!(imported.skipped[0].reason.contains("tool_call_id"));
     }
 

@@ -13,11 +13,13 @@
 
 use std::collections::HashSet;
 
-use super::{Format, Imported};
-use crate::error::Result;
-use crate::event::{Event, TraceType};
-use crate::id::{AgentId, SessionId};
-use crate::store::Store;
+use agentmem::event::{Event, TraceType};
+use agentmem::id::{AgentId, SessionId};
+use agentmem::store::Store;
+use agentmem::{Error, Result};
+
+use crate::format::Format;
+use crate::imported::Imported;
 
 /// The session `imported` (a transcript in `format`) goes to; see the module docs.
 pub fn session_id_for(
@@ -33,7 +35,7 @@ pub fn session_id_for(
     let Some(base) = opening_name(format, &imported.events) else {
         return Ok(SessionId::generate());
     };
-    let source = super::source_of(format);
+    let source = format.source_event();
     let ids: HashSet<&str> = imported.events.iter().map(|e| e.id.as_str()).collect();
     let mut n = 1u64;
     loop {
@@ -42,7 +44,7 @@ pub fn session_id_for(
             n => SessionId::new(format!("{base}-{n}"))?,
         };
         match store.read_session(agent, &id) {
-            Err(crate::error::Error::SessionNotFound { .. }) => return Ok(id),
+            Err(Error::SessionNotFound { .. }) => return Ok(id),
             Err(other) => return Err(other),
             Ok(session) => {
                 let history = session.full_history()?;
@@ -72,6 +74,6 @@ fn opening_name(format: Format, events: &[Event]) -> Option<String> {
     Some(format!(
         "{}-{:016x}",
         format.name(),
-        crate::hash::fnv1a(&bytes)
+        agentmem::hash::fnv1a(&bytes)
     ))
 }

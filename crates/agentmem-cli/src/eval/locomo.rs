@@ -10,17 +10,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use agentmem::event::Event;
+use agentmem::id::{AgentId, SessionId};
+use agentmem::memory::redact::RedactionPolicy;
+use agentmem::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
+use agentmem::store::Store;
+use agentmem::tokens::Tokenizer;
+use agentmem::Durability;
+use anyhow::{anyhow, Context as _, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::id::{AgentId, SessionId};
-use crate::memory::redact::RedactionPolicy;
-use crate::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
-use crate::store::Store;
-use crate::tokens::Tokenizer;
-use crate::Durability;
 
 /// The categories scored: multi-hop, temporal, open-domain, single-hop
 /// (category 5, adversarial, has no evidence to recall).
@@ -118,16 +117,8 @@ pub struct Miss {
 
 /// Reads a LoCoMo file: a JSON array of samples (or one sample).
 pub fn read(path: &Path) -> Result<Vec<Conversation>> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let bad = |message: String| Error::BadInput {
-        path: path.display().to_string(),
-        format: "LoCoMo".into(),
-        message,
-    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let bad = |message: String| anyhow!("cannot read {} as LoCoMo: {message}", path.display());
     let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let samples = match value {
         Value::Array(samples) => samples,
@@ -285,7 +276,10 @@ pub fn evaluate(
         misses: Vec::new(),
     };
     for conversation in conversations {
-        let dir = ScratchDir::new(scratch, &conversation.sample_id)?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!(".locomo-{}-", sanitize(&conversation.sample_id)))
+            .tempdir_in(scratch)
+            .with_context(|| format!("create a scratch folder in {}", scratch.display()))?;
         let store = Store::open(dir.path(), Durability::Os)?;
         let agent = AgentId::new(sanitize(&conversation.sample_id))?;
         let turns = ingest(&store, &agent, conversation)?;
@@ -308,7 +302,7 @@ pub fn evaluate(
             let mut request = RecallRequest::new(&question.question, budget_tokens);
             let redaction = RedactionPolicy::default();
             let ours = recall::recall(&index, &request, tokenizer, embedder, reranker, redaction)?;
-            request.weights = Weights::bm25_only();
+            request.weights = bm25_only();
             let plain = recall::recall(&index, &request, tokenizer, None, None, redaction)?;
             let block = normalize(&ours.block);
             let missing: Vec<String> = known
@@ -446,6 +440,20 @@ fn finish(score: &mut MethodScore) {
     }
 }
 
+/// The plain-BM25 baseline's weights: the lexical ranking alone.
+fn bm25_only() -> Weights {
+    Weights {
+        recency: 0.0,
+        salience: 0.0,
+        vector: 0.0,
+        named_date: 0.0,
+        after_match: 0.0,
+        before_match: 0.0,
+        other_speakers: 1.0,
+        ..Weights::default()
+    }
+}
+
 fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -456,53 +464,5 @@ fn sanitize(id: &str) -> String {
         .collect()
 }
 
-/// A folder removed when dropped.
-struct ScratchDir(std::path::PathBuf);
-
-impl ScratchDir {
-    fn new(parent: &Path, name: &str) -> Result<ScratchDir> {
-        let path = parent.join(format!(
-            ".locomo-{}-{}-{}",
-            sanitize(name),
-            std::process::id(),
-            uuid::Uuid::now_v7().simple()
-        ));
-        std::fs::create_dir_all(&path).map_err(|source| Error::Io {
-            action: "create",
-            path: path.clone(),
-            source,
-        })?;
-        Ok(ScratchDir(path))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn malformed_evidence_ids_are_repaired() {
-        assert_eq!(repair_evidence("D1:3"), ["D1:3"]);
-        assert_eq!(repair_evidence("D:11:26"), ["D11:26"]);
-        assert_eq!(repair_evidence("D30:05"), ["D30:5"]);
-        assert_eq!(repair_evidence("D8:6; D9:17"), ["D8:6", "D9:17"]);
-        assert!(repair_evidence("D10").is_empty());
-    }
-
-    #[test]
-    fn session_dates_are_read() {
-        let ts = parse_session_date("1:56 pm on 8 May, 2023").unwrap();
-        assert_eq!(crate::event::format_ts(ts), "2023-05-08T13:56:00.000Z");
-        assert!(parse_session_date("someday").is_none());
-    }
-}
+mod tests;
