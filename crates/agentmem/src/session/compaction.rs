@@ -15,7 +15,8 @@
 //! holds: the next writer cuts them (see [`crate::store::archive`]), and the
 //! compaction runs again when it is due. A crash after 2 leaves a snapshot
 //! that `meta.json` does not count yet: the next writer finishes steps 3 to
-//! 5, and readers see the view as it will be.
+//! 5 (the log's part when it opens it, see `log.rs`), and readers see the
+//! view as it will be.
 
 use std::collections::HashSet;
 use std::sync::Arc;

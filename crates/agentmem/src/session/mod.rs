@@ -13,7 +13,7 @@
 //!   by the active log, as a transcript counted in one encoding;
 //! - token accounting (`accounting.rs`): what the last prepare counted,
 //!   paired with the usage reported for it, and the calibration learned;
-//! - the memory injector ([`crate::memory::injector`]): what long-term
+//! - the memory injector (`memory/injector.rs`): what long-term
 //!   memory each context gets;
 //! - working memory (`working.rs`), changed only through the log;
 //! - the compactor (`compaction.rs`, `drafting.rs`): [`Session::compact`]

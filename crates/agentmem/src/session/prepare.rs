@@ -159,7 +159,6 @@ impl Session {
             .system
             .saturating_sub(memory_tokens)
             .saturating_sub(working_tokens);
-        let events = self.log.events().len();
         self.accounting.record_prepare(LastPrepare {
             model: request.model.clone(),
             counted_tokens: prepared.stats.counted_tokens,
@@ -167,7 +166,7 @@ impl Session {
                 .stats
                 .counted_tokens
                 .saturating_sub(overhead.total()),
-            events,
+            events: self.log.events().len(),
             offset_tokens: offset,
             trigger_tokens: prepared.stats.trigger_tokens,
             estimated: estimated > 0,
