@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use agentmem::event::{Event, TraceType};
-use agentmem_import::{self as import, Format};
 use agentmem::store::jsonl;
+use agentmem_import::{self as import, Format};
 use serde_json::json;
 
 /// Texts longer than this are cut in seeds: a fuzzer mutates short inputs

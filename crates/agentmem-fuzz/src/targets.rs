@@ -7,7 +7,6 @@ use agentmem::context::guard::{self, GuardPolicy};
 use agentmem::context::normalize::{normalize_pairs, pairs_are_intact};
 use agentmem::event::Event;
 use agentmem::id::AgentId;
-use agentmem_import::{self as import, Format};
 use agentmem::memory::tools::ToolContext;
 use agentmem::message::messages_from_events;
 use agentmem::prepare::PrepareRequest;
@@ -19,6 +18,7 @@ use agentmem::store::snapshot::Snapshot;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use agentmem::Durability;
+use agentmem_import::{self as import, Format};
 use agentmem_server::service::{Op, Service};
 use serde_json::Value;
 

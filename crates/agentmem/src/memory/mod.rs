@@ -8,12 +8,15 @@
 //! - [`tools`]: the memory tools an agent's model is given, and running them;
 //! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,
 //!   `.agent-context.md`) discovered in the working directory, the user's
-//!   agentmem folder and the system folder.
+//!   agentmem folder and the system folder;
+//! - `injector`: what of all this a session's prompt gets, rebuilt only
+//!   when a memory file or the question changed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod episodic;
 pub mod facts;
+pub(crate) mod injector;
 pub mod notebook;
 pub mod project;
 pub mod redact;

@@ -15,15 +15,15 @@
 //! holds: the next writer cuts them (see [`crate::store::archive`]), and the
 //! compaction runs again when it is due. A crash after 2 leaves a snapshot
 //! that `meta.json` does not count yet: the next writer finishes steps 3 to
-//! 5, and readers see the view as it will be.
+//! 5 (the log's part when it opens it, see `log.rs`), and readers see the
+//! view as it will be.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
-use super::Session;
-use crate::config::Durability;
+use super::{BeforeCompactionHook, CompactionHook, Session, SharedSummarizer};
 use crate::context::compact::{split_to_compact, CompactReason, CompactReport, Split};
 use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::context::strategy::{ContextSettingsLayer, Strategy};
@@ -33,13 +33,10 @@ use crate::memory::episodic::{append_episode, append_episode_once, read_episodes
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
 use crate::memory::redact::{redact, redact_event};
 use crate::prepare::{PrepareRequest, Prepared};
-use crate::store::atomic::write_atomic;
-use crate::store::jsonl::{self, AppendLog};
+use crate::store::jsonl;
 use crate::store::snapshot::{CompactionMemory, Snapshot};
-use crate::store::SessionPaths;
-use crate::summarize::{Fact as SummaryFact, SummaryRequest};
+use crate::summarize::{ExtractiveSummarizer, Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
-use crate::transcript::Transcript;
 
 /// The note of a compaction asked for that freed nothing.
 fn nothing_freed(report: &CompactReport) -> String {
@@ -77,6 +74,107 @@ impl Default for CompactOptions {
     }
 }
 
+/// The summarizer and what compaction remembers between runs.
+pub(crate) struct Compactor {
+    summarizer: SharedSummarizer,
+    consecutive_failures: u32,
+    /// After a compaction that freed nothing: no automatic one until the
+    /// context grows past this many tokens (no compaction loops).
+    blocked_below: Option<u64>,
+    after_hooks: Vec<CompactionHook>,
+    before_hooks: Vec<BeforeCompactionHook>,
+    /// While a compaction from the raw log runs: how many of the session's
+    /// events, from the first, the archive holds (the active log the rest).
+    archived_prefix: usize,
+    /// An automatic compaction being drafted in the background, applied by
+    /// the next prepare.
+    drafting: Option<Drafting>,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor")
+            .field("summarizer", &self.summarizer.name())
+            .field("consecutive_failures", &self.consecutive_failures)
+            .field("blocked_below", &self.blocked_below)
+            .finish()
+    }
+}
+
+impl Default for Compactor {
+    /// The extractive summarizer, no hooks, nothing learned yet.
+    fn default() -> Self {
+        Compactor {
+            summarizer: Arc::new(ExtractiveSummarizer::default()),
+            consecutive_failures: 0,
+            blocked_below: None,
+            after_hooks: Vec::new(),
+            before_hooks: Vec::new(),
+            archived_prefix: 0,
+            drafting: None,
+        }
+    }
+}
+
+impl Compactor {
+    /// Compacts with `summarizer` from now on, its failures counted afresh.
+    pub(crate) fn set_summarizer(&mut self, summarizer: SharedSummarizer) {
+        self.summarizer = summarizer;
+        self.consecutive_failures = 0;
+    }
+
+    /// Runs `hook` before every compaction.
+    pub(crate) fn add_before_hook(&mut self, hook: BeforeCompactionHook) {
+        self.before_hooks.push(hook);
+    }
+
+    /// Runs `hook` after every applied compaction.
+    pub(crate) fn add_after_hook(&mut self, hook: CompactionHook) {
+        self.after_hooks.push(hook);
+    }
+
+    /// Whether automatic compaction waits for a context of `total` tokens
+    /// to grow: the last one freed nothing.
+    pub(crate) fn waits_to_grow_from(&self, total: u64) -> bool {
+        self.blocked_below.is_some_and(|floor| total < floor)
+    }
+
+    /// The summarizer's name and version, as reports give them.
+    fn summarizer_label(&self) -> String {
+        format!("{} {}", self.summarizer.name(), self.summarizer.version())
+    }
+
+    /// Counts the summarizer's failures in a row (a success starts over);
+    /// a failure that left history as it was is [`Error::Summarizer`].
+    fn settle(&mut self, outcome: Outcome) -> Result<Settled> {
+        match outcome {
+            Outcome::Summarized { summary, facts } => {
+                self.consecutive_failures = 0;
+                Ok(Settled {
+                    summary,
+                    facts,
+                    fallback: None,
+                })
+            }
+            Outcome::Failed { message } => {
+                self.consecutive_failures += 1;
+                Err(Error::Summarizer {
+                    message,
+                    failures: self.consecutive_failures,
+                })
+            }
+            Outcome::FellBack { summary, note } => {
+                self.consecutive_failures += 1;
+                Ok(Settled {
+                    summary,
+                    facts: Vec::new(),
+                    fallback: Some(note),
+                })
+            }
+        }
+    }
+}
+
 impl Session {
     /// Compacts everything but the raw tail into the snapshot (see the module docs).
     ///
@@ -106,7 +204,7 @@ impl Session {
     /// ```
     pub fn compact(&mut self, options: &CompactOptions) -> Result<CompactReport> {
         // A compaction drafted in the background is superseded by this one.
-        self.drafting = None;
+        self.compactor.drafting = None;
         let started = Instant::now();
         let Some(input) = self.draft_input(options)? else {
             return Ok(self.empty_report(options, started));
@@ -129,8 +227,8 @@ impl Session {
         let handle = std::thread::Builder::new()
             .name("agentmem-compact".into())
             .spawn(move || draft(input))
-            .io("start a thread for", &self.paths.dir)?;
-        self.drafting = Some(Drafting {
+            .io("start a thread for", &self.log.paths().dir)?;
+        self.compactor.drafting = Some(Drafting {
             handle,
             reason: options.reason,
             encoding,
@@ -142,7 +240,7 @@ impl Session {
     /// Applies the compaction drafted in the background, waiting for its
     /// summary if it is not ready; `None` when none was started.
     pub(super) fn finish_drafting(&mut self) -> Option<Result<CompactReport>> {
-        let drafting = self.drafting.take()?;
+        let drafting = self.compactor.drafting.take()?;
         let draft = match drafting.handle.join() {
             Ok(draft) => draft,
             Err(_) => {
@@ -158,11 +256,7 @@ impl Session {
     /// Copies out of the session what a draft of the compaction `options`
     /// asks for is made from; `None` when the span is empty.
     fn draft_input(&mut self, options: &CompactOptions) -> Result<Option<DraftInput>> {
-        if self.writer.is_none() {
-            return Err(Error::ReadOnly {
-                session: self.id.to_string(),
-            });
-        }
+        self.log.require_writer()?;
         for hook in &mut self.compactor.before_hooks {
             hook(options.reason);
         }
@@ -173,10 +267,10 @@ impl Session {
             .resolve();
         let encoding = options
             .encoding
-            .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
+            .or_else(|| self.view.encoding())
             .unwrap_or_default();
         let split = keep_tail_in_active_log(
-            split_to_compact(&self.events, settings.raw_tail_turns, options.reason),
+            split_to_compact(self.log.events(), settings.raw_tail_turns, options.reason),
             self.compactor.archived_prefix,
         );
         let Some(span_last) = split.span.last() else {
@@ -184,12 +278,12 @@ impl Session {
         };
         let span_last_id = span_last.id.clone();
         let old_base = self
-            .snapshot
-            .as_ref()
+            .view
+            .snapshot()
             .map(|s| s.base.clone())
             .unwrap_or_default();
         let redaction = self.settings.redaction;
-        let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
+        let number = self.view.snapshot().map_or(0, |s| s.compactions) + 1;
         let failures_before = self.compactor.consecutive_failures;
         let summarizer = Arc::clone(&self.compactor.summarizer);
         let transcript = self.transcript_in(encoding);
@@ -250,29 +344,29 @@ impl Session {
             events_compacted: 0,
             identifiers: draft.identifiers,
             identifier_survival: draft.identifier_survival,
-            summarizer: self.summarizer_label(),
+            summarizer: self.compactor.summarizer_label(),
             fallback: None,
             focus: draft.focus.clone(),
             duration_ms: 0.0,
             applied: false,
             note: None,
         };
-        let settled = self.settle(draft.outcome)?;
+        let settled = self.compactor.settle(draft.outcome)?;
         report.fallback = settled.fallback;
-        let number = self.snapshot.as_ref().map_or(0, |s| s.compactions) + 1;
+        let number = self.view.snapshot().map_or(0, |s| s.compactions) + 1;
         // Only this session writes its log, and a manual compaction drops
         // the draft; this holds unless the files were changed under it.
         let span_intact = number == draft.number
             && draft
                 .span_len
                 .checked_sub(1)
-                .and_then(|last| self.events.get(last))
+                .and_then(|last| self.log.events().get(last))
                 .is_some_and(|e| e.id == draft.span_last_id);
         if !span_intact {
             report.duration_ms = draft.drafting_ms;
             return Ok(report);
         }
-        let tail = self.events[draft.span_len..].to_vec();
+        let tail = self.log.events()[draft.span_len..].to_vec();
         let mut after = self.transcript_in(encoding).successor();
         after.extend(&draft.base);
         after.extend(&tail);
@@ -293,7 +387,7 @@ impl Session {
             .last()
             .map(|e| e.content.clone())
             .unwrap_or_default();
-        let span: Vec<Event> = self.events[..draft.span_len]
+        let span: Vec<Event> = self.log.events()[..draft.span_len]
             .iter()
             .map(|e| Event::clone(e))
             .collect();
@@ -302,7 +396,7 @@ impl Session {
             facts: self.new_facts(settled.facts, &span),
         };
         self.persist_compaction(&span, tail, draft.base, number, &report, memory)?;
-        self.transcript = Some(after);
+        self.view.set_transcript(after);
         self.compactor.blocked_below = None;
         report.duration_ms = draft.drafting_ms + started.elapsed().as_secs_f64() * 1e3;
         for hook in &mut self.compactor.after_hooks {
@@ -315,7 +409,7 @@ impl Session {
     fn empty_report(&mut self, options: &CompactOptions, started: Instant) -> CompactReport {
         let encoding = options
             .encoding
-            .or_else(|| self.transcript.as_ref().map(Transcript::encoding))
+            .or_else(|| self.view.encoding())
             .unwrap_or_default();
         let tokens = self.transcript_in(encoding).unshrunk_total();
         CompactReport {
@@ -326,7 +420,7 @@ impl Session {
             events_compacted: 0,
             identifiers: 0,
             identifier_survival: 1.0,
-            summarizer: self.summarizer_label(),
+            summarizer: self.compactor.summarizer_label(),
             fallback: None,
             focus: options.focus.clone(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -337,19 +431,13 @@ impl Session {
 
     /// Why a compaction for `reason` found nothing to fold.
     fn why_nothing_to_compact(&self, reason: CompactReason) -> &'static str {
-        if self.events.is_empty() {
+        if self.log.events().is_empty() {
             "nothing to compact: no events since the last compaction"
         } else if reason.is_asked_for() {
             "nothing to compact yet: the only turn waits for the results of its tool calls; compact once they are in"
         } else {
             "nothing to compact: no turn is older than the raw tail"
         }
-    }
-
-    /// The summarizer's name and version, as reports give them.
-    fn summarizer_label(&self) -> String {
-        let summarizer = &self.compactor.summarizer;
-        format!("{} {}", summarizer.name(), summarizer.version())
     }
 
     /// Re-derives the working context from the raw log — archive included —
@@ -360,13 +448,10 @@ impl Session {
     /// new snapshot commits, and when the compaction is not applied the
     /// session is as it was.
     pub fn compact_from_raw(&mut self, options: &CompactOptions) -> Result<CompactReport> {
-        if self.writer.is_none() {
-            return Err(Error::ReadOnly {
-                session: self.id.to_string(),
-            });
-        }
-        let archived = jsonl::read_log(&self.paths.archive())?.events;
-        let mut history: Vec<Arc<Event>> = Vec::with_capacity(archived.len() + self.events.len());
+        self.log.require_writer()?;
+        let archived = jsonl::read_log(&self.log.paths().archive())?.events;
+        let active = self.log.events();
+        let mut history: Vec<Arc<Event>> = Vec::with_capacity(archived.len() + active.len());
         let mut seen = HashSet::with_capacity(archived.len());
         history.extend(
             archived
@@ -375,29 +460,22 @@ impl Session {
                 .map(Arc::new),
         );
         let archived_prefix = history.len();
-        history.extend(
-            self.events
-                .iter()
-                .filter(|e| !seen.contains(&e.id))
-                .cloned(),
-        );
-        let compactions = self.snapshot.as_ref().map_or(0, |s| s.compactions);
+        history.extend(active.iter().filter(|e| !seen.contains(&e.id)).cloned());
+        let compactions = self.view.snapshot().map_or(0, |s| s.compactions);
         let fresh_base = Snapshot {
             compactions,
             ..Snapshot::default()
         };
-        let events = std::mem::replace(&mut self.events, history);
-        let snapshot = self.snapshot.replace(fresh_base);
-        let transcript = self.transcript.take();
+        let events = self.log.swap_events(history);
+        let set_aside = self.view.set_aside(fresh_base);
         self.compactor.archived_prefix = archived_prefix;
         let mut options = options.clone();
         options.reason = CompactReason::FromRaw;
         let report = self.compact(&options);
         self.compactor.archived_prefix = 0;
         if !matches!(&report, Ok(report) if report.applied) {
-            self.events = events;
-            self.snapshot = snapshot;
-            self.transcript = transcript;
+            self.log.swap_events(events);
+            self.view.put_back(set_aside);
         }
         report
     }
@@ -418,15 +496,14 @@ impl Session {
                 message: format!("{error:?}"),
             });
         };
-        self.overflow_attempts += 1;
-        let attempt = self.overflow_attempts;
+        let attempt = self.accounting.next_overflow_attempt();
         if attempt > MAX_OVERFLOW_RETRIES {
             return Err(Error::OverflowUnrecoverable {
                 attempts: MAX_OVERFLOW_RETRIES,
                 message: message.clone(),
             });
         }
-        let model = self.model_info(&request.model);
+        let model = self.accounting.model_info(&request.model);
         let window = request
             .budget
             .context_window
@@ -443,7 +520,7 @@ impl Session {
         let mut tighter = request.clone();
         tighter.budget.context_window = Some(tighter_window);
         tighter.budget.max_output_tokens = Some(model.max_output_tokens.min(tighter_window / 8));
-        if attempt == 1 && self.writer.is_some() {
+        if attempt == 1 && self.log.is_writer() {
             let options = CompactOptions {
                 reason: CompactReason::Reactive,
                 ..CompactOptions::default()
@@ -465,44 +542,10 @@ impl Session {
         // A prompt within the limit (an OpenAI message counting the reply
         // too) says nothing about how the two counts compare.
         let sizes = sizes_named_in(message).filter(|s| s.prompt_tokens > s.limit_tokens)?;
-        let ours = self
-            .last_prepare
-            .as_ref()
-            .filter(|last| last.model == model)?
-            .counted_tokens;
+        let ours = self.accounting.last_count_for(model)?;
         let window = u128::from(sizes.limit_tokens) * u128::from(ours)
             / u128::from(sizes.prompt_tokens.max(1));
         u64::try_from(window * OVERFLOW_ROOM_PERCENT / 100).ok()
-    }
-
-    /// Counts the summarizer's failures in a row (a success starts over);
-    /// a failure that left history as it was is [`Error::Summarizer`].
-    fn settle(&mut self, outcome: Outcome) -> Result<Settled> {
-        match outcome {
-            Outcome::Summarized { summary, facts } => {
-                self.compactor.consecutive_failures = 0;
-                Ok(Settled {
-                    summary,
-                    facts,
-                    fallback: None,
-                })
-            }
-            Outcome::Failed { message } => {
-                self.compactor.consecutive_failures += 1;
-                Err(Error::Summarizer {
-                    message,
-                    failures: self.compactor.consecutive_failures,
-                })
-            }
-            Outcome::FellBack { summary, note } => {
-                self.compactor.consecutive_failures += 1;
-                Ok(Settled {
-                    summary,
-                    facts: Vec::new(),
-                    fallback: Some(note),
-                })
-            }
-        }
     }
 
     /// The summary's facts as the agent's semantic store keeps them, each
@@ -533,7 +576,7 @@ impl Session {
                     salience: 0.5,
                     provenance: Provenance {
                         source_event_ids: fact.source_event_ids,
-                        session_id: Some(self.id.to_string()),
+                        session_id: Some(self.log.id().to_string()),
                         extractor: self.compactor.summarizer.name().to_owned(),
                         extractor_version: self.compactor.summarizer.version().to_owned(),
                     },
@@ -547,10 +590,10 @@ impl Session {
     /// unless `meta.json` says it is done, then says it is: the last steps
     /// of a compaction, run again on open after a crash, each once.
     pub(super) fn leave_compaction_in_memory(&mut self) -> Result<()> {
-        let Some(snapshot) = &self.snapshot else {
+        let Some(snapshot) = self.view.snapshot() else {
             return Ok(());
         };
-        if snapshot.compactions <= self.meta.compactions {
+        if snapshot.compactions <= self.log.meta().compactions {
             return Ok(());
         }
         if let Some(memory) = &snapshot.memory {
@@ -558,8 +601,8 @@ impl Session {
             FactStore::new(&self.settings.agent_dir, self.settings.redaction)
                 .add_all_once(memory.facts.clone())?;
         }
-        self.meta.compactions = snapshot.compactions;
-        self.write_meta()
+        let compactions = snapshot.compactions;
+        self.log.record_compactions_done(compactions)
     }
 
     /// The durable steps of the module docs.
@@ -572,10 +615,13 @@ impl Session {
         report: &CompactReport,
         memory: CompactionMemory,
     ) -> Result<()> {
-        let (archived_lines, fresh, tail_lines) = self.log_lines_split_at(span, &tail)?;
-        let mut archive = AppendLog::open(&self.paths.archive(), Durability::Batch)?;
-        archive.append_encoded(&archived_lines)?;
-        let archived_events = self.meta.archived_events.saturating_add(fresh);
+        let archived_prefix = self.compactor.archived_prefix;
+        let archived = self.log.archive_span(span, &tail, archived_prefix)?;
+        let archived_events = self
+            .log
+            .meta()
+            .archived_events
+            .saturating_add(archived.fresh);
         let snapshot = Snapshot {
             compactions: number,
             created: now_ts(),
@@ -583,44 +629,15 @@ impl Session {
             tail_events: tail.len(),
             base,
             report: serde_json::to_value(report).unwrap_or_default(),
-            working_memory: Some(crate::working::StateMark::of(&self.working)),
+            working_memory: Some(self.working.mark()),
             archived_events: Some(archived_events),
             memory: Some(memory),
         };
-        snapshot.write(&self.paths.dir)?;
-        write_atomic(&self.paths.raw_traces(), &tail_lines)?;
-        self.reopen_log()?;
-        self.meta.archived_events = archived_events;
-        self.events = tail;
-        self.snapshot = Some(snapshot);
-        self.meta_dirty = true;
+        snapshot.write(&self.log.paths().dir)?;
+        self.log
+            .replace_with_tail(&archived.tail_lines, tail, archived_events)?;
+        self.view.set_snapshot(snapshot);
         self.leave_compaction_in_memory()
-    }
-
-    /// The lines `span` and `tail` take in the active log, as it holds them:
-    /// the span's lines the archive lacks (and how many), then the tail's.
-    /// The archive already holds the span's first `archived_prefix` events
-    /// (a compaction from the raw log). Encoded afresh only when the log does
-    /// not hold the active events one a line (it always does unless edited
-    /// by hand).
-    fn log_lines_split_at(
-        &self,
-        span: &[Event],
-        tail: &[Arc<Event>],
-    ) -> Result<(Vec<u8>, usize, Vec<u8>)> {
-        let path = self.paths.raw_traces();
-        let log = std::fs::read(&path).io("read", &path)?;
-        let archived = self.compactor.archived_prefix;
-        let fresh = &span[archived.min(span.len())..];
-        if let Some(lines) = jsonl::lines_for(&log, &self.events[archived..]) {
-            let (span_lines, tail_lines) = lines.split_at(fresh.len());
-            return Ok((span_lines.concat(), fresh.len(), tail_lines.concat()));
-        }
-        Ok((
-            jsonl::encode_lines(fresh),
-            fresh.len(),
-            jsonl::encode_lines(tail.iter().map(|e| &**e)),
-        ))
     }
 
     /// Ends the session: summarizes what happened since its last compaction
@@ -638,22 +655,19 @@ impl Session {
     /// assert!(episode.summary.contains("GitHub Actions") && episode.tags == ["session-end"]);
     /// ```
     pub fn end(&mut self) -> Result<Option<EpisodicItem>> {
-        if self.writer.is_none() {
-            return Err(Error::ReadOnly {
-                session: self.id.to_string(),
-            });
-        }
+        self.log.require_writer()?;
         let said = |e: &Event| matches!(e.trace_type, TraceType::User | TraceType::Assistant);
-        if !self.events.iter().any(|e| said(e)) {
+        if !self.log.events().iter().any(|e| said(e)) {
             return Ok(None);
         }
-        let id = format!("ep-{}-end-{}", self.id, self.meta.events);
+        let id = format!("ep-{}-end-{}", self.log.id(), self.log.meta().events);
         let agent_dir = self.settings.agent_dir.clone();
         if let Some(existing) = read_episodes(&agent_dir)?.into_iter().find(|e| e.id == id) {
             return Ok(Some(existing));
         }
         let span: Vec<Event> = self
-            .events
+            .log
+            .events()
             .iter()
             .map(|e| redact_event(Event::clone(e), self.settings.redaction))
             .collect();
@@ -670,11 +684,11 @@ impl Session {
             &span,
             failures,
         );
-        let Settled { summary, facts, .. } = self.settle(outcome)?;
+        let Settled { summary, facts, .. } = self.compactor.settle(outcome)?;
         let item = EpisodicItem {
             id,
             ts: span.last().map_or_else(now_ts, |e| e.ts),
-            session_id: self.id.to_string(),
+            session_id: self.log.id().to_string(),
             turn_ids: turn_ids_of(&span),
             summary: redact(&summary, self.settings.redaction).0,
             tags: vec!["session-end".to_owned()],
@@ -701,9 +715,9 @@ impl Session {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned));
         EpisodicItem {
-            id: format!("ep-{}-{number:04}", self.id),
+            id: format!("ep-{}-{number:04}", self.log.id()),
             ts: span.last().map_or_else(now_ts, |e| e.ts),
-            session_id: self.id.to_string(),
+            session_id: self.log.id().to_string(),
             turn_ids: turn_ids_of(span),
             summary,
             tags: std::iter::once("compaction".to_owned())
@@ -712,15 +726,6 @@ impl Session {
             // A summary someone focused is one they meant to keep.
             salience: if report.focus.is_some() { 0.8 } else { 0.5 },
         }
-    }
-
-    /// Reopens the append handle after the log file was replaced; no batch
-    /// is under way in the new one.
-    fn reopen_log(&mut self) -> Result<()> {
-        let writer = self.writer.as_mut().expect("callers check for a writer");
-        let durability = writer.log.durability();
-        writer.log = AppendLog::open(&self.paths.raw_traces(), durability)?;
-        writer.lock.clear_batch()
     }
 }
 
@@ -734,7 +739,7 @@ struct Settled {
 
 /// A compaction being drafted on its own thread.
 #[derive(Debug)]
-pub(super) struct Drafting {
+struct Drafting {
     handle: std::thread::JoinHandle<Draft>,
     reason: CompactReason,
     encoding: Encoding,
@@ -757,7 +762,7 @@ fn turn_ids_of(events: &[Event]) -> Vec<String> {
     turn_ids
 }
 
-/// The split with its tail inside the active log, which holds `self.events`
+/// The split with its tail inside the active log, which holds the log's events
 /// from `archived_prefix` on (the archive the rest): a compaction from the
 /// raw log summarizes the archive anew but archives nothing twice.
 fn keep_tail_in_active_log(split: Split, archived_prefix: usize) -> Split {
@@ -770,54 +775,6 @@ fn keep_tail_in_active_log(split: Split, archived_prefix: usize) -> Split {
     Split { span, tail }
 }
 
-/// Finishes a compaction a crash interrupted after its snapshot was written
-/// but before the active log was cut to the tail: the span's events the
-/// archive lacks are archived, and (for a writer) the log is rewritten as
-/// the tail. Returns the tail. `finished` is the compactions `meta.json`
-/// counts as done.
-pub(super) fn finish_interrupted(
-    paths: &SessionPaths,
-    snapshot: &Snapshot,
-    events: Vec<Event>,
-    finished: u64,
-    writable: bool,
-) -> Result<Vec<Event>> {
-    let committed_lately = snapshot.archived_events.is_some() && snapshot.compactions > finished;
-    let tail_start = match &snapshot.active_first_id {
-        Some(first) if events.first().is_some_and(|e| &e.id == first) => return Ok(events),
-        Some(first) => events.iter().position(|e| &e.id == first),
-        // No tail was kept, so the log holds only what came after, unless
-        // the compaction is not finished (or, for a snapshot that does not
-        // say, unless the log still holds the latest user message the base
-        // kept of what it compacted, under its own id).
-        None if events.is_empty() => return Ok(events),
-        None if committed_lately => Some(events.len()),
-        None => {
-            let base: HashSet<&str> = snapshot.base.iter().map(|e| e.id.as_str()).collect();
-            if !events.iter().any(|e| base.contains(e.id.as_str())) {
-                return Ok(events);
-            }
-            None
-        }
-    };
-    let archived: HashSet<String> = crate::store::archive::archived_ids(&paths.archive())?
-        .into_iter()
-        .collect();
-    let (span, tail): (Vec<Event>, Vec<Event>) = match tail_start {
-        Some(start) => {
-            let mut span = events;
-            let tail = span.split_off(start);
-            (span, tail)
-        }
-        // A snapshot of an older version, or a log edited by hand: the
-        // archive says what was compacted.
-        None => events.into_iter().partition(|e| archived.contains(&e.id)),
-    };
-    if writable {
-        let missing: Vec<&Event> = span.iter().filter(|e| !archived.contains(&e.id)).collect();
-        let mut archive = AppendLog::open(&paths.archive(), Durability::Batch)?;
-        archive.append_encoded(&jsonl::encode_lines(missing))?;
-        write_atomic(&paths.raw_traces(), &jsonl::encode_lines(&tail))?;
-    }
-    Ok(tail)
-}
+#[cfg(test)]
+#[path = "compaction_tests.rs"]
+mod tests;

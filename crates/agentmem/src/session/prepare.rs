@@ -1,9 +1,7 @@
 //! `Session::prepare`: the model's view, shaped to fit, rendered for one API.
 
-use std::time::{Duration, Instant};
-
-use super::{CompactOptions, LastPrepare, MemoryStamp, OverheadCache, Session};
-use super::{MemoryBlocks, MemoryCache};
+use super::accounting::LastPrepare;
+use super::{CompactOptions, Session};
 use crate::context::compact::CompactReason;
 use crate::context::strategy::{CompactionTiming, MemoryInjection, PipelineSettings, Strategy};
 use crate::context::tiers::{
@@ -12,27 +10,11 @@ use crate::context::tiers::{
 };
 use crate::context::tiers::{budget_tool_results, drop_oldest_items};
 use crate::error::{Error, Result};
-use crate::memory::project::{cross_session_block, memory_block, memory_stamp};
-use crate::prepare::{
-    prepare, request_overhead, Limits, Measured, PrepareRequest, Prepared, Sections,
-};
-use crate::search::vectors::EMBED_BATCH_TEXTS;
+use crate::memory::injector::MemoryBlocks;
+use crate::prepare::{prepare, Limits, Measured, PrepareRequest, Prepared};
 use crate::tokens::budget::Budget;
-use crate::tokens::registry::ModelInfo;
 use crate::tokens::Encoding;
-use crate::transcript::{measure, message_count, Bound, Transcript};
-
-/// Model names whose registry entries a session remembers.
-const RECENT_MODELS: usize = 4;
-
-/// How long a look at the memory files stands for calls that come faster.
-///
-/// Looking costs a `stat` per file (a few microseconds each on a virtual
-/// machine, the largest cost of a call that needs no counting), while an
-/// agent's calls come seconds apart: a change made by another process shows
-/// from the first call after this interval. This process's own memory
-/// writes show at once ([`crate::memory::writes`]).
-pub const MEMORY_RECHECK_INTERVAL: Duration = Duration::from_secs(1);
+use crate::transcript::{measure, message_count, Bound};
 
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
 pub const SHRINK_TARGET_PERCENT: u64 = 85;
@@ -67,7 +49,7 @@ impl Session {
             path: "request".into(),
             message,
         })?;
-        let model = self.model_info(&request.model);
+        let model = self.accounting.model_info(&request.model);
         let budget = Budget::resolve(
             model.context_window,
             model.max_output_tokens,
@@ -84,10 +66,13 @@ impl Session {
         // system prompt, what changes (recalled memories, the working
         // memory) in the live context after the conversation.
         let memory = match settings.memory {
-            MemoryInjection::On => self.memory_blocks(tokenizer),
+            MemoryInjection::On => {
+                self.injector
+                    .blocks(self.log.events(), self.log.feeder(), tokenizer)
+            }
             MemoryInjection::Off => MemoryBlocks::default(),
         };
-        let working = self.working_memory_section(tokenizer);
+        let working = self.working.section(tokenizer);
         let with_memory = with_memory(
             request,
             memory.lasting.as_deref(),
@@ -99,9 +84,12 @@ impl Session {
         let request = &with_memory;
         // What the provider counts beyond the view: measured when it can be,
         // else the request's own system prompt, tool schemas and priming.
-        let overhead = self.request_overhead(request, tokenizer);
-        let anchor_offset = self.measured_offset(&model, encoding, overhead.total());
-        self.latest_overhead_tokens = Some(overhead.total());
+        let overhead = self.accounting.request_overhead(request, tokenizer);
+        let anchor = self.view.in_encoding(encoding, self.log.events()).anchor();
+        let anchor_offset = self
+            .accounting
+            .measured_offset(&model, overhead.total(), anchor);
+        self.accounting.note_overhead(overhead.total());
         let offset = anchor_offset.unwrap_or(overhead.total());
         let trigger = Shrink {
             target: budget.trigger_tokens().saturating_sub(offset),
@@ -113,7 +101,7 @@ impl Session {
             ..trigger
         };
         let mut actions = self.shrink_to(&trigger, must_fit.target, encoding)?;
-        let calibration = self.calibration.get(&model.family());
+        let calibration = self.accounting.calibration().get(&model.family());
         let transcript = self.view_in(encoding);
         let fits = settings.strategy == Strategy::None
             || transcript.is_below(must_fit.target.saturating_add(1), Bound::Certain);
@@ -130,8 +118,7 @@ impl Session {
             ),
             "the running pair check must agree with a full one"
         );
-        let transcript = self.transcript.as_ref().expect("shaped above");
-        let renders = &mut self.renders;
+        let (transcript, renders) = self.view.rendering();
         let limits = Limits {
             tokenizer,
             model: &model,
@@ -161,7 +148,7 @@ impl Session {
         };
         let mut prepared = prepared;
         let memory_tokens = match settings.memory {
-            MemoryInjection::On => self.memory_cache.as_ref().map_or(0, |cache| cache.tokens),
+            MemoryInjection::On => self.injector.tokens(),
             MemoryInjection::Off => 0,
         };
         let working_tokens = working.map_or(0, |(_, tokens)| tokens);
@@ -172,14 +159,14 @@ impl Session {
             .system
             .saturating_sub(memory_tokens)
             .saturating_sub(working_tokens);
-        self.last_prepare = Some(LastPrepare {
+        self.accounting.record_prepare(LastPrepare {
             model: request.model.clone(),
             counted_tokens: prepared.stats.counted_tokens,
             view_tokens: prepared
                 .stats
                 .counted_tokens
                 .saturating_sub(overhead.total()),
-            events: self.events.len(),
+            events: self.log.events().len(),
             offset_tokens: offset,
             trigger_tokens: prepared.stats.trigger_tokens,
             estimated: estimated > 0,
@@ -241,16 +228,12 @@ impl Session {
         input_budget: u64,
     ) -> Action {
         let total = self.transcript_in(encoding).unshrunk_total();
-        if self
-            .compactor
-            .blocked_below
-            .is_some_and(|floor| total < floor)
-        {
+        if self.compactor.waits_to_grow_from(total) {
             return Action::CompactionSkipped {
                 reason: "the last compaction freed nothing; waiting for the context to grow".into(),
             };
         }
-        if self.writer.is_none() {
+        if !self.log.is_writer() {
             return Action::CompactionWouldRun;
         }
         // The summary and the kept user messages get at most a quarter of
@@ -277,279 +260,6 @@ impl Session {
             CompactionTiming::Background | CompactionTiming::Inline => {
                 action_of(self.compact(&options))
             }
-        }
-    }
-
-    /// The request's own tokens (system prompt with memory, tool schemas,
-    /// reply priming), counted once for as long as they stay the same.
-    fn request_overhead(
-        &mut self,
-        request: &PrepareRequest,
-        tokenizer: crate::tokens::Tokenizer,
-    ) -> Sections {
-        if let Some(cached) = &self.overhead_cache {
-            if cached.encoding == tokenizer.encoding()
-                && cached.system == request.system
-                && cached.live_context == request.live_context
-                && cached.tools == request.tools
-            {
-                return cached.sections;
-            }
-        }
-        let sections = request_overhead(request, tokenizer);
-        self.overhead_cache = Some(OverheadCache {
-            system: request.system.clone(),
-            live_context: request.live_context.clone(),
-            tools: request.tools.clone(),
-            encoding: tokenizer.encoding(),
-            sections,
-        });
-        sections
-    }
-
-    /// MEMORY.md, project files, and what earlier sessions left: recalled
-    /// for the latest user message that says something (not an "ok") when
-    /// there is one, else the agent's best facts and latest summaries.
-    /// Rebuilt only when a memory file or that message changed.
-    fn memory_blocks(&mut self, tokenizer: crate::tokens::Tokenizer) -> MemoryBlocks {
-        let (stamp, looked_at, writes) = self.memory_files_stamp();
-        // The latest question, not an "ok, go ahead" after it: that would
-        // recall noise and change the live context for nothing.
-        let query = self
-            .events
-            .iter()
-            .rev()
-            .filter(|e| e.trace_type == crate::event::TraceType::User)
-            .find(|e| crate::search::query::says_something(&e.content))
-            .map(|e| e.content.clone());
-        let encoding = tokenizer.encoding();
-        let files_unchanged = self
-            .memory_cache
-            .as_ref()
-            .is_some_and(|c| c.stamp == stamp && c.encoding == encoding);
-        if let Some(cache) = &mut self.memory_cache {
-            if files_unchanged && cache.query == query {
-                // The look stands for the next calls: it found nothing new.
-                cache.looked_at = looked_at;
-                cache.writes = writes;
-                return cache.blocks.clone();
-            }
-        }
-        // The parts made of files alone are rebuilt only when a file changed.
-        let (own, cross_session) = match (&self.memory_cache, files_unchanged) {
-            (Some(cache), true) => (cache.own.clone(), cache.cross_session.clone()),
-            _ => {
-                let settings = &self.settings.memory;
-                let agent_dir = &self.settings.agent_dir;
-                (
-                    memory_block(Some(agent_dir), settings, tokenizer),
-                    cross_session_block(
-                        agent_dir,
-                        self.id.as_str(),
-                        settings,
-                        self.settings.redaction,
-                        tokenizer,
-                    ),
-                )
-            }
-        };
-        let blocks = if query.is_none() || self.nothing_to_recall() {
-            // What stands in for recall then changes only with its files:
-            // it lasts, in the system prompt.
-            let lasting = [own.as_deref(), cross_session.as_deref()];
-            let lasting: Vec<&str> = lasting.into_iter().flatten().collect();
-            MemoryBlocks {
-                lasting: (!lasting.is_empty()).then(|| lasting.join("\n\n")),
-                recalled: None,
-            }
-        } else {
-            let recalled = query
-                .as_deref()
-                .and_then(|q| self.recall_block(q, tokenizer));
-            MemoryBlocks {
-                lasting: own.clone(),
-                recalled: recalled.or_else(|| cross_session.clone()),
-            }
-        };
-        let tokens = match &self.memory_cache {
-            Some(cache) if cache.blocks == blocks && cache.encoding == encoding => cache.tokens,
-            _ => [&blocks.lasting, &blocks.recalled]
-                .into_iter()
-                .flatten()
-                .map(|b| tokenizer.count(b) as u64)
-                .sum(),
-        };
-        self.memory_cache = Some(MemoryCache {
-            stamp,
-            looked_at,
-            writes,
-            encoding,
-            query,
-            own,
-            cross_session,
-            blocks: blocks.clone(),
-            tokens,
-        });
-        blocks
-    }
-
-    /// The memory files' stamp, when it was taken, and this process's
-    /// memory writes just before: the cached stamp while this process wrote
-    /// no memory since and it is younger than [`MEMORY_RECHECK_INTERVAL`],
-    /// else a fresh look at the files.
-    fn memory_files_stamp(&self) -> (MemoryStamp, Instant, u64) {
-        let writes = crate::memory::writes();
-        if let Some(cache) = &self.memory_cache {
-            if cache.writes == writes && cache.looked_at.elapsed() < MEMORY_RECHECK_INTERVAL {
-                return (cache.stamp.clone(), cache.looked_at, writes);
-            }
-        }
-        let stamp = memory_stamp(&self.settings.agent_dir, &self.settings.memory);
-        (stamp, Instant::now(), writes)
-    }
-
-    /// Whether recall can find nothing: the session is alone with its own
-    /// history in the agent's index (whose facts its summary holds; facts
-    /// given by hand are in the block that stands in), or the index cannot
-    /// be read. Alone, a session does not refresh the index's copy of the
-    /// facts after each of its compactions. A writer's indexer has the
-    /// answer ready, as of the latest events it indexed.
-    fn nothing_to_recall(&mut self) -> bool {
-        let session = self.id.to_string();
-        match self.feeder.as_ref().and_then(|f| f.memories_beyond()) {
-            Some(beyond) => !beyond,
-            None => self
-                .index_mut()
-                .is_none_or(|index| !index.has_memories_beyond(&session).unwrap_or(false)),
-        }
-    }
-
-    /// Facts, episodes and other sessions' events recalled for `query`,
-    /// under the cross-session budget, when there is something to recall
-    /// ([`Session::nothing_to_recall`]); `None` when nothing matched (the
-    /// salience-ordered block stands in).
-    fn recall_block(&mut self, query: &str, tokenizer: crate::tokens::Tokenizer) -> Option<String> {
-        let budget = self
-            .settings
-            .memory
-            .cross_session_tokens
-            .unwrap_or(crate::memory::project::DEFAULT_CROSS_SESSION_TOKENS);
-        let heading = crate::memory::project::CROSS_SESSION_HEADING;
-        let budget = budget.checked_sub(tokenizer.count(heading) as u64 + 1)?;
-        let agent_dir = self.settings.agent_dir.clone();
-        let session = self.id.to_string();
-        let embedder = self.settings.embedder.clone();
-        let redaction = self.settings.redaction;
-        let index = self.index_mut()?;
-        crate::recall::refresh_memories(index, &agent_dir).ok()?;
-        let mut request = crate::recall::RecallRequest::new(query, budget);
-        request.exclude_session = Some(session);
-        // A backlog larger than one call (a history older than the
-        // embedder) is not embedded on the way to a model call: until a
-        // recall outside prepare catches up, this one is lexical.
-        let vectors = embedder
-            .as_ref()
-            .map(|e| &*e.0 as &dyn crate::recall::Embedder)
-            .filter(|e| {
-                index
-                    .unembedded_documents(e.model())
-                    .is_ok_and(|backlog| backlog <= EMBED_BATCH_TEXTS as u64)
-            });
-        let recall =
-            |vectors| crate::recall::recall(index, &request, tokenizer, vectors, None, redaction);
-        let recalled = match recall(vectors) {
-            Ok(recalled) => recalled,
-            // An embedder that is down must not cost the context its
-            // memories: lexical recall still answers.
-            Err(_) if vectors.is_some() => recall(None).ok()?,
-            Err(_) => return None,
-        };
-        (!recalled.items.is_empty()).then(|| format!("{heading}\n{}", recalled.block))
-    }
-
-    /// The transcript counted in `encoding`, built on first use, every
-    /// event in it counted.
-    pub fn transcript_in(&mut self, encoding: Encoding) -> &Transcript {
-        self.transcript_in_mut(encoding)
-    }
-
-    fn transcript_in_mut(&mut self, encoding: Encoding) -> &mut Transcript {
-        let transcript = self.view_in(encoding);
-        transcript.count_now();
-        transcript
-    }
-
-    /// The transcript in `encoding`, events appended since the last check
-    /// maybe not counted yet (see [`Transcript::extend_counting_later`]).
-    fn view_in(&mut self, encoding: Encoding) -> &mut Transcript {
-        let stale = self
-            .transcript
-            .as_ref()
-            .is_none_or(|t| t.encoding() != encoding);
-        if stale {
-            self.transcript = Some(self.build_transcript(encoding));
-        }
-        self.transcript.as_mut().expect("just built")
-    }
-
-    /// The view counted from scratch: snapshot base, the raw tail left by the
-    /// last compaction (its usage measured the old context, so it anchors
-    /// nothing), then everything after.
-    pub(super) fn build_transcript(&self, encoding: Encoding) -> Transcript {
-        let mut transcript = Transcript::new(encoding, self.settings.guard.clone());
-        let tail = self
-            .snapshot
-            .as_ref()
-            .map_or(0, |s| s.tail_events.min(self.events.len()));
-        if let Some(snapshot) = &self.snapshot {
-            transcript.extend(&snapshot.base);
-            transcript.extend(&self.events[..tail]);
-            transcript.forget_anchor();
-        }
-        transcript.extend(&self.events[tail..]);
-        transcript
-    }
-
-    /// The registry's entry for `name`, remembered for the last few names
-    /// asked (the request's model, the one a usage report named): an agent
-    /// asks for the same model call after call, and a lookup matches the
-    /// name against the whole table.
-    pub(super) fn model_info(&mut self, name: &str) -> ModelInfo {
-        if let Some((_, info)) = self.recent_models.iter().find(|(n, _)| n == name) {
-            return info.clone();
-        }
-        let info = self.settings.registry.lookup(name);
-        if self.recent_models.len() == RECENT_MODELS {
-            self.recent_models.remove(0);
-        }
-        self.recent_models.push((name.to_owned(), info.clone()));
-        info
-    }
-
-    /// Tokens the provider counts that the view does not hold — the hidden
-    /// system prompt of an imported agent, the provider's own framing — from
-    /// the last usage this model reported. A measured figure: counting never
-    /// overrides it, but it moves by as much as what agentmem counts beside
-    /// the messages changed since that call (a new question recalls other
-    /// memories; tools come and go).
-    fn measured_offset(
-        &mut self,
-        model: &ModelInfo,
-        encoding: Encoding,
-        overhead: u64,
-    ) -> Option<u64> {
-        let unprepared = self.unprepared_call_overhead_tokens;
-        let anchor = self.view_in(encoding).anchor()?;
-        let measured = anchor
-            .reported_prompt_tokens
-            .saturating_sub(anchor.transcript_tokens_before);
-        let offset = match anchor.counted_overhead.or(unprepared) {
-            Some(then) => measured.saturating_add(overhead).saturating_sub(then),
-            None => measured,
-        };
-        match anchor.model.clone() {
-            Some(name) => (self.model_info(&name).family() == model.family()).then_some(offset),
-            None => Some(offset),
         }
     }
 }

@@ -6,6 +6,9 @@
 //! the schema before anything is written, appended to the log as an event,
 //! and only then materialized in `working_memory.json`.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::Session;
@@ -18,113 +21,149 @@ use crate::tokens::{Encoding, Tokenizer};
 use crate::working::cache::{self, Freshness};
 use crate::working::schema::{store_schema, SchemaScope, StateSchema};
 use crate::working::section::render_section;
-use crate::working::{Keep, StatePatch, StateUpdate, StateVersion, WorkingMemory};
+use crate::working::{Keep, StateMark, StatePatch, StateUpdate, StateVersion, WorkingMemory};
+
+/// One session's working memory: the current state as the log's updates
+/// made it, where its files are, and its section as last rendered.
+#[derive(Debug)]
+pub(crate) struct SessionWorkingMemory {
+    paths: SessionPaths,
+    /// The agent's folder (an agent-wide schema lives there).
+    agent_dir: PathBuf,
+    state: WorkingMemory,
+    section: Option<SectionCache>,
+}
 
 /// The rendered section and its tokens, kept while the version and the
 /// encoding stay the same.
 #[derive(Debug, Clone)]
-pub(super) struct SectionCache {
+struct SectionCache {
     version: u64,
     encoding: Encoding,
     text: Option<String>,
     tokens: u64,
 }
 
-impl Session {
-    /// The current working memory (O(1): kept in memory and materialized on disk).
-    pub fn working_memory(&self) -> &WorkingMemory {
-        &self.working
+impl SessionWorkingMemory {
+    /// The state of a session being opened, and the updates its replay
+    /// skipped. A writer (`writable`) refreshes the materialized file when
+    /// it was missing or behind.
+    pub(crate) fn load(
+        paths: &SessionPaths,
+        agent_dir: PathBuf,
+        snapshot: Option<&Snapshot>,
+        events: &[Arc<Event>],
+        writable: bool,
+    ) -> Result<(SessionWorkingMemory, Vec<Recovery>)> {
+        let (state, recoveries) = match cache::current_state(paths, snapshot, events)? {
+            Freshness::Current(state) => (state, Vec::new()),
+            Freshness::Rebuilt(replayed) => {
+                if writable {
+                    cache::write(&paths.dir, &replayed.state)?;
+                }
+                let recoveries = replayed
+                    .skipped
+                    .into_iter()
+                    .map(|(event_id, error)| Recovery::WorkingMemoryUpdate { event_id, error })
+                    .collect();
+                (replayed.state, recoveries)
+            }
+        };
+        let working = SessionWorkingMemory {
+            paths: paths.clone(),
+            agent_dir,
+            state,
+            section: None,
+        };
+        Ok((working, recoveries))
+    }
+
+    /// The current state.
+    pub(crate) fn state(&self) -> &WorkingMemory {
+        &self.state
+    }
+
+    /// The current state's version and hash, as a snapshot names it.
+    pub(crate) fn mark(&self) -> StateMark {
+        StateMark::of(&self.state)
     }
 
     /// The schema updates must keep to: the session's own, else the agent's.
-    pub fn working_memory_schema(&self) -> Result<Option<StateSchema>> {
-        StateSchema::load(&self.settings.agent_dir, &self.paths.dir)
+    pub(crate) fn schema(&self) -> Result<Option<StateSchema>> {
+        StateSchema::load(&self.agent_dir, &self.paths.dir)
     }
 
-    /// Applies `patch` to the working memory. With `expected_version`, the
-    /// change applies only to that version (compare-and-swap): a stale one is
-    /// [`Error::WorkingMemoryConflict`]. A patch that does not apply, or whose
-    /// result breaks the schema ([`Error::WorkingMemoryInvalid`], naming the
-    /// failing path), changes nothing. See [`crate::working`] for an example.
-    pub fn update_working_memory(
-        &mut self,
+    /// `patch` as the update that makes the next version, checked against
+    /// the schema and, with `expected_version`, against the current version
+    /// (compare-and-swap). Nothing is changed here.
+    pub(crate) fn update_for(
+        &self,
         patch: StatePatch,
         expected_version: Option<u64>,
-    ) -> Result<&WorkingMemory> {
-        self.require_writer()?;
+    ) -> Result<StateUpdate> {
         if let Some(expected) = expected_version {
-            if expected != self.working.version {
+            if expected != self.state.version {
                 return Err(Error::WorkingMemoryConflict {
                     expected,
-                    actual: self.working.version,
+                    actual: self.state.version,
                 });
             }
         }
-        let schema = self.working_memory_schema()?;
+        let schema = self.schema()?;
         let unnumbered = StateUpdate {
             patch,
             version: 0,
             hash: String::new(),
         };
-        let next = self.working.next(&unnumbered, schema.as_ref())?;
-        let update = StateUpdate {
+        let next = self.state.next(&unnumbered, schema.as_ref())?;
+        Ok(StateUpdate {
             version: next.version,
             hash: next.hash,
             ..unnumbered
-        };
-        self.ingest(vec![Event::working_memory(update).with_source("engine")])?;
-        Ok(&self.working)
+        })
     }
 
-    /// Sets (or with `None` removes) the working-memory schema of this
-    /// session or of its agent. The schema is checked as a schema, and a
-    /// state the session already has must keep to it; otherwise nothing is
-    /// written. A session with no state yet takes any schema, so a task can
-    /// be typed first: its first update must then keep to it.
-    pub fn set_working_memory_schema(
-        &mut self,
-        scope: SchemaScope,
-        schema: Option<Value>,
-    ) -> Result<()> {
-        self.require_writer()?;
+    /// Sets (or with `None` removes) the schema of the session or of its
+    /// agent, once it compiles and the current state, if any, keeps to it.
+    pub(crate) fn set_schema(&self, scope: SchemaScope, schema: Option<Value>) -> Result<()> {
         let compiled = schema
             .map(|json| StateSchema::compile(json, scope))
             .transpose()?;
-        if let Some(schema) = compiled.as_ref().filter(|_| !self.working.is_empty()) {
+        if let Some(schema) = compiled.as_ref().filter(|_| !self.state.is_empty()) {
             schema
-                .validate(&self.working.document)
+                .validate(&self.state.document)
                 .map_err(|error| Error::WorkingMemorySchema {
                     scope,
                     message: format!(
                         "the current working memory (version {}) does not keep to it ({error}); patch the state first or loosen the schema",
-                        self.working.version
+                        self.state.version
                     ),
                 })?;
         }
         let dir = match scope {
             SchemaScope::Session => &self.paths.dir,
-            SchemaScope::Agent => &self.settings.agent_dir,
+            SchemaScope::Agent => &self.agent_dir,
         };
         store_schema(dir, compiled.as_ref())
     }
 
-    /// Every version of the working memory, oldest first, each with the
-    /// event that made it (archived updates included).
-    pub fn working_memory_history(&self) -> Result<Vec<StateVersion>> {
-        let replayed = cache::replay_log(
-            &self.paths,
-            self.snapshot.as_ref(),
-            &self.events,
-            Keep::EveryVersion,
-        )?;
+    /// Every version, oldest first, replayed from the archive and `active`
+    /// (the active log) on the `snapshot`'s mark.
+    pub(crate) fn history(
+        &self,
+        snapshot: Option<&Snapshot>,
+        active: &[Arc<Event>],
+    ) -> Result<Vec<StateVersion>> {
+        let replayed = cache::replay_log(&self.paths, snapshot, active, Keep::EveryVersion)?;
         Ok(replayed.versions)
     }
 
     /// Checks the working-memory updates among `fresh` in order, against the
     /// current state and the schema, and numbers them; the state they make,
     /// or `None` when there are none. Nothing is changed here: ingest
-    /// settles the state once the events are in the log.
-    pub(super) fn stage_working_memory(
+    /// settles the state once the events are in the log. `batch_index`
+    /// says where each event stood in its batch (errors name that place).
+    pub(crate) fn stage(
         &self,
         fresh: &mut [Event],
         batch_index: &[usize],
@@ -132,8 +171,8 @@ impl Session {
         if !fresh.iter().any(|e| e.state_update().is_some()) {
             return Ok(None);
         }
-        let schema = self.working_memory_schema()?;
-        let mut state = self.working.clone();
+        let schema = self.schema()?;
+        let mut state = self.state.clone();
         for (position, event) in fresh.iter_mut().enumerate() {
             let Some(update) = event.state_update() else {
                 continue;
@@ -160,62 +199,83 @@ impl Session {
 
     /// Makes `state` current once its events are in the log: in memory, then
     /// in the materialized file.
-    pub(super) fn settle_working_memory(&mut self, state: WorkingMemory) -> Result<()> {
-        self.working = state;
-        cache::write(&self.paths.dir, &self.working)
+    pub(crate) fn settle(&mut self, state: WorkingMemory) -> Result<()> {
+        self.state = state;
+        cache::write(&self.paths.dir, &self.state)
     }
 
-    /// The working-memory section for this prepare and its tokens.
-    pub(super) fn working_memory_section(&mut self, tokenizer: Tokenizer) -> Option<(String, u64)> {
+    /// The section for a prepare counted with `tokenizer`, and its tokens;
+    /// `None` while the state is empty.
+    pub(crate) fn section(&mut self, tokenizer: Tokenizer) -> Option<(String, u64)> {
         let encoding = tokenizer.encoding();
         let fresh = self
-            .working_section
+            .section
             .as_ref()
-            .is_some_and(|c| c.version == self.working.version && c.encoding == encoding);
+            .is_some_and(|c| c.version == self.state.version && c.encoding == encoding);
         if !fresh {
-            let text = render_section(&self.working);
+            let text = render_section(&self.state);
             let tokens = text.as_deref().map_or(0, |t| tokenizer.count(t) as u64);
-            self.working_section = Some(SectionCache {
-                version: self.working.version,
+            self.section = Some(SectionCache {
+                version: self.state.version,
                 encoding,
                 text,
                 tokens,
             });
         }
-        let cache = self.working_section.as_ref().expect("filled above");
+        let cache = self.section.as_ref().expect("filled above");
         cache.text.clone().map(|text| (text, cache.tokens))
     }
+}
 
-    fn require_writer(&self) -> Result<()> {
-        match self.writer {
-            Some(_) => Ok(()),
-            None => Err(Error::ReadOnly {
-                session: self.id.to_string(),
-            }),
-        }
+impl Session {
+    /// The current working memory (O(1): kept in memory and materialized on disk).
+    pub fn working_memory(&self) -> &WorkingMemory {
+        self.working.state()
+    }
+
+    /// The schema updates must keep to: the session's own, else the agent's.
+    pub fn working_memory_schema(&self) -> Result<Option<StateSchema>> {
+        self.working.schema()
+    }
+
+    /// Applies `patch` to the working memory. With `expected_version`, the
+    /// change applies only to that version (compare-and-swap): a stale one is
+    /// [`Error::WorkingMemoryConflict`]. A patch that does not apply, or whose
+    /// result breaks the schema ([`Error::WorkingMemoryInvalid`], naming the
+    /// failing path), changes nothing. See [`crate::working`] for an example.
+    pub fn update_working_memory(
+        &mut self,
+        patch: StatePatch,
+        expected_version: Option<u64>,
+    ) -> Result<&WorkingMemory> {
+        self.log.require_writer()?;
+        let update = self.working.update_for(patch, expected_version)?;
+        self.ingest(vec![Event::working_memory(update).with_source("engine")])?;
+        Ok(self.working.state())
+    }
+
+    /// Sets (or with `None` removes) the working-memory schema of this
+    /// session or of its agent. The schema is checked as a schema, and a
+    /// state the session already has must keep to it; otherwise nothing is
+    /// written. A session with no state yet takes any schema, so a task can
+    /// be typed first: its first update must then keep to it.
+    pub fn set_working_memory_schema(
+        &mut self,
+        scope: SchemaScope,
+        schema: Option<Value>,
+    ) -> Result<()> {
+        self.log.require_writer()?;
+        self.working.set_schema(scope, schema)
+    }
+
+    /// Every version of the working memory, oldest first, each with the
+    /// event that made it (archived updates included).
+    pub fn working_memory_history(&self) -> Result<Vec<StateVersion>> {
+        self.working
+            .history(self.view.snapshot(), self.log.events())
     }
 }
 
-/// The state of a session being opened, and the updates its replay skipped.
-/// A writer refreshes the materialized file when it was missing or behind.
-pub(super) fn load_state(
-    paths: &SessionPaths,
-    snapshot: Option<&Snapshot>,
-    events: &[Event],
-    writable: bool,
-) -> Result<(WorkingMemory, Vec<Recovery>)> {
-    match cache::current_state(paths, snapshot, events)? {
-        Freshness::Current(state) => Ok((state, Vec::new())),
-        Freshness::Rebuilt(replayed) => {
-            if writable {
-                cache::write(&paths.dir, &replayed.state)?;
-            }
-            let recoveries = replayed
-                .skipped
-                .into_iter()
-                .map(|(event_id, error)| Recovery::WorkingMemoryUpdate { event_id, error })
-                .collect();
-            Ok((replayed.state, recoveries))
-        }
-    }
-}
+#[cfg(test)]
+#[path = "working_tests.rs"]
+mod tests;

@@ -40,7 +40,7 @@ pub fn write(session_dir: &Path, state: &WorkingMemory) -> Result<()> {
 pub fn current_state(
     paths: &SessionPaths,
     snapshot: Option<&Snapshot>,
-    active: &[Event],
+    active: &[impl Borrow<Event>],
 ) -> Result<Freshness> {
     let last_recorded = last_recorded(snapshot, active);
     let cached = read(&paths.dir);
@@ -122,11 +122,11 @@ fn is_recorded_since_compaction(
 }
 
 /// The version and hash of the last update the session recorded, if any.
-fn last_recorded(snapshot: Option<&Snapshot>, active: &[Event]) -> Option<StateMark> {
+fn last_recorded(snapshot: Option<&Snapshot>, active: &[impl Borrow<Event>]) -> Option<StateMark> {
     let in_log = active
         .iter()
         .rev()
-        .find_map(Event::state_update)
+        .find_map(|e| e.borrow().state_update())
         .map(|u| StateMark {
             version: u.version,
             hash: u.hash.clone(),
