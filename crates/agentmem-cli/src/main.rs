@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod hints;
 mod output;
 mod plot;
 mod progress;
@@ -28,6 +29,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("agentmem: {error:#}");
+            if let Some(hint) = hints::for_chain(&error) {
+                eprintln!("agentmem: hint: {hint}");
+            }
             match error.downcast_ref::<commands::InputRejected>() {
                 Some(_) => ExitCode::from(commands::INPUT_REJECTED_EXIT),
                 None => ExitCode::FAILURE,

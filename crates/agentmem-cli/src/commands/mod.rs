@@ -96,6 +96,9 @@ impl Context {
     pub fn report_recoveries(&self, session: &agentmem::session::Session) {
         for recovery in session.recoveries() {
             eprintln!("agentmem: warning: {recovery}");
+            if let Some(hint) = crate::hints::for_recovery(recovery) {
+                eprintln!("agentmem: hint: {hint}");
+            }
         }
     }
 }
