@@ -1,6 +1,7 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod bench;
+mod bench_load;
 mod bench_search;
 mod bench_serve;
 mod bench_workload;
