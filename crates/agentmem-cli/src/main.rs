@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod eval;
+mod hints;
 mod measure;
 mod output;
 mod plot;
@@ -30,6 +31,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("agentmem: {error:#}");
+            if let Some(hint) = hints::for_chain(&error) {
+                eprintln!("agentmem: hint: {hint}");
+            }
             match error.downcast_ref::<commands::InputRejected>() {
                 Some(_) => ExitCode::from(commands::INPUT_REJECTED_EXIT),
                 None => ExitCode::FAILURE,

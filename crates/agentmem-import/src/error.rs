@@ -16,7 +16,7 @@ pub enum ImportError {
     },
 
     /// Neither the file's name nor its contents tell its format.
-    #[error("cannot tell the format of {path}; pass --format with one of: {known}")]
+    #[error("cannot tell the format of {path} from its name or its contents; name the format: one of {known}")]
     UnknownFormat { path: String, known: String },
 
     /// The file could not be read.

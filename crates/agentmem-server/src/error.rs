@@ -3,8 +3,11 @@
 
 use agentmem::Error as EngineError;
 
+use crate::replies::{ErrorBody, ErrorDetail};
+
 /// What kind of failure a client sees, and so what it should do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The request is malformed or names something invalid: fix it.
     BadRequest,
@@ -29,6 +32,20 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::BadRequest,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::Locked,
+        ErrorKind::TooLarge,
+        ErrorKind::Unauthorized,
+        ErrorKind::Forbidden,
+        ErrorKind::UnknownOperation,
+        ErrorKind::MethodNotAllowed,
+        ErrorKind::Internal,
+    ];
+
     /// The HTTP status that carries this kind.
     pub fn status(self) -> u16 {
         match self {
@@ -85,7 +102,13 @@ impl ServiceError {
 
     /// The JSON body an error is answered with.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({"error": {"kind": self.kind.name(), "message": self.message}})
+        let body = ErrorBody {
+            error: ErrorDetail {
+                kind: self.kind,
+                message: self.message.clone(),
+            },
+        };
+        serde_json::to_value(body).expect("an error body is JSON")
     }
 }
 
@@ -135,5 +158,17 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::Reranker { .. }
         | EngineError::Io { .. }
         | EngineError::Index { .. } => ErrorKind::Internal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_is_written_by_its_name() {
+        for kind in ErrorKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
     }
 }

@@ -39,7 +39,7 @@ use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use agentmem::working::schema::SchemaScope;
 use agentmem::working::StatePatch;
@@ -47,7 +47,8 @@ use agentmem::working::StatePatch;
 use crate::error::{ErrorKind, ServiceError};
 use crate::mcp::ToolHost;
 use crate::metrics::Metrics;
-use crate::requests;
+use crate::replies;
+use crate::requests::{self, Request};
 
 /// Results a search returns when the request does not say.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
@@ -221,65 +222,47 @@ impl Service {
     }
 
     /// Runs `op` with the arguments of the JSON object `args`; a field `op`
-    /// does not take is refused (see [`crate::requests`]).
+    /// does not take is refused (see [`Request::read`]).
     pub fn execute(&self, op: Op, args: &Value) -> Result<Value, ServiceError> {
-        if !args.is_object() {
-            return Err(ServiceError::bad_request(
-                "the request body must be a JSON object",
-            ));
-        }
-        match op {
-            Op::CreateSession => self.create_session(read(op, args)?),
-            Op::Sessions => {
-                let requests::Nothing {} = read(op, args)?;
-                Ok(serde_json::to_value(
-                    self.store.list_sessions(&self.agent)?,
-                )?)
-            }
-            Op::ResumeSession => self.resume_session(read(op, args)?),
-            Op::Fork => self.fork(read(op, args)?),
-            Op::DeleteSession => self.delete_session(read(op, args)?),
-            Op::Append => self.append(read(op, args)?),
-            Op::Events => self.events(read(op, args)?),
-            Op::Prepare => {
-                let (request, dry_run) = read_split(op, args, &requests::DRY_RUN_FIELDS)?;
-                self.prepare(request, dry_run)
-            }
-            Op::Compact => self.compact(read(op, args)?),
-            Op::RecoverOverflow => {
-                let (request, overflow) = read_split(op, args, &requests::OVERFLOW_FIELDS)?;
-                self.recover_overflow(request, overflow)
-            }
-            Op::EndSession => {
-                let on: requests::OnSession = read(op, args)?;
+        self.run(Request::read(op, args)?)
+    }
+
+    /// Runs an operation whose arguments are read.
+    pub fn run(&self, request: Request) -> Result<Value, ServiceError> {
+        match request {
+            Request::CreateSession(request) => self.create_session(request),
+            Request::Sessions => reply(self.store.list_sessions(&self.agent)?),
+            Request::ResumeSession(request) => self.resume_session(request),
+            Request::Fork(request) => self.fork(request),
+            Request::DeleteSession(request) => self.delete_session(request),
+            Request::Append(request) => self.append(request),
+            Request::Events(request) => self.events(request),
+            Request::Prepare(request, dry_run) => self.prepare(request, dry_run),
+            Request::Compact(request) => self.compact(request),
+            Request::RecoverOverflow(request, overflow) => self.recover_overflow(request, overflow),
+            Request::EndSession(on) => self
+                .with_session_id(&SessionId::new(on.session)?, |session| {
+                    reply(session.end()?)
+                }),
+            Request::State(request) => self.state(request),
+            Request::UpdateState(request) => self.update_state(request),
+            Request::StateHistory(on) => {
                 self.with_session_id(&SessionId::new(on.session)?, |session| {
-                    Ok(serde_json::to_value(session.end()?)?)
+                    reply(replies::StateHistory {
+                        versions: session.working_memory_history()?,
+                    })
                 })
             }
-            Op::State => self.state(read(op, args)?),
-            Op::UpdateState => self.update_state(read(op, args)?),
-            Op::StateHistory => {
-                let on: requests::OnSession = read(op, args)?;
-                self.with_session_id(&SessionId::new(on.session)?, |session| {
-                    Ok(json!({"versions": session.working_memory_history()?}))
-                })
-            }
-            Op::SetStateSchema => self.set_state_schema(read(op, args)?),
-            Op::Search => self.search(read(op, args)?),
-            Op::Recall => self.recall(read(op, args)?),
-            Op::ReadMemory => {
-                let requests::Nothing {} = read(op, args)?;
-                Ok(serde_json::to_value(
-                    self.store.notebook(&self.agent).read()?,
-                )?)
-            }
-            Op::AppendMemory => self.append_memory(read(op, args)?),
-            Op::ReplaceMemory => self.replace_memory(read(op, args)?),
-            Op::Facts => self.facts(read(op, args)?),
-            Op::RememberFact => self.remember_fact(read(op, args)?),
-            Op::Tool => self.tool(read(op, args)?),
-            Op::Tools => {
-                let tools: requests::Tools = read(op, args)?;
+            Request::SetStateSchema(request) => self.set_state_schema(request),
+            Request::Search(request) => self.search(request),
+            Request::Recall(request) => self.recall(request),
+            Request::ReadMemory => reply(self.store.notebook(&self.agent).read()?),
+            Request::AppendMemory(request) => self.append_memory(request),
+            Request::ReplaceMemory(request) => self.replace_memory(request),
+            Request::Facts(request) => self.facts(request),
+            Request::RememberFact(request) => self.remember_fact(request),
+            Request::Tool(request) => self.tool(request),
+            Request::Tools(tools) => {
                 let host = self.tool_host(tools.session.map(SessionId::new).transpose()?);
                 let schemas: Vec<Value> = host.schemas().iter().map(ToolSchema::to_json).collect();
                 Ok(Value::Array(schemas))
@@ -323,23 +306,30 @@ impl Service {
         let id = session.id().clone();
         let meta = session.current_meta();
         *lock(&self.slot(&id)) = Some(session);
-        Ok(json!({"session": id.as_str(), "meta": meta}))
+        reply(replies::Created {
+            session: id.as_str().to_owned(),
+            meta,
+        })
     }
 
     /// Opens the session (replaying its log from the last checkpoint) and
     /// says where it stands.
     fn resume_session(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
         self.with_session_id(&SessionId::new(request.session)?, |session| {
-            let calibration: Vec<Value> = session
+            let calibration = session
                 .calibration()
                 .all()
-                .map(|(model, c)| json!({"model": model, "factor": c.factor, "samples": c.samples}))
+                .map(|(model, c)| replies::ModelCalibration {
+                    model: model.to_string(),
+                    factor: c.factor,
+                    samples: c.samples,
+                })
                 .collect();
-            Ok(json!({
-                "meta": session.current_meta(),
-                "turn": session.current_turn(),
-                "calibration": calibration,
-            }))
+            reply(replies::Resumed {
+                meta: session.current_meta(),
+                turn: session.current_turn().to_owned(),
+                calibration,
+            })
         })
     }
 
@@ -363,9 +353,13 @@ impl Service {
     fn state(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
         self.with_session_id(&SessionId::new(request.session)?, |session| {
             let schema = session.working_memory_schema()?;
-            let mut state = serde_json::to_value(session.working_memory())?;
-            state["schema"] = schema.map_or(Value::Null, |s| s.json().clone());
-            Ok(state)
+            let state = session.working_memory();
+            reply(replies::State {
+                version: state.version,
+                hash: state.hash.clone(),
+                document: state.document.clone(),
+                schema: schema.map_or(Value::Null, |s| s.json().clone()),
+            })
         })
     }
 
@@ -417,7 +411,9 @@ impl Service {
         }
         self.store.delete_session(&self.agent, &id)?;
         lock(&self.open).remove(&id);
-        Ok(json!({"deleted": id.as_str()}))
+        reply(replies::Deleted {
+            deleted: id.as_str().to_owned(),
+        })
     }
 
     /// Runs `op` with `args`, the request `text` read as JSON: the events of
@@ -431,11 +427,11 @@ impl Service {
         }
         match (op, serde_json::from_slice::<Appended>(text)) {
             (Op::Append, Ok(appended)) if args.is_object() => {
-                let requests::AppendFields { session, .. } = read(op, args)?;
-                self.append(requests::Append {
+                let requests::AppendFields { session, .. } = requests::read(op, args)?;
+                self.run(Request::Append(requests::Append {
                     session,
                     events: appended.events,
-                })
+                }))
             }
             // Anything amiss is reported as the value's reading reports it.
             _ => self.execute(op, args),
@@ -447,12 +443,12 @@ impl Service {
         let report = self.with_session_id(&id, |session| Ok(session.ingest(request.events)?))?;
         self.metrics
             .count_events(report.appended, report.duplicates);
-        Ok(json!({
-            "appended": report.appended,
-            "duplicates": report.duplicates,
-            "evicted": report.evicted,
-            "compaction_due": report.compaction_due,
-        }))
+        reply(replies::Appended {
+            appended: report.appended,
+            duplicates: report.duplicates,
+            evicted: report.evicted,
+            compaction_due: report.compaction_due,
+        })
     }
 
     /// The session's whole history, archive included, from `after_seq` on,
@@ -471,7 +467,7 @@ impl Service {
             .filter(|e| after.is_none_or(|after| e.seq > after))
             .take(limit)
             .collect();
-        Ok(json!({"events": events}))
+        reply(replies::EventPage { events })
     }
 
     /// The session opened read-only from its files: no lock taken, no wait
@@ -571,7 +567,7 @@ impl Service {
                     ),
                 )
             })?;
-        Ok(json!({"text": text}))
+        reply(replies::ToolAnswer { text })
     }
 
     /// The memory tools for the model of `session` (with the working-memory
@@ -587,9 +583,9 @@ impl Service {
         let patch = StatePatch::from_json(request.patch)?;
         let expected = request.expected_version.map(|count| count.0);
         self.with_session_id(&SessionId::new(request.session)?, |session| {
-            Ok(serde_json::to_value(
+            reply(replies::Versioned::from(
                 session.update_working_memory(patch, expected)?,
-            )?)
+            ))
         })
     }
 
@@ -606,13 +602,20 @@ impl Service {
         let schema = (!request.schema.is_null()).then_some(request.schema);
         self.with_session_id(&SessionId::new(request.session)?, |session| {
             session.set_working_memory_schema(scope, schema)?;
-            Ok(json!({"scope": scope.as_str()}))
+            reply(replies::ScopeSet {
+                scope: scope.as_str(),
+            })
         })
     }
 
     fn prepared(&self, prepared: Prepared) -> Result<Value, ServiceError> {
         self.metrics.count_prepare(&prepared.stats);
-        Ok(json!({"payload": prepared.payload, "stats": serde_json::to_value(&prepared.stats)?}))
+        reply(replies::PreparedReply {
+            payload: &prepared.payload,
+            stats: &prepared.stats,
+            dry_run: None,
+            would_compact: None,
+        })
     }
 
     /// Runs `work` on session `id`, opened for writing once and locked for
@@ -700,26 +703,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// `args` read as what `op` takes.
-fn read<T: serde::de::DeserializeOwned>(op: Op, args: &Value) -> Result<T, ServiceError> {
-    Ok(agentmem::arguments::parse(op.name(), args)?)
-}
-
-/// `args` read as two types `op` takes: `own` fields as `U`, the rest as
-/// `T` (read first, so an unknown field is named with the fields `T` takes).
-fn read_split<T, U>(op: Op, args: &Value, own: &[&str]) -> Result<(T, U), ServiceError>
-where
-    T: serde::de::DeserializeOwned,
-    U: serde::de::DeserializeOwned,
-{
-    let (mine, rest): (Map<String, Value>, Map<String, Value>) = args
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .partition(|(key, _)| own.contains(&key.as_str()));
-    let rest = read(op, &Value::Object(rest))?;
-    Ok((rest, read(op, &Value::Object(mine))?))
+/// A result as the JSON it answers with.
+fn reply(result: impl serde::Serialize) -> Result<Value, ServiceError> {
+    Ok(serde_json::to_value(result)?)
 }
 
 /// The engine's request for a [`requests::Prepare`]: this call's settings
@@ -760,10 +746,10 @@ fn dry_run_report(prepared: Prepared) -> Result<Value, ServiceError> {
         .actions
         .iter()
         .any(|action| matches!(action, Action::CompactionWouldRun));
-    Ok(json!({
-        "dry_run": true,
-        "would_compact": would_compact,
-        "payload": prepared.payload,
-        "stats": serde_json::to_value(&prepared.stats)?,
-    }))
+    reply(replies::PreparedReply {
+        payload: &prepared.payload,
+        stats: &prepared.stats,
+        dry_run: Some(true),
+        would_compact: Some(would_compact),
+    })
 }

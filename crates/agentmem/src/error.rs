@@ -20,7 +20,7 @@ pub enum Error {
     #[error("session {session} is locked by pid {pid}: another agentmem process is writing to it; wait for it to finish, or read it without writing")]
     SessionLocked { session: String, pid: String },
 
-    #[error("session {session} of agent {agent} does not exist; `agentmem sessions list` shows the sessions there are")]
+    #[error("session {session} of agent {agent} does not exist; list the agent's sessions to see the ids there are")]
     SessionNotFound { agent: String, session: String },
 
     #[error("session {session} of agent {agent} already exists; choose another id or resume it")]
@@ -71,7 +71,7 @@ pub enum Error {
     #[error("cannot change the facts: {message}")]
     FactEdit { message: String },
 
-    #[error("the working memory changed since you read it (expected version {expected}, found {actual}); nothing was changed: read it again (get_working_memory, `agentmem state`) and redo the change against version {actual}")]
+    #[error("the working memory changed since you read it (expected version {expected}, found {actual}); nothing was changed: read the state again and redo the change against version {actual}")]
     WorkingMemoryConflict { expected: u64, actual: u64 },
 
     #[error("cannot apply the patch to the working memory: {message}; nothing was changed: check the patch against the current state")]
@@ -118,7 +118,7 @@ pub enum Error {
     #[error("search index {}: {message}; delete the file to rebuild it from the logs", path.display())]
     Index { path: PathBuf, message: String },
 
-    #[error("no evicted output for tool call {call_id:?} in this session: it was never evicted, or it belongs to another session; `agentmem tools <SESSION>` lists the session's tool calls")]
+    #[error("no evicted output for tool call {call_id:?} in this session: it was never evicted, or it belongs to another session; the session's tool calls carry the ids there are")]
     EvictedNotFound { call_id: String },
 }
 

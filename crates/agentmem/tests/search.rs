@@ -653,7 +653,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
     assert!(
         matches!(&error, agentmem::Error::Embedder { model, message }
             if model == "all-MiniLM-L6-v2" && message.contains("8 dimensions")
-                && message.contains("have 4") && message.contains("--embedder-model")),
+                && message.contains("have 4") && message.contains("a name of its own")),
         "{error}"
     );
     add("hello again");

@@ -8,9 +8,10 @@ use std::time::Duration;
 use agentmem::store::Store;
 use agentmem::Durability;
 use agentmem_server::http::{HttpServer, ServerOptions};
-use agentmem_server::load::{self, LoadOptions};
 use agentmem_server::service::Service;
 use serde_json::{json, Value};
+
+use super::bench_load::{self as load, LoadOptions};
 
 /// The longest a phase of the load test starts new turns.
 const MAX_PHASE_DURATION: Duration = Duration::from_secs(120);

@@ -1,6 +1,7 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod bench;
+mod bench_load;
 mod bench_search;
 mod bench_serve;
 mod bench_workload;
@@ -96,6 +97,9 @@ impl Context {
     pub fn report_recoveries(&self, session: &agentmem::session::Session) {
         for recovery in session.recoveries() {
             eprintln!("agentmem: warning: {recovery}");
+            if let Some(hint) = crate::hints::for_recovery(recovery) {
+                eprintln!("agentmem: hint: {hint}");
+            }
         }
     }
 }

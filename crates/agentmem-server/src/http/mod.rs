@@ -1,5 +1,5 @@
 //! The HTTP JSON API (`agentmem serve`): the service's operations as routes
-//! (see [`routes::ROUTES`] and `openapi.json`), MCP's streamable HTTP
+//! (see [`routes::ROUTES`] and [`crate::openapi`]), MCP's streamable HTTP
 //! transport at `/mcp`, `/healthz` and Prometheus `/metrics`.
 //!
 //! hyper reads and writes HTTP/1.1 (keep-alive connections) on a small async
@@ -59,9 +59,6 @@ pub const MIN_NETWORK_TOKEN_CHARS: usize = 16;
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long requests in progress get to finish once shutdown is asked for.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// The OpenAPI document of the routes, served at `/openapi.json`.
-pub const OPENAPI_JSON: &str = include_str!("../../openapi.json");
 
 /// How the server listens and whom it admits.
 #[derive(Debug, Clone)]
@@ -335,7 +332,7 @@ impl App {
             })?
         }
         .await;
-        (label(endpoint), reply)
+        (endpoint.name(), reply)
     }
 
     /// The body, refused when it is over the limit (before reading it, when
@@ -369,7 +366,12 @@ impl App {
         body: &[u8],
     ) -> Result<Reply, ServiceError> {
         match endpoint {
-            Endpoint::Health => Ok(json_reply(200, &serde_json::json!({"status": "ok"}))),
+            Endpoint::Health => {
+                let health = crate::replies::Health {
+                    status: crate::replies::HealthStatus::Ok,
+                };
+                Ok(json_reply(200, &serde_json::to_value(health)?))
+            }
             Endpoint::Metrics => Ok((
                 200,
                 self.service
@@ -378,7 +380,11 @@ impl App {
                     .into_bytes(),
                 "text/plain; version=0.0.4",
             )),
-            Endpoint::OpenApi => Ok((200, OPENAPI_JSON.as_bytes().to_vec(), "application/json")),
+            Endpoint::OpenApi => Ok((
+                200,
+                crate::openapi::text().as_bytes().to_vec(),
+                "application/json",
+            )),
             Endpoint::Mcp => self.mcp(headers, query, body),
             Endpoint::Op(op) => {
                 let args = arguments(body, query, captures)?;
@@ -471,14 +477,4 @@ fn arguments(
         }
     }
     Ok(Value::Object(arguments))
-}
-
-fn label(endpoint: Endpoint) -> &'static str {
-    match endpoint {
-        Endpoint::Health => "healthz",
-        Endpoint::Metrics => "metrics",
-        Endpoint::OpenApi => "openapi",
-        Endpoint::Mcp => "mcp",
-        Endpoint::Op(op) => op.name(),
-    }
 }

@@ -1,5 +1,5 @@
 //! The route table: which method and path reach which endpoint. It is data,
-//! so the checked-in OpenAPI document can be tested against it.
+//! so the OpenAPI document is built from it.
 
 use serde_json::{Map, Value};
 
@@ -15,6 +15,20 @@ pub enum Endpoint {
     /// MCP's streamable HTTP transport.
     Mcp,
     Op(Op),
+}
+
+impl Endpoint {
+    /// Its name: the operation's (see [`Op::name`]), or the endpoint's own;
+    /// the document's `operationId` and the metrics' label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Health => "healthz",
+            Endpoint::Metrics => "metrics",
+            Endpoint::OpenApi => "openapi",
+            Endpoint::Mcp => "mcp",
+            Endpoint::Op(op) => op.name(),
+        }
+    }
 }
 
 /// One method and path pattern; `{name}` segments capture into the arguments.

@@ -1721,7 +1721,10 @@ mod tests {
         // Unknown call: a typed error naming it.
         let err = read_evicted(dir.path(), "c10", 0, 10).unwrap_err();
         assert!(matches!(&err, Error::EvictedNotFound { call_id } if call_id == "c10"));
-        assert!(err.to_string().contains("agentmem tools"));
+        assert!(
+            err.to_string().contains("tool calls carry the ids"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -220,7 +220,7 @@ impl HistoryIndex {
                 model: model.to_owned(),
                 message: format!(
                     "it gives vectors of {dimensions} dimensions, but those stored under its name have {stored}: \
-                     give a different model a name of its own (--embedder-model, or `model` in [embedder])"
+                     give a different model a name of its own (the embedder's model name)"
                 ),
             }),
             Some(_) | None => Ok(()),

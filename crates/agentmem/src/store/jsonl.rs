@@ -80,7 +80,7 @@ impl std::fmt::Display for Recovery {
             ),
             Recovery::WorkingMemoryUpdate { event_id, error } => write!(
                 f,
-                "working-memory update {event_id} could not be replayed ({error}); the state was rebuilt without it, and `agentmem state ID --history` shows the versions that remain"
+                "working-memory update {event_id} could not be replayed ({error}); the state was rebuilt without it, and the working memory's history shows the versions that remain"
             ),
         }
     }

@@ -1,4 +1,4 @@
-//! A load test against a running server: concurrent clients walk agent
+//! `agentmem bench --serve`'s client: a load test against a running server: concurrent clients walk agent
 //! loops (append a turn, prepare the next call) on sessions of their own and
 //! then all on one shared session; afterwards every session's log is read
 //! back to prove that no event was lost or written twice.
@@ -14,44 +14,44 @@ use serde_json::{json, Value};
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     /// `http://host:port` of the server.
-    pub base_url: String,
-    pub token: Option<String>,
-    pub clients: usize,
+    pub(crate) base_url: String,
+    pub(crate) token: Option<String>,
+    pub(crate) clients: usize,
     /// Turns each client appends (and prepares after) in each phase.
-    pub turns_per_client: usize,
+    pub(crate) turns_per_client: usize,
     /// A phase stops starting turns after this long.
-    pub max_duration: Duration,
-    pub model: String,
+    pub(crate) max_duration: Duration,
+    pub(crate) model: String,
 }
 
 /// How one phase went.
 #[derive(Debug, Clone, Serialize)]
-pub struct PhaseReport {
-    pub phase: &'static str,
-    pub clients: usize,
-    pub sessions: usize,
-    pub requests: usize,
-    pub seconds: f64,
-    pub requests_per_second: f64,
-    pub events_per_second: f64,
+pub(crate) struct PhaseReport {
+    pub(crate) phase: &'static str,
+    pub(crate) clients: usize,
+    pub(crate) sessions: usize,
+    pub(crate) requests: usize,
+    pub(crate) seconds: f64,
+    pub(crate) requests_per_second: f64,
+    pub(crate) events_per_second: f64,
     pub append_p50_ms: f64,
     pub append_p99_ms: f64,
     pub prepare_p50_ms: f64,
     pub prepare_p99_ms: f64,
-    pub errors: usize,
+    pub(crate) errors: usize,
     /// Events the clients sent once (retries not counted).
-    pub events_sent: usize,
+    pub(crate) events_sent: usize,
     /// Events the logs hold afterwards.
-    pub events_logged: usize,
-    pub events_lost: usize,
-    pub events_duplicated: usize,
+    pub(crate) events_logged: usize,
+    pub(crate) events_lost: usize,
+    pub(crate) events_duplicated: usize,
 }
 
 /// Why the load test could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     #[error("request to {url} failed: {message}")]
     Request { url: String, message: String },
     #[error("{url} answered {status}: {body}")]
@@ -63,7 +63,7 @@ pub enum LoadError {
 }
 
 /// Runs the separate-sessions phase, then the shared-session phase.
-pub fn run(options: &LoadOptions) -> Result<Vec<PhaseReport>, LoadError> {
+pub(crate) fn run(options: &LoadOptions) -> Result<Vec<PhaseReport>, LoadError> {
     let client = Client::new(options);
     let run_id = format!("load-{}", std::process::id());
     let separate: Vec<String> = (0..options.clients)
@@ -319,5 +319,64 @@ impl Client {
                     .collect()
             })
             .unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Concurrent writers over loopback, on sessions of their own and on
+    //! one shared session: afterwards every event sent is in its log
+    //! exactly once.
+
+    use std::sync::Arc;
+
+    use agentmem::store::Store;
+    use agentmem::Durability;
+    use agentmem_server::http::{HttpServer, ServerOptions};
+    use agentmem_server::service::Service;
+
+    use super::*;
+
+    #[test]
+    fn concurrent_clients_lose_and_duplicate_no_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Durability::Batch).unwrap();
+        let service = Arc::new(Service::new(store, Default::default()));
+        let options = ServerOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            ..ServerOptions::default()
+        };
+        let server = HttpServer::bind(service, options).unwrap();
+        let options = LoadOptions {
+            base_url: format!("http://{}", server.local_addr()),
+            token: None,
+            clients: 6,
+            turns_per_client: 8,
+            max_duration: Duration::from_secs(600),
+            model: "gpt-4o".into(),
+        };
+        let shutdown = server.shutdown_handle();
+        let reports = std::thread::scope(|scope| {
+            let serving = scope.spawn(|| server.run());
+            let reports = run(&options);
+            shutdown.shutdown();
+            serving.join().unwrap().unwrap();
+            reports.unwrap()
+        });
+        assert_eq!(reports.len(), 2);
+        for report in &reports {
+            assert_eq!(report.errors, 0, "{report:?}");
+            assert_eq!(report.events_sent, 6 * 8 * 4, "{report:?}");
+            assert_eq!(report.events_logged, report.events_sent, "{report:?}");
+            assert_eq!(
+                (report.events_lost, report.events_duplicated),
+                (0, 0),
+                "{report:?}"
+            );
+        }
+        assert_eq!(
+            reports[1].sessions, 1,
+            "the second phase shares one session"
+        );
     }
 }
