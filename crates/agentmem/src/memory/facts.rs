@@ -21,6 +21,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::hidden::HiddenKey;
 use super::redact::{redact, Redacted, RedactionPolicy};
 use crate::error::{Error, IoContext, Result};
 use crate::event::now_ts;
@@ -72,6 +73,11 @@ pub struct Fact {
     pub valid_to: Option<f64>,
     #[serde(default)]
     pub superseded_by: Option<String>,
+    /// A keyed fingerprint of the words redaction hid from the fact (see
+    /// `memory::hidden`): two facts that read the same once redacted merge
+    /// only when it is the same, so facts that differ only in a secret stay two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<String>,
 }
 
 impl Fact {
@@ -207,6 +213,7 @@ impl FactStore {
 
     fn add_all_locked(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let mut texts = Vec::with_capacity(new.len());
+        let mut key = HiddenKeyOnce::new(self.path.parent().unwrap_or(Path::new(".")));
         for new in &new {
             let (text, found) = redact(new.fact.trim(), self.redaction);
             if text.is_empty() {
@@ -214,7 +221,7 @@ impl FactStore {
                     message: "a fact needs text".into(),
                 });
             }
-            texts.push(Cleaned::of(text, found, new.fact.trim()));
+            texts.push(Cleaned::of(text, found, new.fact.trim(), &mut key)?);
         }
         self.with_loaded(|loaded| {
             let mut outcomes = Vec::with_capacity(new.len());
@@ -241,7 +248,9 @@ impl FactStore {
                 message: format!("no current fact {id}; list the facts to see their ids"),
             })?;
         let now = now_ts();
-        let clean = redact(text.trim(), self.redaction).0;
+        let (clean, found) = redact(text.trim(), self.redaction);
+        let mut key = HiddenKeyOnce::new(self.path.parent().unwrap_or(Path::new(".")));
+        let (clean, hidden) = Cleaned::of(clean, found, text.trim(), &mut key)?.into_parts();
         let new_id = format!(
             "fact-{:04}-{:08x}",
             facts.len() + 1,
@@ -255,6 +264,7 @@ impl FactStore {
             valid_from: now,
             valid_to: None,
             superseded_by: None,
+            hidden,
             ..facts[old].clone()
         };
         facts[old].valid_to = Some(now);
@@ -334,10 +344,6 @@ struct Loaded {
     /// The file ends inside a line (a write cut short): appending to it
     /// would join that line, so the next write rewrites the file.
     torn: bool,
-    /// What redaction hid of the facts this process added, by position:
-    /// kept in memory only, never in the file, to tell apart facts that
-    /// read the same once redacted.
-    hidden: HashMap<usize, BTreeSet<String>>,
 }
 
 impl Loaded {
@@ -377,7 +383,6 @@ impl Loaded {
             near_index,
             lines,
             torn: !text.is_empty() && !text.ends_with('\n'),
-            hidden: HashMap::new(),
         })
     }
 
@@ -389,7 +394,7 @@ impl Loaded {
             let existing = &self.facts[i];
             existing.is_current()
                 && near(&self.words[i], &these)
-                && text.may_merge_into(existing, self.hidden.get(&i), &new.provenance)
+                && text.may_merge_into(existing, &new.provenance)
         });
         if let Some(i) = same {
             let existing = &mut self.facts[i];
@@ -402,14 +407,7 @@ impl Loaded {
             }
             return (Added::Merged(existing.id.clone()), i);
         }
-        let position = self.words.len();
-        let text = match text {
-            Cleaned::AsGiven(text) => text,
-            Cleaned::Redacted { text, hidden } => {
-                self.hidden.insert(position, hidden);
-                text
-            }
-        };
+        let (text, hidden) = text.into_parts();
         let now = now_ts();
         let id = format!(
             "fact-{:04}-{:08x}",
@@ -428,7 +426,9 @@ impl Loaded {
             valid_from: now,
             valid_to: None,
             superseded_by: None,
+            hidden,
         });
+        let position = self.words.len();
         self.near_index.add(position, &these);
         self.words.push(these);
         (Added::Added(id), position)
@@ -468,21 +468,19 @@ enum Cleaned {
     AsGiven(String),
     /// Redaction replaced something: two such facts may read the same and
     /// hold different secrets ("the password is [REDACTED:secret]"). The
-    /// words it hid tell them apart while this process runs.
-    Redacted {
-        text: String,
-        hidden: BTreeSet<String>,
-    },
+    /// fingerprint of the words it hid tells them apart.
+    Redacted { text: String, hidden: String },
 }
 
 impl Cleaned {
-    fn of(text: String, found: Redacted, said: &str) -> Cleaned {
+    fn of(text: String, found: Redacted, said: &str, key: &mut HiddenKeyOnce) -> Result<Cleaned> {
         if found.is_empty() {
-            return Cleaned::AsGiven(text);
+            return Ok(Cleaned::AsGiven(text));
         }
         let kept = exact_words(&text);
         let hidden = exact_words(said).difference(&kept).cloned().collect();
-        Cleaned::Redacted { text, hidden }
+        let hidden = key.get()?.fingerprint(&hidden);
+        Ok(Cleaned::Redacted { text, hidden })
     }
 
     fn as_str(&self) -> &str {
@@ -491,27 +489,54 @@ impl Cleaned {
         }
     }
 
+    /// The text, and the fingerprint of what was hidden from it.
+    fn into_parts(self) -> (String, Option<String>) {
+        match self {
+            Cleaned::AsGiven(text) => (text, None),
+            Cleaned::Redacted { text, hidden } => (text, Some(hidden)),
+        }
+    }
+
     /// Whether a fact with this text, drawn from what `provenance` names,
-    /// may merge into `existing`, a near duplicate once redacted (whose
-    /// redaction hid `existing_hidden`, when this process added it): a
+    /// may merge into `existing`, a near duplicate once redacted: a
     /// redacted one only when it hid the same, or came from one of the same
     /// events, so two that differ only in what was redacted stay two.
-    fn may_merge_into(
-        &self,
-        existing: &Fact,
-        existing_hidden: Option<&BTreeSet<String>>,
-        provenance: &Provenance,
-    ) -> bool {
+    fn may_merge_into(&self, existing: &Fact, provenance: &Provenance) -> bool {
         match self {
             Cleaned::AsGiven(_) => true,
             Cleaned::Redacted { hidden, .. } => {
-                existing_hidden == Some(hidden)
+                existing.hidden.as_ref() == Some(hidden)
                     || provenance
                         .source_event_ids
                         .iter()
                         .any(|id| existing.provenance.source_event_ids.contains(id))
             }
         }
+    }
+}
+
+/// The agent's key for fingerprints, read (or made) the first time a fact
+/// needs it.
+struct HiddenKeyOnce<'a> {
+    agent_dir: &'a Path,
+    key: Option<HiddenKey>,
+}
+
+impl<'a> HiddenKeyOnce<'a> {
+    fn new(agent_dir: &'a Path) -> Self {
+        HiddenKeyOnce {
+            agent_dir,
+            key: None,
+        }
+    }
+
+    fn get(&mut self) -> Result<HiddenKey> {
+        if let Some(key) = self.key {
+            return Ok(key);
+        }
+        let key = HiddenKey::of_agent(self.agent_dir)?;
+        self.key = Some(key);
+        Ok(key)
     }
 }
 
@@ -736,6 +761,44 @@ mod tests {
         assert_eq!(facts.len(), 1);
         assert_eq!(facts[0].provenance.source_event_ids, ["ev1", "ev2"]);
         assert!(!facts[0].fact.contains("sk-proj"), "{}", facts[0].fact);
+    }
+
+    /// What tells redacted facts apart is in the file, not only in this
+    /// process's memory: after the parsed copy is gone (another process, or
+    /// a cache that started over), a repeat still merges and a fact that
+    /// differs only in its secret still stays apart.
+    #[test]
+    fn redacted_facts_are_told_apart_by_what_the_file_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FactStore::new(dir.path(), RedactionPolicy::default());
+        let said = |key: &str, event: &str| {
+            let mut new = fact(&format!("Use API key {key} for staging"), Trust::User);
+            new.provenance.source_event_ids = vec![event.into()];
+            new
+        };
+        let Added::Added(id) = store
+            .add(said("sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2", "ev1"))
+            .unwrap()
+        else {
+            panic!()
+        };
+        LOADED.lock().unwrap().clear();
+        assert_eq!(
+            store
+                .add(said("sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2", "ev2"))
+                .unwrap(),
+            Added::Merged(id)
+        );
+        LOADED.lock().unwrap().clear();
+        assert!(matches!(
+            store
+                .add(said("sk-proj-Qq1Ww2Ee3Rr4Tt5Yy6Uu7Ii8", "ev3"))
+                .unwrap(),
+            Added::Added(_)
+        ));
+        let file = std::fs::read_to_string(dir.path().join(SEMANTIC_FILE)).unwrap();
+        assert!(!file.contains("sk-proj"), "{file}");
+        assert_eq!(store.current().unwrap().len(), 2);
     }
 
     fn word_sets() -> impl Strategy<Value = BTreeSet<String>> {

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod episodic;
 pub mod facts;
+mod hidden;
 pub(crate) mod injector;
 pub mod notebook;
 pub mod project;
