@@ -312,7 +312,7 @@ shape!(
             "updated": {"type": "number"},
             "events": {"type": "integer"},
             "archived_events": {"type": "integer"},
-            "compactions": {"type": "integer"},
+            "compactions_finished": {"type": "integer", "description": "Compactions whose every step is done; one the snapshot counts beyond this is finished when the session is next opened for writing."},
             "turns": {"type": "integer"},
             "log_bytes": {"type": "integer"},
             "forked_from": {"type": "string"},

@@ -435,7 +435,7 @@ fn the_schemas_of_engine_types_name_every_field_they_write() {
         updated: 1.0,
         events: 1,
         archived_events: 1,
-        compactions: 1,
+        compactions_finished: 1,
         turns: 1,
         log_bytes: 1,
         forked_from: Some("f".into()),

@@ -593,7 +593,7 @@ impl Session {
         let Some(snapshot) = self.view.snapshot() else {
             return Ok(());
         };
-        if snapshot.compactions <= self.log.meta().compactions {
+        if snapshot.compactions <= self.log.meta().compactions_finished {
             return Ok(());
         }
         if let Some(memory) = &snapshot.memory {

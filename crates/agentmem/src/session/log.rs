@@ -129,18 +129,22 @@ impl SessionLog {
         redaction: RedactionPolicy,
         agent_dir: PathBuf,
     ) -> Result<(SessionLog, Option<Snapshot>)> {
-        let lock = match access {
+        let mut lock = match access {
             Access::Write(_) => Some(SessionLock::acquire(&paths.dir, id.as_str())?),
             Access::Read => None,
         };
-        let (events, mut recoveries) = read_log(&paths, lock.as_ref())?;
+        let (events, mut recoveries) = read_log(&paths, lock.as_mut())?;
         let mut meta = SessionMeta::read(&paths.dir)
             .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id, redaction));
         let snapshot = Snapshot::read(&paths.dir)?;
         let events = match &snapshot {
-            Some(snapshot) => {
-                finish_interrupted(&paths, snapshot, events, meta.compactions, lock.is_some())?
-            }
+            Some(snapshot) => finish_interrupted(
+                &paths,
+                snapshot,
+                events,
+                meta.compactions_finished,
+                lock.is_some(),
+            )?,
             None => events,
         };
         if let Some(archived) = snapshot.as_ref().and_then(|s| s.archived_events) {
@@ -471,7 +475,7 @@ impl SessionLog {
 
     /// Records that the first `compactions` compactions are done, every step.
     pub(crate) fn record_compactions_done(&mut self, compactions: u64) -> Result<()> {
-        self.meta.compactions = compactions;
+        self.meta.compactions_finished = compactions;
         self.write_meta()
     }
 
@@ -544,7 +548,7 @@ impl Drop for SessionLog {
 /// batch its writer has under way.
 fn read_log(
     paths: &SessionPaths,
-    lock: Option<&SessionLock>,
+    lock: Option<&mut SessionLock>,
 ) -> Result<(Vec<Event>, Vec<Recovery>)> {
     let Some(lock) = lock else {
         let contents = jsonl::read_log_as_reader(&paths.raw_traces(), &paths.dir)?;
@@ -557,6 +561,7 @@ fn read_log(
     };
     let (events, mut recoveries) = jsonl::read_and_repair(&paths.raw_traces())?;
     recoveries.splice(0..0, unfinished);
+    lock.clear_batch()?;
     Ok((events, recoveries))
 }
 

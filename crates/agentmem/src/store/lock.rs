@@ -91,14 +91,21 @@ impl SessionLock {
         }
         let _ = file.read_to_string(&mut recorded);
         let previous_batch = recorded.lines().nth(1).and_then(PendingBatch::parse);
-        let mut lock = SessionLock {
+        let pid_line = format!("{:>10}\n", std::process::id());
+        // The pid alone: the previous writer's batch stays recorded until
+        // the log is repaired ([`SessionLock::clear_batch`]), so a writer
+        // killed before the repair leaves it to the next.
+        let pid_only = match previous_batch {
+            Some(_) => pid_line.clone(),
+            None => format!("{pid_line}{}", NO_BATCH.line()),
+        };
+        write_all_at_start(&file, pid_only.as_bytes()).io("write", &path)?;
+        Ok(SessionLock {
             file,
             path,
-            pid_line: format!("{:>10}\n", std::process::id()),
+            pid_line,
             previous_batch,
-        };
-        lock.write_record(NO_BATCH, Durability::Os)?;
-        Ok(lock)
+        })
     }
 
     /// The batch the previous writer recorded as under way when it stopped:
@@ -113,8 +120,10 @@ impl SessionLock {
         self.write_record(batch, durability)
     }
 
-    /// Records that no batch is under way (the log was replaced).
+    /// Records that no batch is under way: the log was repaired (a batch
+    /// cut short taken out) or replaced.
     pub fn clear_batch(&mut self) -> Result<()> {
+        self.previous_batch = None;
         self.write_record(NO_BATCH, Durability::Os)
     }
 

@@ -47,7 +47,7 @@ pub struct SessionMeta {
     /// Compactions whose every step is done (the snapshot counts those
     /// committed): one the snapshot counts beyond this is finished on open.
     #[serde(default)]
-    pub compactions: u64,
+    pub compactions_finished: u64,
     /// Turns (user messages) in the log.
     #[serde(default)]
     pub turns: usize,
