@@ -1286,14 +1286,7 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir).io("create", dir)?;
+    crate::store::private::create_dir_all(dir).io("create", dir)?;
     match dir.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent),
         _ => Ok(()),

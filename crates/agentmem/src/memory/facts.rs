@@ -551,7 +551,7 @@ fn exact_words(text: &str) -> BTreeSet<String> {
 /// Replaces the file with `facts`, one line each, atomically; its new length.
 fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).io("create", dir)?;
+        crate::store::private::create_dir_all(dir).io("create", dir)?;
     }
     let bytes = lines_of(facts.iter());
     let written = write_atomic(path, &bytes);
@@ -563,7 +563,7 @@ fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
 /// Appends `facts` to the file, one line each, and syncs it; the bytes added.
 fn append(path: &Path, facts: &[&Fact]) -> Result<u64> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).io("create", dir)?;
+        crate::store::private::create_dir_all(dir).io("create", dir)?;
     }
     let mut file = crate::store::private::open_append(path).io("open", path)?;
     let bytes = lines_of(facts.iter().copied());

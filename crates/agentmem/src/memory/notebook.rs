@@ -165,7 +165,7 @@ impl Notebook {
             }
         }
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).io("create", dir)?;
+            crate::store::private::create_dir_all(dir).io("create", dir)?;
         }
         let written = write_atomic(&self.path, next.as_bytes());
         super::count_write();

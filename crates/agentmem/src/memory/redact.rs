@@ -72,14 +72,15 @@ static SECRET: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         r"(?-u:\b)(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", // OpenAI, Anthropic
         r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}", // GitHub
         r"|xox[abeprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}", // Slack
-        r"|(?:AKIA|ASIA)[0-9A-Z]{16}",                 // AWS access key id
+        r"|(?:AKIA|ASIA)[0-9A-Z]{16}",                       // AWS access key id
         r"|AIza[0-9A-Za-z_\-]{35}|GOCSPX-[A-Za-z0-9_\-]{20,}", // Google
-        r"|glpat-[A-Za-z0-9_\-]{20,}",                 // GitLab
+        r"|glpat-[A-Za-z0-9_\-]{20,}",                       // GitLab
         r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}", // Stripe
-        r"|hf_[A-Za-z0-9]{30,}",                       // Hugging Face
+        r"|hf_[A-Za-z0-9]{30,}",                             // Hugging Face
         r"|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{16,}", // npm, PyPI
         r"|dop_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|dapi[a-f0-9]{32}", // DigitalOcean, Shopify, Databricks
-        r"|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", // SendGrid
+        r"|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",                            // SendGrid
+        r"|SK[0-9a-fA-F]{32}(?-u:\b)", // Twilio API key
         r"|[A-Za-z0-9_\-.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}", // Azure AD client secret
         r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", // JWT
         r")",
@@ -94,21 +95,26 @@ static SECRET: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         // Azure storage and service bus keys, shared access signatures
         r"|(?i:accountkey|sharedaccesskey)=(?P<azure>[A-Za-z0-9+/]{16,}={0,2})",
         r"|[?&;]sig=(?P<sas>[A-Za-z0-9%+/]{16,}={0,2})",
-        // A value given to a name that says it is secret. It must end where
-        // a literal ends: `token = cache.read(key)` is code, not a token.
-        r"|(?i:password|passwd|pwd|passphrase|secret|credentials?|[_-]pass)",
-        r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<named>[^\s"',;()]{4,})(?:[\s"',;]|$)"#,
-        // Keys and tokens are random: their values have a digit.
-        r"|(?i:api[_-]?key|[_-]key|token)",
-        r#"["']?[\ \t]*[:=][\ \t]*["']?(?P<keyed>[^\s"',;()]*[0-9][^\s"',;()]*)(?:[\s"',;]|$)"#,
+        // A value given to a name that says it is secret, whatever quotes
+        // (escaped ones too, as in JSON inside a JSON string) stand around
+        // the name and the value: `"client_secret": "…"`, `\"SecretAccessKey\":
+        // \"…\"`, `api_key = '…'`, YAML `password: …`. The name is matched
+        // whole and judged in code ([`named_credential`]): `max_tokens` and
+        // `token_count` name none. The value must end where a literal ends:
+        // `token = cache.read(key)` is code, not a token.
+        r"|[A-Za-z0-9_.\-]*(?i:pass|pwd|secret|credential|token|key)[A-Za-z0-9_.\-]*",
+        r#"\\*["'`]?[\ \t]*(?::=|=>|[:=])[\ \t]*\\*["'`]?"#,
+        r#"(?P<named>[^\s"'`\\,;(){}\[\]<>&]{4,})(?:[\s"'`\\,;&)}\]]|$)"#,
         // A password given in prose: "the admin password is hunter2!",
-        // "signs in with the password Tr0ub4dor-3x".
-        r#"|(?i:password|passphrase|passwd)[\ \t]+(?:(?:is|was|of)[\ \t]+)?["'`]?(?P<said>[^\s"'`,;]{5,}[^\s"'`,;.!?)])"#,
+        // "signs in with the password Tr0ub4dor-3x", "my pwd is …".
+        r#"|(?:(?i:password|passphrase|passwd)[\ \t]+(?:(?i:is|was|of)[\ \t]+)?"#,
+        r"|(?i:pwd|passcode)[\ \t]+(?i:is|was)[\ \t]+)",
+        r#"["'`]?(?P<said>[^\s"'`,;]{5,}[^\s"'`,;.!?)])"#,
     ))
     .expect("a valid pattern")
 });
 /// Passwords given to commands: `curl -u user:pw`, `mysql -ppw`, `sshpass
-/// -p pw`. Apart from [`SECRET`], and looked for only in texts that name
+/// -p pw`, `redis-cli -a pw`. Apart from [`SECRET`], and looked for only in texts that name
 /// one of the commands: a pattern that spans a command line costs every
 /// other search a third more.
 static COMMAND_PASSWORD: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
@@ -119,12 +125,15 @@ static COMMAND_PASSWORD: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         r"|(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb)(?-u:\b)[^\n]*?[\ \t]-p",
         r#"(?P<mysql>'[^'\n]*'|\x22[^\x22\n]*\x22|[^\s"',;]+)"#,
         r#"|(?-u:\b)sshpass[\ \t]+-p[\ \t]*(?P<sshpass>'[^'\n]*'|\x22[^\x22\n]*\x22|[^\s"',;]+)"#,
+        r"|(?-u:\b)redis-cli(?-u:\b)[^\n]*?[\ \t](?:-a|--pass)[\ \t]+",
+        r#"(?P<redis>'[^'\n]*'|\x22[^\x22\n]*\x22|[^\s"',;]+)"#,
     ))
     .expect("a valid pattern")
 });
 /// The commands [`COMMAND_PASSWORD`] knows.
 static PASSWORD_COMMANDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::new(["curl", "mysql", "mariadb", "sshpass"]).expect("valid words")
+    aho_corasick::AhoCorasick::new(["curl", "mysql", "mariadb", "sshpass", "redis-cli"])
+        .expect("valid words")
 });
 /// A private key block, to its end (or the text's, when it is cut).
 static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
@@ -252,18 +261,28 @@ fn hide(
     let mut done = 0;
     let bytes = text.as_bytes();
     // Finding is fast; resolving groups is not, so only matches are resolved.
-    for found in pattern.find_iter(bytes) {
+    let mut at = 0;
+    while let Some(found) = pattern.find_at(bytes, at) {
         let Some(caps) = pattern.captures_at(&bytes[..found.end()], found.start()) else {
+            at = found.end().max(found.start() + 1);
             continue;
         };
-        if !is_secret(&caps) {
+        let value = inner_or_whole(&caps);
+        if !is_secret(&caps, bytes) {
+            // What a name that is no credential's is given may still be
+            // one by its shape (`sort_key: sk-…`): looked for again.
+            at = if value.start() > found.start() {
+                value.start()
+            } else {
+                found.end().max(found.start() + 1)
+            };
             continue;
         }
-        let value = inner_or_whole(&caps);
         out.push_str(&text[done..value.start()]);
         out.push_str(SECRET_MARKER);
         hidden.push(text[value.range()].to_owned());
         done = value.end();
+        at = found.end().max(found.start() + 1);
         *secrets += 1;
     }
     out.push_str(&text[done..]);
@@ -307,20 +326,188 @@ fn inner_or_whole<'h>(caps: &regex::bytes::Captures<'h>) -> regex::bytes::Match<
         .unwrap_or_else(|| caps.get(0).expect("a match"))
 }
 
-/// Whether a match of [`SECRET`] is one.
-fn is_secret(caps: &regex::bytes::Captures<'_>) -> bool {
-    if let Some(value) = caps.name("keyed") {
-        return value.len() >= 8;
-    }
+/// Whether a match of [`SECRET`] in `haystack` is one.
+fn is_secret(caps: &regex::bytes::Captures<'_>, haystack: &[u8]) -> bool {
+    let whole = caps.get(0).expect("a match");
     if let Some(value) = caps.name("named") {
-        // `password: string`, `secret: true` name no value.
-        return value.len() >= 8 || value.as_bytes().iter().any(|b| !b.is_ascii_alphabetic());
+        let name = setting_name(haystack, whole.start());
+        let quoted = value.start() > 0 && b"\"'`".contains(&haystack[value.start() - 1]);
+        let value = value.as_bytes();
+        if names_code(value, quoted) {
+            return false;
+        }
+        return match named_credential(name) {
+            // `password: string`, `secret: true` name no value; `PWD=/srv`
+            // is the working directory.
+            Some(Credential::Password { pwd }) => {
+                (value.len() >= 8 || value.iter().any(|b| !b.is_ascii_alphabetic()))
+                    && !(pwd && (value.starts_with(b"/") || value.starts_with(b"~")))
+            }
+            Some(Credential::Key) => value.len() >= 8,
+            // Keys and tokens are random: their values have a digit.
+            Some(Credential::MaybeKey) => value.len() >= 8 && value.iter().any(u8::is_ascii_digit),
+            None => false,
+        };
     }
     if let Some(said) = caps.name("said") {
-        // "the password is incorrect" says no password.
-        return said.as_bytes().iter().any(|b| !b.is_ascii_alphabetic());
+        // "the password is incorrect" says no password, "my pwd is /srv"
+        // a folder.
+        let pwd = whole.as_bytes()[..3].eq_ignore_ascii_case(b"pwd");
+        return looks_random(said.as_bytes()) && !(pwd && said.as_bytes().starts_with(b"/"));
     }
     true
+}
+
+/// Whether a setting's value is code or words, not a credential: a path
+/// through fields (`env.OPENAI_API_KEY`, `config.password`), a bare name
+/// (`apiKey: isLiteLLM ? …`), or words joined by `-` or `_`, each in one
+/// case (`'proxy-handled'`, `'not-required'`, `REDACTED_API_KEY`).
+fn names_code(value: &[u8], quoted: bool) -> bool {
+    let identifier = |part: &[u8]| {
+        part.first()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b"_$".contains(b))
+            && part
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"_$".contains(b))
+    };
+    let fields: Vec<&[u8]> = value.split(|&b| b == b'.').collect();
+    if fields.len() >= 2 && fields.iter().all(|field| identifier(field)) {
+        return true;
+    }
+    if !quoted && identifier(value) && !value.iter().any(u8::is_ascii_digit) {
+        return true;
+    }
+    let words: Vec<&[u8]> = value.split(|&b| b == b'-' || b == b'_').collect();
+    words.len() >= 2
+        && words.iter().all(|word| {
+            (1..=12).contains(&word.len())
+                && (word.iter().all(u8::is_ascii_lowercase)
+                    || word.iter().all(u8::is_ascii_uppercase))
+        })
+}
+
+/// Whether a word said in prose is not one: it has a digit or a sign, or
+/// capitals inside it beside small letters (`vQmTzRbKpLwX`, not `Incorrect`).
+fn looks_random(word: &[u8]) -> bool {
+    let inner_capitals = word
+        .iter()
+        .skip(1)
+        .filter(|b| b.is_ascii_uppercase())
+        .count();
+    word.iter().any(|b| !b.is_ascii_alphabetic())
+        || (word.len() >= 8 && inner_capitals >= 2 && word.iter().any(u8::is_ascii_lowercase))
+}
+
+/// What a setting's name says its value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Credential {
+    /// A password or a secret (`pwd` when the name is the shell's `PWD`).
+    Password { pwd: bool },
+    /// A key or a token: `api_key`, `SecretAccessKey`, `access_token`.
+    Key,
+    /// Some other key (`cache_key`, `primary_key`): one only when random.
+    MaybeKey,
+}
+
+/// The words before `key` that make it a credential's name.
+const KEY_KINDS: [&str; 14] = [
+    "api",
+    "access",
+    "secret",
+    "private",
+    "signing",
+    "master",
+    "encryption",
+    "client",
+    "auth",
+    "account",
+    "shared",
+    "subscription",
+    "license",
+    "session",
+];
+
+/// What the setting named `name` holds, judged by its last word (split at
+/// `_`, `-`, `.` and between small letters and capitals): `client_secret`
+/// and `SecretAccessKey` name credentials, `token_count`, `max_tokens` and
+/// `bypass` do not.
+fn named_credential(name: &[u8]) -> Option<Credential> {
+    let words = words_of(name);
+    let (last, before) = match words.as_slice() {
+        [] => return None,
+        [last] => (last.as_str(), ""),
+        [.., before, last] => (last.as_str(), before.as_str()),
+    };
+    let password = [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "credential",
+        "credentials",
+    ];
+    if password.iter().any(|word| last.ends_with(word)) || last == "pass" || last == "pw" {
+        return Some(Credential::Password { pwd: false });
+    }
+    if last.ends_with("pwd") {
+        return Some(Credential::Password { pwd: true });
+    }
+    if last.ends_with("token") {
+        return Some(Credential::Key);
+    }
+    if let Some(kind) = last.strip_suffix("key") {
+        if KEY_KINDS.contains(&kind) || (kind.is_empty() && KEY_KINDS.contains(&before)) {
+            return Some(Credential::Key);
+        }
+        if kind.is_empty() && !before.is_empty() {
+            return Some(Credential::MaybeKey);
+        }
+    }
+    None
+}
+
+/// The lowercase words of a setting's name.
+fn words_of(name: &[u8]) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for (i, &b) in name.iter().enumerate() {
+        if !b.is_ascii_alphanumeric() {
+            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+            continue;
+        }
+        let previous = i.checked_sub(1).map(|p| name[p]);
+        let next = name.get(i + 1);
+        let starts_word = b.is_ascii_uppercase()
+            && (previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit())
+                || (previous.is_some_and(|p| p.is_ascii_uppercase())
+                    && next.is_some_and(u8::is_ascii_lowercase)));
+        if starts_word && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        word.push(char::from(b.to_ascii_lowercase()));
+    }
+    words.extend((!word.is_empty()).then_some(word));
+    words
+}
+
+/// The name a match of the named-value pattern starting at `start` gives:
+/// its run of name characters, without the letter of an escape before it
+/// (`\npassword: …` in a JSON string names `password`).
+fn setting_name(haystack: &[u8], start: usize) -> &[u8] {
+    let rest = &haystack[start..];
+    let len = rest
+        .iter()
+        .position(|&b| !(b.is_ascii_alphanumeric() || b"_.-".contains(&b)))
+        .unwrap_or(rest.len());
+    let name = &rest[..len];
+    let escaped = start > 0
+        && haystack[start - 1] == b'\\'
+        && name.first().is_some_and(|b| b"ntr".contains(b));
+    if escaped {
+        &name[1..]
+    } else {
+        name
+    }
 }
 
 /// `text` with each line `change` returns a new version of replaced by it.
@@ -764,6 +951,119 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_named_credential_is_found_whatever_quotes_stand_around_it() {
+        let value = "hu9lEmJcADwyQNeLnpTq8Zx2";
+        let names = [
+            "password",
+            "passwd",
+            "pwd",
+            "passphrase",
+            "secret",
+            "client_secret",
+            "clientSecret",
+            "SecretAccessKey",
+            "aws_secret_access_key",
+            "AWS_SECRET_ACCESS_KEY",
+            "api_key",
+            "apikey",
+            "x-api-key",
+            "token",
+            "access_token",
+            "refresh_token",
+            "GITHUB_TOKEN",
+            "private_key",
+            "PGPASSWORD",
+            "DB_PASS",
+            "credentials",
+        ];
+        let shapes = [
+            "{\"NAME\": \"VALUE\"}",
+            r#"{\"NAME\": \"VALUE\"}"#,
+            r#"{\\\"NAME\\\":\\\"VALUE\\\"}"#,
+            "{'NAME': 'VALUE'}",
+            "NAME = \"VALUE\"",
+            "NAME='VALUE'",
+            "config:\n  NAME: VALUE\n",
+            "NAME=VALUE",
+            "--NAME=VALUE --host x",
+            "'NAME' => 'VALUE'",
+            "NAME := \"VALUE\"",
+        ];
+        for name in names {
+            for shape in shapes {
+                let text = shape.replace("NAME", name).replace("VALUE", value);
+                let (clean, found) = redact(&text, RedactionPolicy::default());
+                assert!(!clean.contains(value), "{text} -> {clean}");
+                assert!(clean.contains(name), "the name is kept: {clean}");
+                assert_eq!(found.secrets, 1, "{text} -> {clean}");
+            }
+        }
+        // Letters only, as a key may be.
+        assert_eq!(
+            redact(
+                r#"api_key = "lettersonlyLETTERSonly""#,
+                RedactionPolicy::default()
+            )
+            .0,
+            r#"api_key = "[REDACTED:secret]""#
+        );
+        // An escaped JSON document inside a command, as tool arguments hold it.
+        let args = serde_json::json!({"cmd": format!("curl -d '{{\"client_secret\": \"{value}\"}}' https://auth.example.com")});
+        let (clean, _) = redact(&args.to_string(), RedactionPolicy::default());
+        assert!(!clean.contains(value), "{clean}");
+    }
+
+    #[test]
+    fn passwords_given_to_redis_said_as_pwd_and_twilio_keys_are_hidden() {
+        let cases = [
+            (
+                "redis-cli -h cache.internal -a Xk2mP9qLw4Rz ping",
+                "redis-cli -h cache.internal -a [REDACTED:secret] ping",
+            ),
+            (
+                "redis-cli --pass 'hunter2 x' ping",
+                "redis-cli --pass [REDACTED:secret] ping",
+            ),
+            ("my pwd is Tr0ub4dor3x", "my pwd is [REDACTED:secret]"),
+            ("my pwd is vQmTzRbKpLwX", "my pwd is [REDACTED:secret]"),
+            (
+                "twilio SK0123456789abcdef0123456789abcdef ok",
+                "twilio [REDACTED:secret] ok",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                redact(text, RedactionPolicy::default()).0,
+                expected,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_that_only_contain_a_credential_word_keep_their_value() {
+        let text = r#"{"max_tokens": 4096, "token_count": 123456789, "prompt_tokens": 52000123, "tokenizer": "o200k_base_v2"}
+            \"max_tokens\": 409612345, token_type: Bearer, bypass: enabled_everywhere, monkey: banana123456,
+            sort_key: "a1", primary_key=True, password_hash: "$2b$12$abc", PWD=/home/agent/project,
+            "pwd": "/srv/app", OLDPWD=~/work, my pwd is /home/agent, secret: false, "token": "string",
+            keyboard: qwerty12345, the password is incorrect, the password field is required
+            authConfig.OPENAI_API_KEY = env.OPENAI_API_KEY; apiKey: isLiteLLM ? x : y,
+            env.apiKey = process.env.CODEMIE_API_KEY; const ssoCredentials = context.credentials as T
+            apiKey: 'proxy-handled', CODEMIE_API_KEY: 'test-key', apiKey: 'REDACTED_API_KEY',
+            password = config.db.password, env.CODEMIE_API_KEY = apiKeyValue"#;
+        assert_eq!(redact(text, RedactionPolicy::default()).0, text);
+        // A name that is no credential's still shows a credential by its shape.
+        assert_eq!(
+            redact(
+                "token_count: sk-ant-api03-abcdefghijklmnopqrstu",
+                RedactionPolicy::default()
+            )
+            .0,
+            "token_count: [REDACTED:secret]"
+        );
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl HistoryIndex {
     /// Opens (creating if needed) the index in `agent_dir`.
     pub fn open(agent_dir: &Path) -> Result<HistoryIndex> {
         let path = agent_dir.join(INDEX_FILE);
-        std::fs::create_dir_all(agent_dir).map_err(|e| index_error(&path, e))?;
+        crate::store::private::create_dir_all(agent_dir).map_err(|e| index_error(&path, e))?;
         // SQLite gives its journal files the mode of the database file.
         crate::store::private::open_append(&path).map_err(|e| index_error(&path, e))?;
         let fail = |e: rusqlite::Error| index_error(&path, e);

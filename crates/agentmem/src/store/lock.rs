@@ -8,7 +8,7 @@
 //! all or nothing, and one a crash cut short is found there on open and
 //! taken out of the log (see [`crate::store::jsonl::cut_unfinished_batch`]).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -184,7 +184,7 @@ impl MemoryLock {
     /// `agent_dir` (created when missing), then removes the temporary files
     /// a writer killed mid-edit left beside the guarded files.
     pub fn acquire(agent_dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(agent_dir).io("create", agent_dir)?;
+        crate::store::private::create_dir_all(agent_dir).io("create", agent_dir)?;
         let path = agent_dir.join(MEMORY_LOCK_FILE);
         let file = open_lock_file(&path)?;
         file.lock().io("lock", &path)?;
@@ -202,9 +202,9 @@ fn of_a_guarded_file(inner: &str) -> bool {
     })
 }
 
-/// Opens (creating) the lock file at `path`, keeping what it holds.
+/// Opens (creating, private) the lock file at `path`, keeping what it holds.
 fn open_lock_file(path: &Path) -> Result<File> {
-    OpenOptions::new()
+    crate::store::private::private_options()
         .read(true)
         .write(true)
         .create(true)

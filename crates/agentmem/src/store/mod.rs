@@ -291,8 +291,8 @@ impl Store {
         let id = id.unwrap_or_else(SessionId::generate);
         let paths = self.session_paths(agent, &id);
         let parent = self.sessions_dir(agent);
-        fs::create_dir_all(&parent).io("create", &parent)?;
-        match fs::create_dir(&paths.dir) {
+        private::create_dir_all(&parent).io("create", &parent)?;
+        match private::create_dir(&paths.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(Error::SessionExists {
@@ -486,7 +486,7 @@ impl Store {
                 .dir
                 .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
         };
-        fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
+        private::create_dir_all(&staging.dir).io("create", &staging.dir)?;
         // Held while the copy is made, so a fork killed midway is told from one under way.
         let _staging_lock = lock::SessionLock::acquire(&staging.dir, new_id.as_str())?;
         let kept = events_through_turn(original.events(), cut.as_deref());
@@ -568,7 +568,7 @@ fn copy_evicted(from: &Path, to: &Path, kept: &[Event]) -> Result<()> {
         if crate::id::validate_path_id(crate::id::IdKind::ToolCall, call_id).is_ok()
             && source.is_file()
         {
-            fs::create_dir_all(to).io("create", to)?;
+            private::create_dir_all(to).io("create", to)?;
             fs::copy(&source, to.join(format!("{call_id}.txt"))).io("copy", &source)?;
         }
     }

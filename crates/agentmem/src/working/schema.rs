@@ -157,7 +157,7 @@ pub(crate) fn store_schema(dir: &Path, schema: Option<&StateSchema>) -> Result<(
     match schema {
         Some(schema) => {
             let text = serde_json::to_vec_pretty(schema.json()).expect("a JSON value serializes");
-            std::fs::create_dir_all(dir).io("create", dir)?;
+            crate::store::private::create_dir_all(dir).io("create", dir)?;
             write_atomic(&path, &text)
         }
         None => match std::fs::remove_file(&path) {
