@@ -324,9 +324,28 @@ fn a_prepare_line_takes_its_own_settings_and_refuses_unknown_fields() {
 }
 
 #[test]
-fn events_are_read_while_another_process_holds_the_writer_lock() {
+fn events_and_state_are_read_while_another_process_holds_the_writer_lock() {
     use std::io::{BufRead, BufReader, Write};
     let dir = tempfile::tempdir().unwrap();
+    let agentmem = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"));
+        command.arg("--dir").arg(dir.path());
+        command
+    };
+    let patch = dir.path().join("patch.json");
+    std::fs::write(&patch, r#"{"plan": "ship the fix"}"#).unwrap();
+    assert!(agentmem()
+        .args(["sessions", "create", "--id", "s"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap()
+        .success());
+    assert!(agentmem()
+        .args(["state", "s", "--patch"])
+        .arg(&patch)
+        .status()
+        .unwrap()
+        .success());
     let mut writer = std::process::Command::new(env!("CARGO_BIN_EXE_agentmem"))
         .arg("--dir")
         .arg(dir.path())
@@ -356,10 +375,21 @@ fn events_are_read_while_another_process_holds_the_writer_lock() {
         &[
             json!({"id": 1, "op": "events", "session": "s"}),
             json!({"id": 2, "op": "append", "session": "s", "events": [{"trace_type": "user", "content": "x"}]}),
+            json!({"id": 3, "op": "state", "session": "s"}),
+            json!({"id": 4, "op": "state_history", "session": "s"}),
+            json!({"id": 5, "op": "resume_session", "session": "s"}),
         ],
     );
     let events = replies[0]["result"]["events"].as_array();
-    assert_eq!(events.map(Vec::len), Some(2), "{}", replies[0]);
+    assert_eq!(events.map(Vec::len), Some(3), "{}", replies[0]);
+    assert_eq!(
+        replies[2]["result"]["document"]["plan"], "ship the fix",
+        "{}",
+        replies[2]
+    );
+    let versions = replies[3]["result"]["versions"].as_array();
+    assert_eq!(versions.map(Vec::len), Some(1), "{}", replies[3]);
+    assert_eq!(replies[4]["result"]["meta"]["events"], 3, "{}", replies[4]);
     assert_eq!(
         replies[1]["kind"], "locked",
         "a write still is refused: {}",

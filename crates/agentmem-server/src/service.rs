@@ -16,8 +16,10 @@
 //! service.execute(Op::CreateSession, &json!({"session": "s1"})).unwrap();
 //! let events = json!([{"trace_type": "user", "content": "fix the build"}]);
 //! let appended = service.execute(Op::Append, &json!({"session": "s1", "events": events})).unwrap();
+//! let appended: serde_json::Value = serde_json::from_str(appended.get()).unwrap();
 //! assert_eq!(appended["appended"], 1);
 //! let prepared = service.execute(Op::Prepare, &json!({"session": "s1", "model": "gpt-4o"})).unwrap();
+//! let prepared: serde_json::Value = serde_json::from_str(prepared.get()).unwrap();
 //! assert_eq!(prepared["payload"]["messages"][0]["content"], "fix the build");
 //! ```
 
@@ -39,6 +41,7 @@ use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use agentmem::working::schema::SchemaScope;
@@ -223,12 +226,12 @@ impl Service {
 
     /// Runs `op` with the arguments of the JSON object `args`; a field `op`
     /// does not take is refused (see [`Request::read`]).
-    pub fn execute(&self, op: Op, args: &Value) -> Result<Value, ServiceError> {
+    pub fn execute(&self, op: Op, args: &Value) -> Result<Answer, ServiceError> {
         self.run(Request::read(op, args)?)
     }
 
     /// Runs an operation whose arguments are read.
-    pub fn run(&self, request: Request) -> Result<Value, ServiceError> {
+    pub fn run(&self, request: Request) -> Result<Answer, ServiceError> {
         match request {
             Request::CreateSession(request) => self.create_session(request),
             Request::Sessions => reply(self.store.list_sessions(&self.agent)?),
@@ -246,13 +249,11 @@ impl Service {
                 }),
             Request::State(request) => self.state(request),
             Request::UpdateState(request) => self.update_state(request),
-            Request::StateHistory(on) => {
-                self.with_session_id(&SessionId::new(on.session)?, |session| {
-                    reply(replies::StateHistory {
-                        versions: session.working_memory_history()?,
-                    })
-                })
-            }
+            Request::StateHistory(on) => reply(replies::StateHistory {
+                versions: self
+                    .read_only(&SessionId::new(on.session)?)?
+                    .working_memory_history()?,
+            }),
             Request::SetStateSchema(request) => self.set_state_schema(request),
             Request::Search(request) => self.search(request),
             Request::Recall(request) => self.recall(request),
@@ -265,7 +266,7 @@ impl Service {
             Request::Tools(tools) => {
                 let host = self.tool_host(tools.session.map(SessionId::new).transpose()?);
                 let schemas: Vec<Value> = host.schemas().iter().map(ToolSchema::to_json).collect();
-                Ok(Value::Array(schemas))
+                reply(schemas)
             }
         }
     }
@@ -300,7 +301,7 @@ impl Service {
         Ok(())
     }
 
-    fn create_session(&self, request: requests::CreateSession) -> Result<Value, ServiceError> {
+    fn create_session(&self, request: requests::CreateSession) -> Result<Answer, ServiceError> {
         let id = request.session.map(SessionId::new).transpose()?;
         let session = self.set_up(self.store.create_session(&self.agent, id)?);
         let id = session.id().clone();
@@ -313,24 +314,16 @@ impl Service {
     }
 
     /// Opens the session (replaying its log from the last checkpoint) and
-    /// says where it stands.
-    fn resume_session(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
-        self.with_session_id(&SessionId::new(request.session)?, |session| {
-            let calibration = session
-                .calibration()
-                .all()
-                .map(|(model, c)| replies::ModelCalibration {
-                    model: model.to_string(),
-                    factor: c.factor,
-                    samples: c.samples,
-                })
-                .collect();
-            reply(replies::Resumed {
-                meta: session.current_meta(),
-                turn: session.current_turn().to_owned(),
-                calibration,
-            })
-        })
+    /// says where it stands. While another process writes to it, where it
+    /// stands is read from its files: asking is a read.
+    fn resume_session(&self, request: requests::OnSession) -> Result<Answer, ServiceError> {
+        let id = SessionId::new(request.session)?;
+        match self.with_session_id(&id, |session| reply(standing(session))) {
+            Err(locked) if locked.kind == ErrorKind::Locked => {
+                reply(standing(&self.read_only(&id)?))
+            }
+            answered => answered,
+        }
     }
 
     /// The payload for the next call; with `dry_run`, what the call would
@@ -339,7 +332,7 @@ impl Service {
         &self,
         request: requests::Prepare,
         dry_run: requests::DryRun,
-    ) -> Result<Value, ServiceError> {
+    ) -> Result<Answer, ServiceError> {
         let id = SessionId::new(request.session.clone())?;
         let prepare = prepare_request(request)?;
         if dry_run.dry_run {
@@ -350,47 +343,47 @@ impl Service {
     }
 
     /// The working memory, with the schema it keeps to (or null).
-    fn state(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
-        self.with_session_id(&SessionId::new(request.session)?, |session| {
-            let schema = session.working_memory_schema()?;
-            let state = session.working_memory();
-            reply(replies::State {
-                version: state.version,
-                hash: state.hash.clone(),
-                document: state.document.clone(),
-                schema: schema.map_or(Value::Null, |s| s.json().clone()),
-            })
+    /// Read from the session's files, as [`Service::events`] reads.
+    fn state(&self, request: requests::OnSession) -> Result<Answer, ServiceError> {
+        let session = self.read_only(&SessionId::new(request.session)?)?;
+        let schema = session.working_memory_schema()?;
+        let state = session.working_memory();
+        reply(replies::State {
+            version: state.version,
+            hash: state.hash.clone(),
+            document: state.document.clone(),
+            schema: schema.map_or(Value::Null, |s| s.json().clone()),
         })
     }
 
-    fn append_memory(&self, request: requests::AppendMemory) -> Result<Value, ServiceError> {
+    fn append_memory(&self, request: requests::AppendMemory) -> Result<Answer, ServiceError> {
         let version = self
             .store
             .notebook(&self.agent)
             .append(&request.content, request.expected_hash.as_deref())?;
-        Ok(serde_json::to_value(version)?)
+        reply(version)
     }
 
-    fn replace_memory(&self, request: requests::ReplaceMemory) -> Result<Value, ServiceError> {
+    fn replace_memory(&self, request: requests::ReplaceMemory) -> Result<Answer, ServiceError> {
         let version = self.store.notebook(&self.agent).update(
             &request.old_text,
             &request.new_text,
             request.expected_hash.as_deref(),
         )?;
-        Ok(serde_json::to_value(version)?)
+        reply(version)
     }
 
     /// Current facts, or with `all`, superseded and retired ones too.
-    fn facts(&self, request: requests::Facts) -> Result<Value, ServiceError> {
+    fn facts(&self, request: requests::Facts) -> Result<Answer, ServiceError> {
         let facts = self.store.facts(&self.agent);
         let listed = match request.all {
             Some(requests::Flag(true)) => facts.all()?,
             Some(requests::Flag(false)) | None => facts.current()?,
         };
-        Ok(serde_json::to_value(listed)?)
+        reply(listed)
     }
 
-    fn fork(&self, request: requests::Fork) -> Result<Value, ServiceError> {
+    fn fork(&self, request: requests::Fork) -> Result<Answer, ServiceError> {
         let source = SessionId::new(request.session)?;
         let new_id = request.new_session.map(SessionId::new).transpose()?;
         // Held so no write to the source lands halfway through the copy.
@@ -399,10 +392,10 @@ impl Service {
         let meta =
             self.store
                 .fork_session(&self.agent, &source, request.at_turn.as_deref(), new_id)?;
-        Ok(serde_json::to_value(meta)?)
+        reply(meta)
     }
 
-    fn delete_session(&self, request: requests::OnSession) -> Result<Value, ServiceError> {
+    fn delete_session(&self, request: requests::OnSession) -> Result<Answer, ServiceError> {
         let id = SessionId::new(request.session)?;
         let slot = self.slot(&id);
         let mut open = lock(&slot);
@@ -420,7 +413,7 @@ impl Service {
     /// an append are read from the text itself, so their unknown fields keep
     /// their numbers as written (a JSON value would round one beyond 64 bits
     /// to a float).
-    pub fn execute_text(&self, op: Op, args: &Value, text: &[u8]) -> Result<Value, ServiceError> {
+    pub fn execute_text(&self, op: Op, args: &Value, text: &[u8]) -> Result<Answer, ServiceError> {
         #[derive(serde::Deserialize)]
         struct Appended {
             events: Vec<Event>,
@@ -438,7 +431,7 @@ impl Service {
         }
     }
 
-    fn append(&self, request: requests::Append) -> Result<Value, ServiceError> {
+    fn append(&self, request: requests::Append) -> Result<Answer, ServiceError> {
         let id = SessionId::new(request.session)?;
         let report = self.with_session_id(&id, |session| Ok(session.ingest(request.events)?))?;
         self.metrics
@@ -454,7 +447,7 @@ impl Service {
     /// The session's whole history, archive included, from `after_seq` on,
     /// read from its files: a reader never waits for a writer, this
     /// service's or another process's.
-    fn events(&self, request: requests::Events) -> Result<Value, ServiceError> {
+    fn events(&self, request: requests::Events) -> Result<Answer, ServiceError> {
         let after = request.after_seq.map(|count| count.0);
         let limit = request.limit.map_or(usize::MAX, |count| {
             usize::try_from(count.0).unwrap_or(usize::MAX)
@@ -476,7 +469,7 @@ impl Service {
         Ok(self.store.read_session(&self.agent, id)?)
     }
 
-    fn compact(&self, request: requests::Compact) -> Result<Value, ServiceError> {
+    fn compact(&self, request: requests::Compact) -> Result<Answer, ServiceError> {
         let options = CompactOptions {
             focus: request.focus,
             ..CompactOptions::default()
@@ -486,7 +479,7 @@ impl Service {
         if report.applied {
             self.metrics.count_compaction(report.tokens_saved);
         }
-        Ok(serde_json::to_value(report)?)
+        reply(report)
     }
 
     /// A prepare after the provider refused the last one as too long.
@@ -494,7 +487,7 @@ impl Service {
         &self,
         request: requests::Prepare,
         overflow: requests::Overflow,
-    ) -> Result<Value, ServiceError> {
+    ) -> Result<Answer, ServiceError> {
         let id = SessionId::new(request.session.clone())?;
         let prepare = prepare_request(request)?;
         let status = overflow.status.unwrap_or(DEFAULT_OVERFLOW_STATUS);
@@ -504,7 +497,7 @@ impl Service {
         })
     }
 
-    fn search(&self, request: requests::Search) -> Result<Value, ServiceError> {
+    fn search(&self, request: requests::Search) -> Result<Answer, ServiceError> {
         let date = |text: Option<String>| -> Result<_, ServiceError> {
             Ok(text
                 .as_deref()
@@ -521,10 +514,10 @@ impl Service {
             }),
         };
         let hits = self.store.search(&self.agent, &request.query, &filter)?;
-        Ok(serde_json::to_value(hits)?)
+        reply(hits)
     }
 
-    fn recall(&self, request: requests::Recall) -> Result<Value, ServiceError> {
+    fn recall(&self, request: requests::Recall) -> Result<Answer, ServiceError> {
         let budget = request
             .budget
             .map_or(DEFAULT_RECALL_BUDGET_TOKENS, |count| count.0);
@@ -533,10 +526,10 @@ impl Service {
         let recalled = self
             .store
             .recall(&self.agent, &recall, Encoding::default().tokenizer())?;
-        Ok(serde_json::to_value(recalled)?)
+        reply(recalled)
     }
 
-    fn remember_fact(&self, request: requests::RememberFact) -> Result<Value, ServiceError> {
+    fn remember_fact(&self, request: requests::RememberFact) -> Result<Answer, ServiceError> {
         let added = self.store.facts(&self.agent).add(NewFact {
             fact: request.fact,
             tags: request.tags,
@@ -549,10 +542,10 @@ impl Service {
             },
             trust: Trust::User,
         })?;
-        Ok(serde_json::to_value(added)?)
+        reply(added)
     }
 
-    fn tool(&self, request: requests::Tool) -> Result<Value, ServiceError> {
+    fn tool(&self, request: requests::Tool) -> Result<Answer, ServiceError> {
         let arguments = request.arguments.unwrap_or(json!({}));
         let session = request.session.map(SessionId::new).transpose()?;
         let text = self
@@ -579,7 +572,7 @@ impl Service {
         }
     }
 
-    fn update_state(&self, request: requests::UpdateState) -> Result<Value, ServiceError> {
+    fn update_state(&self, request: requests::UpdateState) -> Result<Answer, ServiceError> {
         let patch = StatePatch::from_json(request.patch)?;
         let expected = request.expected_version.map(|count| count.0);
         self.with_session_id(&SessionId::new(request.session)?, |session| {
@@ -589,7 +582,7 @@ impl Service {
         })
     }
 
-    fn set_state_schema(&self, request: requests::SetStateSchema) -> Result<Value, ServiceError> {
+    fn set_state_schema(&self, request: requests::SetStateSchema) -> Result<Answer, ServiceError> {
         let scope = match request.scope.as_deref() {
             None | Some("session") => SchemaScope::Session,
             Some("agent") => SchemaScope::Agent,
@@ -608,7 +601,7 @@ impl Service {
         })
     }
 
-    fn prepared(&self, prepared: Prepared) -> Result<Value, ServiceError> {
+    fn prepared(&self, prepared: Prepared) -> Result<Answer, ServiceError> {
         self.metrics.count_prepare(&prepared.stats);
         reply(replies::PreparedReply {
             payload: &prepared.payload,
@@ -697,15 +690,38 @@ impl ToolHost for ServiceTools<'_> {
     }
 }
 
+/// Where `session` stands: its description, its turn, its calibration.
+fn standing(session: &Session) -> replies::Resumed {
+    let calibration = session
+        .calibration()
+        .all()
+        .map(|(model, c)| replies::ModelCalibration {
+            model: model.to_string(),
+            factor: c.factor,
+            samples: c.samples,
+        })
+        .collect();
+    replies::Resumed {
+        meta: session.current_meta(),
+        turn: session.current_turn().to_owned(),
+        calibration,
+    }
+}
+
 /// A poisoned lock only means another request panicked mid-way; the
 /// session's own files stay consistent (appends are atomic), so go on.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// An operation's result, written as JSON text: numbers an event's
+/// unknown fields hold (beyond 64 bits, beyond a float's range) stay as
+/// they were written, as a [`Value`] could not keep them.
+pub type Answer = Box<RawValue>;
+
 /// A result as the JSON it answers with.
-fn reply(result: impl serde::Serialize) -> Result<Value, ServiceError> {
-    Ok(serde_json::to_value(result)?)
+fn reply(result: impl serde::Serialize) -> Result<Answer, ServiceError> {
+    Ok(serde_json::value::to_raw_value(&result)?)
 }
 
 /// The engine's request for a [`requests::Prepare`]: this call's settings
@@ -740,7 +756,7 @@ fn prepare_request(request: requests::Prepare) -> Result<PrepareRequest, Service
 
 /// What a dry run answers: the payload the call would send, its stats, and
 /// whether a writer's call would have compacted.
-fn dry_run_report(prepared: Prepared) -> Result<Value, ServiceError> {
+fn dry_run_report(prepared: Prepared) -> Result<Answer, ServiceError> {
     let would_compact = prepared
         .stats
         .actions

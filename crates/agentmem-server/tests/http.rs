@@ -1054,3 +1054,29 @@ fn appended_unknown_numbers_are_logged_as_written() {
         "{log}"
     );
 }
+
+/// An event's unknown fields keep their numbers as written when the
+/// service reads the history back: beyond 64 bits, beyond a float's range,
+/// or with more digits than a float holds.
+#[test]
+fn reading_events_keeps_unknown_numbers_as_written() {
+    let server = TestServer::start();
+    let line = r#"{"id":"x","trace_type":"user","content":"hi","huge":123456789012345678901234567890,"far":1e400,"exact":0.10000000000000000000001}"#;
+    let event: agentmem::event::Event = serde_json::from_str(line).unwrap();
+    let mut session = server
+        .service
+        .store()
+        .create_session(server.service.agent(), Some("s".parse().unwrap()))
+        .unwrap();
+    session.ingest(vec![event]).unwrap();
+    session.close().unwrap();
+    let (status, body) = server.raw("GET", "/v1/sessions/s/events", &[], b"");
+    assert_eq!(status, 200, "{body}");
+    for number in [
+        r#""huge":123456789012345678901234567890"#,
+        r#""far":1e400"#,
+        r#""exact":0.10000000000000000000001"#,
+    ] {
+        assert!(body.contains(number), "{number} in {body}");
+    }
+}

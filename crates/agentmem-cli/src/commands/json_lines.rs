@@ -5,7 +5,6 @@
 use std::io::{BufRead, Read, Write};
 
 use agentmem_import::utf8::NotUtf8;
-use serde_json::Value;
 
 /// The longest line taken, in bytes (the newline aside): the HTTP server's
 /// default body limit, so neither transport holds more of one request.
@@ -23,7 +22,9 @@ pub enum Line<'a> {
 /// Answers each non-blank line of stdin with `answer`, until stdin ends. A
 /// line too long or not UTF-8 is handed over as what it is, to be answered
 /// too: one bad line never ends the loop.
-pub fn answer_lines(mut answer: impl FnMut(Line<'_>) -> Option<Value>) -> anyhow::Result<()> {
+pub fn answer_lines<R: std::fmt::Display>(
+    mut answer: impl FnMut(Line<'_>) -> Option<R>,
+) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     let mut stdin = std::io::stdin().lock();
     let (mut buffer, mut line_no) = (Vec::new(), 0usize);

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use agentmem_server::http::{HttpServer, ServerOptions};
-use agentmem_server::service::{Op, Service, SessionSetup};
+use agentmem_server::service::{Answer, Op, Service, SessionSetup};
 use agentmem_server::{ErrorKind, ServiceError};
 use anyhow::Context as _;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::json_lines::{Line, MAX_LINE_BYTES};
 use super::reach_model::{self, ModelFlags};
@@ -70,7 +70,7 @@ fn summarizer_setup(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<Se
     })))
 }
 
-fn answer(service: &Service, line: &str) -> Value {
+fn answer(service: &Service, line: &str) -> String {
     let (id, outcome) = match serde_json::from_str::<Value>(line) {
         Ok(command) => (command.get("id").cloned(), execute(service, &command, line)),
         Err(e) => (
@@ -90,20 +90,41 @@ fn line_too_long() -> ServiceError {
 }
 
 /// The line answering a command with `id`.
-fn reply(id: Option<Value>, outcome: Result<Value, ServiceError>) -> Value {
-    let mut reply = match outcome {
-        Ok(result) => json!({"ok": true, "result": result}),
-        Err(error) => json!({"ok": false, "kind": error.kind.name(), "error": error.message}),
-    };
-    if let Some(id) = id {
-        reply["id"] = id;
+fn reply(id: Option<Value>, outcome: Result<Answer, ServiceError>) -> String {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<Value>,
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Answer>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     }
-    reply
+    let line = match outcome {
+        Ok(result) => Line {
+            id,
+            ok: true,
+            result: Some(result),
+            kind: None,
+            error: None,
+        },
+        Err(error) => Line {
+            id,
+            ok: false,
+            result: None,
+            kind: Some(error.kind.name()),
+            error: Some(error.message),
+        },
+    };
+    serde_json::to_string(&line).expect("a reply serializes")
 }
 
 /// Runs a command (the JSON `line`, read as `command`): its `op` names the
 /// operation, and the fields beside `op` and `id` are the operation's.
-fn execute(service: &Service, command: &Value, line: &str) -> Result<Value, ServiceError> {
+fn execute(service: &Service, command: &Value, line: &str) -> Result<Answer, ServiceError> {
     let op: Op = command
         .get("op")
         .and_then(Value::as_str)

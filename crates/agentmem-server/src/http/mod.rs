@@ -433,8 +433,9 @@ impl App {
 /// Status, body and content type.
 type Reply = (u16, Vec<u8>, &'static str);
 
-fn json_reply(status: u16, value: &Value) -> Reply {
-    (status, value.to_string().into_bytes(), "application/json")
+fn json_reply(status: u16, value: &(impl serde::Serialize + ?Sized)) -> Reply {
+    let body = serde_json::to_vec(value).expect("an answer serializes");
+    (status, body, "application/json")
 }
 
 /// The request's arguments: the JSON body, the query string and the path's

@@ -60,11 +60,23 @@ pub(crate) struct MemoryInjector {
 /// The session's read handle on the agent's search index.
 #[derive(Debug)]
 enum IndexReader {
-    /// Opened at the first recall.
-    Unopened,
-    Open(Box<HistoryIndex>),
-    /// Opening failed: recall falls back to the salience-ordered block.
-    Failed,
+    /// Opened at the first recall, as the session may use it.
+    Unopened(IndexUse),
+    Open(Box<HistoryIndex>, IndexUse),
+    /// Opening failed (or a reader found none): recall falls back to the
+    /// salience-ordered block.
+    Failed(IndexUse),
+}
+
+/// What a session may do to the agent's search index when it recalls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexUse {
+    /// A writer's: made when missing, its copy of facts and episodes kept
+    /// up to date.
+    Maintain,
+    /// A reader's (a dry run's): read as it is when it is there, never
+    /// made or changed.
+    ReadAsIs,
 }
 
 /// The modification stamps of the files the memory block is made of.
@@ -98,6 +110,7 @@ impl MemoryInjector {
         settings: MemorySettings,
         redaction: RedactionPolicy,
         embedder: Option<SharedEmbedder>,
+        index_use: IndexUse,
     ) -> MemoryInjector {
         MemoryInjector {
             agent_dir,
@@ -106,7 +119,7 @@ impl MemoryInjector {
             redaction,
             embedder,
             cache: None,
-            index: IndexReader::Unopened,
+            index: IndexReader::Unopened(index_use),
         }
     }
 
@@ -243,8 +256,11 @@ impl MemoryInjector {
         let session = self.session.clone();
         let embedder = self.embedder.clone();
         let redaction = self.redaction;
+        let maintain = self.index_use() == IndexUse::Maintain;
         let index = self.index_mut()?;
-        refresh_memories(index, &agent_dir).ok()?;
+        if maintain {
+            refresh_memories(index, &agent_dir).ok()?;
+        }
         let mut request = RecallRequest::new(query, budget);
         request.exclude_session = Some(session);
         // A backlog larger than one call (a history older than the
@@ -271,15 +287,27 @@ impl MemoryInjector {
 
     /// The agent's search index for reading, opened on first use; `None` once it failed.
     fn index_mut(&mut self) -> Option<&mut HistoryIndex> {
-        if let IndexReader::Unopened = self.index {
-            self.index = match HistoryIndex::open(&self.agent_dir) {
-                Ok(index) => IndexReader::Open(Box::new(index)),
-                Err(_) => IndexReader::Failed,
+        if let IndexReader::Unopened(index_use) = self.index {
+            let opened = match index_use {
+                IndexUse::Maintain => HistoryIndex::open(&self.agent_dir).ok(),
+                IndexUse::ReadAsIs => HistoryIndex::open_read_only(&self.agent_dir).ok().flatten(),
+            };
+            self.index = match opened {
+                Some(index) => IndexReader::Open(Box::new(index), index_use),
+                None => IndexReader::Failed(index_use),
             };
         }
         match &mut self.index {
-            IndexReader::Open(index) => Some(index),
-            IndexReader::Unopened | IndexReader::Failed => None,
+            IndexReader::Open(index, _) => Some(index),
+            IndexReader::Unopened(_) | IndexReader::Failed(_) => None,
+        }
+    }
+
+    fn index_use(&self) -> IndexUse {
+        match self.index {
+            IndexReader::Unopened(index_use)
+            | IndexReader::Open(_, index_use)
+            | IndexReader::Failed(index_use) => index_use,
         }
     }
 }

@@ -8,6 +8,7 @@ fn injector(agent_dir: &std::path::Path) -> MemoryInjector {
         MemorySettings::default(),
         RedactionPolicy::default(),
         None,
+        IndexUse::Maintain,
     )
 }
 

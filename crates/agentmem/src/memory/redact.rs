@@ -331,12 +331,13 @@ fn is_secret(caps: &regex::bytes::Captures<'_>, haystack: &[u8]) -> bool {
     let whole = caps.get(0).expect("a match");
     if let Some(value) = caps.name("named") {
         let name = setting_name(haystack, whole.start());
-        let quoted = value.start() > 0 && b"\"'`".contains(&haystack[value.start() - 1]);
+        let given = Given::of(haystack, value.start());
         let value = value.as_bytes();
-        if names_code(value, quoted) {
+        let credential = named_credential(name);
+        if names_code(value, given, credential) {
             return false;
         }
-        return match named_credential(name) {
+        return match credential {
             // `password: string`, `secret: true` name no value; `PWD=/srv`
             // is the working directory.
             Some(Credential::Password { pwd }) => {
@@ -358,11 +359,37 @@ fn is_secret(caps: &regex::bytes::Captures<'_>, haystack: &[u8]) -> bool {
     true
 }
 
-/// Whether a setting's value is code or words, not a credential: a path
-/// through fields (`env.OPENAI_API_KEY`, `config.password`), a bare name
-/// (`apiKey: isLiteLLM ? …`), or words joined by `-` or `_`, each in one
-/// case (`'proxy-handled'`, `'not-required'`, `REDACTED_API_KEY`).
-fn names_code(value: &[u8], quoted: bool) -> bool {
+/// How a setting's value is written after its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Given {
+    /// In quotes: a literal.
+    Quoted,
+    /// Right after `=` (`DB_PASS=…`): a shell or `.env` literal.
+    Tight,
+    /// After a spaced `=` or a `:`: a literal or, in code, an expression.
+    Spaced,
+}
+
+impl Given {
+    /// How the value starting at `start` of `haystack` is given.
+    fn of(haystack: &[u8], start: usize) -> Given {
+        let before = |back: usize| start.checked_sub(back).map(|at| haystack[at]);
+        match before(1) {
+            Some(b'"' | b'\'' | b'`') => Given::Quoted,
+            Some(b'=') if before(2).is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+                Given::Tight
+            }
+            Some(_) | None => Given::Spaced,
+        }
+    }
+}
+
+/// Whether a setting's value is code, words or a label, not a credential:
+/// a path through fields (`env.OPENAI_API_KEY`, `config.password`), a bare
+/// name a key is set to in code (`apiKey: isLiteLLM ? …`), words joined by
+/// `-` or `_`, each in one case (`'proxy-handled'`, `REDACTED_API_KEY`), or
+/// the next name (`auth_token: Authorization: Token …`).
+fn names_code(value: &[u8], given: Given, credential: Option<Credential>) -> bool {
     let identifier = |part: &[u8]| {
         part.first()
             .is_some_and(|b| b.is_ascii_alphabetic() || b"_$".contains(b))
@@ -370,11 +397,16 @@ fn names_code(value: &[u8], quoted: bool) -> bool {
                 .iter()
                 .all(|b| b.is_ascii_alphanumeric() || b"_$".contains(b))
     };
+    if value.ends_with(b":") {
+        return true;
+    }
     let fields: Vec<&[u8]> = value.split(|&b| b == b'.').collect();
     if fields.len() >= 2 && fields.iter().all(|field| identifier(field)) {
         return true;
     }
-    if !quoted && identifier(value) && !value.iter().any(u8::is_ascii_digit) {
+    let a_key = matches!(credential, Some(Credential::Key | Credential::MaybeKey));
+    if a_key && given == Given::Spaced && identifier(value) && !value.iter().any(u8::is_ascii_digit)
+    {
         return true;
     }
     let words: Vec<&[u8]> = value.split(|&b| b == b'-' || b == b'_').collect();
@@ -1010,6 +1042,22 @@ mod tests {
             .0,
             r#"api_key = "[REDACTED:secret]""#
         );
+        // Values without a digit: a shell literal, a YAML password, a header
+        // given as a setting's value.
+        for (text, expected) in [
+            ("DB_PASS=DpZUGRLbNtCRij", "DB_PASS=[REDACTED:secret]"),
+            ("API_KEY=AbCdEfGhIjKlMn", "API_KEY=[REDACTED:secret]"),
+            (
+                "password: correcthorsebattery",
+                "password: [REDACTED:secret]",
+            ),
+            (
+                "auth_token: Authorization: Token 65d0bf976f7deb6f28d60cf2cd1be069039a9dd9",
+                "auth_token: Authorization: Token [REDACTED:secret]",
+            ),
+        ] {
+            assert_eq!(redact(text, RedactionPolicy::default()).0, expected);
+        }
         // An escaped JSON document inside a command, as tool arguments hold it.
         let args = serde_json::json!({"cmd": format!("curl -d '{{\"client_secret\": \"{value}\"}}' https://auth.example.com")});
         let (clean, _) = redact(&args.to_string(), RedactionPolicy::default());

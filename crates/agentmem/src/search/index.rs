@@ -158,6 +158,30 @@ impl HistoryIndex {
         Ok(HistoryIndex { conn, path })
     }
 
+    /// Opens the index in `agent_dir` for reading only, as it is: `None`
+    /// when there is none. Nothing is created or changed.
+    pub fn open_read_only(agent_dir: &Path) -> Result<Option<HistoryIndex>> {
+        let path = agent_dir.join(INDEX_FILE);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let fail = |e: rusqlite::Error| index_error(&path, e);
+        let read_only = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        // With no write-ahead log beside it, no writer has the index open:
+        // read as immutable, SQLite makes no log or shared-memory file of
+        // its own. (A writer that opens it meanwhile can make this read
+        // fail; recall then does without the index.)
+        let conn = if wal_path(&path).exists() {
+            Connection::open_with_flags(&path, read_only)
+        } else {
+            let uri = format!("file:{}?immutable=1", uri_path(&path));
+            Connection::open_with_flags(uri, read_only | rusqlite::OpenFlags::SQLITE_OPEN_URI)
+        }
+        .map_err(fail)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        Ok(Some(HistoryIndex { conn, path }))
+    }
+
     /// The index file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -757,6 +781,27 @@ pub(super) fn candidate_from_row(
 /// WAL mode, then the schema: an index of another version is dropped and
 /// made anew, in one write transaction, so that two processes opening an
 /// old index at once do not rebuild it over each other.
+/// The write-ahead log SQLite keeps beside the index at `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// `path` as the path of a `file:` URI: every byte but unreserved ones and
+/// `/` percent-encoded.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
     // WAL: readers never wait for the writer. NORMAL sync: the index is
     // rebuilt from the logs if the last commits are lost.

@@ -42,7 +42,7 @@ use crate::context::strategy::ContextSettingsLayer;
 use crate::error::Result;
 use crate::event::{Event, TraceType};
 use crate::id::{AgentId, SessionId};
-use crate::memory::injector::MemoryInjector;
+use crate::memory::injector::{IndexUse, MemoryInjector};
 use crate::prepare::CalibrationTable;
 use crate::store::jsonl::Recovery;
 use crate::store::meta::SessionMeta;
@@ -163,6 +163,11 @@ impl Session {
             settings.memory.clone(),
             settings.redaction,
             settings.embedder.clone(),
+            if log.is_writer() {
+                IndexUse::Maintain
+            } else {
+                IndexUse::ReadAsIs
+            },
         );
         let mut session = Session {
             view: ModelView::new(snapshot, settings.guard.clone()),
