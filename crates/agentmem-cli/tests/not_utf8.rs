@@ -1,7 +1,8 @@
 //! A byte that is not UTF-8 costs its line, never the input: `ingest` and
 //! `import` store every other line, name the bad one and exit with 65 (the
 //! input was partly bad); `serve --stdio` and `mcp` answer the bad line with
-//! an error and go on serving.
+//! an error and go on serving. A byte-order mark before UTF-8 text is not
+//! part of it: it costs nothing.
 
 mod common;
 
@@ -234,4 +235,48 @@ fn mcp_answers_a_bad_line_with_a_parse_error_and_goes_on() {
         .unwrap()
         .contains("UTF-8"));
     assert_eq!(replies[1]["id"], 2);
+}
+
+#[test]
+fn a_byte_order_mark_costs_no_line_of_ingest_import_or_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let bom = b"\xef\xbb\xbf";
+    let lines = [
+        bom.as_slice(),
+        EVENTS[0].as_bytes(),
+        b"\n",
+        EVENTS[2].as_bytes(),
+        b"\n",
+    ]
+    .concat();
+    let out = common::run_with_stdin_bytes(
+        agentmem(dir.path()).args(["ingest", "--session", "s"]),
+        &lines,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let exported = output_of(dir.path(), &["export", "s", "--format", "openai-messages"]);
+    assert_eq!(exported.as_array().map(Vec::len), Some(2), "{exported}");
+
+    let document = dir.path().join("messages.json");
+    let messages =
+        json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]);
+    std::fs::write(
+        &document,
+        [bom.as_slice(), messages.to_string().as_bytes()].concat(),
+    )
+    .unwrap();
+    let out = agentmem(dir.path())
+        .args(["import", "--format", "openai-messages", "--session", "m"])
+        .arg(&document)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let command = json!({"id": 1, "op": "sessions"}).to_string();
+    let replies = replies_of(
+        dir.path(),
+        "serve",
+        &[bom.as_slice(), command.as_bytes(), b"\n"].concat(),
+    );
+    assert_eq!(replies[0]["ok"], true, "{}", replies[0]);
 }

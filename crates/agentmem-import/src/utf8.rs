@@ -5,14 +5,28 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-/// `bytes`, line `line` of an input (from 1), as text.
+/// The byte-order mark some editors put before UTF-8 text: not part of it.
+const BYTE_ORDER_MARK: &[u8] = b"\xef\xbb\xbf";
+
+/// `bytes` without the byte-order mark it starts with, if any.
+fn without_byte_order_mark(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes)
+}
+
+/// `bytes`, line `line` of an input (from 1), as text; the first line
+/// without a byte-order mark.
 ///
 /// ```
 /// let bad = agentmem_import::utf8::line(b"caf\xe9", 4).unwrap_err();
 /// assert_eq!((bad.line, bad.column, bad.byte), (4, 4, 0xe9));
 /// assert_eq!(agentmem_import::utf8::line("café".as_bytes(), 1).unwrap(), "café");
+/// assert_eq!(agentmem_import::utf8::line(b"\xef\xbb\xbf{}", 1).unwrap(), "{}");
 /// ```
 pub fn line(bytes: &[u8], line: usize) -> Result<&str, NotUtf8> {
+    let bytes = match line {
+        1 => without_byte_order_mark(bytes),
+        _ => bytes,
+    };
     std::str::from_utf8(bytes).map_err(|error| {
         let at = error.valid_up_to();
         NotUtf8 {
@@ -41,8 +55,12 @@ pub struct Decoded {
 }
 
 impl Decoded {
-    /// Decodes `bytes`; text that is all UTF-8 is taken as it is.
-    pub fn new(bytes: Vec<u8>) -> Decoded {
+    /// Decodes `bytes`, without the byte-order mark they may start with;
+    /// text that is all UTF-8 is taken as it is.
+    pub fn new(mut bytes: Vec<u8>) -> Decoded {
+        if bytes.starts_with(BYTE_ORDER_MARK) {
+            bytes.drain(..BYTE_ORDER_MARK.len());
+        }
         match String::from_utf8(bytes) {
             Ok(text) => Decoded {
                 text,
