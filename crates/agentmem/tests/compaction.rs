@@ -1084,3 +1084,45 @@ fn a_crash_before_the_log_rewrite_of_a_compaction_that_kept_no_tail_is_finished_
         .unwrap();
     assert_eq!(ids(reader.events()), ["u9"]);
 }
+
+/// A fork shows the model what the original showed: one that keeps the
+/// whole archive keeps its summary; one cut inside the archive keeps the
+/// events through that turn, back in its log, unsummarized. Neither writes
+/// the original's long-term memory again.
+#[test]
+fn a_fork_of_a_compacted_session_keeps_what_the_model_saw() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = coding_turns(12);
+    let mut session = session_with(&dir, original.clone());
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied);
+    let view = session.transcript_in(Default::default()).totals();
+    let episodes = dir.path().join("agents/default/episodic.jsonl");
+    let remembered = std::fs::read_to_string(&episodes).unwrap();
+    let store = store(&dir);
+
+    let whole = SessionId::new("whole").unwrap();
+    let meta = store
+        .fork_session(&agent(), session.id(), None, Some(whole.clone()))
+        .unwrap();
+    assert_eq!(meta.events, original.len());
+    assert_eq!(meta.archived_events, report.events_compacted);
+    let mut fork = store.open_session(&agent(), &whole).unwrap();
+    assert_eq!(fork.transcript_in(Default::default()).totals(), view);
+    assert_eq!(ids(&fork.full_history().unwrap()), ids(&original));
+
+    let early = SessionId::new("early").unwrap();
+    let meta = store
+        .fork_session(&agent(), session.id(), Some("2"), Some(early.clone()))
+        .unwrap();
+    assert_eq!(meta.forked_at_turn.as_deref(), Some("turn_0002"));
+    let fork = store.open_session(&agent(), &early).unwrap();
+    assert!(fork.snapshot().is_none());
+    assert_eq!(
+        ids(fork.events()),
+        ids(&original[..9]),
+        "the system prompt, two turns"
+    );
+    drop(fork);
+    assert_eq!(std::fs::read_to_string(&episodes).unwrap(), remembered);
+}

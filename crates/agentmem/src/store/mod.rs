@@ -38,6 +38,7 @@ use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 use crate::turn::turn_number;
 use meta::SessionMeta;
+use snapshot::Snapshot;
 
 /// The active log's file name.
 pub const RAW_TRACES_FILE: &str = "raw_traces.jsonl";
@@ -475,11 +476,17 @@ impl Store {
                 session: new_id.to_string(),
             });
         }
+        let archived = jsonl::read_log(&original.paths().archive())?.events;
         let cut = match at_turn {
-            Some(turn) => Some(resolve_turn(&original, turn)?),
+            Some(turn) => Some(resolve_turn(&original, &archived, turn)?),
             None => None,
         };
-        let archived = jsonl::read_log(&original.paths().archive())?.events;
+        let fork = ForkedHistory::of(
+            &original,
+            archived,
+            cut.as_deref(),
+            Snapshot::read(&original.paths().dir)?,
+        );
         self.remove_abandoned_staging(agent)?;
         let staging = SessionPaths {
             dir: target
@@ -489,17 +496,25 @@ impl Store {
         private::create_dir_all(&staging.dir).io("create", &staging.dir)?;
         // Held while the copy is made, so a fork killed midway is told from one under way.
         let _staging_lock = lock::SessionLock::acquire(&staging.dir, new_id.as_str())?;
-        let kept = events_through_turn(original.events(), cut.as_deref());
-        let kept_archive = events_through_turn(&archived, cut.as_deref());
-        write_log(&staging.raw_traces(), &kept)?;
-        if !kept_archive.is_empty() {
-            write_log(&staging.archive(), &kept_archive)?;
+        write_log(&staging.raw_traces(), &fork.active)?;
+        if !fork.archive.is_empty() {
+            write_log(&staging.archive(), &fork.archive)?;
         }
-        copy_evicted(&original.paths().evicted(), &staging.evicted(), &kept)?;
+        if let Some(snapshot) = &fork.snapshot {
+            snapshot.write(&staging.dir)?;
+        }
+        copy_evicted(
+            &original.paths().evicted(),
+            &staging.evicted(),
+            &fork.active,
+        )?;
         copy_schema(&original.paths().dir, &staging.dir)?;
-        let mut meta = meta_for(&kept, agent, &new_id, self.redaction());
+        let history: Vec<&Event> = fork.archive.iter().chain(&fork.active).collect();
+        let mut meta = meta_for(&history, agent, &new_id, self.redaction());
+        meta.archived_events = fork.archive.len();
+        meta.compactions_finished = fork.snapshot.as_ref().map_or(0, |s| s.compactions);
         meta.forked_from = Some(source.to_string());
-        meta.forked_at_turn = cut.or_else(|| original.events().last().map(|e| e.turn_id.clone()));
+        meta.forked_at_turn = cut.or_else(|| history.last().map(|e| e.turn_id.clone()));
         meta.log_bytes = fs::metadata(staging.raw_traces()).map_or(0, |m| m.len());
         meta.write(&staging.dir)?;
         fs::rename(&staging.dir, &target.dir).io("rename into place", &target.dir)?;
@@ -508,13 +523,15 @@ impl Store {
     }
 }
 
-/// Finds `turn` (`turn_0003` or `3`) in the session, or says which turns exist.
-fn resolve_turn(session: &Session, turn: &str) -> Result<String> {
+/// Finds `turn` (`turn_0003` or `3`) in the session's history, archive
+/// included, or says which turns exist.
+fn resolve_turn(session: &Session, archived: &[Event], turn: &str) -> Result<String> {
     let wanted = turn
         .parse::<u64>()
         .map(crate::turn::turn_id)
         .unwrap_or_else(|_| turn.to_owned());
-    if session.events().iter().any(|e| e.turn_id == wanted) {
+    let mut history = archived.iter().chain(session.events().iter().map(|e| &**e));
+    if history.any(|e| e.turn_id == wanted) {
         return Ok(wanted);
     }
     Err(Error::TurnNotFound {
@@ -523,8 +540,53 @@ fn resolve_turn(session: &Session, turn: &str) -> Result<String> {
         last: session
             .events()
             .last()
+            .map(|e| &**e)
+            .or(archived.last())
             .map_or_else(|| "(none)".into(), |e| e.turn_id.clone()),
     })
+}
+
+/// What a fork copies: the log, the archive and the summary of it, through
+/// the turn it is cut at.
+struct ForkedHistory {
+    active: Vec<Event>,
+    archive: Vec<Event>,
+    /// The original's summary of its archive, when the fork keeps all of
+    /// the archive; its long-term memory stays the original's to write.
+    snapshot: Option<Snapshot>,
+}
+
+impl ForkedHistory {
+    /// The fork of `original` (whose archive is `archived`) cut after
+    /// `cut`. A cut inside the archive keeps part of what the summary
+    /// stands for: those events go back to the fork's log, unsummarized,
+    /// and the fork compacts them when it needs to.
+    fn of(
+        original: &Session,
+        archived: Vec<Event>,
+        cut: Option<&str>,
+        snapshot: Option<Snapshot>,
+    ) -> ForkedHistory {
+        let active = events_through_turn(original.events(), cut);
+        let archive = events_through_turn(&archived, cut);
+        if archive.len() == archived.len() {
+            let snapshot = snapshot.map(|snapshot| Snapshot {
+                memory: None,
+                ..snapshot
+            });
+            ForkedHistory {
+                active,
+                archive,
+                snapshot,
+            }
+        } else {
+            ForkedHistory {
+                active: archive.into_iter().chain(active).collect(),
+                archive: Vec::new(),
+                snapshot: None,
+            }
+        }
+    }
 }
 
 /// The events that belong to `turn` or an earlier one (all of them without
