@@ -57,15 +57,28 @@ pub fn says_something(text: &str) -> bool {
 /// assert_eq!(terms("what is it"), ["what", "is", "it"]);
 /// ```
 pub fn terms(text: &str) -> Vec<String> {
-    let words = words(text);
-    let content: Vec<String> = words
-        .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .cloned()
-        .collect();
-    let mut terms = if content.is_empty() { words } else { content };
-    terms.truncate(MAX_QUERY_TERMS);
-    terms
+    // Read only as far as the terms go: a query may be a whole log.
+    let mut seen = std::collections::HashSet::new();
+    let (mut content, mut stopwords) = (Vec::new(), Vec::new());
+    for word in word_sequence(text) {
+        if content.len() == MAX_QUERY_TERMS {
+            break;
+        }
+        if seen.contains(&word) {
+            continue;
+        }
+        seen.insert(word.clone());
+        if !STOPWORDS.contains(&word.as_str()) {
+            content.push(word);
+        } else if stopwords.len() < MAX_QUERY_TERMS {
+            stopwords.push(word);
+        }
+    }
+    if content.is_empty() {
+        stopwords
+    } else {
+        content
+    }
 }
 
 /// The FTS5 `MATCH` expression for `text`, or `None` when it has no words.
@@ -104,14 +117,4 @@ pub fn word_sequence(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-}
-
-fn words(text: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    for word in word_sequence(text) {
-        if !seen.contains(&word) {
-            seen.push(word);
-        }
-    }
-    seen
 }
