@@ -93,7 +93,7 @@ def main():
         compacted = memory.call("POST", f"/v1/sessions/{session}/compact", {"focus": "the failing tests"})
         print(f"compacted {compacted['events_compacted']} events, focus {compacted['focus']!r}")
         fork = memory.call("POST", f"/v1/sessions/{session}/fork", {"new_session": "what-if"})
-        print(f"forked {fork['id']} with {fork['events']} events")
+        print(f"forked {fork['id']} with {fork['events']} events, {fork['archived_events']} of them archived")
 
         mcp = {"MCP-Protocol-Version": "2025-06-18"}
         listed = memory.call("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, mcp)
