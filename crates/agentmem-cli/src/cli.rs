@@ -317,10 +317,17 @@ pub struct ChatArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
-    /// Evidence recall on LoCoMo conversations, beside trimming and plain BM25.
+    /// Evidence recall on LoCoMo conversations (or LongMemEval's, converted
+    /// to LoCoMo's format), beside trimming and plain BM25.
     Locomo {
-        /// A LoCoMo JSON file (an array of samples).
-        path: PathBuf,
+        /// LoCoMo JSON files (each an array of samples), scored one after another.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Where the evaluation's scratch stores go (removed afterwards);
+        /// defaults to /dev/shm where there is one (memory, no disk), else
+        /// the system's temporary folder.
+        #[arg(long)]
+        scratch: Option<PathBuf>,
         /// Token budget of each question's memory context (repeat for several).
         #[arg(long = "budget", default_values_t = [2000u64])]
         budgets: Vec<u64>,

@@ -1113,8 +1113,65 @@ fn eval_locomo_reports_recall_beside_both_baselines() {
             .args(["eval", "locomo", "--budget", "120", "--budget", "1000"])
             .arg(&path),
     ));
-    assert_eq!(table.matches("LoCoMo evidence recall at").count(), 2);
+    assert_eq!(table.matches("mini.json: evidence recall at").count(), 2);
     assert!(table.contains("trimming") && table.contains("bm25"));
+}
+
+/// Several files in one run, each scored at every budget; a file whose
+/// questions carry LongMemEval's `question_type` (and its dates) is scored
+/// by type too.
+#[test]
+fn eval_locomo_reads_several_files_and_scores_longmemeval_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locomo");
+    let reports: Value = serde_json::from_slice(
+        &run_ok(
+            agentmem(dir.path())
+                .args([
+                    "eval", "locomo", "--budget", "120", "--budget", "1000", "--json",
+                ])
+                .arg(fixtures.join("mini.json"))
+                .arg(fixtures.join("longmemeval-mini.json")),
+        )
+        .stdout,
+    )
+    .unwrap();
+    let runs: Vec<(String, u64)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["dataset"].as_str().unwrap().to_owned(),
+                r["budget_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("mini.json", 120),
+        ("mini.json", 1000),
+        ("longmemeval-mini.json", 120),
+        ("longmemeval-mini.json", 1000),
+    ];
+    assert_eq!(runs, expected.map(|(d, b)| (d.to_owned(), b)));
+    let generous = &reports[3];
+    assert_eq!(generous["questions"], 2);
+    let types = &generous["agentmem"]["by_type"];
+    assert_eq!(types["knowledge-update"]["questions"], 1, "{generous}");
+    assert_eq!(types["single-session-user"]["recall"], 1.0, "{generous}");
+    assert!(
+        reports[0]["agentmem"].get("by_type").is_none(),
+        "LoCoMo has no types"
+    );
+    let table = stdout(&run_ok(
+        agentmem(dir.path())
+            .args(["eval", "locomo", "--budget", "1000"])
+            .arg(fixtures.join("longmemeval-mini.json")),
+    ));
+    assert!(
+        table.contains("QUESTION TYPE") && table.contains("knowledge-update"),
+        "{table}"
+    );
 }
 
 #[test]

@@ -56,7 +56,10 @@ fn the_python_agent_loop_runs_over_http() {
     // The compaction asked for folded the first turn: the fork keeps the
     // whole history, that turn in its archive (with the summary of it).
     assert!(out.contains("compacted 2 events"), "{out}");
-    assert!(out.contains("forked what-if with 6 events, 2 of them archived"), "{out}");
+    assert!(
+        out.contains("forked what-if with 6 events, 2 of them archived"),
+        "{out}"
+    );
     assert!(out.contains("remember_fact: Remembered as fact"), "{out}");
     assert!(out.contains("ended; episode ep-"), "{out}");
     assert!(out.contains("server exit code: 0"), "{out}");

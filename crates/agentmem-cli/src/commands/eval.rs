@@ -1,5 +1,7 @@
 //! `agentmem eval locomo`: evidence recall on LoCoMo beside two baselines.
 
+use std::path::{Path, PathBuf};
+
 use agentmem::recall::{Embedder, Reranker};
 use agentmem::tokens::Encoding;
 
@@ -11,13 +13,17 @@ use crate::output::{print_json, print_table};
 pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
     match command {
         EvalCommand::Locomo {
-            path,
+            paths,
+            scratch,
             budgets,
             embedder,
             reranker,
         } => {
-            let conversations = locomo::read(&path)?;
-            let scratch = std::env::temp_dir();
+            let datasets = paths
+                .iter()
+                .map(|path| Ok((dataset_name(path), locomo::read(path)?)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let scratch = scratch.unwrap_or_else(default_scratch);
             let tokenizer = Encoding::O200kBase.tokenizer();
             let named = reach_model::embedder(&ctx.store, &embedder)?;
             let embedder = named
@@ -29,22 +35,25 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                 .as_deref()
                 .or(ctx.store.reranker())
                 .map(|r| r as &dyn Reranker);
-            let questions = locomo::questions_to_score(&conversations) * budgets.len();
-            let bar = crate::progress::bar(questions as u64, "evaluating questions");
-            let reports = budgets
+            let questions: usize = datasets
                 .iter()
-                .map(|budget| {
-                    locomo::evaluate(
-                        &conversations,
-                        *budget,
-                        &scratch,
-                        tokenizer,
-                        embedder,
-                        reranker,
-                        &mut || bar.inc(1),
-                    )
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
+                .map(|(_, conversations)| locomo::questions_to_score(conversations))
+                .sum();
+            let bar =
+                crate::progress::bar((questions * budgets.len()) as u64, "evaluating questions");
+            let mut reports = Vec::new();
+            for (name, conversations) in &datasets {
+                reports.extend(locomo::evaluate(
+                    name,
+                    conversations,
+                    &budgets,
+                    &scratch,
+                    tokenizer,
+                    embedder,
+                    reranker,
+                    &mut || bar.inc(1),
+                )?);
+            }
             bar.finish_and_clear();
             if ctx.json {
                 return match &reports[..] {
@@ -55,6 +64,24 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
             reports.iter().for_each(print_report);
             Ok(())
         }
+    }
+}
+
+/// A dataset's name in the report: its file's name.
+fn dataset_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
+
+/// Where scratch stores go by default: memory (`/dev/shm`) where the system
+/// has it, as an evaluation writes thousands of small files it deletes.
+fn default_scratch() -> PathBuf {
+    let memory = Path::new("/dev/shm");
+    match tempfile::tempdir_in(memory) {
+        Ok(_) => memory.to_path_buf(),
+        Err(_) => std::env::temp_dir(),
     }
 }
 
@@ -69,7 +96,8 @@ fn print_report(report: &locomo::LocomoReport) {
         how.push_str(&format!(", reranked by {model}"));
     }
     println!(
-        "LoCoMo evidence recall at {} tokens ({how}): {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
+        "{}: evidence recall at {} tokens ({how}): {} conversations, {} questions ({} skipped, {} unknown evidence ids)",
+        report.dataset,
         report.budget_tokens,
         report.conversations,
         report.questions,
@@ -101,5 +129,35 @@ fn print_report(report: &locomo::LocomoReport) {
         ],
         &rows,
     );
+    print_by_type(&methods);
     println!();
+}
+
+/// Recall by the dataset's own type of question, when it has them.
+fn print_by_type(methods: &[(&str, &locomo::MethodScore)]) {
+    let Some((_, first)) = methods.first() else {
+        return;
+    };
+    if first.by_type.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = first
+        .by_type
+        .iter()
+        .map(|(kind, counted)| {
+            let mut row = vec![kind.clone(), counted.questions.to_string()];
+            row.extend(methods.iter().map(|(_, score)| {
+                score
+                    .by_type
+                    .get(kind)
+                    .map_or("-".into(), |s| format!("{:.3}", s.recall))
+            }));
+            row
+        })
+        .collect();
+    let mut headers = vec!["QUESTION TYPE".to_owned(), "QUESTIONS".to_owned()];
+    headers.extend(methods.iter().map(|(name, _)| name.to_uppercase()));
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    println!();
+    print_table(&headers, &rows);
 }

@@ -1,11 +1,14 @@
-//! Evidence recall on LoCoMo, the long-conversation memory benchmark.
+//! Evidence recall on LoCoMo, the long-conversation memory benchmark, and
+//! on any dataset in its format (LongMemEval is converted to it).
 //!
-//! Each conversation is ingested as an agent's sessions, in order, with
-//! their dates. Then, for every question of categories 1–4, the memory
-//! context for that question is built under a token budget, and the question
-//! counts as recalled when the text of every evidence turn is in it. Two
-//! baselines get the same budget: the most recent turns that fit (trimming),
-//! and plain BM25 over the turns.
+//! Each conversation is ingested once as an agent's sessions, in order,
+//! with their dates. Then, for every question of categories 1–4 and every
+//! budget, the memory context for that question is built under the budget,
+//! and the question counts as recalled when the text of every evidence turn
+//! is in it. Two baselines get the same budget: the most recent turns that
+//! fit (trimming), and plain BM25 over the turns. Scores are given by
+//! category and, for files whose questions carry one, by their original
+//! `question_type`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -58,6 +61,8 @@ pub struct Turn {
 pub struct Question {
     pub question: String,
     pub category: u8,
+    /// The dataset's own type of question (LongMemEval's `question_type`).
+    pub question_type: Option<String>,
     /// Evidence ids, repaired (`D:11:26` → `D11:26`, `D30:05` → `D30:5`).
     pub evidence: Vec<String>,
 }
@@ -69,6 +74,9 @@ pub struct MethodScore {
     pub questions: usize,
     pub recall: f64,
     pub by_category: BTreeMap<u8, CategoryScore>,
+    /// By the dataset's own type of question, when its questions carry one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_type: BTreeMap<String, CategoryScore>,
     /// Mean tokens of the contexts built.
     pub mean_tokens: f64,
 }
@@ -84,6 +92,8 @@ pub struct CategoryScore {
 /// The whole run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LocomoReport {
+    /// The file the conversations came from.
+    pub dataset: String,
     pub budget_tokens: u64,
     /// The embedding model whose vectors joined agentmem's score (the
     /// baselines never use one); `None`: agentmem on BM25 and its other
@@ -148,6 +158,8 @@ struct RawQuestion {
     #[serde(default)]
     category: Value,
     #[serde(default)]
+    question_type: Option<String>,
+    #[serde(default)]
     evidence: Vec<Value>,
 }
 
@@ -198,6 +210,7 @@ fn parse_sample(index: usize, sample: &Value) -> std::result::Result<Conversatio
         .into_iter()
         .map(|q| Question {
             question: q.question,
+            question_type: q.question_type,
             category: q
                 .category
                 .as_u64()
@@ -218,12 +231,19 @@ fn parse_sample(index: usize, sample: &Value) -> std::result::Result<Conversatio
     })
 }
 
-/// `1:56 pm on 8 May, 2023` as epoch seconds (UTC).
+/// A session's date as epoch seconds (UTC): LoCoMo's `1:56 pm on 8 May,
+/// 2023` or LongMemEval's `2023/05/20 (Sat) 02:21`.
 fn parse_session_date(text: &str) -> Option<f64> {
-    let format = time::macros::format_description!(
+    let locomo = time::macros::format_description!(
         "[hour repr:12 padding:none]:[minute] [period case_sensitive:false] on [day padding:none] [month repr:long case_sensitive:false], [year]"
     );
-    let parsed = time::PrimitiveDateTime::parse(text.trim(), &format).ok()?;
+    let longmemeval = time::macros::format_description!(
+        "[year]/[month]/[day] ([weekday repr:short]) [hour]:[minute]"
+    );
+    let text = text.trim();
+    let parsed = time::PrimitiveDateTime::parse(text, &locomo)
+        .or_else(|_| time::PrimitiveDateTime::parse(text, &longmemeval))
+        .ok()?;
     Some(parsed.assume_utc().unix_timestamp() as f64)
 }
 
@@ -247,34 +267,42 @@ fn repair_evidence(raw: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs the evaluation on `conversations` at `budget_tokens`, in a
-/// temporary store under `scratch` (removed afterwards). With an
-/// `embedder`, agentmem's recall adds its vector score, and with a
-/// `reranker` a model reads its best candidates; the baselines stay as
-/// they are. `on_question` is called as each of the
-/// [`questions_to_score`] is done (scored, or skipped for want of evidence).
+/// Runs the evaluation of `dataset`'s `conversations` at each of
+/// `budgets`, one report a budget, in a temporary store under `scratch`
+/// (removed afterwards): each conversation is ingested once and asked every
+/// question at every budget. With an `embedder`, agentmem's recall adds its
+/// vector score, and with a `reranker` a model reads its best candidates;
+/// the baselines stay as they are. `on_question` is called as each of the
+/// [`questions_to_score`] is done at a budget (scored, or skipped for want
+/// of evidence).
+#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
+    dataset: &str,
     conversations: &[Conversation],
-    budget_tokens: u64,
+    budgets: &[u64],
     scratch: &Path,
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
     reranker: Option<&dyn Reranker>,
     on_question: &mut dyn FnMut(),
-) -> Result<LocomoReport> {
-    let mut report = LocomoReport {
-        budget_tokens,
-        embedder: embedder.map(|e| e.model().to_owned()),
-        reranker: reranker.map(|r| r.model().to_owned()),
-        conversations: conversations.len(),
-        questions: 0,
-        skipped_questions: 0,
-        unknown_evidence: 0,
-        agentmem: MethodScore::default(),
-        trimming: MethodScore::default(),
-        bm25: MethodScore::default(),
-        misses: Vec::new(),
-    };
+) -> Result<Vec<LocomoReport>> {
+    let mut reports: Vec<LocomoReport> = budgets
+        .iter()
+        .map(|&budget_tokens| LocomoReport {
+            dataset: dataset.to_owned(),
+            budget_tokens,
+            embedder: embedder.map(|e| e.model().to_owned()),
+            reranker: reranker.map(|r| r.model().to_owned()),
+            conversations: conversations.len(),
+            questions: 0,
+            skipped_questions: 0,
+            unknown_evidence: 0,
+            agentmem: MethodScore::default(),
+            trimming: MethodScore::default(),
+            bm25: MethodScore::default(),
+            misses: Vec::new(),
+        })
+        .collect();
     for conversation in conversations {
         let dir = tempfile::Builder::new()
             .prefix(&format!(".locomo-{}-", sanitize(&conversation.sample_id)))
@@ -285,7 +313,44 @@ pub fn evaluate(
         let turns = ingest(&store, &agent, conversation)?;
         let mut index = store.history_index(&agent)?;
         recall::refresh_memories(&mut index, &store.agent_dir(&agent))?;
-        let trimmed = trimming_block(conversation, budget_tokens, tokenizer);
+        let asked = Asked {
+            conversation,
+            turns: &turns,
+            index: &index,
+            tokenizer,
+            embedder,
+            reranker,
+        };
+        for report in &mut reports {
+            asked.score_at(report, on_question)?;
+        }
+    }
+    for report in &mut reports {
+        for score in [&mut report.agentmem, &mut report.trimming, &mut report.bm25] {
+            finish(score);
+        }
+    }
+    Ok(reports)
+}
+
+/// One ingested conversation, ready for its questions.
+struct Asked<'a> {
+    conversation: &'a Conversation,
+    /// Each turn's text by dia id.
+    turns: &'a HashMap<&'a str, &'a str>,
+    index: &'a agentmem::search::HistoryIndex,
+    tokenizer: Tokenizer,
+    embedder: Option<&'a dyn Embedder>,
+    reranker: Option<&'a dyn Reranker>,
+}
+
+impl Asked<'_> {
+    /// Asks every scored question under the report's budget and tallies
+    /// agentmem and the two baselines into `report`.
+    fn score_at(&self, report: &mut LocomoReport, on_question: &mut dyn FnMut()) -> Result<()> {
+        let (conversation, turns) = (self.conversation, self.turns);
+        let budget_tokens = report.budget_tokens;
+        let trimmed = trimming_block(conversation, budget_tokens, self.tokenizer);
         for question in scored(conversation) {
             on_question();
             let (known, unknown): (Vec<&String>, Vec<&String>) = question
@@ -301,9 +366,17 @@ pub fn evaluate(
             let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
             let mut request = RecallRequest::new(&question.question, budget_tokens);
             let redaction = RedactionPolicy::default();
-            let ours = recall::recall(&index, &request, tokenizer, embedder, reranker, redaction)?;
+            let (index, tokenizer) = (self.index, self.tokenizer);
+            let ours = recall::recall(
+                index,
+                &request,
+                tokenizer,
+                self.embedder,
+                self.reranker,
+                redaction,
+            )?;
             request.weights = bm25_only();
-            let plain = recall::recall(&index, &request, tokenizer, None, None, redaction)?;
+            let plain = recall::recall(index, &request, tokenizer, None, None, redaction)?;
             let block = normalize(&ours.block);
             let missing: Vec<String> = known
                 .iter()
@@ -318,15 +391,12 @@ pub fn evaluate(
                     missing,
                 });
             }
-            tally(&mut report.agentmem, question.category, &ours, &evidence);
-            tally(&mut report.bm25, question.category, &plain, &evidence);
-            tally(&mut report.trimming, question.category, &trimmed, &evidence);
+            tally(&mut report.agentmem, question, &ours, &evidence);
+            tally(&mut report.bm25, question, &plain, &evidence);
+            tally(&mut report.trimming, question, &trimmed, &evidence);
         }
+        Ok(())
     }
-    for score in [&mut report.agentmem, &mut report.trimming, &mut report.bm25] {
-        finish(score);
-    }
-    Ok(report)
 }
 
 /// How many questions of `conversations` an evaluation goes through: those
@@ -416,15 +486,20 @@ fn trimming_block(conversation: &Conversation, budget: u64, tokenizer: Tokenizer
     }
 }
 
-fn tally(score: &mut MethodScore, category: u8, context: &Recalled, evidence: &[&str]) {
+fn tally(score: &mut MethodScore, question: &Question, context: &Recalled, evidence: &[&str]) {
     let block = normalize(&context.block);
     let hit = evidence.iter().all(|text| block.contains(&normalize(text)));
     score.questions += 1;
     score.recalled += usize::from(hit);
     score.mean_tokens += context.tokens as f64;
-    let category = score.by_category.entry(category).or_default();
+    let category = score.by_category.entry(question.category).or_default();
     category.questions += 1;
     category.recalled += usize::from(hit);
+    if let Some(kind) = &question.question_type {
+        let kind = score.by_type.entry(kind.clone()).or_default();
+        kind.questions += 1;
+        kind.recalled += usize::from(hit);
+    }
 }
 
 fn finish(score: &mut MethodScore) {
@@ -435,8 +510,12 @@ fn finish(score: &mut MethodScore) {
     } else {
         score.mean_tokens / score.questions as f64
     };
-    for category in score.by_category.values_mut() {
-        category.recall = ratio(category.recalled, category.questions);
+    for group in score
+        .by_category
+        .values_mut()
+        .chain(score.by_type.values_mut())
+    {
+        group.recall = ratio(group.recalled, group.questions);
     }
 }
 

@@ -43,9 +43,10 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
     let scratch = tempfile::tempdir().unwrap();
     let tokenizer = Encoding::O200kBase.tokenizer();
     let mut done = 0;
-    let report = locomo::evaluate(
+    let reports = locomo::evaluate(
+        "mini.json",
         &mini(),
-        120,
+        &[120, 1_000],
         scratch.path(),
         tokenizer,
         None,
@@ -53,9 +54,12 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
         &mut || done += 1,
     )
     .unwrap();
-    // Every question of a scored category is reported done, once.
-    assert_eq!(done, locomo::questions_to_score(&mini()));
-    assert_eq!(done, report.questions + report.skipped_questions);
+    let (report, generous) = (&reports[0], &reports[1]);
+    assert_eq!((report.budget_tokens, generous.budget_tokens), (120, 1_000));
+    assert_eq!(report.dataset, "mini.json");
+    // Every question of a scored category is reported done, once a budget.
+    assert_eq!(done, 2 * locomo::questions_to_score(&mini()));
+    assert_eq!(done, 2 * (report.questions + report.skipped_questions));
     // Category 5 is not scored; an empty evidence list is skipped; D9:9 names no turn.
     assert_eq!(
         (
@@ -79,16 +83,6 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
         "scratch stores removed"
     );
 
-    let generous = locomo::evaluate(
-        &mini(),
-        1_000,
-        scratch.path(),
-        tokenizer,
-        None,
-        None,
-        &mut || {},
-    )
-    .unwrap();
     assert_eq!(generous.agentmem.recall, 1.0);
     assert_eq!(generous.trimming.recall, 1.0);
 }
@@ -106,5 +100,7 @@ fn malformed_evidence_ids_are_repaired() {
 fn session_dates_are_read() {
     let ts = parse_session_date("1:56 pm on 8 May, 2023").unwrap();
     assert_eq!(agentmem::event::format_ts(ts), "2023-05-08T13:56:00.000Z");
+    let ts = parse_session_date("2023/05/20 (Sat) 02:21").unwrap();
+    assert_eq!(agentmem::event::format_ts(ts), "2023-05-20T02:21:00.000Z");
     assert!(parse_session_date("someday").is_none());
 }
