@@ -20,7 +20,6 @@
 
 pub mod arguments;
 pub mod config;
-pub mod context;
 pub mod error;
 pub mod event;
 pub mod export;
@@ -29,17 +28,15 @@ pub mod id;
 pub mod json;
 pub mod memory;
 pub mod message;
-pub mod prepare;
+pub mod pipeline;
 pub mod recall;
 pub mod render;
 pub mod search;
-pub mod segments;
 pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
 pub mod tool_interaction;
-pub mod transcript;
 pub mod turn;
 pub mod working;
 

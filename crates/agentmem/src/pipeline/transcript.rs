@@ -27,13 +27,13 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::context::call_ids::CallIds;
-use crate::context::guard::{self, GuardPolicy};
-use crate::context::normalize::PairCheck;
 use crate::event::{Event, TraceType};
 use crate::message::{
     message_refs, messages_from_events, parts_of, role_of, starts_message, Message, MessageRef,
 };
+use crate::pipeline::call_ids::CallIds;
+use crate::pipeline::guard::{self, GuardPolicy};
+use crate::pipeline::normalize::PairCheck;
 use crate::tokens::count::{
     count_part, count_part_at_most, role_name, TokenCounts, TOKENS_PER_MESSAGE,
 };
@@ -597,7 +597,7 @@ impl Transcript {
 
     /// Whether every tool call in the view has exactly one result right
     /// after its response, and every result its call (see
-    /// [`pairs_are_intact`](crate::context::normalize::pairs_are_intact)).
+    /// [`pairs_are_intact`](crate::pipeline::normalize::pairs_are_intact)).
     pub fn pairs_are_intact(&self) -> bool {
         self.pairs.is_intact()
     }
@@ -769,7 +769,7 @@ fn guarded(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Option<
     let text = event.text();
     let cut = match &event.tool_result_ref {
         Some(reference) => {
-            let name = guard::evicted_name(reference).unwrap_or(call_id);
+            let name = crate::store::evicted::evicted_name(reference).unwrap_or(call_id);
             Some(guard::eviction_preview(name, &text))
         }
         None => guard::truncate_for_model(&text, policy, tokenizer),

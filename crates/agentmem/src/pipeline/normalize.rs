@@ -15,7 +15,7 @@
 //!
 //! 1. [`resolve_duplicate_call_ids`]: a call that reuses the id of a call
 //!    already answered is a new interaction: it and its results go by an id
-//!    of their own (see [`crate::context::call_ids`]). A call that reuses the
+//!    of their own (see [`crate::pipeline::call_ids`]). A call that reuses the
 //!    id of a call still waiting is a copy (a replay, a response recorded
 //!    twice): the id keeps its **first** call and the first result after
 //!    that call, and every copy is removed together with the other results
@@ -50,7 +50,7 @@
 //! scans), and [`normalize_pairs`] runs them all.
 //!
 //! ```
-//! use agentmem::context::normalize::{normalize_pairs, pairs_are_intact};
+//! use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
 //! use agentmem::event::Event;
 //! let mut view = vec![
 //!     Event::user("read a and b").with_id("u1"),
@@ -68,8 +68,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::context::call_ids::CallIds;
 use crate::event::{Event, TraceType};
+use crate::pipeline::call_ids::CallIds;
 
 /// The tag of the events these passes make.
 pub const SYNTHETIC_TAG: &str = "synthetic";
