@@ -7,7 +7,10 @@
 //!
 //! The data flows one way: [`event::Event`]s are ingested into a
 //! [`session::Session`], which appends them to its durable log
-//! ([`store`]) and keeps the in-memory transcript they form.
+//! ([`store`]) and keeps the in-memory transcript they form. Before each
+//! model call the session runs the context [`pipeline`] over that transcript
+//! (guard, pair integrity, tiers, compaction, render and measure), one pure
+//! stage per file: the pipeline reads and writes no files, the store does.
 //!
 //! ```
 //! use agentmem::{event::Event, session::Session, store::Store, Durability};
