@@ -90,7 +90,7 @@ pub struct EvictedPage {
 
 /// Reads `limit` lines of the evicted output of `call_id`, from line `offset`
 /// (0-based). `dir` is the session's `evicted/` folder, as given to
-/// [`guard_tool_output`].
+/// [`guard_tool_output`](crate::pipeline::guard::guard_tool_output).
 ///
 /// Concatenating the pages gives back the output byte for byte. A page stops
 /// early at [`EVICTED_PAGE_MAX_BYTES`] (always holding at least one line; a

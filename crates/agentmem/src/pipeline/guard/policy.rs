@@ -34,7 +34,7 @@ pub const DEFAULT_EVICTION_THRESHOLD_TOKENS: u64 = 20_000;
 
 /// Outputs up to this many tokens get exact sizes even when eviction is off;
 /// counting beyond it would mean tokenizing text that is cut anyway, so larger
-/// sizes are estimates (see the [module docs](self)).
+/// sizes are estimates (see the [module docs](super)).
 ///
 /// ```
 /// use agentmem::pipeline::guard::{truncate_middle_tokens, EXACT_COUNT_LIMIT_TOKENS};

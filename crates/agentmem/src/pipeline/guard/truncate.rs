@@ -14,7 +14,7 @@ const JOIN_SLACK_TOKENS: u64 = 2;
 /// The truncated copy of `content` the model sees under `policy`'s
 /// truncation (its cap × [`SERIALIZATION_BUFFER`](super::SERIALIZATION_BUFFER)); `None` when it fits or the
 /// policy is [`Truncation::None`]. Eviction is not considered here (see
-/// [`should_evict`] and [`eviction_preview`]); [`guard_tool_output`] does both.
+/// [`should_evict`](super::should_evict) and [`eviction_preview`](super::eviction_preview)); [`guard_tool_output`](super::guard_tool_output) does both.
 ///
 /// ```
 /// use agentmem::pipeline::guard::{truncate_for_model, GuardPolicy, Truncation};
