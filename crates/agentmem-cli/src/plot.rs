@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use agentmem::context::tiers::Action;
+use agentmem::pipeline::tiers::Action;
 
 use crate::measure::TurnLine;
 

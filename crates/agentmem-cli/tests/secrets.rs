@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 
 use agentmem::config::Config;
 use agentmem::id::{AgentId, SessionId};
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::store::Store;
 use common::{agentmem_with_input, args};

@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::context::guard::{self, GuardPolicy};
-use agentmem::context::normalize::{normalize_pairs, pairs_are_intact};
 use agentmem::event::Event;
 use agentmem::id::AgentId;
 use agentmem::memory::tools::ToolContext;
 use agentmem::message::messages_from_events;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::guard::{self, GuardPolicy};
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
 use agentmem::render::{PromptCache, RenderRequest, Target, ToolSchema};
 use agentmem::session::CompactOptions;
 use agentmem::store::jsonl;

@@ -4,8 +4,8 @@
 //! retried, up to the session's three recoveries, so an agent never sees it
 //! unless recovery fails.
 
-use agentmem::context::overflow::ProviderError;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::overflow::ProviderError;
 use agentmem::session::Session;
 
 use crate::client::Client;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentmem::event::{Event, TraceType};
 use agentmem::id::AgentId;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::store::Store;
 use agentmem::Durability;

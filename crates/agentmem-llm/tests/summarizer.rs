@@ -2,11 +2,11 @@
 
 mod support;
 
-use agentmem::context::strategy::{CompactionTiming, Strategy};
-use agentmem::context::tiers::Action;
 use agentmem::event::Event;
 use agentmem::id::AgentId;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
+use agentmem::pipeline::tiers::Action;
 use agentmem::render::Target;
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;

@@ -3,7 +3,7 @@
 //! Schema is what `/openapi.json` documents the reply with.
 
 use agentmem::event::Event;
-use agentmem::prepare::ContextStats;
+use agentmem::pipeline::measure::ContextStats;
 use agentmem::render::Payload;
 use agentmem::store::meta::SessionMeta;
 use agentmem::working::{StateVersion, WorkingMemory};

@@ -27,13 +27,13 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use agentmem::context::overflow::classify_provider_error;
-use agentmem::context::tiers::Action;
 use agentmem::event::Event;
 use agentmem::id::{AgentId, SessionId};
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
 use agentmem::memory::tools::{self, ToolContext};
-use agentmem::prepare::{PrepareRequest, Prepared};
+use agentmem::pipeline::measure::{PrepareRequest, Prepared};
+use agentmem::pipeline::overflow::classify_provider_error;
+use agentmem::pipeline::tiers::Action;
 use agentmem::recall::RecallRequest;
 use agentmem::render::{Target, ToolSchema};
 use agentmem::search::{Role, SearchFilter};

@@ -59,11 +59,11 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
-use crate::context::guard::GuardPolicy;
-use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::memory::project::MemorySettings;
 use crate::memory::redact::RedactionPolicy;
+use crate::pipeline::guard::GuardPolicy;
+use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelOverride;
 

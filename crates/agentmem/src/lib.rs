@@ -7,7 +7,10 @@
 //!
 //! The data flows one way: [`event::Event`]s are ingested into a
 //! [`session::Session`], which appends them to its durable log
-//! ([`store`]) and keeps the in-memory transcript they form.
+//! ([`store`]) and keeps the in-memory transcript they form. Before each
+//! model call the session runs the context [`pipeline`] over that transcript
+//! (guard, pair integrity, tiers, compaction, render and measure), one pure
+//! stage per file: the pipeline reads and writes no files, the store does.
 //!
 //! ```
 //! use agentmem::{event::Event, session::Session, store::Store, Durability};
@@ -20,7 +23,6 @@
 
 pub mod arguments;
 pub mod config;
-pub mod context;
 pub mod error;
 pub mod event;
 pub mod export;
@@ -29,17 +31,15 @@ pub mod id;
 pub mod json;
 pub mod memory;
 pub mod message;
-pub mod prepare;
+pub mod pipeline;
 pub mod recall;
 pub mod render;
 pub mod search;
-pub mod segments;
 pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
 pub mod tool_interaction;
-pub mod transcript;
 pub mod turn;
 pub mod working;
 

@@ -4,13 +4,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentmem::context::compact::CompactReason;
-use agentmem::context::overflow::{classify_provider_error, ProviderError};
-use agentmem::context::strategy::{CompactionTiming, Strategy};
-use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
 use agentmem::id::{AgentId, SessionId};
-use agentmem::prepare::{ContextStats, PrepareRequest};
+use agentmem::pipeline::compact::CompactReason;
+use agentmem::pipeline::measure::{ContextStats, PrepareRequest};
+use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
+use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
+use agentmem::pipeline::tiers::Action;
 use agentmem::render::Target;
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::snapshot::Snapshot;
@@ -540,7 +540,7 @@ fn large_outputs_are_evicted_at_ingest_and_readable() {
         "{shown}"
     );
     let page =
-        agentmem::context::guard::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
+        agentmem::store::evicted::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
             .unwrap();
     assert_eq!(page.lines_returned, 5);
     assert!(page.has_more);

@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-use agentmem::context::strategy::ContextSettingsLayer;
 use agentmem::event::{Event, TraceType};
 use agentmem::id::{AgentId, SessionId};
 use agentmem::json::MAX_NESTING;
+use agentmem::pipeline::strategy::ContextSettingsLayer;
 use agentmem::session::CompactOptions;
 use agentmem::store::Store;
 use agentmem::working::StatePatch;

@@ -5,7 +5,7 @@ mod common;
 use agentmem::event::Event;
 use agentmem::id::AgentId;
 use agentmem::memory::project::MemorySettings;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::session::CompactOptions;
 use agentmem::store::Store;

@@ -1,5 +1,5 @@
 //! Property tests of tool call / result pair integrity
-//! (`agentmem::context::normalize`).
+//! (`agentmem::pipeline::normalize`).
 //!
 //! Random transcripts mix user, assistant, system, summary and turn-aborted
 //! events, reasoning, tool calls whose ids come from a small pool (so ids get
@@ -19,12 +19,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::context::normalize::{
+use agentmem::event::{Event, TraceType, SIDECHAIN_TAG};
+use agentmem::message::messages_from_events;
+use agentmem::pipeline::normalize::{
     normalize_pairs, pairs_are_intact, synthetic_result_id, PassReport, ABORTED_ERROR,
     SYNTHETIC_SOURCE, SYNTHETIC_TAG,
 };
-use agentmem::event::{Event, TraceType, SIDECHAIN_TAG};
-use agentmem::message::messages_from_events;
 use agentmem::render::{render, PromptCache, RenderRequest, Target, ToolSchema};
 use proptest::prelude::*;
 use serde_json::{json, Value};

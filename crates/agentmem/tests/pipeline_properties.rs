@@ -34,18 +34,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::context::normalize::normalize_pairs;
-use agentmem::context::strategy::{CompactionTiming, ContextSettingsLayer, Strategy as Shaping};
 use agentmem::event::{Event, TraceType, Usage};
 use agentmem::id::{AgentId, SessionId};
 use agentmem::message::SUMMARY_PREFIX;
-use agentmem::prepare::{request_overhead, ContextStats, PrepareRequest, Prepared};
+use agentmem::pipeline::measure::{count_overhead, ContextStats, PrepareRequest, Prepared};
+use agentmem::pipeline::normalize::normalize_pairs;
+use agentmem::pipeline::strategy::{CompactionTiming, ContextSettingsLayer, Strategy as Shaping};
+use agentmem::pipeline::transcript::Transcript;
 use agentmem::render::{PromptCache, Target, ToolSchema};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
-use agentmem::transcript::Transcript;
 use agentmem::turn::PREAMBLE_TURN;
 use agentmem::Durability;
 use proptest::prelude::*;
@@ -605,7 +605,7 @@ impl<'a> Run<'a> {
         let latest_turn_tokens = latest_turn_tokens(self.session());
         for &target in self.targets {
             let request = request(self.spec, target, self.records.len());
-            let overhead_tokens = request_overhead(&request, tokenizer).total();
+            let overhead_tokens = count_overhead(&request, tokenizer).total();
             let prepared: Result<Prepared, _> = self.session().prepare(&request);
             prop_assert!(prepared.is_ok(), "{at}: prepare failed: {prepared:?}");
             let prepared = prepared.unwrap();

@@ -6,13 +6,13 @@ use std::sync::LazyLock;
 use agentmem::config::CONFIG_FILE;
 use agentmem::event::{Event, Usage};
 use agentmem::id::{AgentId, SessionId};
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::transcript::Transcript;
 use agentmem::render::{remove_cache_marks, PromptCache, Target};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::registry::ModelSource;
 use agentmem::tokens::Encoding;
-use agentmem::transcript::Transcript;
 use agentmem::{Config, Durability};
 use serde_json::{json, Value};
 
@@ -176,7 +176,7 @@ fn counting_later_sends_what_counting_every_event_sends() {
             .stats
             .actions
             .iter()
-            .filter(|a| matches!(a, agentmem::context::tiers::Action::Compacted { .. }))
+            .filter(|a| matches!(a, agentmem::pipeline::tiers::Action::Compacted { .. }))
             .count();
     }
     assert!(estimated_calls > 0, "some calls were far below the trigger");

@@ -11,7 +11,7 @@ use agentmem::event::Event;
 use agentmem::id::SessionId;
 use agentmem::memory::facts::{Added, FactStore, NewFact, Provenance, Trust};
 use agentmem::memory::redact::{redact, RedactionPolicy};
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::recall::RecallRequest;
 use agentmem::render::Target;
 use agentmem::session::CompactOptions;

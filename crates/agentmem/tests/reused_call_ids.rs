@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use agentmem::event::Event;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem_import::Format;
 use serde_json::Value;
@@ -218,7 +218,7 @@ fn the_view_names_reused_ids_as_events_come_and_the_log_keeps_them() {
         .stats
         .actions
         .iter()
-        .filter(|a| matches!(a, agentmem::context::tiers::Action::PairsRepaired { .. }))
+        .filter(|a| matches!(a, agentmem::pipeline::tiers::Action::PairsRepaired { .. }))
         .collect();
     assert!(repaired.is_empty(), "{repaired:?}");
     let ids: Vec<String> = interactions(Target::OpenAiChat, &prepared.payload.to_value())
@@ -297,7 +297,7 @@ fn evicted_outputs_of_a_reused_id_keep_a_file_each() {
             .nth(1)
             .and_then(|rest| rest.split('"').next())
             .unwrap_or_else(|| panic!("no call id in the preview: {}", interaction.result));
-        let page = agentmem::context::guard::read_evicted(&dir, named, 5_990, 10).unwrap();
+        let page = agentmem::store::evicted::read_evicted(&dir, named, 5_990, 10).unwrap();
         assert_eq!(
             page.text,
             (5_990..6_000)

@@ -6,7 +6,7 @@ mod common;
 use agentmem::event::Event;
 use agentmem::id::{AgentId, SessionId};
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::recall::RecallRequest;
 use agentmem::render::Target;
 use agentmem::search::index::DocKind;

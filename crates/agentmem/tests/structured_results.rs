@@ -6,7 +6,7 @@
 mod common;
 
 use agentmem::event::Event;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::search::SearchFilter;
 
@@ -58,7 +58,7 @@ fn as_content() -> Vec<Event> {
 }
 
 /// `events` in a fresh store's session, prepared for `target`.
-fn prepared(events: Vec<Event>, target: Target) -> agentmem::prepare::Prepared {
+fn prepared(events: Vec<Event>, target: Target) -> agentmem::pipeline::measure::Prepared {
     let (_dir, store, agent) = common::fresh_store();
     let mut session = store.create_session(&agent, None).unwrap();
     session.ingest(events).unwrap();
@@ -150,7 +150,7 @@ fn a_huge_structured_result_is_evicted_like_huge_content() {
         ])
         .unwrap();
     assert_eq!(report.evicted, 1);
-    let evicted = agentmem::context::guard::evicted_path(
+    let evicted = agentmem::store::evicted::evicted_path(
         &store.session_paths(&agent, session.id()).evicted(),
         "c1",
     )

@@ -9,7 +9,7 @@ use agentmem::error::Error;
 use agentmem::event::{Event, TraceType};
 use agentmem::id::SessionId;
 use agentmem::memory::tools;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::search::{Role, SearchFilter};
 use agentmem::session::{CompactOptions, Session};

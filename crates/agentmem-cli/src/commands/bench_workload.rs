@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem::context::strategy::CompactionTiming;
 use agentmem::event::Event;
 use agentmem::id::AgentId;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::strategy::CompactionTiming;
 use agentmem::render::Target;
 use agentmem::store::Store;
 use agentmem::Durability;

@@ -8,7 +8,7 @@ use std::io::{BufRead, Write};
 
 use agentmem::event::{Event, TraceType};
 use agentmem::memory::tools;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::search::{render_hits, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
 use agentmem_llm::{call_model, Client, Delivery};

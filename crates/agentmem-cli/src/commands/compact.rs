@@ -1,6 +1,6 @@
 //! `agentmem compact`: compaction on demand, with its report.
 
-use agentmem::context::compact::CompactReport;
+use agentmem::pipeline::compact::CompactReport;
 use agentmem::session::CompactOptions;
 
 use super::Context;

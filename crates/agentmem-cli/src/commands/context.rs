@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use agentmem::event::{TraceType, Usage};
-use agentmem::prepare::{ContextStats, Sections};
+use agentmem::pipeline::measure::{ContextStats, Sections};
 use agentmem::session::Session;
 use agentmem::tokens::registry::{ModelRegistry, ModelSource};
 

@@ -1,6 +1,6 @@
 //! `agentmem evicted`: read an evicted tool output, a page at a time.
 
-use agentmem::context::guard::read_evicted;
+use agentmem::store::evicted::read_evicted;
 
 use super::Context;
 

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use agentmem::context::tiers::Action;
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::tiers::Action;
 use agentmem::render::{Target, ToolSchema};
 use agentmem::session::Session;
 use agentmem::tokens::budget::BudgetSettings;

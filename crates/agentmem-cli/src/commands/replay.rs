@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
-use agentmem::context::tiers::Action;
 use agentmem::event::{Event, TraceType};
-use agentmem::prepare::PrepareRequest;
+use agentmem::pipeline::measure::PrepareRequest;
+use agentmem::pipeline::tiers::Action;
 use agentmem::render::{remove_cache_marks, Payload, Target};
 use agentmem::session::Session;
 use agentmem::store::Store;

@@ -29,12 +29,13 @@ use serde_json::{json, Value};
 
 use super::facts::{Added, NewFact, Provenance, Trust};
 use crate::arguments::parse;
-use crate::context::guard::{read_evicted, read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES};
 use crate::error::{Error, Result};
 use crate::id::{AgentId, SessionId};
+use crate::pipeline::guard::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES};
 use crate::recall::RecallRequest;
 use crate::render::ToolSchema;
 use crate::search::{parse_tool_arguments, render_hits, search_tool_schema};
+use crate::store::evicted::read_evicted;
 use crate::store::Store;
 use crate::tokens::Encoding;
 

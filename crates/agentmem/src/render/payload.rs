@@ -25,14 +25,14 @@ use crate::message::MessageRef;
 /// and one of the other side surely begin after it, with no tool call left
 /// open across it (Anthropic and Gemini merge neighbours of one side; Gemini
 /// names results after their calls). The session cuts its view only there,
-/// see [`crate::segments`].
+/// see [`crate::pipeline::segments`].
 #[derive(Debug)]
 pub struct Segment {
     entries: Vec<Box<RawValue>>,
 }
 
 /// A message list as segments, shared by the payloads sent from it and the
-/// cache that made it (see [`crate::segments::RenderCache`]).
+/// cache that made it (see [`crate::pipeline::segments::RenderCache`]).
 pub type SegmentList = Arc<Vec<Arc<Segment>>>;
 
 impl Segment {

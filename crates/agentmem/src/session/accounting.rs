@@ -6,11 +6,13 @@
 use std::sync::Arc;
 
 use crate::event::Event;
-use crate::prepare::{request_overhead, Calibration, CalibrationTable, PrepareRequest, Sections};
+use crate::pipeline::measure::{
+    count_overhead, Calibration, CalibrationTable, PrepareRequest, Sections,
+};
+use crate::pipeline::transcript::{Bound, Transcript, UsageAnchor};
 use crate::render::ToolSchema;
 use crate::tokens::registry::{ModelInfo, ModelRegistry};
 use crate::tokens::{Encoding, Tokenizer};
-use crate::transcript::{Bound, Transcript, UsageAnchor};
 
 /// Model names whose registry entries a session remembers.
 const RECENT_MODELS: usize = 4;
@@ -195,7 +197,7 @@ impl TokenAccounting {
                 return cached.sections;
             }
         }
-        let sections = request_overhead(request, tokenizer);
+        let sections = count_overhead(request, tokenizer);
         self.overhead_cache = Some(OverheadCache {
             system: request.system.clone(),
             live_context: request.live_context.clone(),

@@ -1,6 +1,6 @@
 use super::*;
-use crate::context::guard::GuardPolicy;
 use crate::event::Usage;
+use crate::pipeline::guard::GuardPolicy;
 use crate::render::Target;
 
 fn accounting() -> TokenAccounting {

@@ -24,15 +24,15 @@ use std::time::Instant;
 
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::{BeforeCompactionHook, CompactionHook, Session, SharedSummarizer};
-use crate::context::compact::{split_to_compact, CompactReason, CompactReport, Split};
-use crate::context::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
-use crate::context::strategy::{ContextSettingsLayer, Strategy};
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event, TraceType};
 use crate::memory::episodic::{append_episode, append_episode_once, read_episodes, EpisodicItem};
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
 use crate::memory::redact::{redact, redact_event};
-use crate::prepare::{PrepareRequest, Prepared};
+use crate::pipeline::compact::{split_to_compact, CompactReason, CompactReport, Split};
+use crate::pipeline::measure::{PrepareRequest, Prepared};
+use crate::pipeline::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
+use crate::pipeline::strategy::{ContextSettingsLayer, Strategy};
 use crate::store::jsonl;
 use crate::store::snapshot::{CompactionMemory, Snapshot};
 use crate::summarize::{ExtractiveSummarizer, Fact as SummaryFact, SummaryRequest};
@@ -217,7 +217,7 @@ impl Session {
     /// next prepare applies it ([`CompactionTiming::Background`]). Returns
     /// how many events it compacts (0: nothing to compact).
     ///
-    /// [`CompactionTiming::Background`]: crate::context::strategy::CompactionTiming::Background
+    /// [`CompactionTiming::Background`]: crate::pipeline::strategy::CompactionTiming::Background
     pub(super) fn start_drafting(&mut self, options: &CompactOptions) -> Result<usize> {
         let Some(input) = self.draft_input(options)? else {
             return Ok(0);

@@ -4,15 +4,15 @@
 //! while the model answers; only applying it (`Session::compact` and the
 //! prepare after the one that started it) touches the session's files.
 //!
-//! [`CompactionTiming::Background`]: crate::context::strategy::CompactionTiming::Background
+//! [`CompactionTiming::Background`]: crate::pipeline::strategy::CompactionTiming::Background
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::context::compact::{build_base, fallback_summary};
-use crate::context::strategy::{PipelineSettings, SUMMARIZER_FAILURES_BEFORE_FALLBACK};
 use crate::event::Event;
 use crate::memory::redact::{redact, RedactionPolicy};
+use crate::pipeline::compact::{build_base, fallback_summary};
+use crate::pipeline::strategy::{PipelineSettings, SUMMARIZER_FAILURES_BEFORE_FALLBACK};
 use crate::summarize::fidelity::check_fidelity;
 use crate::summarize::{summarize_hierarchical, Fact, Summarizer, SummaryRequest};
 use crate::tokens::Tokenizer;

@@ -37,13 +37,14 @@ pub use drafting::SharedSummarizer;
 use std::sync::Arc;
 
 use crate::config::Durability;
-use crate::context::guard::{self, GuardPolicy};
-use crate::context::strategy::ContextSettingsLayer;
 use crate::error::Result;
 use crate::event::{Event, TraceType};
 use crate::id::{AgentId, SessionId};
 use crate::memory::injector::{IndexUse, MemoryInjector};
-use crate::prepare::CalibrationTable;
+use crate::pipeline::guard::{self, GuardPolicy};
+use crate::pipeline::measure::CalibrationTable;
+use crate::pipeline::strategy::ContextSettingsLayer;
+use crate::pipeline::transcript::Transcript;
 use crate::store::jsonl::Recovery;
 use crate::store::meta::SessionMeta;
 use crate::store::snapshot::Snapshot;
@@ -53,7 +54,6 @@ use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 use crate::tokens::Encoding;
 use crate::tool_interaction::{tool_interactions, ToolInteraction};
-use crate::transcript::Transcript;
 use accounting::TokenAccounting;
 use compaction::Compactor;
 use log::SessionLog;
@@ -94,11 +94,11 @@ pub struct ContextSettings {
 }
 
 /// Runs after every applied compaction, with its report.
-pub type CompactionHook = Box<dyn FnMut(&crate::context::compact::CompactReport) + Send>;
+pub type CompactionHook = Box<dyn FnMut(&crate::pipeline::compact::CompactReport) + Send>;
 
 /// Runs before every compaction, with its reason (e.g. to flush state the
 /// agent keeps outside agentmem into the log first).
-pub type BeforeCompactionHook = Box<dyn FnMut(crate::context::compact::CompactReason) + Send>;
+pub type BeforeCompactionHook = Box<dyn FnMut(crate::pipeline::compact::CompactReason) + Send>;
 
 /// What one ingest call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -325,7 +325,10 @@ impl Session {
 
     /// The calibration learned for `model`, or for any other name of the
     /// model it resolves to (`claude-sonnet-4-5`, `claude-sonnet-4-5-20250929`).
-    pub fn calibration_for(&mut self, model: &str) -> Option<crate::prepare::Calibration> {
+    pub fn calibration_for(
+        &mut self,
+        model: &str,
+    ) -> Option<crate::pipeline::measure::Calibration> {
         self.accounting.calibration_for(model)
     }
 
@@ -376,8 +379,8 @@ fn evict_large_outputs(
         let text = event.text();
         if nameable && guard::should_evict(&text, guard, Encoding::default().tokenizer()) {
             let dir = paths.evicted();
-            let name = guard::unused_evicted_name(&dir, &call_id)?;
-            guard::write_evicted(&dir, &name, &text)?;
+            let name = crate::store::evicted::unused_evicted_name(&dir, &call_id)?;
+            crate::store::evicted::write_evicted(&dir, &name, &text)?;
             event.tool_result_ref = Some(format!("{}/{name}.txt", crate::store::EVICTED_DIR));
             evicted += 1;
         }

@@ -2,19 +2,19 @@
 
 use super::accounting::LastPrepare;
 use super::{CompactOptions, Session};
-use crate::context::compact::CompactReason;
-use crate::context::strategy::{CompactionTiming, MemoryInjection, PipelineSettings, Strategy};
-use crate::context::tiers::{
+use crate::error::{Error, Result};
+use crate::memory::injector::MemoryBlocks;
+use crate::pipeline::compact::CompactReason;
+use crate::pipeline::measure::{render_and_measure, Limits, Measured, PrepareRequest, Prepared};
+use crate::pipeline::strategy::{CompactionTiming, MemoryInjection, PipelineSettings, Strategy};
+use crate::pipeline::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
     AUTO_TIERS,
 };
-use crate::context::tiers::{budget_tool_results, drop_oldest_items};
-use crate::error::{Error, Result};
-use crate::memory::injector::MemoryBlocks;
-use crate::prepare::{prepare, Limits, Measured, PrepareRequest, Prepared};
+use crate::pipeline::tiers::{budget_tool_results, drop_oldest_items};
+use crate::pipeline::transcript::{measure, message_count, Bound};
 use crate::tokens::budget::Budget;
 use crate::tokens::Encoding;
-use crate::transcript::{measure, message_count, Bound};
 
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
 pub const SHRINK_TARGET_PERCENT: u64 = 85;
@@ -34,7 +34,7 @@ impl Session {
     ///
     /// ```
     /// # use agentmem::{event::Event, store::Store, Durability};
-    /// use agentmem::prepare::PrepareRequest;
+    /// use agentmem::pipeline::measure::PrepareRequest;
     /// use agentmem::render::Target;
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -113,7 +113,7 @@ impl Session {
         let estimated = transcript.estimated_tokens();
         debug_assert_eq!(
             intact,
-            crate::context::normalize::pairs_are_intact(
+            crate::pipeline::normalize::pairs_are_intact(
                 transcript.items().iter().map(|i| &*i.event)
             ),
             "the running pair check must agree with a full one"
@@ -134,7 +134,7 @@ impl Session {
         };
         let prepared = if intact && fits {
             let view = measured(transcript.totals(), transcript.message_count());
-            prepare(transcript.items(), limits, request, view, actions, renders)
+            render_and_measure(transcript.items(), limits, request, view, actions, renders)
         } else {
             // On a copy: a pending call may still get its real result, and a
             // last-resort cut is for this call only.
@@ -144,7 +144,7 @@ impl Session {
                 actions.extend(fit_as_last_resort(&mut items, &must_fit));
             }
             let view = measured(measure(&items, tokenizer), message_count(&items));
-            prepare(&items, limits, request, view, actions, renders)
+            render_and_measure(&items, limits, request, view, actions, renders)
         };
         let mut prepared = prepared;
         let memory_tokens = match settings.memory {
@@ -268,7 +268,7 @@ impl Session {
 const NOTHING_TO_COMPACT: &str = "nothing to compact, or it would free nothing";
 
 /// The pipeline's account of an automatic compaction.
-fn action_of(result: Result<crate::context::compact::CompactReport>) -> Action {
+fn action_of(result: Result<crate::pipeline::compact::CompactReport>) -> Action {
     match result {
         Ok(report) if report.applied => Action::Compacted {
             events: report.events_compacted,
@@ -314,11 +314,11 @@ fn with_memory<'a>(
 /// latest user message: the oldest whole turns first, then every tool result
 /// cut down and replaced by its placeholder, the latest ones included.
 fn fit_as_last_resort(
-    items: &mut Vec<crate::transcript::ViewItem>,
+    items: &mut Vec<crate::pipeline::transcript::ViewItem>,
     must_fit: &Shrink<'_>,
 ) -> Vec<Action> {
     let mut actions = Vec::new();
-    let over = |items: &[crate::transcript::ViewItem]| {
+    let over = |items: &[crate::pipeline::transcript::ViewItem]| {
         measure(items, must_fit.tokenizer).total > must_fit.target
     };
     if over(items) {
@@ -349,7 +349,7 @@ fn fit_as_last_resort(
 
 /// The view-level part of each strategy.
 fn shrink_view(
-    items: &mut Vec<crate::transcript::ViewItem>,
+    items: &mut Vec<crate::pipeline::transcript::ViewItem>,
     settings: &PipelineSettings,
     shrink: &Shrink<'_>,
 ) -> Vec<Action> {

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use crate::context::guard::GuardPolicy;
 use crate::event::Event;
-use crate::segments::RenderCache;
+use crate::pipeline::guard::GuardPolicy;
+use crate::pipeline::segments::RenderCache;
+use crate::pipeline::transcript::Transcript;
 use crate::store::snapshot::Snapshot;
 use crate::tokens::Encoding;
-use crate::transcript::Transcript;
 
 /// The snapshot, the transcript built on it and the render cache. The
 /// active log's events are the log's: every method that builds the

@@ -14,6 +14,7 @@
 
 pub mod archive;
 pub mod atomic;
+pub mod evicted;
 pub mod jsonl;
 pub mod lock;
 pub mod meta;
@@ -27,10 +28,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::{Config, Durability, CONFIG_FILE};
-use crate::context::strategy::ContextSettingsLayer;
 use crate::error::{Error, IoContext, Result};
 use crate::event::{now_ts, Event};
 use crate::id::{AgentId, SessionId};
+use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::recall::{Reranker, SharedReranker};
 use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};

@@ -14,7 +14,7 @@ use crate::event::{Event, TraceType};
 /// The calls of a view seen so far, to name each one's id in the view.
 ///
 /// ```
-/// use agentmem::context::call_ids::CallIds;
+/// use agentmem::pipeline::call_ids::CallIds;
 /// use agentmem::event::Event;
 /// let mut ids = CallIds::default();
 /// let ls = serde_json::json!({"cmd": "ls"});

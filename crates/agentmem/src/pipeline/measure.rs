@@ -1,20 +1,22 @@
-//! Preparing a model call: the payload to send, and how it stands against the
-//! model's budget.
+//! The measurement stage: the shaped view rendered into the payload to send,
+//! and how it stands against the model's budget (sections, counts,
+//! calibration). [`PrepareRequest`] and [`Prepared`] are what
+//! `Session::prepare` takes and gives back.
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::context::strategy::ContextSettingsLayer;
-use crate::context::tiers::Action;
 use crate::message::{messages_from_events, role_of, Message, Role};
+use crate::pipeline::segments::RenderCache;
+use crate::pipeline::strategy::ContextSettingsLayer;
+use crate::pipeline::tiers::Action;
+use crate::pipeline::transcript::{measure, message_count, ViewItem};
 use crate::render::{frame, render, Payload, PromptCache, RenderRequest, Target, ToolSchema};
-use crate::segments::RenderCache;
 use crate::tokens::budget::{Budget, BudgetSettings};
 use crate::tokens::count::{count_message, TOKENS_PER_REPLY};
 use crate::tokens::registry::{ModelInfo, ModelSource};
 use crate::tokens::TokenCounts;
 use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
-use crate::transcript::{measure, message_count, ViewItem};
 
 /// What to prepare a call for.
 #[derive(Debug, Clone)]
@@ -140,7 +142,7 @@ pub struct ContextStats {
     /// them could cross it (a byte-level BPE makes at most a token per byte),
     /// and below the trigger by more than a tenth over the densest text
     /// counted, so they are counted only when a check needs them (see
-    /// [`Bound`](crate::transcript::Bound)). 0 when the figures are all counted.
+    /// [`Bound`](crate::pipeline::transcript::Bound)). 0 when the figures are all counted.
     pub estimated_tokens: u64,
     pub calibration: Option<Calibration>,
     pub compaction_due: bool,
@@ -162,7 +164,7 @@ pub struct Prepared {
 
 /// The tokens a request adds around the view: system prompt and live
 /// context (each counted as a system message), tool schemas and reply priming.
-pub fn request_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Sections {
+pub fn count_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Sections {
     let tools_json: Vec<Value> = request.tools.iter().map(ToolSchema::to_json).collect();
     let system_message =
         |text: &String| count_message(&Message::text(Role::System, text), tokenizer).total;
@@ -186,11 +188,11 @@ pub struct Measured {
     /// How many messages the view makes, as [`message_count`] gives it.
     pub messages: usize,
     pub offset: Option<u64>,
-    /// [`request_overhead`] of the request.
+    /// [`count_overhead`] of the request.
     pub overhead: Sections,
     pub calibration: Option<Calibration>,
     /// Tokens of the view estimated, not counted (see
-    /// [`Transcript::estimated_tokens`](crate::transcript::Transcript::estimated_tokens)).
+    /// [`Transcript::estimated_tokens`](crate::pipeline::transcript::Transcript::estimated_tokens)).
     pub estimated: u64,
 }
 
@@ -208,7 +210,7 @@ pub struct Limits<'a> {
 /// `Session::prepare`); when there is one, the context size is the view plus
 /// that offset — a measured figure — else the count, corrected by the
 /// model's calibration where the tokenizer is not the provider's own.
-pub fn prepare(
+pub fn render_and_measure(
     items: &[ViewItem],
     limits: Limits<'_>,
     request: &PrepareRequest,
@@ -283,7 +285,7 @@ pub fn prepare(
         payload,
         render(
             request.target,
-            &for_messages(&crate::transcript::messages_of(items))
+            &for_messages(&crate::pipeline::transcript::messages_of(items))
         ),
         "rendering in segments must give what rendering whole gives"
     );

@@ -14,8 +14,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::event::TraceType;
+use crate::pipeline::transcript::{message_refs_of, Revision, ViewItem};
 use crate::render::{Place, Segment, SegmentList, Target};
-use crate::transcript::{message_refs_of, Revision, ViewItem};
 
 /// Renders of the segments of the latest view, by the revisions of their items.
 #[derive(Debug, Default)]
@@ -214,7 +214,7 @@ mod tests {
             let joined: usize = segments.iter().map(|s| s.len()).sum();
             let whole = crate::render::entries(
                 target,
-                &crate::transcript::messages_of(&view),
+                &crate::pipeline::transcript::messages_of(&view),
                 Place::Start,
             );
             assert_eq!(joined, whole.len(), "{target}: no `(continued)` mid-list");

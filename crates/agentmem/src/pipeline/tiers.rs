@@ -12,8 +12,8 @@ use super::guard;
 use super::normalize;
 use super::strategy::PipelineSettings;
 use crate::event::{Event, TraceType};
+use crate::pipeline::transcript::{event_tokens, measure, ViewItem};
 use crate::tokens::Tokenizer;
-use crate::transcript::{event_tokens, measure, ViewItem};
 
 /// The least a tool result is cut to by budgeting, in tokens.
 pub const MIN_BUDGETED_RESULT_TOKENS: u64 = 500;
@@ -304,7 +304,7 @@ pub fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Opti
 /// The placeholder that stands for a removed tool result.
 ///
 /// ```
-/// use agentmem::context::tiers::placeholder;
+/// use agentmem::pipeline::tiers::placeholder;
 /// assert_eq!(placeholder("read_file", "call_7", 1234), "⟦removed: read_file call_7 1234 tokens⟧");
 /// ```
 pub fn placeholder(tool: &str, call_id: &str, tokens: u64) -> String {
@@ -413,8 +413,8 @@ pub fn drop_oldest_items(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::transcript::Transcript;
     use crate::tokens::Encoding;
-    use crate::transcript::Transcript;
     use serde_json::json;
 
     fn call_and_result(id: &str, path: &str) -> [Event; 2] {

@@ -23,7 +23,7 @@ pub enum ProviderError {
 /// Classifies an HTTP status and response body from any of the supported providers.
 ///
 /// ```
-/// use agentmem::context::overflow::{classify_provider_error, ProviderError};
+/// use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
 /// let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#;
 /// assert!(matches!(classify_provider_error(400, openai), ProviderError::ContextOverflow { .. }));
 /// let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
@@ -65,7 +65,7 @@ pub struct OverflowSizes {
 /// number of tokens allowed (1048576)`.
 ///
 /// ```
-/// use agentmem::context::overflow::{sizes_named_in, OverflowSizes};
+/// use agentmem::pipeline::overflow::{sizes_named_in, OverflowSizes};
 /// let sizes = sizes_named_in("prompt is too long: 210000 tokens > 200000 maximum");
 /// assert_eq!(sizes, Some(OverflowSizes { prompt_tokens: 210_000, limit_tokens: 200_000 }));
 /// assert_eq!(sizes_named_in("Request Entity Too Large"), None);

@@ -1,0 +1,277 @@
+//! Counting with a meter: prefix counts that stop past a limit, fits of a
+//! head or a tail to a budget, and a tally of the bytes tokenized.
+
+use super::cut::{ceil_boundary, floor_boundary, offset_in};
+use crate::tokens::Tokenizer;
+
+/// What a prefix count found.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scan {
+    /// Tokens in `text[..end]`.
+    pub(super) tokens: u64,
+    /// Bytes counted.
+    pub(super) end: usize,
+    /// The whole text was counted: `tokens` is its exact count.
+    pub(super) complete: bool,
+    /// The limit the count stopped at when incomplete.
+    pub(super) limit: u64,
+}
+
+impl Scan {
+    /// The size of the whole text (of `len` bytes): exact if the scan was
+    /// complete, else estimated from the density of the scanned prefix plus
+    /// `extra_tokens` counted in `extra_bytes` elsewhere.
+    pub(super) fn total(&self, len: usize, extra_tokens: u64, extra_bytes: usize) -> (u64, bool) {
+        if self.complete {
+            return (self.tokens, false);
+        }
+        let bytes = self.end + extra_bytes;
+        let estimate = if bytes == 0 {
+            (len as u64).div_ceil(4)
+        } else {
+            ((self.tokens + extra_tokens) as f64 / bytes as f64 * len as f64).round() as u64
+        };
+        // More than the limit (the count stopped there), at most one per byte.
+        let low = self.limit.saturating_add(1);
+        (estimate.clamp(low, (len as u64).max(low)), true)
+    }
+}
+
+/// Counts tokens and keeps a tally of the bytes it tokenized, so the
+/// no-full-count rule is testable.
+pub(super) struct Counter {
+    pub(super) tokenizer: Tokenizer,
+    pub(super) bytes_counted: usize,
+}
+
+impl Counter {
+    pub(super) fn new(tokenizer: Tokenizer) -> Counter {
+        Counter {
+            tokenizer,
+            bytes_counted: 0,
+        }
+    }
+
+    /// The exact count of `text`, by [`Tokenizer::count`].
+    pub(super) fn count(&mut self, text: &str) -> u64 {
+        self.bytes_counted += text.len();
+        self.tokenizer.count(text) as u64
+    }
+
+    /// Counts `text` from the start, stopping once the count passes `limit`.
+    /// A text counted whole lately is not counted again (when the count is
+    /// over the limit, the scan stops where it would have).
+    pub(super) fn scan(&mut self, text: &str, limit: u64) -> Scan {
+        if let Some(tokens) = self.tokenizer.remembered(text).map(|n| n as u64) {
+            if tokens <= limit {
+                return Scan {
+                    tokens,
+                    end: text.len(),
+                    complete: true,
+                    limit,
+                };
+            }
+        }
+        let scan = self.scan_pieces(text, limit);
+        if scan.complete {
+            self.tokenizer.remember(text, scan.tokens as usize);
+        }
+        scan
+    }
+
+    fn scan_pieces(&mut self, text: &str, limit: u64) -> Scan {
+        let Some(bpe) = self.tokenizer.bpe() else {
+            let max_chars = usize::try_from(limit.saturating_mul(4)).unwrap_or(usize::MAX);
+            return match text.char_indices().nth(max_chars) {
+                Some((end, _)) => {
+                    self.bytes_counted += end;
+                    Scan {
+                        tokens: limit,
+                        end,
+                        complete: false,
+                        limit,
+                    }
+                }
+                None => {
+                    self.bytes_counted += text.len();
+                    Scan {
+                        tokens: text.chars().count().div_ceil(4) as u64,
+                        end: text.len(),
+                        complete: true,
+                        limit,
+                    }
+                }
+            };
+        };
+        let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
+        let mut tokens = 0usize;
+        for piece in bpe.pieces(text) {
+            // The piece is tokenized (and pre-tokenized) up to its end at most.
+            self.bytes_counted += piece.len();
+            match bpe.piece_tokens_till(piece, limit_usize - tokens) {
+                Some(n) => tokens += n,
+                None => {
+                    return Scan {
+                        tokens: tokens as u64,
+                        end: offset_in(text, piece),
+                        complete: false,
+                        limit,
+                    }
+                }
+            }
+        }
+        Scan {
+            tokens: tokens as u64,
+            end: text.len(),
+            complete: true,
+            limit,
+        }
+    }
+
+    /// The end of a prefix of `text` with about `budget` tokens, at most
+    /// (up to pre-tokenization effects at the cut, which the caller checks).
+    pub(super) fn fit_prefix(&mut self, text: &str, budget: u64) -> usize {
+        let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+        if budget == 0 {
+            return 0;
+        }
+        let Some(bpe) = self.tokenizer.bpe() else {
+            let end = text
+                .char_indices()
+                .nth(budget.saturating_mul(4))
+                .map_or(text.len(), |(i, _)| i);
+            self.bytes_counted += end;
+            return end;
+        };
+        let mut used = 0usize;
+        let mut end = 0;
+        for piece in bpe.pieces(text) {
+            let start = offset_in(text, piece);
+            let remaining = budget - used;
+            self.bytes_counted += piece.len();
+            match bpe.piece_tokens_till(piece, remaining) {
+                Some(n) => {
+                    used += n;
+                    end = start + piece.len();
+                    if used == budget {
+                        break;
+                    }
+                }
+                None => {
+                    end = start + self.partial_prefix(bpe.tokenizer, piece, remaining);
+                    break;
+                }
+            }
+        }
+        end
+    }
+
+    /// The length of a prefix of `piece` with at most `remaining` tokens.
+    fn partial_prefix(
+        &mut self,
+        bpe: &bpe_openai::Tokenizer,
+        piece: &str,
+        remaining: usize,
+    ) -> usize {
+        for ratio in [8, 4, 2] {
+            let k = floor_boundary(piece, remaining.saturating_mul(ratio));
+            if k == 0 || k >= piece.len() {
+                continue;
+            }
+            self.bytes_counted += k;
+            if bpe
+                .bpe
+                .count_till_limit(&piece.as_bytes()[..k], remaining)
+                .is_some()
+            {
+                return k;
+            }
+        }
+        // A token is at least one byte.
+        floor_boundary(piece, remaining)
+    }
+
+    /// The start of a suffix of `text` with about `budget` tokens, at most
+    /// (up to pre-tokenization effects at the cut, which the caller checks).
+    /// Counts a window at the end, doubling it until it holds the budget.
+    pub(super) fn fit_suffix(&mut self, text: &str, budget: u64) -> usize {
+        let budget = usize::try_from(budget).unwrap_or(usize::MAX);
+        if budget == 0 {
+            return text.len();
+        }
+        let Some(bpe) = self.tokenizer.bpe() else {
+            let start = text
+                .char_indices()
+                .rev()
+                .nth(budget.saturating_mul(4) - 1)
+                .map_or(0, |(i, _)| i);
+            self.bytes_counted += text.len() - start;
+            return start;
+        };
+        let mut window = budget.saturating_mul(6).max(256);
+        loop {
+            let start = ceil_boundary(text, text.len().saturating_sub(window));
+            let tail = &text[start..];
+            self.bytes_counted += tail.len();
+            let pieces: Vec<(usize, usize)> = bpe
+                .pieces(tail)
+                .map(|p| {
+                    let tokens = bpe.piece_tokens(p);
+                    (start + offset_in(tail, p), tokens)
+                })
+                .collect();
+            let mut used = 0;
+            let mut cut = None;
+            for (i, &(_, n)) in pieces.iter().enumerate().rev() {
+                if used + n > budget {
+                    cut = Some(i);
+                    break;
+                }
+                used += n;
+            }
+            let Some(i) = cut else {
+                if start == 0 {
+                    return 0;
+                }
+                window = window.saturating_mul(2);
+                continue;
+            };
+            let piece_start = pieces[i].0;
+            let piece_end = pieces.get(i + 1).map_or(text.len(), |p| p.0);
+            if used == budget {
+                return piece_end;
+            }
+            let piece = &text[piece_start..piece_end];
+            return piece_end - self.partial_suffix(bpe.tokenizer, piece, budget - used);
+        }
+    }
+
+    /// The length of a suffix of `piece` with at most `remaining` tokens.
+    fn partial_suffix(
+        &mut self,
+        bpe: &bpe_openai::Tokenizer,
+        piece: &str,
+        remaining: usize,
+    ) -> usize {
+        for ratio in [8, 4, 2] {
+            let want = remaining.saturating_mul(ratio);
+            if want >= piece.len() {
+                continue;
+            }
+            let start = ceil_boundary(piece, piece.len() - want);
+            if start >= piece.len() {
+                continue;
+            }
+            self.bytes_counted += piece.len() - start;
+            if bpe
+                .bpe
+                .count_till_limit(&piece.as_bytes()[start..], remaining)
+                .is_some()
+            {
+                return piece.len() - start;
+            }
+        }
+        // A token is at least one byte.
+        piece.len() - ceil_boundary(piece, piece.len().saturating_sub(remaining))
+    }
+}

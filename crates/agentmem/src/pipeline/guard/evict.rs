@@ -1,0 +1,91 @@
+//! Eviction: the preview the model sees of an evicted output, and the
+//! [`EvictedOutputs`] the guard hands the whole output to (the store keeps it).
+
+use std::path::PathBuf;
+
+use super::cut::{count_lines, floor_boundary};
+use super::tool::{DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
+use crate::error::Result;
+
+/// Lines from the start of an evicted output shown in its preview.
+///
+/// ```
+/// assert_eq!(agentmem::pipeline::guard::EVICTION_PREVIEW_HEAD_LINES, 5);
+/// ```
+pub const EVICTION_PREVIEW_HEAD_LINES: usize = 5;
+
+/// Lines from the end of an evicted output shown in its preview.
+///
+/// ```
+/// assert_eq!(agentmem::pipeline::guard::EVICTION_PREVIEW_TAIL_LINES, 5);
+/// ```
+pub const EVICTION_PREVIEW_TAIL_LINES: usize = 5;
+
+/// Longest line shown in an eviction preview, in bytes.
+const PREVIEW_LINE_MAX_BYTES: usize = 400;
+
+/// Where the guard keeps the outputs it evicts. The guard decides and the
+/// store keeps: [`crate::store::evicted`] implements it for a session's
+/// `evicted/` folder, so the pipeline itself touches no file.
+pub trait EvictedOutputs {
+    /// Keeps `content`, the whole output of `call_id`, and returns the file
+    /// it is in. A bad `call_id` is an [`Error::InvalidId`](crate::Error::InvalidId)
+    /// and keeps nothing.
+    fn keep(&self, call_id: &str, content: &str) -> Result<PathBuf>;
+}
+
+/// What the model sees of an evicted output: its size in bytes and lines,
+/// its first [`EVICTION_PREVIEW_HEAD_LINES`] and last
+/// [`EVICTION_PREVIEW_TAIL_LINES`] lines (each cut at 400 bytes), and how to
+/// read the rest. Pure and cheap (nothing is tokenized), so a view can be
+/// rebuilt from the log at any time and come out the same.
+///
+/// ```
+/// use agentmem::pipeline::guard::eviction_preview;
+/// let output: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+/// let preview = eviction_preview("call_9", &output);
+/// assert!(preview.contains("line 5\n") && !preview.contains("line 6\n"));
+/// assert!(preview.contains("[… 90 lines omitted …]") && preview.contains("line 100\n"));
+/// assert!(preview.contains("read_evicted_output") && preview.contains(r#""call_id":"call_9""#));
+/// ```
+pub fn eviction_preview(call_id: &str, content: &str) -> String {
+    let total = count_lines(content);
+    let mut out = format!(
+        "[tool output evicted: {} bytes, {total} lines; the full output of call {call_id} \
+         is saved in the session]\n",
+        content.len()
+    );
+    let head = EVICTION_PREVIEW_HEAD_LINES;
+    let tail = EVICTION_PREVIEW_TAIL_LINES;
+    if total <= head + tail {
+        for line in content.lines() {
+            push_preview_line(&mut out, line);
+        }
+    } else {
+        for line in content.lines().take(head) {
+            push_preview_line(&mut out, line);
+        }
+        out.push_str(&format!("[… {} lines omitted …]\n", total - head - tail));
+        for line in content.lines().skip(total - tail) {
+            push_preview_line(&mut out, line);
+        }
+    }
+    let args = serde_json::json!({
+        "call_id": call_id,
+        "offset": head.min(total),
+        "limit": DEFAULT_READ_LIMIT_LINES,
+    });
+    out.push_str(&format!(
+        "[to read more, call {READ_EVICTED_OUTPUT_TOOL} with {args}; offset and limit count lines]"
+    ));
+    out
+}
+
+fn push_preview_line(out: &mut String, line: &str) {
+    let cut = floor_boundary(line, PREVIEW_LINE_MAX_BYTES);
+    out.push_str(&line[..cut]);
+    if cut < line.len() {
+        out.push_str(&format!(" … [{} more bytes]", line.len() - cut));
+    }
+    out.push('\n');
+}
