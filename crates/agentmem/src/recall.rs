@@ -35,6 +35,14 @@ pub const DEFAULT_CANDIDATES: usize = 300;
 pub const MAX_EVENT_TOKENS: usize = 256;
 /// No token is longer than this many bytes in practice.
 const MAX_BYTES_PER_TOKEN: usize = 16;
+/// The most of one event a block of `budget` tokens shows: a quarter of
+/// it, and never less than [`MAX_EVENT_TOKENS`].
+fn event_cap_tokens(budget: u64) -> usize {
+    usize::try_from(budget / 4)
+        .unwrap_or(usize::MAX)
+        .max(MAX_EVENT_TOKENS)
+}
+
 /// The most of an event's text that can survive [`MAX_EVENT_TOKENS`].
 const MAX_EVENT_BYTES: usize = MAX_EVENT_TOKENS * MAX_BYTES_PER_TOKEN;
 /// Packing stops when less than this is left of the budget...
@@ -225,6 +233,9 @@ pub fn recall(
     }
     let named = index.speakers_named_in(&request.query)?;
     focus_on_speakers(&mut scored, &named, request.weights.other_speakers);
+    if named.is_empty() {
+        focus_on_person_asked_about(&mut scored, &request.query, request.weights.other_speakers);
+    }
     if let Some(reranker) = reranker {
         scored = rerank(scored, &request.query, reranker)?;
     }
@@ -422,6 +433,48 @@ fn focus_on_speakers(items: &mut [RecalledItem], named: &[String], other_speaker
     items.sort_by(|a, b| b.score.total_cmp(&a.score));
 }
 
+/// A question in the first person ("what did I buy?", "how many trips
+/// have we taken?") is answered by the user's own lines, one in the second
+/// ("what did you suggest?") by the assistant's: the other events keep
+/// `other_speakers` of their score. A statement or an order is left as it
+/// is (an agent's latest message, "my tests fail", asks for tool output too).
+fn focus_on_person_asked_about(items: &mut [RecalledItem], query: &str, other_speakers: f64) {
+    let Some(role) = person_asked_about(query) else {
+        return;
+    };
+    for item in items.iter_mut().filter(|i| i.kind == DocKind::Event) {
+        if item.role != role {
+            item.score *= other_speakers;
+        }
+    }
+    items.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
+/// Whom a question asks about: the user (first person), the assistant
+/// (second person), or neither (both, or a question in the third person).
+fn person_asked_about(query: &str) -> Option<Role> {
+    if !query.trim_end().ends_with('?') {
+        return None;
+    }
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(str::to_lowercase)
+        .collect();
+    let says = |person: &[&str]| words.iter().any(|w| person.contains(&w.as_str()));
+    const FIRST: [&str; 14] = [
+        "i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll", "we", "us", "our", "ours",
+        "we've",
+    ];
+    const SECOND: [&str; 7] = [
+        "you", "your", "yours", "you've", "you'd", "you're", "yourself",
+    ];
+    match (says(&FIRST), says(&SECOND)) {
+        (true, false) => Some(Role::User),
+        (false, true) => Some(Role::Assistant),
+        (true, true) | (false, false) => None,
+    }
+}
+
 /// Puts first the items among the best [`RERANKED_CANDIDATES`] that
 /// `reranker` names, in its order; the others follow in the hybrid's.
 fn rerank(
@@ -483,7 +536,7 @@ fn pack(
         if chosen_words.iter().any(|w| near(w, &words)) {
             continue;
         }
-        item.text = shown(&item, tokenizer, redaction);
+        item.text = shown(&item, event_cap_tokens(budget), tokenizer, redaction);
         let new_headings: Vec<String> = headings_of(&item)
             .into_iter()
             .filter(|h| !headings.contains(h))
@@ -509,11 +562,16 @@ fn pack(
 /// An item's text as recall shows it: redacted, and an event's cut to
 /// [`MAX_EVENT_TOKENS`]. The cut comes after the redaction, so it never
 /// leaves part of a credential that redaction would not know.
-fn shown(item: &RecalledItem, tokenizer: Tokenizer, redaction: RedactionPolicy) -> String {
+fn shown(
+    item: &RecalledItem,
+    cap_tokens: usize,
+    tokenizer: Tokenizer,
+    redaction: RedactionPolicy,
+) -> String {
     match item.kind {
         DocKind::Event => cut_to_tokens(
-            &redact_start(&item.text, MAX_EVENT_BYTES, redaction),
-            MAX_EVENT_TOKENS,
+            &redact_start(&item.text, cap_tokens * MAX_BYTES_PER_TOKEN, redaction),
+            cap_tokens,
             tokenizer,
         ),
         DocKind::Fact | DocKind::Episode => redact(&item.text, redaction).0,
@@ -652,6 +710,30 @@ pub fn refresh_memories(index: &mut HistoryIndex, agent_dir: &std::path::Path) -
 mod tests {
     use super::*;
     use crate::tokens::Encoding;
+
+    #[test]
+    fn a_question_in_the_first_person_asks_about_the_user_one_in_the_second_the_assistant() {
+        let asked = |q: &str| person_asked_about(q);
+        assert_eq!(asked("What did I buy for my kitchen?"), Some(Role::User));
+        assert_eq!(asked("How many trips have we taken?"), Some(Role::User));
+        assert_eq!(
+            asked("Which hotel did you recommend?"),
+            Some(Role::Assistant)
+        );
+        assert_eq!(asked("What did you tell me about Rome?"), None, "both");
+        assert_eq!(
+            asked("What did Caroline research?"),
+            None,
+            "the third person"
+        );
+        assert_eq!(asked("my tests fail in the parser"), None, "not a question");
+    }
+
+    #[test]
+    fn a_long_event_shows_more_of_itself_in_a_larger_block() {
+        assert_eq!(event_cap_tokens(500), MAX_EVENT_TOKENS);
+        assert_eq!(event_cap_tokens(4_000), 1_000);
+    }
 
     #[test]
     fn a_long_event_is_cut_near_its_token_cap_and_never_over_it() {

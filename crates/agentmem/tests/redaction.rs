@@ -117,15 +117,16 @@ fn recall_shows_another_session_only_redacted() {
 fn a_secret_cut_at_the_edge_of_a_recalled_line_shows_no_part_of_it() {
     let (_dir, store, _) = fresh_store();
     let mut past = session(&store, "past");
-    // Outputs whose key starts ever later: recall cuts each near its
-    // token cap, so the cut falls inside the key of some.
+    // Outputs whose key starts ever later, near the token cap of an event
+    // in a small block: recall cuts each there, so the cut falls inside
+    // the key of some.
     let outputs: Vec<Event> = (0..60)
         .map(|n| {
             let line = format!("staging deploy step{n} unit{n} part{n} code{n}\n");
             let output = format!(
                 "{}{} export OPENAI_API_KEY={OPENAI_KEY}\n{}",
                 line.repeat(16),
-                "pad ".repeat(n),
+                "pad ".repeat(n + 40),
                 "more output\n".repeat(100)
             );
             Event::tool_result(format!("c{n}"), output)
@@ -133,7 +134,7 @@ fn a_secret_cut_at_the_edge_of_a_recalled_line_shows_no_part_of_it() {
         .collect();
     past.ingest(outputs).unwrap();
     past.flush_index();
-    let recalled = recall(&store, "staging deploy", 40_000);
+    let recalled = recall(&store, "staging deploy", 1_000);
     // Some are cut less than a key's length after its name.
     let cut_in_the_key = recalled.items.iter().filter(|item| {
         item.text
