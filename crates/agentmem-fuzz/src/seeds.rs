@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::event::{Event, TraceType};
+use agentmem::base::event::{Event, TraceType};
 use agentmem::store::jsonl;
 use agentmem_import::{self as import, Format};
 use serde_json::json;

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
+use agentmem::base::message::messages_from_events;
 use agentmem::memory::tools::ToolContext;
-use agentmem::message::messages_from_events;
 use agentmem::pipeline::guard::{self, GuardPolicy};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};

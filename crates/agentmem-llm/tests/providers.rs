@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use agentmem::event::{Event, TraceType};
-use agentmem::id::AgentId;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::AgentId;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::store::Store;

@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
 use agentmem::memory::tools::{self, ToolContext};
 use agentmem::pipeline::measure::{PrepareRequest, Prepared};
@@ -44,8 +44,8 @@ use agentmem::tokens::Encoding;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use agentmem::working::schema::SchemaScope;
-use agentmem::working::StatePatch;
+use agentmem::base::error::SchemaScope;
+use agentmem::base::state::StatePatch;
 
 use crate::error::{ErrorKind, ServiceError};
 use crate::mcp::ToolHost;

@@ -12,7 +12,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use agentmem::event::{Event, Media, TraceType, Usage};
+use agentmem::base::event::{Event, Media, TraceType, Usage};
 use agentmem::store::meta::{ImportRecord, SessionMeta};
 use agentmem_server::http::routes::{Endpoint, ROUTES};
 use agentmem_server::requests::Request;

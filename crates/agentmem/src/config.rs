@@ -59,7 +59,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::memory::project::MemorySettings;
 use crate::memory::redact::RedactionPolicy;
 use crate::pipeline::guard::GuardPolicy;

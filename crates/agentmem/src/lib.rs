@@ -13,7 +13,7 @@
 //! stage per file: the pipeline reads and writes no files, the store does.
 //!
 //! ```
-//! use agentmem::{event::Event, session::Session, store::Store, Durability};
+//! use agentmem::{base::event::Event, session::Session, store::Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let mut session = store.create_session(&Default::default(), None).unwrap();
@@ -21,16 +21,10 @@
 //! assert_eq!(session.events()[1].turn_id, "turn_0001");
 //! ```
 
-pub mod arguments;
+pub mod base;
 pub mod config;
-pub mod error;
-pub mod event;
 pub mod export;
-pub mod hash;
-pub mod id;
-pub mod json;
 pub mod memory;
-pub mod message;
 pub mod pipeline;
 pub mod recall;
 pub mod render;
@@ -39,9 +33,7 @@ pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
-pub mod tool_interaction;
-pub mod turn;
 pub mod working;
 
+pub use base::error::{Error, Result};
 pub use config::{Config, Durability};
-pub use error::{Error, Result};

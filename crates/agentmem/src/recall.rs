@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::memory::facts::{near, word_set};
 use crate::memory::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
@@ -591,7 +591,7 @@ fn line_of(item: &RecalledItem) -> String {
 }
 
 fn day(ts: f64) -> String {
-    crate::event::format_ts(ts).chars().take(10).collect()
+    crate::base::event::format_ts(ts).chars().take(10).collect()
 }
 
 /// The longest prefix of `text` of at most `max_bytes`, on a char boundary.

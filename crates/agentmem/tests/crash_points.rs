@@ -7,8 +7,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::memory::episodic::read_episodes;
 use agentmem::memory::facts::FactStore;
 use agentmem::session::CompactOptions;

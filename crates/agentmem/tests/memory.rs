@@ -2,8 +2,8 @@
 
 mod common;
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
 use agentmem::memory::project::MemorySettings;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;

@@ -7,8 +7,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
-use agentmem::id::SessionId;
+use agentmem::base::event::Event;
+use agentmem::base::id::SessionId;
+use agentmem::base::state::StatePatch;
 use agentmem::memory::facts::{Added, FactStore, NewFact, Provenance, Trust};
 use agentmem::memory::redact::{redact, RedactionPolicy};
 use agentmem::pipeline::measure::PrepareRequest;
@@ -19,7 +20,6 @@ use agentmem::store::snapshot::SNAPSHOT_FILE;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use agentmem::working::cache::STATE_FILE;
-use agentmem::working::StatePatch;
 use common::fresh_store;
 use serde_json::json;
 
@@ -258,7 +258,7 @@ fn a_snapshot_holds_no_secret_of_the_working_memory_and_a_resume_gives_the_exact
     let mut behind = state.clone();
     behind.version -= 1;
     behind.document.as_object_mut().unwrap().remove("step");
-    behind.hash = agentmem::working::hash_of(&behind.document);
+    behind.hash = agentmem::base::state::hash_of(&behind.document);
     std::fs::write(
         session_dir.join(STATE_FILE),
         serde_json::to_vec(&behind).unwrap(),

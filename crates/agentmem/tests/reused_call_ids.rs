@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
+use agentmem::base::event::Event;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem_import::Format;

@@ -3,8 +3,8 @@
 
 mod common;
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::recall::RecallRequest;
@@ -414,7 +414,7 @@ fn a_question_naming_a_date_recalls_what_was_said_that_day_first() {
     ];
     for (ts, text) in painted {
         let mut line = said("Melanie", text, true);
-        line.ts = agentmem::event::parse_rfc3339(ts).unwrap();
+        line.ts = agentmem::base::event::parse_rfc3339(ts).unwrap();
         let mut day = store.create_session(&agent, None).unwrap();
         day.ingest(vec![line]).unwrap();
         day.close().unwrap();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agentmem::event::Event;
+use agentmem::base::event::Event;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::search::SearchFilter;

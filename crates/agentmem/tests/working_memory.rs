@@ -5,9 +5,11 @@
 
 mod common;
 
-use agentmem::error::Error;
-use agentmem::event::{Event, TraceType};
-use agentmem::id::SessionId;
+use agentmem::base::error::Error;
+use agentmem::base::error::SchemaScope;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::SessionId;
+use agentmem::base::state::{StatePatch, StateUpdate};
 use agentmem::memory::tools;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
@@ -15,8 +17,7 @@ use agentmem::search::{Role, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::working::cache::STATE_FILE;
-use agentmem::working::schema::SchemaScope;
-use agentmem::working::{replay, Keep, StatePatch, StateUpdate, WorkingMemory};
+use agentmem::working::{replay, Keep, WorkingMemory};
 use common::fresh_store;
 use serde_json::{json, Value};
 
@@ -403,7 +404,7 @@ fn compaction_keeps_the_state_in_the_context_the_snapshot_and_the_log() {
     assert_eq!(session.working_memory(), &state);
     assert_eq!(
         session.snapshot().unwrap().working_memory,
-        Some(agentmem::working::StateMark::of(&state))
+        Some(agentmem::base::state::StateMark::of(&state))
     );
     let archived = agentmem::store::jsonl::read_log(&session.paths().archive())
         .unwrap()

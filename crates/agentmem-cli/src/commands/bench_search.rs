@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use agentmem::event::TraceType;
-use agentmem::id::AgentId;
+use agentmem::base::event::TraceType;
+use agentmem::base::id::AgentId;
 use agentmem::recall::{Embedder, RecallRequest};
 use agentmem::search::HistoryIndex;
 use agentmem::search::{query::terms, SearchFilter};

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, Write};
 
-use agentmem::event::{Event, TraceType};
+use agentmem::base::event::{Event, TraceType};
 use agentmem::memory::tools;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::search::{render_hits, SearchFilter};

@@ -1,6 +1,6 @@
 //! `agentmem facts list|add|supersede|delete`: the agent's semantic facts.
 
-use agentmem::event::format_ts;
+use agentmem::base::event::format_ts;
 use agentmem::memory::facts::{NewFact, Provenance, Trust};
 
 use super::Context;

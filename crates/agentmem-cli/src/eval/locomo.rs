@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::memory::redact::RedactionPolicy;
 use agentmem::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
 use agentmem::store::Store;

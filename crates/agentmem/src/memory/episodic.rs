@@ -9,7 +9,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{IoContext, Result};
+use crate::base::error::{IoContext, Result};
 use crate::store::lock::MemoryLock;
 
 /// The episodic store's file name inside the agent folder.
@@ -52,7 +52,7 @@ fn append_locked(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let path = agent_dir.join(EPISODIC_FILE);
     let mut line = serde_json::to_vec(item).expect("an episodic item serializes");
     line.push(b'\n');
-    let mut file = crate::store::private::private_options()
+    let mut file = crate::base::fs::private_options()
         .create(true)
         .read(true)
         .append(true)
@@ -133,7 +133,7 @@ impl Parsed {
 
 fn hash(bytes: &[u8]) -> u64 {
     use std::hash::Hasher;
-    let mut hasher = crate::hash::fingerprint_hasher();
+    let mut hasher = crate::base::hash::fingerprint_hasher();
     hasher.write(bytes);
     hasher.finish()
 }

@@ -23,10 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use super::hidden::HiddenKey;
 use super::redact::{redact, Redacted, RedactionPolicy};
-use crate::error::{Error, IoContext, Result};
-use crate::event::now_ts;
-use crate::hash::fnv1a;
-use crate::store::atomic::write_atomic;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::now_ts;
+use crate::base::fs::write_atomic;
+use crate::base::hash::fnv1a;
 use crate::store::lock::MemoryLock;
 
 /// The semantic store's file name inside the agent folder.
@@ -551,7 +551,7 @@ fn exact_words(text: &str) -> BTreeSet<String> {
 /// Replaces the file with `facts`, one line each, atomically; its new length.
 fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
     if let Some(dir) = path.parent() {
-        crate::store::private::create_dir_all(dir).io("create", dir)?;
+        crate::base::fs::create_dir_all(dir).io("create", dir)?;
     }
     let bytes = lines_of(facts.iter());
     let written = write_atomic(path, &bytes);
@@ -563,9 +563,9 @@ fn rewrite(path: &Path, facts: &[Fact]) -> Result<u64> {
 /// Appends `facts` to the file, one line each, and syncs it; the bytes added.
 fn append(path: &Path, facts: &[&Fact]) -> Result<u64> {
     if let Some(dir) = path.parent() {
-        crate::store::private::create_dir_all(dir).io("create", dir)?;
+        crate::base::fs::create_dir_all(dir).io("create", dir)?;
     }
-    let mut file = crate::store::private::open_append(path).io("open", path)?;
+    let mut file = crate::base::fs::open_append(path).io("open", path)?;
     let bytes = lines_of(facts.iter().copied());
     let written = file
         .write_all(&bytes)

@@ -13,7 +13,7 @@ use super::project::{
     DEFAULT_CROSS_SESSION_TOKENS,
 };
 use super::redact::RedactionPolicy;
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 use crate::recall::{recall, refresh_memories, Embedder, RecallRequest};
 use crate::search::vectors::{SharedEmbedder, EMBED_BATCH_TEXTS};
 use crate::search::{HistoryIndex, IndexFeeder};

@@ -28,9 +28,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::facts::{Added, NewFact, Provenance, Trust};
-use crate::arguments::parse;
-use crate::error::{Error, Result};
-use crate::id::{AgentId, SessionId};
+use crate::base::arguments::parse;
+use crate::base::error::{Error, Result};
+use crate::base::id::{AgentId, SessionId};
 use crate::pipeline::guard::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES};
 use crate::recall::RecallRequest;
 use crate::render::ToolSchema;

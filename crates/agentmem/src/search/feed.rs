@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::HistoryIndex;
-use crate::event::Event;
+use crate::base::event::Event;
 
 enum Job {
     Add {

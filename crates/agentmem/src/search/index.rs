@@ -16,8 +16,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::excerpt::{excerpt, MATCH_CLOSE, MATCH_OPEN};
 use super::{ContextLine, Role, SearchFilter, SearchHit};
-use crate::error::{Error, Result};
-use crate::event::{Event, TraceType};
+use crate::base::error::{Error, Result};
+use crate::base::event::{Event, TraceType};
 use crate::memory::episodic::EpisodicItem;
 use crate::memory::facts::Fact;
 
@@ -148,9 +148,9 @@ impl HistoryIndex {
     /// Opens (creating if needed) the index in `agent_dir`.
     pub fn open(agent_dir: &Path) -> Result<HistoryIndex> {
         let path = agent_dir.join(INDEX_FILE);
-        crate::store::private::create_dir_all(agent_dir).map_err(|e| index_error(&path, e))?;
+        crate::base::fs::create_dir_all(agent_dir).map_err(|e| index_error(&path, e))?;
         // SQLite gives its journal files the mode of the database file.
-        crate::store::private::open_append(&path).map_err(|e| index_error(&path, e))?;
+        crate::base::fs::open_append(&path).map_err(|e| index_error(&path, e))?;
         let fail = |e: rusqlite::Error| index_error(&path, e);
         let mut conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;

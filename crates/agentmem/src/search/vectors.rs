@@ -18,7 +18,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::index::{candidate_from_row, Candidate, DocKind, HistoryIndex};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::memory::redact::{redact, RedactionPolicy};
 
 /// Texts sent to the embedder in one call.
@@ -374,7 +374,7 @@ fn dot_with_stored(query: &[f32], stored: &[u8]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
+    use crate::base::event::Event;
 
     struct Lengths;
     impl Embedder for Lengths {

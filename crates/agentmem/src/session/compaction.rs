@@ -24,8 +24,8 @@ use std::time::Instant;
 
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::{BeforeCompactionHook, CompactionHook, Session, SharedSummarizer};
-use crate::error::{Error, IoContext, Result};
-use crate::event::{now_ts, Event, TraceType};
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_ts, Event, TraceType};
 use crate::memory::episodic::{append_episode, append_episode_once, read_episodes, EpisodicItem};
 use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
 use crate::memory::redact::{redact, redact_event};
@@ -187,7 +187,7 @@ impl Session {
     /// is not applied (`applied: false`).
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// use agentmem::session::CompactOptions;
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -646,7 +646,7 @@ impl Session {
     /// events returns the same item; `None` when nothing was said.
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::event::Event;
+use crate::base::event::Event;
 use crate::memory::redact::{redact, RedactionPolicy};
 use crate::pipeline::compact::{build_base, fallback_summary};
 use crate::pipeline::strategy::{PipelineSettings, SUMMARIZER_FAILURES_BEFORE_FALLBACK};

@@ -13,20 +13,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Access;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_millis, now_ts, Event, TraceType};
+use crate::base::fs::write_atomic;
+use crate::base::id::{AgentId, EventIds, SessionId};
+use crate::base::turn::TurnTracker;
 use crate::config::Durability;
-use crate::error::{Error, IoContext, Result};
-use crate::event::{now_millis, now_ts, Event, TraceType};
-use crate::id::{AgentId, EventIds, SessionId};
 use crate::memory::redact::RedactionPolicy;
 use crate::search::IndexFeeder;
 use crate::store::archive;
-use crate::store::atomic::write_atomic;
 use crate::store::jsonl::{self, AppendLog, Recovery};
 use crate::store::lock::SessionLock;
 use crate::store::meta::{title_from, ImportRecord, SessionMeta};
 use crate::store::snapshot::Snapshot;
 use crate::store::SessionPaths;
-use crate::turn::TurnTracker;
 
 /// How often, at most, appends refresh `meta.json` (it is also written on close).
 const META_REFRESH_INTERVAL: Duration = Duration::from_secs(2);
@@ -570,8 +570,8 @@ fn read_log(
 /// there, so under the lock every such file is stale.
 fn remove_stale_temporaries(paths: &SessionPaths) -> Result<()> {
     let every = |_: &str| true;
-    crate::store::atomic::remove_stale_temporaries(&paths.dir, every)?;
-    crate::store::atomic::remove_stale_temporaries(&paths.evicted(), every)
+    crate::base::fs::remove_stale_temporaries(&paths.dir, every)?;
+    crate::base::fs::remove_stale_temporaries(&paths.evicted(), every)
 }
 
 fn read_only_recoveries(paths: &SessionPaths, contents: &jsonl::LogContents) -> Vec<Recovery> {

@@ -36,10 +36,11 @@ pub use drafting::SharedSummarizer;
 
 use std::sync::Arc;
 
+use crate::base::error::Result;
+use crate::base::event::{Event, TraceType};
+use crate::base::id::{AgentId, SessionId};
+use crate::base::tool_interaction::{tool_interactions, ToolInteraction};
 use crate::config::Durability;
-use crate::error::Result;
-use crate::event::{Event, TraceType};
-use crate::id::{AgentId, SessionId};
 use crate::memory::injector::{IndexUse, MemoryInjector};
 use crate::pipeline::guard::{self, GuardPolicy};
 use crate::pipeline::measure::CalibrationTable;
@@ -53,7 +54,6 @@ use crate::summarize::Summarizer;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 use crate::tokens::Encoding;
-use crate::tool_interaction::{tool_interactions, ToolInteraction};
 use accounting::TokenAccounting;
 use compaction::Compactor;
 use log::SessionLog;
@@ -277,7 +277,7 @@ impl Session {
     /// Appends `events` to the log. See the module docs for the rules.
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();
@@ -375,7 +375,9 @@ fn evict_large_outputs(
         let call_id = event.tool_call_id.clone().unwrap_or_default();
         // An id that cannot be a file name is not evicted; the guard still
         // cuts what the model sees.
-        let nameable = crate::id::validate_path_id(crate::id::IdKind::ToolCall, &call_id).is_ok();
+        let nameable =
+            crate::base::id::validate_path_id(crate::base::error::IdKind::ToolCall, &call_id)
+                .is_ok();
         let text = event.text();
         if nameable && guard::should_evict(&text, guard, Encoding::default().tokenizer()) {
             let dir = paths.evicted();

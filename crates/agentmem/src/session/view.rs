@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::event::Event;
+use crate::base::event::Event;
 use crate::pipeline::guard::GuardPolicy;
 use crate::pipeline::segments::RenderCache;
 use crate::pipeline::transcript::Transcript;

@@ -10,10 +10,10 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use crate::base::error::{IoContext, Result};
+use crate::base::event::Event;
+use crate::base::json;
 use crate::config::Durability;
-use crate::error::{IoContext, Result};
-use crate::event::Event;
-use crate::json;
 use crate::store::lock::PendingBatch;
 
 /// Something that was wrong with a log when it was opened, and what was done.
@@ -165,7 +165,7 @@ pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
         file.set_len(contents.valid_len).io("truncate", path)?;
         file.sync_all().io("fsync", path)?;
     } else {
-        super::atomic::write_atomic(path, &encode_lines(&contents.events))?;
+        crate::base::fs::write_atomic(path, &encode_lines(&contents.events))?;
     }
     Ok((contents.events, recoveries))
 }
@@ -185,7 +185,7 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
 /// more than all of its writes.
 ///
 /// ```
-/// use agentmem::{event::Event, store::jsonl};
+/// use agentmem::{base::event::Event, store::jsonl};
 /// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
 /// events[0].id = "ev-1".into();
 /// events[1].id = "ev-2".into();
@@ -493,7 +493,7 @@ pub(crate) fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<()> {
 }
 
 fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = super::private::open_append(path).io("open", path)?;
+    let mut file = crate::base::fs::open_append(path).io("open", path)?;
     file.write_all(bytes).io("append to", path)?;
     file.sync_all().io("fsync", path)
 }
@@ -512,7 +512,7 @@ pub struct AppendLog {
 impl AppendLog {
     /// Opens (creating if needed) `path` for appending.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let file = super::private::open_append(path).io("open", path)?;
+        let file = crate::base::fs::open_append(path).io("open", path)?;
         let meta = file.metadata().io("stat", path)?;
         Ok(AppendLog {
             path: path.to_path_buf(),

@@ -12,8 +12,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use crate::base::error::{Error, IoContext, Result};
 use crate::config::Durability;
-use crate::error::{Error, IoContext, Result};
 
 /// The lock file's name inside a session directory.
 pub const LOCK_FILE: &str = "lock";
@@ -184,11 +184,11 @@ impl MemoryLock {
     /// `agent_dir` (created when missing), then removes the temporary files
     /// a writer killed mid-edit left beside the guarded files.
     pub fn acquire(agent_dir: &Path) -> Result<Self> {
-        crate::store::private::create_dir_all(agent_dir).io("create", agent_dir)?;
+        crate::base::fs::create_dir_all(agent_dir).io("create", agent_dir)?;
         let path = agent_dir.join(MEMORY_LOCK_FILE);
         let file = open_lock_file(&path)?;
         file.lock().io("lock", &path)?;
-        crate::store::atomic::remove_stale_temporaries(agent_dir, of_a_guarded_file)?;
+        crate::base::fs::remove_stale_temporaries(agent_dir, of_a_guarded_file)?;
         Ok(MemoryLock { _file: file })
     }
 }
@@ -204,7 +204,7 @@ fn of_a_guarded_file(inner: &str) -> bool {
 
 /// Opens (creating, private) the lock file at `path`, keeping what it holds.
 fn open_lock_file(path: &Path) -> Result<File> {
-    crate::store::private::private_options()
+    crate::base::fs::private_options()
         .read(true)
         .write(true)
         .create(true)

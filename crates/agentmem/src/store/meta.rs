@@ -8,9 +8,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::fs::write_atomic;
 use crate::memory::redact::{redact_start, RedactionPolicy};
-use crate::store::atomic::write_atomic;
 
 /// The file name of the meta file inside a session directory.
 pub const META_FILE: &str = "meta.json";

@@ -13,12 +13,10 @@
 //! ```
 
 pub mod archive;
-pub mod atomic;
 pub mod evicted;
 pub mod jsonl;
 pub mod lock;
 pub mod meta;
-pub(crate) mod private;
 pub mod snapshot;
 
 use std::borrow::Borrow;
@@ -27,17 +25,17 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_ts, Event};
+use crate::base::id::{AgentId, SessionId};
+use crate::base::turn::turn_number;
 use crate::config::{Config, Durability, CONFIG_FILE};
-use crate::error::{Error, IoContext, Result};
-use crate::event::{now_ts, Event};
-use crate::id::{AgentId, SessionId};
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::recall::{Reranker, SharedReranker};
 use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
-use crate::turn::turn_number;
 use meta::SessionMeta;
 use snapshot::Snapshot;
 
@@ -293,8 +291,8 @@ impl Store {
         let id = id.unwrap_or_else(SessionId::generate);
         let paths = self.session_paths(agent, &id);
         let parent = self.sessions_dir(agent);
-        private::create_dir_all(&parent).io("create", &parent)?;
-        match private::create_dir(&paths.dir) {
+        crate::base::fs::create_dir_all(&parent).io("create", &parent)?;
+        match crate::base::fs::create_dir(&paths.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(Error::SessionExists {
@@ -313,7 +311,7 @@ impl Store {
             ..SessionMeta::default()
         };
         meta.write(&paths.dir)?;
-        atomic::sync_dir(&parent)?;
+        crate::base::fs::sync_dir(&parent)?;
         self.load(paths, agent, &id, Access::Write(self.durability))
     }
 
@@ -445,7 +443,7 @@ impl Store {
         let dir = self.session_paths(agent, id).dir;
         let doomed = dir.with_file_name(format!(".deleted-{}-{}", id, std::process::id()));
         fs::rename(&dir, &doomed).io("move aside", &dir)?;
-        atomic::sync_dir(&self.sessions_dir(agent))?;
+        crate::base::fs::sync_dir(&self.sessions_dir(agent))?;
         fs::remove_dir_all(&doomed).io("delete", &doomed)?;
         // The index forgets the session now, or at the next search if this fails.
         if let Ok(mut index) = crate::search::HistoryIndex::open(&self.agent_dir(agent)) {
@@ -494,7 +492,7 @@ impl Store {
                 .dir
                 .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
         };
-        private::create_dir_all(&staging.dir).io("create", &staging.dir)?;
+        crate::base::fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
         // Held while the copy is made, so a fork killed midway is told from one under way.
         let _staging_lock = lock::SessionLock::acquire(&staging.dir, new_id.as_str())?;
         write_log(&staging.raw_traces(), &fork.active)?;
@@ -519,7 +517,7 @@ impl Store {
         meta.log_bytes = fs::metadata(staging.raw_traces()).map_or(0, |m| m.len());
         meta.write(&staging.dir)?;
         fs::rename(&staging.dir, &target.dir).io("rename into place", &target.dir)?;
-        atomic::sync_dir(&self.sessions_dir(agent))?;
+        crate::base::fs::sync_dir(&self.sessions_dir(agent))?;
         Ok(meta)
     }
 }
@@ -529,7 +527,7 @@ impl Store {
 fn resolve_turn(session: &Session, archived: &[Event], turn: &str) -> Result<String> {
     let wanted = turn
         .parse::<u64>()
-        .map(crate::turn::turn_id)
+        .map(crate::base::turn::turn_id)
         .unwrap_or_else(|_| turn.to_owned());
     let mut history = archived.iter().chain(session.events().iter().map(|e| &**e));
     if history.any(|e| e.turn_id == wanted) {
@@ -616,7 +614,7 @@ fn events_through_turn(events: &[impl Borrow<Event>], turn: Option<&str>) -> Vec
 
 fn write_log(path: &Path, events: &[Event]) -> Result<()> {
     let bytes = jsonl::encode_lines(events);
-    let mut file = private::create(path).io("create", path)?;
+    let mut file = crate::base::fs::create(path).io("create", path)?;
     std::io::Write::write_all(&mut file, &bytes).io("write", path)?;
     file.sync_all().io("fsync", path)
 }
@@ -628,10 +626,10 @@ fn copy_evicted(from: &Path, to: &Path, kept: &[Event]) -> Result<()> {
     }
     for call_id in kept.iter().filter_map(|e| e.tool_call_id.as_deref()) {
         let source = from.join(format!("{call_id}.txt"));
-        if crate::id::validate_path_id(crate::id::IdKind::ToolCall, call_id).is_ok()
+        if crate::base::id::validate_path_id(crate::base::error::IdKind::ToolCall, call_id).is_ok()
             && source.is_file()
         {
-            private::create_dir_all(to).io("create", to)?;
+            crate::base::fs::create_dir_all(to).io("create", to)?;
             fs::copy(&source, to.join(format!("{call_id}.txt"))).io("copy", &source)?;
         }
     }
@@ -660,13 +658,13 @@ pub(crate) fn meta_for(
     let events: Vec<&Event> = events.iter().map(std::borrow::Borrow::borrow).collect();
     let users = events
         .iter()
-        .filter(|e| e.trace_type == crate::event::TraceType::User);
+        .filter(|e| e.trace_type == crate::base::event::TraceType::User);
     SessionMeta {
         id: id.to_string(),
         agent_id: agent.to_string(),
         title: events
             .iter()
-            .find(|e| e.trace_type == crate::event::TraceType::User)
+            .find(|e| e.trace_type == crate::base::event::TraceType::User)
             .map(|e| meta::title_from(&e.content, redaction)),
         created: now,
         updated: events.last().map_or(now, |e| e.ts),

@@ -11,9 +11,9 @@ use std::borrow::Borrow;
 use std::path::Path;
 
 use super::{hash_of, replay, Keep, Replayed, StateMark, WorkingMemory};
-use crate::error::Result;
-use crate::event::Event;
-use crate::store::atomic::write_atomic;
+use crate::base::error::Result;
+use crate::base::event::Event;
+use crate::base::fs::write_atomic;
 use crate::store::jsonl;
 use crate::store::snapshot::Snapshot;
 use crate::store::SessionPaths;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::cut::{count_lines, floor_boundary};
 use super::tool::{DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
-use crate::error::Result;
+use crate::base::error::Result;
 
 /// Lines from the start of an evicted output shown in its preview.
 ///

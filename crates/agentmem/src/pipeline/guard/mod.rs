@@ -77,7 +77,7 @@ pub use policy::{
 pub use tool::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
 pub use truncate::{truncate_for_model, truncate_middle_bytes, truncate_middle_tokens};
 
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::tokens::Tokenizer;
 use counter::Counter;
 use truncate::truncate_tokens;

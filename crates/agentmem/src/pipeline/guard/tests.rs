@@ -2,8 +2,8 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
-use crate::error::Error;
-use crate::id::IdKind;
+use crate::base::error::Error;
+use crate::base::error::IdKind;
 use crate::render::ToolSchema;
 use crate::store::evicted::read_evicted;
 use crate::tokens::Encoding;
