@@ -53,7 +53,7 @@ pub enum EmbedError {
 }
 
 /// A sentence-embedding model run in process: the engine's
-/// [`agentmem::recall::Embedder`].
+/// [`agentmem::memory::recall::Embedder`].
 pub struct LocalEmbedder {
     name: String,
     encoder: Encoder,
@@ -200,7 +200,7 @@ impl OnFirstUse {
     }
 }
 
-impl agentmem::recall::Embedder for OnFirstUse {
+impl agentmem::memory::recall::Embedder for OnFirstUse {
     fn model(&self) -> &str {
         &self.name
     }
@@ -219,7 +219,7 @@ impl agentmem::recall::Embedder for OnFirstUse {
     }
 }
 
-impl agentmem::recall::Embedder for LocalEmbedder {
+impl agentmem::memory::recall::Embedder for LocalEmbedder {
     fn model(&self) -> &str {
         &self.name
     }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use agentmem::base::event::{Event, TraceType};
-use agentmem::store::jsonl;
+use agentmem::files::jsonl;
 use agentmem_import::{self as import, Format};
 use serde_json::json;
 

@@ -4,9 +4,9 @@
 
 use agentmem::base::event::Event;
 use agentmem::base::state::StateVersion;
+use agentmem::files::meta::SessionMeta;
 use agentmem::pipeline::measure::ContextStats;
 use agentmem::render::Payload;
-use agentmem::store::meta::SessionMeta;
 use agentmem::working::WorkingMemory;
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -19,9 +19,7 @@ use crate::error::ServiceError;
 use crate::schemas;
 use crate::service::Op;
 
-pub use agentmem::memory::tools::{
-    UpdateMemoryArgs as ReplaceMemory, WriteMemoryArgs as AppendMemory,
-};
+pub use agentmem::tools::{UpdateMemoryArgs as ReplaceMemory, WriteMemoryArgs as AppendMemory};
 
 /// The largest count a request may carry: the largest integer every JSON
 /// client (JavaScript's included) reads exactly.

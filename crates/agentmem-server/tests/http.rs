@@ -385,7 +385,7 @@ fn an_mcp_client_initializes_lists_and_calls_tools_over_http() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    let schemas = agentmem::memory::tools::schemas();
+    let schemas = agentmem::tools::schemas();
     let expected: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, expected, "every memory tool, in order");
     let (_, text) = post(

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use agentmem::base::event::{Event, Media, TraceType, Usage};
-use agentmem::store::meta::{ImportRecord, SessionMeta};
+use agentmem::files::meta::{ImportRecord, SessionMeta};
 use agentmem_server::http::routes::{Endpoint, ROUTES};
 use agentmem_server::requests::Request;
 use serde_json::{json, Value};

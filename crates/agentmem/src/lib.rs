@@ -5,12 +5,28 @@
 //! model sees before each call. This crate is the engine: synchronous, with no
 //! network code.
 //!
-//! The data flows one way: [`event::Event`]s are ingested into a
+//! The data flows one way: [`base::event::Event`]s are ingested into a
 //! [`session::Session`], which appends them to its durable log
-//! ([`store`]) and keeps the in-memory transcript they form. Before each
+//! ([`files`]) and keeps the in-memory transcript they form. Before each
 //! model call the session runs the context [`pipeline`] over that transcript
 //! (guard, pair integrity, tiers, compaction, render and measure), one pure
-//! stage per file: the pipeline reads and writes no files, the store does.
+//! stage per file: the pipeline reads and writes no files, [`files`] does.
+//!
+//! The modules stand in floors: a module imports only from its own floor
+//! and the floors below it (`tests/floors.rs` checks this list against
+//! every `crate::` path). Top to bottom:
+//!
+//! <!-- floors -->
+//! 1. `store`, `config`, `tools`, `export`: the [`store::Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats.
+//! 2. `session`: a session orchestrating its log, view, accounting, memory injector and working memory.
+//! 3. `memory`: long-term memory — `MEMORY.md`, project files, facts, episodes, recall and the injector.
+//! 4. `working`, `search`: the working memory's state and schema; the history index and its queries.
+//! 5. `files`: the on-disk formats — event logs, archive, locks, meta, snapshot, evicted outputs, paths, memory records.
+//! 6. `pipeline`: the context pipeline, one pure stage per file (guard, pairs, tiers, compaction, measure).
+//! 7. `render`, `summarize`: provider payloads; extractive summaries and their fidelity checks.
+//! 8. `tokens`, `redact`: token counting, budgets and the model registry; redaction of secrets and personal data.
+//! 9. `base`: errors, ids, events, messages, turns, state updates, and the JSON, hash and file helpers.
+//! <!-- /floors -->
 //!
 //! ```
 //! use agentmem::{base::event::Event, session::Session, store::Store, Durability};
@@ -24,16 +40,19 @@
 pub mod base;
 pub mod config;
 pub mod export;
+pub mod files;
 pub mod memory;
 pub mod pipeline;
-pub mod recall;
+pub mod redact;
 pub mod render;
 pub mod search;
 pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
+pub mod tools;
 pub mod working;
 
 pub use base::error::{Error, Result};
-pub use config::{Config, Durability};
+pub use config::Config;
+pub use files::jsonl::Durability;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use agentmem::base::event::{Event, TraceType};
 use agentmem::base::id::{AgentId, SessionId};
+use agentmem::files::snapshot::Snapshot;
 use agentmem::pipeline::compact::CompactReason;
 use agentmem::pipeline::measure::{ContextStats, PrepareRequest};
 use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
@@ -13,7 +14,6 @@ use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
 use agentmem::pipeline::tiers::Action;
 use agentmem::render::Target;
 use agentmem::session::{CompactOptions, Session};
-use agentmem::store::snapshot::Snapshot;
 use agentmem::store::Store;
 use agentmem::summarize::{SummarizeError, Summarizer, Summary, SummaryRequest};
 use agentmem::{Durability, Error};
@@ -540,7 +540,7 @@ fn large_outputs_are_evicted_at_ingest_and_readable() {
         "{shown}"
     );
     let page =
-        agentmem::store::evicted::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
+        agentmem::files::evicted::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
             .unwrap();
     assert_eq!(page.lines_returned, 5);
     assert!(page.has_more);

@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 use agentmem::base::event::Event;
 use agentmem::base::id::SessionId;
 use agentmem::base::state::StatePatch;
-use agentmem::memory::facts::{Added, FactStore, NewFact, Provenance, Trust};
-use agentmem::memory::redact::{redact, RedactionPolicy};
+use agentmem::files::records::{NewFact, Provenance, Trust};
+use agentmem::files::snapshot::SNAPSHOT_FILE;
+use agentmem::memory::facts::{Added, FactStore};
+use agentmem::memory::recall::RecallRequest;
 use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::recall::RecallRequest;
+use agentmem::redact::{redact, RedactionPolicy};
 use agentmem::render::Target;
 use agentmem::session::CompactOptions;
-use agentmem::store::snapshot::SNAPSHOT_FILE;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use agentmem::working::cache::STATE_FILE;
@@ -55,7 +56,7 @@ fn deploy_session(store: &Store) {
 }
 
 /// What `store`'s recall shows for `query` within `budget` tokens.
-fn recall(store: &Store, query: &str, budget: u64) -> agentmem::recall::Recalled {
+fn recall(store: &Store, query: &str, budget: u64) -> agentmem::memory::recall::Recalled {
     store
         .recall(
             &Default::default(),

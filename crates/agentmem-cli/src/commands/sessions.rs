@@ -1,7 +1,7 @@
 //! `agentmem sessions list|show|create|fork|end|delete`.
 
 use agentmem::base::event::format_ts;
-use agentmem::store::meta::SessionMeta;
+use agentmem::files::meta::SessionMeta;
 
 use super::Context;
 use crate::cli::SessionsCommand;

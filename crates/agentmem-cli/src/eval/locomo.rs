@@ -15,8 +15,8 @@ use std::path::Path;
 
 use agentmem::base::event::Event;
 use agentmem::base::id::{AgentId, SessionId};
-use agentmem::memory::redact::RedactionPolicy;
-use agentmem::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
+use agentmem::memory::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
+use agentmem::redact::RedactionPolicy;
 use agentmem::store::Store;
 use agentmem::tokens::Tokenizer;
 use agentmem::Durability;

@@ -12,14 +12,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 
-use super::redact::{redact, RedactionPolicy};
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fs::write_atomic;
+use crate::files::lock::MemoryLock;
+use crate::files::paths::MEMORY_FILE;
+use crate::redact::{redact, RedactionPolicy};
 use crate::render::ToolSchema;
-use crate::store::lock::MemoryLock;
 
-/// The notebook's file name inside the agent folder.
-pub const MEMORY_FILE: &str = "MEMORY.md";
 /// Lines of MEMORY.md injected into the context by default.
 pub const DEFAULT_INJECTED_LINES: usize = 200;
 

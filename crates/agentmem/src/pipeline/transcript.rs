@@ -769,7 +769,7 @@ fn guarded(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Option<
     let text = event.text();
     let cut = match &event.tool_result_ref {
         Some(reference) => {
-            let name = crate::store::evicted::evicted_name(reference).unwrap_or(call_id);
+            let name = crate::pipeline::guard::evicted_name(reference).unwrap_or(call_id);
             Some(guard::eviction_preview(name, &text))
         }
         None => guard::truncate_for_model(&text, policy, tokenizer),

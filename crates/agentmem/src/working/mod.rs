@@ -37,7 +37,6 @@
 pub mod cache;
 pub mod schema;
 pub mod section;
-pub mod tools;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

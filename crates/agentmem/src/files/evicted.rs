@@ -20,7 +20,7 @@ use crate::pipeline::guard::{count_lines, floor_boundary, EvictedOutputs};
 ///
 /// ```
 /// use agentmem::pipeline::guard::DEFAULT_EVICTION_THRESHOLD_TOKENS;
-/// use agentmem::store::evicted::EVICTED_PAGE_MAX_BYTES;
+/// use agentmem::files::evicted::EVICTED_PAGE_MAX_BYTES;
 /// assert!(EVICTED_PAGE_MAX_BYTES as u64 <= DEFAULT_EVICTION_THRESHOLD_TOKENS);
 /// ```
 pub const EVICTED_PAGE_MAX_BYTES: usize = 20_000;
@@ -29,7 +29,7 @@ pub const EVICTED_PAGE_MAX_BYTES: usize = 20_000;
 /// after validating the id (a bad id is an [`Error::InvalidId`]).
 ///
 /// ```
-/// use agentmem::store::evicted::evicted_path;
+/// use agentmem::files::evicted::evicted_path;
 /// use std::path::Path;
 /// assert_eq!(evicted_path(Path::new("s/evicted"), "call_1").unwrap(), Path::new("s/evicted/call_1.txt"));
 /// assert!(evicted_path(Path::new("s/evicted"), "../x").is_err());
@@ -51,26 +51,10 @@ pub fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
         .expect("some number is free"))
 }
 
-/// The name an evicted output goes by (what [`read_evicted`] takes), from
-/// the `tool_result_ref` eviction gave its event; `None` for a reference
-/// eviction did not make.
-///
-/// ```
-/// use agentmem::store::evicted::evicted_name;
-/// assert_eq!(evicted_name("evicted/call_0-2.txt"), Some("call_0-2"));
-/// assert_eq!(evicted_name("s3://bucket/out.json"), None);
-/// ```
-pub fn evicted_name(reference: &str) -> Option<&str> {
-    reference
-        .strip_prefix(crate::store::EVICTED_DIR)?
-        .strip_prefix('/')?
-        .strip_suffix(".txt")
-}
-
 /// One page of an evicted output, as returned by [`read_evicted`].
 ///
 /// ```
-/// use agentmem::store::evicted::EvictedPage;
+/// use agentmem::files::evicted::EvictedPage;
 /// let page = EvictedPage { text: "a\n".into(), offset: 0, lines_returned: 1, total_lines: 3, has_more: true };
 /// assert_eq!(serde_json::to_value(&page).unwrap()["has_more"], true);
 /// ```
@@ -100,7 +84,7 @@ pub struct EvictedPage {
 ///
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Truncation};
-/// use agentmem::store::evicted::read_evicted;
+/// use agentmem::files::evicted::read_evicted;
 /// use agentmem::tokens::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let policy = GuardPolicy { truncation: Truncation::None, evict_over_tokens: Some(100) };
@@ -172,7 +156,7 @@ fn page_of(text: &str, offset: usize, limit: usize) -> EvictedPage {
 /// Writing again replaces the file. Returns the file's path.
 ///
 /// ```
-/// use agentmem::store::evicted::{read_evicted, write_evicted};
+/// use agentmem::files::evicted::{read_evicted, write_evicted};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = write_evicted(dir.path(), "call_1", "a\nb\n").unwrap();
 /// assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\n");

@@ -6,14 +6,14 @@
 //! The lock file also records the append of several events under way (the
 //! log's bytes its lines take), written before the lines are: a batch is
 //! all or nothing, and one a crash cut short is found there on open and
-//! taken out of the log (see [`crate::store::jsonl::cut_unfinished_batch`]).
+//! taken out of the log (see [`crate::files::jsonl::cut_unfinished_batch`]).
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::config::Durability;
+use crate::files::jsonl::Durability;
 
 /// The lock file's name inside a session directory.
 pub const LOCK_FILE: &str = "lock";
@@ -164,9 +164,9 @@ pub const MEMORY_LOCK_FILE: &str = "memory.lock";
 /// The agent-wide files read, changed and written back whole or in part
 /// under [`MemoryLock`]: the notebook, the facts, the episodes.
 const GUARDED_FILES: [&str; 3] = [
-    crate::memory::notebook::MEMORY_FILE,
-    crate::memory::facts::SEMANTIC_FILE,
-    crate::memory::episodic::EPISODIC_FILE,
+    crate::files::paths::MEMORY_FILE,
+    crate::files::paths::SEMANTIC_FILE,
+    crate::files::paths::EPISODIC_FILE,
 ];
 
 /// Holds an agent's memory lock until dropped: every read-modify-write of

@@ -61,9 +61,9 @@ pub struct Snapshot {
 /// episodic item of its span and the facts its summary found, redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionMemory {
-    pub episode: crate::memory::episodic::EpisodicItem,
+    pub episode: crate::files::records::EpisodicItem,
     #[serde(default)]
-    pub facts: Vec<crate::memory::facts::NewFact>,
+    pub facts: Vec<crate::files::records::NewFact>,
 }
 
 impl Snapshot {

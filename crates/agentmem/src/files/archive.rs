@@ -79,7 +79,7 @@ pub fn cut_unfinished_append(path: &Path, still_active: impl Fn(&str) -> bool) -
 mod tests {
     use super::*;
     use crate::base::event::Event;
-    use crate::store::jsonl::encode_lines;
+    use crate::files::jsonl::encode_lines;
 
     fn lines(ids: &[&str]) -> Vec<u8> {
         let events: Vec<Event> = ids.iter().map(|id| Event::user(*id).with_id(*id)).collect();

@@ -9,12 +9,57 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::Deserialize;
 
 use crate::base::error::{IoContext, Result};
 use crate::base::event::Event;
 use crate::base::json;
-use crate::config::Durability;
-use crate::store::lock::PendingBatch;
+use crate::files::lock::PendingBatch;
+
+/// When appended events reach stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// fsync each ingest call, and the record of a batch of several events
+    /// before it: a returned ingest survives a crash or a power loss, and a
+    /// batch cut short by either leaves none of its events.
+    Always,
+    /// fsync each ingest call: a returned ingest survives a crash or a power
+    /// loss; a batch cut short by a process crash leaves none of its events.
+    #[default]
+    Batch,
+    /// Leave flushing to the operating system: survives a process crash, not
+    /// a power loss; a batch cut short by a process crash leaves none of its events.
+    Os,
+}
+
+impl FromStr for Durability {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "always" => Ok(Durability::Always),
+            "batch" => Ok(Durability::Batch),
+            "os" => Ok(Durability::Os),
+            other => Err(format!(
+                "unknown durability {other:?}; use always, batch or os"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    /// The name [`FromStr`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Durability::Always => "always",
+            Durability::Batch => "batch",
+            Durability::Os => "os",
+        })
+    }
+}
 
 /// Something that was wrong with a log when it was opened, and what was done.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,7 +230,7 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
 /// more than all of its writes.
 ///
 /// ```
-/// use agentmem::{base::event::Event, store::jsonl};
+/// use agentmem::{base::event::Event, files::jsonl};
 /// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
 /// events[0].id = "ev-1".into();
 /// events[1].id = "ev-2".into();
