@@ -20,6 +20,8 @@
 //! sentence-transformers gives them. Texts are embedded on every core; the
 //! vectors of texts seen lately are kept, so asking again costs nothing.
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod encoder;
 
 use std::collections::HashMap;

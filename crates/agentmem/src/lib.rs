@@ -37,6 +37,8 @@
 //! assert_eq!(session.events()[1].turn_id, "turn_0001");
 //! ```
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod base;
 pub mod config;
 pub mod export;

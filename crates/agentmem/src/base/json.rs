@@ -92,6 +92,7 @@ pub fn to_string(value: &Value) -> String {
 /// `write` must append only through this module's writers (or ASCII
 /// punctuation), so the bytes are UTF-8 by construction. A `write` that
 /// itself asks for text written this way gets a buffer of its own.
+#[allow(unsafe_code)]
 pub(crate) fn written(write: impl FnOnce(&mut Vec<u8>)) -> String {
     let copy_out = |out: &mut Vec<u8>| {
         out.clear();
@@ -130,6 +131,7 @@ pub fn to_raw_value(value: &Value) -> Box<RawValue> {
 ///
 /// `write` must append exactly one compact JSON value through this
 /// module's writers and ASCII punctuation (checked in debug builds).
+#[allow(unsafe_code)]
 pub(crate) fn raw_written(write: impl FnOnce(&mut Vec<u8>)) -> Box<RawValue> {
     // SAFETY: by the contract above, the text is one compact JSON value with
     // no surrounding whitespace, as `RawValue` expects; serde_json checks it
