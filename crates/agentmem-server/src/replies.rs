@@ -3,11 +3,10 @@
 //! Schema is what `/openapi.json` documents the reply with.
 
 use agentmem::base::event::Event;
-use agentmem::base::state::StateVersion;
 use agentmem::files::meta::SessionMeta;
 use agentmem::pipeline::measure::ContextStats;
 use agentmem::render::Payload;
-use agentmem::working::WorkingMemory;
+use agentmem::working::{StateVersion, WorkingMemory};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;

@@ -6,8 +6,9 @@ use std::io::Read;
 use std::path::Path;
 
 use agentmem::base::error::SchemaScope;
-use agentmem::base::state::{StatePatch, StateVersion};
+use agentmem::base::state::StatePatch;
 use agentmem::session::Session;
+use agentmem::working::StateVersion;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 

@@ -1,13 +1,12 @@
 //! The state-update types of working memory: the patches that change a
-//! session's task state, the update events record, and the marks and
-//! versions that name a state. The state itself, and replaying updates,
+//! session's task state, the update events record, and the mark that names
+//! a state. The state itself, and replaying updates,
 //! are the working memory's (`working/`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::base::error::{Error, Result};
-use crate::base::event::Event;
 
 /// The two standard ways to write a change to a JSON document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,16 +147,6 @@ impl StateUpdate {
 pub struct StateMark {
     pub version: u64,
     pub hash: String,
-}
-
-/// One version in a session's history, with the event that made it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StateVersion {
-    pub version: u64,
-    pub hash: String,
-    pub document: Value,
-    /// The update event (id, time, turn, patch).
-    pub event: Event,
 }
 
 /// The hash that names a document: FNV-1a 64 of its JSON text, hex.

@@ -15,7 +15,7 @@ use super::Session;
 use crate::base::error::SchemaScope;
 use crate::base::error::{Error, Result};
 use crate::base::event::Event;
-use crate::base::state::{StateMark, StatePatch, StateUpdate, StateVersion};
+use crate::base::state::{StateMark, StatePatch, StateUpdate};
 use crate::files::jsonl::Recovery;
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
@@ -23,7 +23,7 @@ use crate::tokens::{Encoding, Tokenizer};
 use crate::working::cache::{self, Freshness};
 use crate::working::schema::{store_schema, StateSchema};
 use crate::working::section::render_section;
-use crate::working::{Keep, WorkingMemory};
+use crate::working::{Keep, StateVersion, WorkingMemory};
 
 /// One session's working memory: the current state as the log's updates
 /// made it, where its files are, and its section as last rendered.

@@ -43,7 +43,7 @@ use serde_json::{json, Value};
 
 use crate::base::error::{Error, Result};
 use crate::base::event::Event;
-use crate::base::state::{hash_of, StateMark, StateUpdate, StateVersion};
+use crate::base::state::{hash_of, StateMark, StateUpdate};
 
 /// The current state: a JSON object and the version that names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +115,16 @@ impl StateMark {
             hash: state.hash.clone(),
         }
     }
+}
+
+/// One version in a session's history, with the event that made it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StateVersion {
+    pub version: u64,
+    pub hash: String,
+    pub document: Value,
+    /// The update event (id, time, turn, patch).
+    pub event: Event,
 }
 
 /// What replaying a log's updates made, and the updates it could not replay.
