@@ -3,7 +3,7 @@
 //! HTTP client, a model calling a tool). Here, and only here, the command
 //! line adds the flag or command that does it.
 
-use agentmem::store::jsonl::Recovery;
+use agentmem::files::jsonl::Recovery;
 use agentmem::Error;
 use agentmem_import::ImportError;
 

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
 
 /// `agentmem … | head` should end quietly when `head` stops reading, as other
 /// command-line tools do, not panic on the broken pipe.
+#[allow(unsafe_code)]
 fn restore_default_sigpipe() {
     #[cfg(unix)]
     // SAFETY: resetting a signal disposition to its default at start-up, before any thread exists.

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::store::Store;
 use agentmem::Durability;
 use serde_json::json;

@@ -15,8 +15,8 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::config::Config;
-use agentmem::id::{AgentId, SessionId};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::store::Store;

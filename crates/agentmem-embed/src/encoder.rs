@@ -498,6 +498,7 @@ fn gemm(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[allow(unsafe_code)]
 fn gemm_into(
     m: usize,
     k: usize,

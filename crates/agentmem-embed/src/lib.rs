@@ -20,6 +20,8 @@
 //! sentence-transformers gives them. Texts are embedded on every core; the
 //! vectors of texts seen lately are kept, so asking again costs nothing.
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod encoder;
 
 use std::collections::HashMap;
@@ -53,7 +55,7 @@ pub enum EmbedError {
 }
 
 /// A sentence-embedding model run in process: the engine's
-/// [`agentmem::recall::Embedder`].
+/// [`agentmem::memory::recall::Embedder`].
 pub struct LocalEmbedder {
     name: String,
     encoder: Encoder,
@@ -200,7 +202,7 @@ impl OnFirstUse {
     }
 }
 
-impl agentmem::recall::Embedder for OnFirstUse {
+impl agentmem::memory::recall::Embedder for OnFirstUse {
     fn model(&self) -> &str {
         &self.name
     }
@@ -219,7 +221,7 @@ impl agentmem::recall::Embedder for OnFirstUse {
     }
 }
 
-impl agentmem::recall::Embedder for LocalEmbedder {
+impl agentmem::memory::recall::Embedder for LocalEmbedder {
     fn model(&self) -> &str {
         &self.name
     }

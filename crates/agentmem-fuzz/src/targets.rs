@@ -3,20 +3,20 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
-use agentmem::memory::tools::ToolContext;
-use agentmem::message::messages_from_events;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
+use agentmem::base::message::messages_from_events;
+use agentmem::files::jsonl;
+use agentmem::files::meta::SessionMeta;
+use agentmem::files::snapshot::Snapshot;
 use agentmem::pipeline::guard::{self, GuardPolicy};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
 use agentmem::render::{PromptCache, RenderRequest, Target, ToolSchema};
 use agentmem::session::CompactOptions;
-use agentmem::store::jsonl;
-use agentmem::store::meta::SessionMeta;
-use agentmem::store::snapshot::Snapshot;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
+use agentmem::tools::ToolContext;
 use agentmem::Durability;
 use agentmem_import::{self as import, Format};
 use agentmem_server::service::{Op, Service};

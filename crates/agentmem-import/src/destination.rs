@@ -13,8 +13,8 @@
 
 use std::collections::HashSet;
 
-use agentmem::event::{Event, TraceType};
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::store::Store;
 use agentmem::{Error, Result};
 
@@ -74,6 +74,6 @@ fn opening_name(format: Format, events: &[Event]) -> Option<String> {
     Some(format!(
         "{}-{:016x}",
         format.name(),
-        agentmem::hash::fnv1a(&bytes)
+        agentmem::base::hash::fnv1a(&bytes)
     ))
 }

@@ -22,6 +22,8 @@
 //! [`Store`](agentmem::store::Store). The crate uses the engine (`agentmem`)
 //! and the engine never uses it.
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod destination;
 mod detect;
 mod error;

@@ -2,8 +2,8 @@
 //! as an object, a provider's reasoning block kept verbatim, and values too
 //! deep for the engine kept as text.
 
-use agentmem::event::{Event, TraceType};
-use agentmem::json::{nesting, text_nesting, MAX_NESTING};
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::json::{nesting, text_nesting, MAX_NESTING};
 
 /// A transcript's values are kept whatever their depth: one that nests
 /// deeper than [`MAX_NESTING`] is kept as its JSON text, which ingest
@@ -59,6 +59,6 @@ pub(crate) fn verbatim_reasoning(text: &str, block: &serde_json::Value) -> Event
 pub(crate) fn stable_id(prefix: &str, position: usize, record: &str) -> String {
     format!(
         "{prefix}-{position}-{:08x}",
-        agentmem::hash::fnv1a(record.as_bytes()) as u32
+        agentmem::base::hash::fnv1a(record.as_bytes()) as u32
     )
 }

@@ -2,8 +2,8 @@
 //! imported: a deeper one is kept as its JSON text, which ingest accepts,
 //! rather than refused with the whole file.
 
-use agentmem::event::TraceType;
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::TraceType;
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::store::Store;
 use agentmem::Durability;
 use agentmem_import::Format;

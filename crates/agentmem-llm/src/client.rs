@@ -6,8 +6,8 @@
 use std::io::BufReader;
 use std::time::Duration;
 
-use agentmem::event::{Event, TraceType};
-use agentmem::message::messages_from_events;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::message::messages_from_events;
 use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
 use agentmem::render::{render, PromptCache, RenderRequest, Target};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! text-embeddings-inference all speak: the engine's [`Embedder`] for
 //! recall's vector score.
 
-use agentmem::recall::Embedder;
+use agentmem::memory::recall::Embedder;
 use serde_json::{json, Value};
 
 use crate::client::Client;

@@ -4,6 +4,8 @@
 //! crate stays free of network code; this crate sends what it prepared and
 //! turns the answers back into events.
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod call;
 pub mod client;
 pub mod embedder;

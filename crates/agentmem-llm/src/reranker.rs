@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use agentmem::recall::Reranker;
+use agentmem::memory::recall::Reranker;
 use agentmem::Error;
 use serde_json::Value;
 

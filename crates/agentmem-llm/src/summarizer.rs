@@ -12,7 +12,7 @@
 //! a span larger than the model's window goes through
 //! [`agentmem::summarize::summarize_hierarchical`], which the pipeline calls.
 
-use agentmem::event::{Event, TraceType};
+use agentmem::base::event::{Event, TraceType};
 use agentmem::summarize::{
     Fact, FactKind, SummarizeError, Summarizer, Summary, SummaryRequest, SECTION_TITLES,
 };

@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use agentmem::event::{Event, TraceType};
-use agentmem::id::AgentId;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::AgentId;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::store::Store;
@@ -430,7 +430,7 @@ fn gemini_and_openai_responses_stream_from_their_own_endpoints() {
 
 #[test]
 fn an_embedder_sends_its_key_and_a_refusal_names_the_model_and_the_reason() {
-    use agentmem::recall::Embedder;
+    use agentmem::memory::recall::Embedder;
     let server = Loopback::start(vec![Reply::json(
         401,
         json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),

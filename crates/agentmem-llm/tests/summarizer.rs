@@ -2,8 +2,8 @@
 
 mod support;
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
 use agentmem::pipeline::tiers::Action;

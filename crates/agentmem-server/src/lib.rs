@@ -8,6 +8,8 @@
 //! that listens. (The load-test client that drives a running server is
 //! `agentmem bench --serve`'s, in the CLI.)
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod error;
 pub mod http;
 pub mod mcp;

@@ -8,7 +8,7 @@
 //! error, and the server goes on.
 //!
 //! ```
-//! use agentmem::memory::tools::ToolContext;
+//! use agentmem::tools::ToolContext;
 //! use agentmem::{store::Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -18,8 +18,8 @@
 //! assert!(answer["result"]["tools"].as_array().unwrap().len() >= 7);
 //! ```
 
-use agentmem::memory::tools::{self, ToolContext};
 use agentmem::render::ToolSchema;
+use agentmem::tools::{self, ToolContext};
 use serde_json::{json, Value};
 
 /// Where the tools come from and run: the store alone ([`ToolContext`]),

@@ -2,10 +2,10 @@
 //! (the rest answer with an engine type as it serializes). Each type's JSON
 //! Schema is what `/openapi.json` documents the reply with.
 
-use agentmem::event::Event;
+use agentmem::base::event::Event;
+use agentmem::files::meta::SessionMeta;
 use agentmem::pipeline::measure::ContextStats;
 use agentmem::render::Payload;
-use agentmem::store::meta::SessionMeta;
 use agentmem::working::{StateVersion, WorkingMemory};
 use schemars::JsonSchema;
 use serde::Serialize;

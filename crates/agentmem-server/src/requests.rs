@@ -7,7 +7,7 @@
 //! Each type's JSON Schema (its doc comments are the fields' descriptions)
 //! is what `/openapi.json` documents the operation's fields with.
 
-use agentmem::event::Event;
+use agentmem::base::event::Event;
 use agentmem::pipeline::strategy::{MemoryInjection, Strategy};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -19,9 +19,7 @@ use crate::error::ServiceError;
 use crate::schemas;
 use crate::service::Op;
 
-pub use agentmem::memory::tools::{
-    UpdateMemoryArgs as ReplaceMemory, WriteMemoryArgs as AppendMemory,
-};
+pub use agentmem::tools::{UpdateMemoryArgs as ReplaceMemory, WriteMemoryArgs as AppendMemory};
 
 /// The largest count a request may carry: the largest integer every JSON
 /// client (JavaScript's included) reads exactly.
@@ -491,7 +489,7 @@ impl Request {
 
 /// `args` read as what `op` takes.
 pub(crate) fn read<T: DeserializeOwned>(op: Op, args: &Value) -> Result<T, ServiceError> {
-    Ok(agentmem::arguments::parse(op.name(), args)?)
+    Ok(agentmem::base::arguments::parse(op.name(), args)?)
 }
 
 /// `args` read as two types `op` takes: `own` fields as `U`, the rest as

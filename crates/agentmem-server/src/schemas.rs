@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use agentmem::event::TraceType;
+use agentmem::base::event::TraceType;
 use agentmem::render::Target;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Value};

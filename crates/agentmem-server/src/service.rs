@@ -27,25 +27,25 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
-use agentmem::memory::facts::{NewFact, Provenance, Trust};
-use agentmem::memory::tools::{self, ToolContext};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::files::records::{NewFact, Provenance, Trust};
+use agentmem::memory::recall::RecallRequest;
 use agentmem::pipeline::measure::{PrepareRequest, Prepared};
 use agentmem::pipeline::overflow::classify_provider_error;
 use agentmem::pipeline::tiers::Action;
-use agentmem::recall::RecallRequest;
 use agentmem::render::{Target, ToolSchema};
 use agentmem::search::{Role, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
+use agentmem::tools::{self, ToolContext};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use agentmem::working::schema::SchemaScope;
-use agentmem::working::StatePatch;
+use agentmem::base::error::SchemaScope;
+use agentmem::base::state::StatePatch;
 
 use crate::error::{ErrorKind, ServiceError};
 use crate::mcp::ToolHost;

@@ -385,7 +385,7 @@ fn an_mcp_client_initializes_lists_and_calls_tools_over_http() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    let schemas = agentmem::memory::tools::schemas();
+    let schemas = agentmem::tools::schemas();
     let expected: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, expected, "every memory tool, in order");
     let (_, text) = post(
@@ -721,7 +721,7 @@ fn memory_injection_is_chosen_per_request_over_the_session_over_the_agent() {
     .unwrap();
     let store = agentmem::store::Store::open(server.dir.path(), agentmem::Durability::Os).unwrap();
     for id in ["agent-off", "session-on"] {
-        let id = agentmem::id::SessionId::new(id).unwrap();
+        let id = agentmem::base::id::SessionId::new(id).unwrap();
         drop(store.create_session(&Default::default(), Some(id)).unwrap());
     }
     std::fs::write(
@@ -1062,7 +1062,7 @@ fn appended_unknown_numbers_are_logged_as_written() {
 fn reading_events_keeps_unknown_numbers_as_written() {
     let server = TestServer::start();
     let line = r#"{"id":"x","trace_type":"user","content":"hi","huge":123456789012345678901234567890,"far":1e400,"exact":0.10000000000000000000001}"#;
-    let event: agentmem::event::Event = serde_json::from_str(line).unwrap();
+    let event: agentmem::base::event::Event = serde_json::from_str(line).unwrap();
     let mut session = server
         .service
         .store()

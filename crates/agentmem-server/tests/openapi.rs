@@ -12,8 +12,8 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use agentmem::event::{Event, Media, TraceType, Usage};
-use agentmem::store::meta::{ImportRecord, SessionMeta};
+use agentmem::base::event::{Event, Media, TraceType, Usage};
+use agentmem::files::meta::{ImportRecord, SessionMeta};
 use agentmem_server::http::routes::{Endpoint, ROUTES};
 use agentmem_server::requests::Request;
 use serde_json::{json, Value};

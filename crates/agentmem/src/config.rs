@@ -55,15 +55,15 @@
 //! ```
 
 use std::path::Path;
-use std::str::FromStr;
 
 use serde::Deserialize;
 
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::files::jsonl::Durability;
 use crate::memory::project::MemorySettings;
-use crate::memory::redact::RedactionPolicy;
 use crate::pipeline::guard::GuardPolicy;
 use crate::pipeline::strategy::ContextSettingsLayer;
+use crate::redact::RedactionPolicy;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelOverride;
 
@@ -72,49 +72,6 @@ pub const CONFIG_FILE: &str = "config.toml";
 
 /// The environment variable that overrides the durability setting.
 pub const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
-
-/// When appended events reach stable storage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    /// fsync each ingest call, and the record of a batch of several events
-    /// before it: a returned ingest survives a crash or a power loss, and a
-    /// batch cut short by either leaves none of its events.
-    Always,
-    /// fsync each ingest call: a returned ingest survives a crash or a power
-    /// loss; a batch cut short by a process crash leaves none of its events.
-    #[default]
-    Batch,
-    /// Leave flushing to the operating system: survives a process crash, not
-    /// a power loss; a batch cut short by a process crash leaves none of its events.
-    Os,
-}
-
-impl FromStr for Durability {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "always" => Ok(Durability::Always),
-            "batch" => Ok(Durability::Batch),
-            "os" => Ok(Durability::Os),
-            other => Err(format!(
-                "unknown durability {other:?}; use always, batch or os"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Durability {
-    /// The name [`FromStr`] reads back.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Durability::Always => "always",
-            Durability::Batch => "batch",
-            Durability::Os => "os",
-        })
-    }
-}
 
 /// Storage settings.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -176,7 +133,7 @@ pub struct LlmSettings {
     pub api_key_env: Option<String>,
     pub summarizer_model: Option<String>,
     /// The model that reads each recall's best candidates and puts first
-    /// those that answer (see [`crate::recall::Reranker`]); absent: the
+    /// those that answer (see [`crate::memory::recall::Reranker`]); absent: the
     /// hybrid's order. `prepare` never asks it.
     pub reranker_model: Option<String>,
 }

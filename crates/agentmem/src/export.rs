@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 
 /// The history as OpenAI Chat Completions messages.
 ///
@@ -13,7 +13,7 @@ use crate::event::{Event, TraceType};
 /// are working-memory updates (the events export keeps them).
 ///
 /// ```
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// use agentmem::export::to_openai_messages;
 /// let messages = to_openai_messages(&[
 ///     Event::user("list files"),

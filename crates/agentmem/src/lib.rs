@@ -5,15 +5,31 @@
 //! model sees before each call. This crate is the engine: synchronous, with no
 //! network code.
 //!
-//! The data flows one way: [`event::Event`]s are ingested into a
+//! The data flows one way: [`base::event::Event`]s are ingested into a
 //! [`session::Session`], which appends them to its durable log
-//! ([`store`]) and keeps the in-memory transcript they form. Before each
+//! ([`files`]) and keeps the in-memory transcript they form. Before each
 //! model call the session runs the context [`pipeline`] over that transcript
 //! (guard, pair integrity, tiers, compaction, render and measure), one pure
-//! stage per file: the pipeline reads and writes no files, the store does.
+//! stage per file: the pipeline reads and writes no files, [`files`] does.
+//!
+//! The modules stand in floors: a module imports only from its own floor
+//! and the floors below it (`tests/floors.rs` checks this list against
+//! every `crate::` path). Top to bottom:
+//!
+//! <!-- floors -->
+//! 1. `store`, `config`, `tools`, `export`: the [`store::Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats.
+//! 2. `session`: a session orchestrating its log, view, accounting, memory injector and working memory.
+//! 3. `memory`: long-term memory — `MEMORY.md`, project files, facts, episodes, recall and the injector.
+//! 4. `working`, `search`: the working memory's state and schema; the history index and its queries.
+//! 5. `files`: the on-disk formats — event logs, archive, locks, meta, snapshot, evicted outputs, paths, memory records.
+//! 6. `pipeline`: the context pipeline, one pure stage per file (guard, pairs, tiers, compaction, measure).
+//! 7. `render`, `summarize`: provider payloads; extractive summaries and their fidelity checks.
+//! 8. `tokens`, `redact`: token counting, budgets and the model registry; redaction of secrets and personal data.
+//! 9. `base`: errors, ids, events, messages, turns, state updates, and the JSON, hash and file helpers.
+//! <!-- /floors -->
 //!
 //! ```
-//! use agentmem::{event::Event, session::Session, store::Store, Durability};
+//! use agentmem::{base::event::Event, session::Session, store::Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let mut session = store.create_session(&Default::default(), None).unwrap();
@@ -21,27 +37,24 @@
 //! assert_eq!(session.events()[1].turn_id, "turn_0001");
 //! ```
 
-pub mod arguments;
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+pub mod base;
 pub mod config;
-pub mod error;
-pub mod event;
 pub mod export;
-pub mod hash;
-pub mod id;
-pub mod json;
+pub mod files;
 pub mod memory;
-pub mod message;
 pub mod pipeline;
-pub mod recall;
+pub mod redact;
 pub mod render;
 pub mod search;
 pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
-pub mod tool_interaction;
-pub mod turn;
+pub mod tools;
 pub mod working;
 
-pub use config::{Config, Durability};
-pub use error::{Error, Result};
+pub use base::error::{Error, Result};
+pub use config::Config;
+pub use files::jsonl::Durability;

@@ -4,8 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentmem::event::{Event, TraceType};
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::files::snapshot::Snapshot;
 use agentmem::pipeline::compact::CompactReason;
 use agentmem::pipeline::measure::{ContextStats, PrepareRequest};
 use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
@@ -13,7 +14,6 @@ use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
 use agentmem::pipeline::tiers::Action;
 use agentmem::render::Target;
 use agentmem::session::{CompactOptions, Session};
-use agentmem::store::snapshot::Snapshot;
 use agentmem::store::Store;
 use agentmem::summarize::{SummarizeError, Summarizer, Summary, SummaryRequest};
 use agentmem::{Durability, Error};
@@ -153,7 +153,7 @@ fn what_an_imported_compaction_replaced_is_archived_but_not_summarized_again() {
     // The agent compacted its own context after turn 3: its model saw the
     // summary from then on, not turns 0 to 3.
     let summary = Event::new(TraceType::Summary, "Turns 0-3 fixed four crates.")
-        .with_tag(agentmem::event::REPLACES_HISTORY_TAG)
+        .with_tag(agentmem::base::event::REPLACES_HISTORY_TAG)
         .with_id("imported-summary")
         .with_ts(13.5);
     events.insert(1 + 4 * 4, summary);
@@ -540,7 +540,7 @@ fn large_outputs_are_evicted_at_ingest_and_readable() {
         "{shown}"
     );
     let page =
-        agentmem::store::evicted::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
+        agentmem::files::evicted::read_evicted(&session.paths().evicted(), "call_log", 10, 5)
             .unwrap();
     assert_eq!(page.lines_returned, 5);
     assert!(page.has_more);

@@ -7,13 +7,13 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::files::meta::SessionMeta;
+use agentmem::files::snapshot::Snapshot;
 use agentmem::memory::episodic::read_episodes;
 use agentmem::memory::facts::FactStore;
 use agentmem::session::CompactOptions;
-use agentmem::store::meta::SessionMeta;
-use agentmem::store::snapshot::Snapshot;
 use agentmem::store::Store;
 use agentmem::Durability;
 
@@ -303,7 +303,7 @@ fn temporaries(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn ids_of(episodes: &[agentmem::memory::episodic::EpisodicItem]) -> Vec<&str> {
+fn ids_of(episodes: &[agentmem::files::records::EpisodicItem]) -> Vec<&str> {
     episodes.iter().map(|e| e.id.as_str()).collect()
 }
 
@@ -360,7 +360,7 @@ fn folders_a_killed_fork_or_delete_left_are_removed_and_live_ones_kept() {
     }
     let live = sessions.join(".fork-busy-4243");
     std::fs::create_dir(&live).unwrap();
-    let _held = agentmem::store::lock::SessionLock::acquire(&live, "busy").unwrap();
+    let _held = agentmem::files::lock::SessionLock::acquire(&live, "busy").unwrap();
 
     store
         .fork_session(&AgentId::default(), &session_id(), None, None)
@@ -407,7 +407,7 @@ fn a_batch_a_crash_cut_short_leaves_none_of_its_events() {
     cut_last_batch_to(&log, batch_bytes, batch_bytes / 2);
     // And the next writer was killed too, having taken the lock but before
     // it repaired the log: the record of the batch must outlive it.
-    drop(agentmem::store::lock::SessionLock::acquire(&session_dir(dir.path()), SESSION).unwrap());
+    drop(agentmem::files::lock::SessionLock::acquire(&session_dir(dir.path()), SESSION).unwrap());
 
     let reader = store
         .read_session(&AgentId::default(), &session_id())

@@ -7,13 +7,13 @@
 
 use std::path::Path;
 
-use agentmem::event::{Event, TraceType};
-use agentmem::id::{AgentId, SessionId};
-use agentmem::json::MAX_NESTING;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::base::json::MAX_NESTING;
+use agentmem::base::state::StatePatch;
 use agentmem::pipeline::strategy::ContextSettingsLayer;
 use agentmem::session::CompactOptions;
 use agentmem::store::Store;
-use agentmem::working::StatePatch;
 use agentmem::{Durability, Error};
 use serde_json::{json, Value};
 
@@ -135,7 +135,7 @@ fn a_deeper_value_is_refused_where_it_enters_and_nothing_is_written() {
         offenders.push(("opaque", reasoning));
     }
     for (name, offender) in offenders {
-        let levels = agentmem::json::nesting(
+        let levels = agentmem::base::json::nesting(
             &offender
                 .tool_args
                 .clone()

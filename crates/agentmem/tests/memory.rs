@@ -2,8 +2,8 @@
 
 mod common;
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
 use agentmem::memory::project::MemorySettings;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
@@ -167,7 +167,7 @@ fn compaction_keeps_facts_with_their_provenance() {
         rule.provenance.session_id.as_deref(),
         Some(session.id().as_str())
     );
-    assert_eq!(rule.trust, agentmem::memory::facts::Trust::User);
+    assert_eq!(rule.trust, agentmem::files::records::Trust::User);
     assert_eq!(rule.provenance.extractor, "extractive");
 }
 
@@ -448,7 +448,7 @@ fn the_memory_tools_take_content_old_text_and_new_text_in_every_rendered_shape()
         Target::Gemini,
     ] {
         let mut request = PrepareRequest::new("gpt-4.1", target);
-        request.tools = agentmem::memory::tools::schemas();
+        request.tools = agentmem::tools::schemas();
         let payload = session.prepare(&request).unwrap().payload.to_value();
         let rendered = payload.to_string();
         for name in ["\"content\"", "\"old_text\"", "\"new_text\""] {

@@ -19,8 +19,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::event::{Event, TraceType, SIDECHAIN_TAG};
-use agentmem::message::messages_from_events;
+use agentmem::base::event::{Event, TraceType, SIDECHAIN_TAG};
+use agentmem::base::message::messages_from_events;
 use agentmem::pipeline::normalize::{
     normalize_pairs, pairs_are_intact, synthetic_result_id, PassReport, ABORTED_ERROR,
     SYNTHETIC_SOURCE, SYNTHETIC_TAG,

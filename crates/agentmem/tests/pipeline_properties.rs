@@ -34,9 +34,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::event::{Event, TraceType, Usage};
-use agentmem::id::{AgentId, SessionId};
-use agentmem::message::SUMMARY_PREFIX;
+use agentmem::base::event::{Event, TraceType, Usage};
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::base::message::SUMMARY_PREFIX;
+use agentmem::base::turn::PREAMBLE_TURN;
 use agentmem::pipeline::measure::{count_overhead, ContextStats, PrepareRequest, Prepared};
 use agentmem::pipeline::normalize::normalize_pairs;
 use agentmem::pipeline::strategy::{CompactionTiming, ContextSettingsLayer, Strategy as Shaping};
@@ -46,7 +47,6 @@ use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
 use agentmem::tokens::budget::BudgetSettings;
 use agentmem::tokens::Encoding;
-use agentmem::turn::PREAMBLE_TURN;
 use agentmem::Durability;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

@@ -3,9 +3,9 @@
 
 use std::sync::LazyLock;
 
+use agentmem::base::event::{Event, Usage};
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::config::CONFIG_FILE;
-use agentmem::event::{Event, Usage};
-use agentmem::id::{AgentId, SessionId};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::transcript::Transcript;
 use agentmem::render::{remove_cache_marks, PromptCache, Target};
@@ -154,7 +154,7 @@ fn counting_later_sends_what_counting_every_event_sends() {
     let (_eager_dir, mut eager) = session_with(Vec::new());
     let (mut estimated_calls, mut compactions) = (0, 0);
     for event in events {
-        let is_call = event.trace_type == agentmem::event::TraceType::Assistant;
+        let is_call = event.trace_type == agentmem::base::event::TraceType::Assistant;
         lazy.ingest(vec![event.clone()]).unwrap();
         eager.ingest(vec![event]).unwrap();
         if !is_call {
@@ -621,7 +621,7 @@ fn unmarked(target: Target, mut body: Value) -> (Vec<Value>, Value) {
 
 #[test]
 fn a_changed_working_memory_leaves_the_prefix_sent_before_it_as_it_was() {
-    use agentmem::working::StatePatch;
+    use agentmem::base::state::StatePatch;
     for target in Target::ALL {
         let (_dir, mut session) = session_with(vec![Event::user("review the auth module")]);
         let mut request = PrepareRequest::new("a-model", target);

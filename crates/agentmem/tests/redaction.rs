@@ -7,19 +7,20 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
-use agentmem::id::SessionId;
-use agentmem::memory::facts::{Added, FactStore, NewFact, Provenance, Trust};
-use agentmem::memory::redact::{redact, RedactionPolicy};
+use agentmem::base::event::Event;
+use agentmem::base::id::SessionId;
+use agentmem::base::state::StatePatch;
+use agentmem::files::records::{NewFact, Provenance, Trust};
+use agentmem::files::snapshot::SNAPSHOT_FILE;
+use agentmem::memory::facts::{Added, FactStore};
+use agentmem::memory::recall::RecallRequest;
 use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::recall::RecallRequest;
+use agentmem::redact::{redact, RedactionPolicy};
 use agentmem::render::Target;
 use agentmem::session::CompactOptions;
-use agentmem::store::snapshot::SNAPSHOT_FILE;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use agentmem::working::cache::STATE_FILE;
-use agentmem::working::StatePatch;
 use common::fresh_store;
 use serde_json::json;
 
@@ -55,7 +56,7 @@ fn deploy_session(store: &Store) {
 }
 
 /// What `store`'s recall shows for `query` within `budget` tokens.
-fn recall(store: &Store, query: &str, budget: u64) -> agentmem::recall::Recalled {
+fn recall(store: &Store, query: &str, budget: u64) -> agentmem::memory::recall::Recalled {
     store
         .recall(
             &Default::default(),
@@ -259,7 +260,7 @@ fn a_snapshot_holds_no_secret_of_the_working_memory_and_a_resume_gives_the_exact
     let mut behind = state.clone();
     behind.version -= 1;
     behind.document.as_object_mut().unwrap().remove("step");
-    behind.hash = agentmem::working::hash_of(&behind.document);
+    behind.hash = agentmem::base::state::hash_of(&behind.document);
     std::fs::write(
         session_dir.join(STATE_FILE),
         serde_json::to_vec(&behind).unwrap(),

@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::event::Event;
+use agentmem::base::event::Event;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem_import::Format;
@@ -297,7 +297,7 @@ fn evicted_outputs_of_a_reused_id_keep_a_file_each() {
             .nth(1)
             .and_then(|rest| rest.split('"').next())
             .unwrap_or_else(|| panic!("no call id in the preview: {}", interaction.result));
-        let page = agentmem::store::evicted::read_evicted(&dir, named, 5_990, 10).unwrap();
+        let page = agentmem::files::evicted::read_evicted(&dir, named, 5_990, 10).unwrap();
         assert_eq!(
             page.text,
             (5_990..6_000)

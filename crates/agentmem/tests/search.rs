@@ -3,11 +3,11 @@
 
 mod common;
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
-use agentmem::memory::facts::{NewFact, Provenance, Trust};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::files::records::{NewFact, Provenance, Trust};
+use agentmem::memory::recall::RecallRequest;
 use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::recall::RecallRequest;
 use agentmem::render::Target;
 use agentmem::search::index::DocKind;
 use agentmem::search::{HistoryIndex, Role, SearchFilter};
@@ -414,7 +414,7 @@ fn a_question_naming_a_date_recalls_what_was_said_that_day_first() {
     ];
     for (ts, text) in painted {
         let mut line = said("Melanie", text, true);
-        line.ts = agentmem::event::parse_rfc3339(ts).unwrap();
+        line.ts = agentmem::base::event::parse_rfc3339(ts).unwrap();
         let mut day = store.create_session(&agent, None).unwrap();
         day.ingest(vec![line]).unwrap();
         day.close().unwrap();
@@ -521,7 +521,7 @@ impl Concepts {
     }
 }
 
-impl agentmem::recall::Embedder for Concepts {
+impl agentmem::memory::recall::Embedder for Concepts {
     fn model(&self) -> &str {
         self.model
     }
@@ -592,7 +592,7 @@ fn an_embedder_recalls_what_shares_no_word_with_the_query_and_embeds_each_memory
 #[test]
 fn an_embedder_that_answers_wrongly_is_a_typed_error() {
     struct Short;
-    impl agentmem::recall::Embedder for Short {
+    impl agentmem::memory::recall::Embedder for Short {
         fn model(&self) -> &str {
             "short"
         }
@@ -623,7 +623,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     struct Sized(usize, Arc<AtomicUsize>);
-    impl agentmem::recall::Embedder for Sized {
+    impl agentmem::memory::recall::Embedder for Sized {
         fn model(&self) -> &str {
             "all-MiniLM-L6-v2"
         }
@@ -670,7 +670,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
 #[test]
 fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_it_fails() {
     struct Down;
-    impl agentmem::recall::Embedder for Down {
+    impl agentmem::memory::recall::Embedder for Down {
         fn model(&self) -> &str {
             "down"
         }
@@ -752,7 +752,7 @@ struct Naming {
     shown: std::sync::Mutex<Vec<String>>,
 }
 
-impl agentmem::recall::Reranker for Naming {
+impl agentmem::memory::recall::Reranker for Naming {
     fn model(&self) -> &str {
         "reader"
     }
@@ -815,7 +815,7 @@ fn a_reranker_reads_redacted_lines_puts_first_what_it_names_and_its_failure_is_a
     );
 
     struct Down;
-    impl agentmem::recall::Reranker for Down {
+    impl agentmem::memory::recall::Reranker for Down {
         fn model(&self) -> &str {
             "down"
         }

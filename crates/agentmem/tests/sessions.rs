@@ -1,9 +1,9 @@
 //! Sessions end to end on real files: ingest, reopen, fork, delete, locking.
 
-use agentmem::event::{Event, TraceType};
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::base::tool_interaction::ToolStatus;
 use agentmem::store::Store;
-use agentmem::tool_interaction::ToolStatus;
 use agentmem::{Durability, Error};
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agentmem::event::Event;
+use agentmem::base::event::Event;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::search::SearchFilter;
@@ -150,7 +150,7 @@ fn a_huge_structured_result_is_evicted_like_huge_content() {
         ])
         .unwrap();
     assert_eq!(report.evicted, 1);
-    let evicted = agentmem::store::evicted::evicted_path(
+    let evicted = agentmem::files::evicted::evicted_path(
         &store.session_paths(&agent, session.id()).evicted(),
         "c1",
     )

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use agentmem::event::{Event, TraceType};
-use agentmem::message::SUMMARY_PREFIX;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::message::SUMMARY_PREFIX;
 use agentmem::summarize::fidelity::event_identifiers;
 use agentmem::summarize::{
     check_fidelity, event_tokens, extract_identifiers, summarize_hierarchical,

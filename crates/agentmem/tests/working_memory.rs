@@ -5,18 +5,19 @@
 
 mod common;
 
-use agentmem::error::Error;
-use agentmem::event::{Event, TraceType};
-use agentmem::id::SessionId;
-use agentmem::memory::tools;
+use agentmem::base::error::Error;
+use agentmem::base::error::SchemaScope;
+use agentmem::base::event::{Event, TraceType};
+use agentmem::base::id::SessionId;
+use agentmem::base::state::{StatePatch, StateUpdate};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::render::Target;
 use agentmem::search::{Role, SearchFilter};
 use agentmem::session::{CompactOptions, Session};
 use agentmem::store::Store;
+use agentmem::tools;
 use agentmem::working::cache::STATE_FILE;
-use agentmem::working::schema::SchemaScope;
-use agentmem::working::{replay, Keep, StatePatch, StateUpdate, WorkingMemory};
+use agentmem::working::{replay, Keep, WorkingMemory};
 use common::fresh_store;
 use serde_json::{json, Value};
 
@@ -403,9 +404,9 @@ fn compaction_keeps_the_state_in_the_context_the_snapshot_and_the_log() {
     assert_eq!(session.working_memory(), &state);
     assert_eq!(
         session.snapshot().unwrap().working_memory,
-        Some(agentmem::working::StateMark::of(&state))
+        Some(agentmem::base::state::StateMark::of(&state))
     );
-    let archived = agentmem::store::jsonl::read_log(&session.paths().archive())
+    let archived = agentmem::files::jsonl::read_log(&session.paths().archive())
         .unwrap()
         .events;
     assert!(
@@ -603,13 +604,13 @@ fn a_working_memory_tool_call_with_a_misspelt_argument_changes_nothing() {
     let mut session = store.create_session(&agent, None).unwrap();
     let misspelt = json!({"patch": {"plan": "ship"}, "expected_version": 0, "expected_versoin": 3});
     let answer =
-        agentmem::working::tools::run(&mut session, "update_working_memory", &misspelt).unwrap();
+        agentmem::tools::working::run(&mut session, "update_working_memory", &misspelt).unwrap();
     assert!(
         answer.starts_with("error: ") && answer.contains("expected_versoin"),
         "{answer}"
     );
     assert_eq!(session.working_memory().version, 0, "nothing was applied");
-    let answer = agentmem::working::tools::run(
+    let answer = agentmem::tools::working::run(
         &mut session,
         "get_working_memory",
         &json!({"verbose": true}),

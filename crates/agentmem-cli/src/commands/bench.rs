@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
 use agentmem::store::Store;
 use agentmem::tokens::Encoding;
 use agentmem::Durability;

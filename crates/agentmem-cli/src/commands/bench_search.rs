@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use agentmem::event::TraceType;
-use agentmem::id::AgentId;
-use agentmem::recall::{Embedder, RecallRequest};
+use agentmem::base::event::TraceType;
+use agentmem::base::id::AgentId;
+use agentmem::memory::recall::{Embedder, RecallRequest};
 use agentmem::search::HistoryIndex;
 use agentmem::search::{query::terms, SearchFilter};
 use agentmem::store::Store;
@@ -79,7 +79,14 @@ pub fn run(
     for query in &queries {
         let started = Instant::now();
         let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
-        agentmem::recall::recall(&index, &request, tokenizer, None, None, Default::default())?;
+        agentmem::memory::recall::recall(
+            &index,
+            &request,
+            tokenizer,
+            None,
+            None,
+            Default::default(),
+        )?;
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     let mut rows = vec![
@@ -146,7 +153,7 @@ fn bench_vectors(
     for query in queries {
         let started = Instant::now();
         let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
-        agentmem::recall::recall(
+        agentmem::memory::recall::recall(
             index,
             &request,
             tokenizer,

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem::event::Event;
-use agentmem::id::AgentId;
+use agentmem::base::event::Event;
+use agentmem::base::id::AgentId;
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::strategy::CompactionTiming;
 use agentmem::render::Target;

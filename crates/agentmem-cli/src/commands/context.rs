@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use agentmem::event::{TraceType, Usage};
+use agentmem::base::event::{TraceType, Usage};
 use agentmem::pipeline::measure::{ContextStats, Sections};
 use agentmem::session::Session;
 use agentmem::tokens::registry::{ModelRegistry, ModelSource};

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::recall::{Embedder, Reranker};
+use agentmem::memory::recall::{Embedder, Reranker};
 use agentmem::tokens::Encoding;
 
 use super::{reach_model, Context};

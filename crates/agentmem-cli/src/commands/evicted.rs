@@ -1,6 +1,6 @@
 //! `agentmem evicted`: read an evicted tool output, a page at a time.
 
-use agentmem::store::evicted::read_evicted;
+use agentmem::files::evicted::read_evicted;
 
 use super::Context;
 

@@ -1,7 +1,7 @@
 //! `agentmem facts list|add|supersede|delete`: the agent's semantic facts.
 
-use agentmem::event::format_ts;
-use agentmem::memory::facts::{NewFact, Provenance, Trust};
+use agentmem::base::event::format_ts;
+use agentmem::files::records::{NewFact, Provenance, Trust};
 
 use super::Context;
 use crate::cli::FactsCommand;

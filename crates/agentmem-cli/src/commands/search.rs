@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentmem::recall::RecallRequest;
+use agentmem::memory::recall::RecallRequest;
 use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
 use agentmem::tokens::Encoding;
 

@@ -5,9 +5,10 @@
 use std::io::Read;
 use std::path::Path;
 
+use agentmem::base::error::SchemaScope;
+use agentmem::base::state::StatePatch;
 use agentmem::session::Session;
-use agentmem::working::schema::SchemaScope;
-use agentmem::working::{StatePatch, StateVersion};
+use agentmem::working::StateVersion;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
@@ -111,7 +112,7 @@ fn history(ctx: &Context, versions: &[StateVersion]) -> anyhow::Result<()> {
             "v{:<4} {}  {}  {}  {}: {}",
             version.version,
             event.turn_id,
-            agentmem::event::format_ts(event.ts),
+            agentmem::base::event::format_ts(event.ts),
             event.id,
             update.patch.kind.label(),
             update.patch.patch

@@ -1,6 +1,6 @@
 //! `agentmem tools`: tool calls joined with their results.
 
-use agentmem::turn::turn_id;
+use agentmem::base::turn::turn_id;
 
 use super::Context;
 use crate::output::{print_json, print_table};

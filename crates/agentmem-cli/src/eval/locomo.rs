@@ -13,10 +13,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use agentmem::event::Event;
-use agentmem::id::{AgentId, SessionId};
-use agentmem::memory::redact::RedactionPolicy;
-use agentmem::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
+use agentmem::base::event::Event;
+use agentmem::base::id::{AgentId, SessionId};
+use agentmem::memory::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
+use agentmem::redact::RedactionPolicy;
 use agentmem::store::Store;
 use agentmem::tokens::Tokenizer;
 use agentmem::Durability;

@@ -81,6 +81,7 @@ pub fn recall_json(dir: &Path, question: &str, budget: &str, extra: &[&str]) -> 
 /// Runs `agentmem` with its standard streams on a pseudo-terminal, types
 /// `input`, and returns everything the terminal showed.
 #[cfg(unix)]
+#[allow(unsafe_code)]
 pub fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
     use std::fs::File;
     use std::io::Read;

@@ -49,7 +49,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::event::{
+use agentmem::base::event::{
     parse_rfc3339, Event, Media, TraceType, Usage, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG,
     REPLACES_HISTORY_TAG,
 };
@@ -250,7 +250,7 @@ impl Line<'_> {
             .and_then(parse_rfc3339)
             .unwrap_or(0.0);
         if self.flag("isSidechain") {
-            event.tags.push(agentmem::event::SIDECHAIN_TAG.into());
+            event.tags.push(agentmem::base::event::SIDECHAIN_TAG.into());
         }
         if self.flag("isMeta") {
             event.tags.push("meta".into());

@@ -51,7 +51,7 @@
 
 use std::collections::HashMap;
 
-use agentmem::event::{parse_rfc3339, Event, Media, TraceType, Usage, REPLACES_HISTORY_TAG};
+use agentmem::base::event::{parse_rfc3339, Event, Media, TraceType, Usage, REPLACES_HISTORY_TAG};
 use serde_json::Value;
 
 use super::openai_messages::{content_text, parse_arguments};

@@ -4,7 +4,7 @@
 //! becomes one assistant event (when it has text) and one tool call event per
 //! call; `{"role": "tool", "tool_call_id"}` becomes the tool result.
 
-use agentmem::event::{Event, TraceType};
+use agentmem::base::event::{Event, TraceType};
 use serde_json::Value;
 
 use crate::imported::{Imported, Skipped};
@@ -76,9 +76,8 @@ fn tool_call(call: &Value) -> Event {
 /// Arguments arrive as a JSON string; parse it, keep the raw text if it is not JSON.
 pub(super) fn parse_arguments(arguments: Option<&Value>) -> Value {
     match arguments {
-        Some(Value::String(raw)) => {
-            agentmem::json::parse_within_nesting(raw).unwrap_or_else(|| Value::String(raw.clone()))
-        }
+        Some(Value::String(raw)) => agentmem::base::json::parse_within_nesting(raw)
+            .unwrap_or_else(|| Value::String(raw.clone())),
         Some(other) => other.clone(),
         None => Value::Object(Default::default()),
     }
@@ -104,7 +103,7 @@ pub(super) fn content_text(content: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentmem::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
 
     #[test]
     fn tool_calls_pair_with_their_results() {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentmem::event::Usage;
+use agentmem::base::event::Usage;
 use serde_json::{json, Map, Value};
 
 use super::{
@@ -211,7 +211,7 @@ fn append(block: &mut Value, key: &str, piece: &str) {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::event::Event;
+    use agentmem::base::event::Event;
     use agentmem::render::Target;
     use serde_json::{json, Value};
 

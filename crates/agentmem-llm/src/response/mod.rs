@@ -36,7 +36,7 @@ mod gemini;
 mod openai_chat;
 mod openai_responses;
 
-use agentmem::event::{Event, TraceType, Usage};
+use agentmem::base::event::{Event, TraceType, Usage};
 use agentmem::render::Target;
 use serde_json::{Map, Value};
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentmem::event::Usage;
+use agentmem::base::event::Usage;
 use serde_json::{json, Value};
 
 use super::{
@@ -234,7 +234,7 @@ impl ChatStream {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::event::Event;
+    use agentmem::base::event::Event;
     use agentmem::render::Target;
     use serde_json::json;
 

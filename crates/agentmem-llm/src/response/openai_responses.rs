@@ -1,7 +1,7 @@
 //! OpenAI Responses: a whole answer's `output` items, and the streamed
 //! `response.*` events.
 
-use agentmem::event::Usage;
+use agentmem::base::event::Usage;
 use serde_json::{json, Value};
 
 use super::{
@@ -172,7 +172,7 @@ impl ResponsesStream {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::event::Event;
+    use agentmem::base::event::Event;
     use agentmem::render::Target;
     use serde_json::{json, Value};
 

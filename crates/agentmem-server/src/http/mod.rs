@@ -27,7 +27,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentmem::id::SessionId;
+use agentmem::base::id::SessionId;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -407,7 +407,7 @@ impl App {
             }
         }
         let query = Value::Object(routes::query_arguments(query)?);
-        let tools: crate::requests::Tools = agentmem::arguments::parse("mcp", &query)?;
+        let tools: crate::requests::Tools = agentmem::base::arguments::parse("mcp", &query)?;
         let session = tools.session.map(SessionId::new).transpose()?;
         let host = self.service.tool_host(session);
         let message: Value = match serde_json::from_slice(body) {

@@ -7,28 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
-
-use crate::error::{IoContext, Result};
-use crate::store::lock::MemoryLock;
-
-/// The episodic store's file name inside the agent folder.
-pub const EPISODIC_FILE: &str = "episodic.jsonl";
-
-/// A summarized stretch of a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EpisodicItem {
-    pub id: String,
-    pub ts: f64,
-    pub session_id: String,
-    /// The turns the summary covers, in order.
-    pub turn_ids: Vec<String>,
-    pub summary: String,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// How much the item matters for recall, 0 to 1.
-    pub salience: f32,
-}
+use crate::base::error::{IoContext, Result};
+use crate::files::lock::MemoryLock;
+use crate::files::paths::EPISODIC_FILE;
+use crate::files::records::EpisodicItem;
 
 /// Appends `item` to the agent's episodic store (one line, synced).
 pub fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
@@ -52,13 +34,13 @@ fn append_locked(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let path = agent_dir.join(EPISODIC_FILE);
     let mut line = serde_json::to_vec(item).expect("an episodic item serializes");
     line.push(b'\n');
-    let mut file = crate::store::private::private_options()
+    let mut file = crate::base::fs::private_options()
         .create(true)
         .read(true)
         .append(true)
         .open(&path)
         .io("open", &path)?;
-    crate::store::jsonl::set_aside_torn_tail(&path, &mut file)?;
+    crate::files::jsonl::set_aside_torn_tail(&path, &mut file)?;
     let written = file
         .write_all(&line)
         .io("append to", &path)
@@ -133,7 +115,7 @@ impl Parsed {
 
 fn hash(bytes: &[u8]) -> u64 {
     use std::hash::Hasher;
-    let mut hasher = crate::hash::fingerprint_hasher();
+    let mut hasher = crate::base::hash::fingerprint_hasher();
     hasher.write(bytes);
     hasher.finish()
 }

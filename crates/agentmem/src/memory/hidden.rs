@@ -13,7 +13,7 @@ use std::path::Path;
 
 use siphasher::sip128::{Hasher128, SipHasher24};
 
-use crate::error::{IoContext, Result};
+use crate::base::error::{IoContext, Result};
 
 /// The key's file name inside the agent folder.
 pub const KEY_FILE: &str = "facts.key";
@@ -49,7 +49,7 @@ impl HiddenKey {
         getrandom::fill(&mut key)
             .map_err(|e| std::io::Error::other(e.to_string()))
             .io("make a key for", &path)?;
-        crate::store::atomic::write_atomic(&path, &key)?;
+        crate::base::fs::write_atomic(&path, &key)?;
         Ok(HiddenKey(key))
     }
 

@@ -12,9 +12,9 @@ use super::project::{
     cross_session_block, memory_block, memory_stamp, MemorySettings, CROSS_SESSION_HEADING,
     DEFAULT_CROSS_SESSION_TOKENS,
 };
-use super::redact::RedactionPolicy;
-use crate::event::{Event, TraceType};
-use crate::recall::{recall, refresh_memories, Embedder, RecallRequest};
+use crate::base::event::{Event, TraceType};
+use crate::memory::recall::{recall, refresh_memories, Embedder, RecallRequest};
+use crate::redact::RedactionPolicy;
 use crate::search::vectors::{SharedEmbedder, EMBED_BATCH_TEXTS};
 use crate::search::{HistoryIndex, IndexFeeder};
 use crate::tokens::{Encoding, Tokenizer};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::memory::notebook::MEMORY_FILE;
+use crate::files::paths::MEMORY_FILE;
 
 fn injector(agent_dir: &std::path::Path) -> MemoryInjector {
     MemoryInjector::new(

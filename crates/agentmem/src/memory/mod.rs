@@ -5,7 +5,8 @@
 //! - [`facts`]: semantic facts with provenance, trust and validity;
 //! - [`episodic`]: one summarized item per compaction, per agent;
 //! - [`redact`]: secrets and personal data removed before anything is kept;
-//! - [`tools`]: the memory tools an agent's model is given, and running them;
+//! - [`recall`]: what earlier sessions said about the current question,
+//!   ranked and fitted to a budget;
 //! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,
 //!   `.agent-context.md`) discovered in the working directory, the user's
 //!   agentmem folder and the system folder;
@@ -20,8 +21,7 @@ mod hidden;
 pub(crate) mod injector;
 pub mod notebook;
 pub mod project;
-pub mod redact;
-pub mod tools;
+pub mod recall;
 
 /// Writes this process has made to agents' memory files.
 static WRITES: AtomicU64 = AtomicU64::new(0);

@@ -12,14 +12,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 
-use super::redact::{redact, RedactionPolicy};
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::fs::write_atomic;
+use crate::files::lock::MemoryLock;
+use crate::files::paths::MEMORY_FILE;
+use crate::redact::{redact, RedactionPolicy};
 use crate::render::ToolSchema;
-use crate::store::atomic::write_atomic;
-use crate::store::lock::MemoryLock;
 
-/// The notebook's file name inside the agent folder.
-pub const MEMORY_FILE: &str = "MEMORY.md";
 /// Lines of MEMORY.md injected into the context by default.
 pub const DEFAULT_INJECTED_LINES: usize = 200;
 
@@ -165,7 +164,7 @@ impl Notebook {
             }
         }
         if let Some(dir) = self.path.parent() {
-            crate::store::private::create_dir_all(dir).io("create", dir)?;
+            crate::base::fs::create_dir_all(dir).io("create", dir)?;
         }
         let written = write_atomic(&self.path, next.as_bytes());
         super::count_write();
@@ -182,7 +181,7 @@ pub fn first_lines(content: &str, max_lines: usize) -> (String, bool) {
 }
 
 fn version(content: String) -> MemoryVersion {
-    let hash = crate::hash::fnv1a(content.as_bytes());
+    let hash = crate::base::hash::fnv1a(content.as_bytes());
     MemoryVersion {
         content,
         hash: format!("{hash:016x}"),

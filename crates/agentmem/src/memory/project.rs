@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::episodic::read_episodes;
-use super::facts::{FactStore, Trust};
+use super::facts::FactStore;
 use super::notebook::{first_lines, Notebook, DEFAULT_INJECTED_LINES};
-use super::redact::{redact, RedactionPolicy};
+use crate::files::records::Trust;
+use crate::redact::{redact, RedactionPolicy};
 use crate::tokens::Tokenizer;
 
 /// The project memory file names looked for in each folder.
@@ -54,9 +55,9 @@ pub fn memory_stamp(
     settings: &MemorySettings,
 ) -> Vec<Option<(std::time::SystemTime, u64)>> {
     let agent_files = [
-        super::notebook::MEMORY_FILE,
-        super::facts::SEMANTIC_FILE,
-        super::episodic::EPISODIC_FILE,
+        crate::files::paths::MEMORY_FILE,
+        crate::files::paths::SEMANTIC_FILE,
+        crate::files::paths::EPISODIC_FILE,
     ];
     let project = settings
         .project_dirs

@@ -9,13 +9,13 @@
 //! replay, a response recorded twice): it keeps the id, and pair repair
 //! removes it.
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 
 /// The calls of a view seen so far, to name each one's id in the view.
 ///
 /// ```
 /// use agentmem::pipeline::call_ids::CallIds;
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// let mut ids = CallIds::default();
 /// let ls = serde_json::json!({"cmd": "ls"});
 /// assert_eq!(ids.view_id(&Event::tool_call("call_0", "bash", ls.clone())), None);

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::strategy::PipelineSettings;
 use super::tiers::SNAPSHOT_SOURCE;
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 use crate::tokens::Tokenizer;
 
 /// Why a compaction ran.
@@ -200,7 +200,7 @@ pub fn build_base(
     if settings.strategy == super::strategy::Strategy::Summarize {
         summary_event
             .tags
-            .push(crate::message::SHADOW_PAIR_TAG.to_owned());
+            .push(crate::base::message::SHADOW_PAIR_TAG.to_owned());
     }
     base.push(summary_event);
     for event in &mut base {

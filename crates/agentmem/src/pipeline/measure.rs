@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::message::{messages_from_events, role_of, Message, Role};
+use crate::base::message::{messages_from_events, role_of, Message, Role};
 use crate::pipeline::segments::RenderCache;
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::pipeline::tiers::Action;
@@ -360,7 +360,7 @@ pub struct CalibrationTable {
 impl CalibrationTable {
     /// Learns from a usage of the model of `family`, when it has both the
     /// reported and agentmem's own count of the prompt and they are plausible.
-    pub(crate) fn observe(&mut self, family: &str, usage: &crate::event::Usage) {
+    pub(crate) fn observe(&mut self, family: &str, usage: &crate::base::event::Usage) {
         let Some(counted) = usage.estimated_prompt_tokens.filter(|&n| n > 0) else {
             return;
         };

@@ -35,7 +35,7 @@
 //!    response stay together, as Chat Completions and Anthropic require), in
 //!    the order of the calls.
 //!
-//! A *response* is what [`crate::message::messages_from_events`] makes one
+//! A *response* is what [`crate::base::message::messages_from_events`] makes one
 //! assistant message of: a run of consecutive assistant, reasoning and tool
 //! call events. Its results are the tool results that directly follow it.
 //! Events outside the model's view ([`Event::is_in_model_view`], a
@@ -51,7 +51,7 @@
 //!
 //! ```
 //! use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
-//! use agentmem::event::Event;
+//! use agentmem::base::event::Event;
 //! let mut view = vec![
 //!     Event::user("read a and b").with_id("u1"),
 //!     Event::tool_call("c1", "read", serde_json::json!({"path": "a"})).with_id("e1"),
@@ -68,7 +68,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 use crate::pipeline::call_ids::CallIds;
 
 /// The tag of the events these passes make.

@@ -22,7 +22,7 @@ fn result(id: &str, call_id: &str) -> Event {
 }
 
 fn sidechain(event: Event) -> Event {
-    event.with_tag(crate::event::SIDECHAIN_TAG)
+    event.with_tag(crate::base::event::SIDECHAIN_TAG)
 }
 
 fn ids(events: &[Event]) -> Vec<&str> {

@@ -13,7 +13,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::event::TraceType;
+use crate::base::event::TraceType;
 use crate::pipeline::transcript::{message_refs_of, Revision, ViewItem};
 use crate::render::{Place, Segment, SegmentList, Target};
 
@@ -161,7 +161,7 @@ fn key_of(target: Target, place: Place, items: &[ViewItem]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
+    use crate::base::event::Event;
     use crate::tokens::TokenCounts;
 
     fn items(events: Vec<Event>) -> Vec<ViewItem> {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::guard;
 use super::normalize;
 use super::strategy::PipelineSettings;
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 use crate::pipeline::transcript::{event_tokens, measure, ViewItem};
 use crate::tokens::Tokenizer;
 
@@ -322,13 +322,13 @@ fn is_snapshot(event: &Event) -> bool {
 /// Turns of the conversation proper: the preamble (system prompt) and the
 /// snapshot's events are never trimmed.
 fn is_trimmable(event: &Event) -> bool {
-    !is_snapshot(event) && event.turn_id != crate::turn::PREAMBLE_TURN
+    !is_snapshot(event) && event.turn_id != crate::base::turn::PREAMBLE_TURN
 }
 
 fn call_key(event: &Event) -> (String, Vec<u8>) {
     let mut args = Vec::new();
     if let Some(value) = &event.tool_args {
-        crate::json::write_value(&mut args, value);
+        crate::base::json::write_value(&mut args, value);
     }
     (event.tool_name.clone().unwrap_or_default(), args)
 }

@@ -27,8 +27,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::event::{Event, TraceType};
-use crate::message::{
+use crate::base::event::{Event, TraceType};
+use crate::base::message::{
     message_refs, messages_from_events, parts_of, role_of, starts_message, Message, MessageRef,
 };
 use crate::pipeline::call_ids::CallIds;
@@ -238,7 +238,7 @@ impl Seen {
 
 /// A hash of what shapes a tool result's view and count.
 fn fingerprint(event: &Event) -> u64 {
-    let mut hasher = crate::hash::fingerprint_hasher();
+    let mut hasher = crate::base::hash::fingerprint_hasher();
     (
         event.text(),
         &event.tool_call_id,
@@ -374,7 +374,7 @@ impl Transcript {
         };
         let starts = starts_message(self.items.last().map(|i| &*i.event), &viewed);
         if starts {
-            self.messages += crate::message::messages_started(&viewed);
+            self.messages += crate::base::message::messages_started(&viewed);
             self.total.add(message_framing(&viewed, self.tokenizer));
             if event.trace_type.is_model_output() {
                 self.response_start_total = before;
@@ -681,13 +681,13 @@ pub fn measure(items: &[ViewItem], tokenizer: Tokenizer) -> TokenCounts {
 /// How many messages the view's items make.
 pub fn message_count(items: &[ViewItem]) -> usize {
     message_starts(items)
-        .map(|item| crate::message::messages_started(&item.event))
+        .map(|item| crate::base::message::messages_started(&item.event))
         .sum()
 }
 
 /// The items that start a message, by the rule [`push_event`] groups by.
 ///
-/// [`push_event`]: crate::message::push_event
+/// [`push_event`]: crate::base::message::push_event
 fn message_starts(items: &[ViewItem]) -> impl Iterator<Item = &ViewItem> {
     let mut previous: Option<&Event> = None;
     items.iter().filter(move |item| {
@@ -728,13 +728,13 @@ enum Counting {
 fn message_framing(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
     let role = role_of(event);
     let framing = |role| TOKENS_PER_MESSAGE + role_tokens(role, tokenizer.encoding());
-    let total = match crate::message::messages_started(event) {
+    let total = match crate::base::message::messages_started(event) {
         1 => framing(role),
-        _ => framing(role) + framing(crate::message::Role::Assistant),
+        _ => framing(role) + framing(crate::base::message::Role::Assistant),
     };
     TokenCounts {
         total,
-        system: if role == crate::message::Role::System {
+        system: if role == crate::base::message::Role::System {
             total
         } else {
             0
@@ -746,7 +746,7 @@ fn message_framing(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
 /// The tokens of a role's name: one in both BPE encodings (checked by a
 /// test), a quarter of the letters in the approximation. A constant, because
 /// framing is added on every measure.
-pub fn role_tokens(role: crate::message::Role, encoding: Encoding) -> u64 {
+pub fn role_tokens(role: crate::base::message::Role, encoding: Encoding) -> u64 {
     match encoding {
         Encoding::O200kBase | Encoding::Cl100kBase => 1,
         Encoding::Approximate => role_name(role).len().div_ceil(4) as u64,
@@ -769,7 +769,7 @@ fn guarded(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Option<
     let text = event.text();
     let cut = match &event.tool_result_ref {
         Some(reference) => {
-            let name = crate::store::evicted::evicted_name(reference).unwrap_or(call_id);
+            let name = crate::pipeline::guard::evicted_name(reference).unwrap_or(call_id);
             Some(guard::eviction_preview(name, &text))
         }
         None => guard::truncate_for_model(&text, policy, tokenizer),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::message::Role;
+use crate::base::message::Role;
 
 #[test]
 fn the_view_shares_the_events_the_guard_leaves_as_they_are() {
@@ -64,7 +64,7 @@ fn a_summary_that_replaced_history_starts_the_view_over() {
         Event::assistant("reading src/parser.rs ".repeat(50)).with_id("e2"),
     ];
     let summary = Event::new(TraceType::Summary, "The parser was fixed.")
-        .with_tag(crate::event::REPLACES_HISTORY_TAG)
+        .with_tag(crate::base::event::REPLACES_HISTORY_TAG)
         .with_id("e3");
     let after = Event::user("now the lexer").with_id("e4");
     let mut transcript = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
@@ -174,7 +174,7 @@ fn text_denser_than_any_counted_can_pass_a_calibrated_check_never_a_certain_one(
 #[test]
 fn a_usage_report_counts_what_came_before_it() {
     let mut reply = Event::assistant("Done: the parser test passes now.").with_id("e2");
-    reply.usage = Some(crate::event::Usage {
+    reply.usage = Some(crate::base::event::Usage {
         prompt_tokens: 900,
         ..Default::default()
     });

@@ -55,7 +55,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Frame, ListEnd, Place, PromptCache, RenderRequest, ToolSchema};
-use crate::message::{Message, Part, Role};
+use crate::base::message::{Message, Part, Role};
 
 /// The user message put in front of a transcript that starts with the assistant.
 const CONTINUED: &str = "(continued)";
@@ -381,7 +381,7 @@ pub(super) fn tool_input(arguments: &Value) -> Value {
         Value::Object(_) => arguments.clone(),
         Value::Null => json!({}),
         Value::String(raw) if raw.trim().is_empty() => json!({}),
-        Value::String(raw) => match crate::json::parse_within_nesting(raw) {
+        Value::String(raw) => match crate::base::json::parse_within_nesting(raw) {
             Some(parsed @ Value::Object(_)) => parsed,
             Some(_) | None => json!({"input": raw}),
         },

@@ -49,7 +49,7 @@ use serde_json::{json, Map, Value};
 
 use super::anthropic::{data_uri, image_placeholder, tool_input};
 use super::{Frame, ListEnd, Place, RenderRequest, ToolSchema};
-use crate::message::{Message, Part, Role};
+use crate::base::message::{Message, Part, Role};
 
 /// The user content put in front of a transcript that starts with the model.
 const CONTINUED: &str = "(continued)";

@@ -18,7 +18,7 @@ use std::str::FromStr;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::message::{Message, MessageRef};
+use crate::base::message::{Message, MessageRef};
 
 /// A provider API to render for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -198,7 +198,7 @@ pub struct RenderRequest<'a> {
 /// the whole context again.
 ///
 /// ```
-/// use agentmem::message::{Message, Role};
+/// use agentmem::base::message::{Message, Role};
 /// use agentmem::render::{render, PromptCache, RenderRequest, Target};
 /// let messages = [Message::text(Role::User, "hi")];
 /// let mut request = RenderRequest {
@@ -332,7 +332,7 @@ pub fn raw_entries(
             let messages: Vec<Message> = messages.iter().map(MessageRef::to_message).collect();
             entries(target, &messages, place)
                 .iter()
-                .map(crate::json::to_raw_value)
+                .map(crate::base::json::to_raw_value)
                 .collect()
         }
     }
@@ -421,7 +421,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::message::{Part, Role};
+    use crate::base::message::{Part, Role};
 
     const LIVE: &str = "# Working memory (version 2)";
 

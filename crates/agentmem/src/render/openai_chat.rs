@@ -10,8 +10,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{Frame, ListEnd, RenderRequest, ToolSchema};
-use crate::json;
-use crate::message::{Message, MessageRef, PartRef, Role};
+use crate::base::json;
+use crate::base::message::{Message, MessageRef, PartRef, Role};
 use crate::tokens::count::arguments_text;
 
 pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
@@ -235,7 +235,7 @@ fn tool(schema: &ToolSchema) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Part;
+    use crate::base::message::Part;
 
     #[test]
     fn entries_are_written_as_serde_json_writes_the_same_values() {

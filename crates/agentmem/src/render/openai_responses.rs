@@ -44,7 +44,7 @@ use serde_json::{json, Map, Value};
 
 use super::anthropic::{image_placeholder, tool_input};
 use super::{Frame, ListEnd, RenderRequest, ToolSchema};
-use crate::message::{Message, Part, Role};
+use crate::base::message::{Message, Part, Role};
 
 pub(super) fn frame(request: &RenderRequest<'_>) -> Frame {
     let mut head = Map::new();
@@ -180,7 +180,7 @@ fn arguments_json(arguments: &Value) -> String {
         | Value::Bool(_)
         | Value::Number(_)
         | Value::Array(_)
-        | Value::Object(_) => crate::json::to_string(&tool_input(arguments)),
+        | Value::Object(_) => crate::base::json::to_string(&tool_input(arguments)),
     }
 }
 

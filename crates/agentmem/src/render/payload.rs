@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{raw_entries, Frame, Place, Target};
-use crate::message::MessageRef;
+use crate::base::message::MessageRef;
 
 /// A run of the message list's entries, serialized once.
 ///
@@ -65,7 +65,7 @@ impl Segment {
 /// calls in which it is not last.
 ///
 /// ```
-/// use agentmem::message::{Message, Role};
+/// use agentmem::base::message::{Message, Role};
 /// use agentmem::render::{render, Payload, PromptCache, RenderRequest, Target};
 /// let messages = [Message::text(Role::User, "hi")];
 /// let request = RenderRequest {
@@ -168,7 +168,7 @@ fn close_list(frame: &mut Frame, segments: &[Arc<Segment>]) -> (Option<Box<RawVa
     };
     let mut entry: Value = serde_json::from_str(last.get()).expect("an entry is JSON");
     let closing = frame.end.close(&mut frame.head, Some(&mut entry));
-    let entry = crate::json::to_raw_value(&entry);
+    let entry = crate::base::json::to_raw_value(&entry);
     (Some(entry), closing)
 }
 

@@ -20,13 +20,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::HistoryIndex;
-use crate::event::Event;
+use crate::base::event::Event;
 
 enum Job {
     Add {
         session: String,
         first_ord: u64,
-        /// Log lines, one event each, as [`AppendLog`](crate::store::jsonl::AppendLog) writes them.
+        /// Log lines, one event each, as [`AppendLog`](crate::files::jsonl::AppendLog) writes them.
         lines: Vec<u8>,
     },
     /// Answered once every job sent before it is done.
@@ -282,7 +282,7 @@ mod tests {
             Event::tool_call("c1", "read", serde_json::json!({"path": "a.rs"})),
             Event::tool_result("c1", "fn main() {}"),
         ];
-        let lines = crate::store::jsonl::encode_lines(&events);
+        let lines = crate::files::jsonl::encode_lines(&events);
         assert_eq!(runs_of(7, &lines), [(7, events.to_vec())]);
 
         let torn = [&lines[..], b"{not json\n", &lines[..]].concat();

@@ -2,7 +2,7 @@
 //! included — and the `search_conversation_history` tool agents call.
 //!
 //! ```
-//! use agentmem::{event::Event, search::SearchFilter, store::Store, Durability};
+//! use agentmem::{base::event::Event, search::SearchFilter, store::Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
@@ -22,8 +22,8 @@ pub mod when;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
-use crate::event::TraceType;
+use crate::base::error::{Error, Result};
+use crate::base::event::TraceType;
 use crate::render::ToolSchema;
 
 pub use feed::IndexFeeder;
@@ -183,7 +183,7 @@ impl SearchHit {
             "session {} · {} · {}",
             self.session,
             self.turn_id,
-            crate::event::format_ts(self.ts)
+            crate::base::event::format_ts(self.ts)
         );
         for line in &self.context {
             let mark = if line.is_hit { '>' } else { ' ' };
@@ -234,7 +234,8 @@ struct SearchToolArgs {
 
 /// The arguments of a `search_conversation_history` call, checked.
 pub fn parse_tool_arguments(arguments: &Value) -> Result<(String, SearchFilter)> {
-    let args: SearchToolArgs = crate::arguments::parse("search_conversation_history", arguments)?;
+    let args: SearchToolArgs =
+        crate::base::arguments::parse("search_conversation_history", arguments)?;
     if args.query.trim().is_empty() {
         return Err(Error::BadQuery {
             message: "search_conversation_history needs a non-empty \"query\" string".into(),
@@ -266,7 +267,7 @@ pub fn parse_date(text: &str) -> Result<f64> {
     if let Some(date) = when::iso_date(text) {
         return Ok(date.midnight().assume_utc().unix_timestamp() as f64);
     }
-    crate::event::parse_rfc3339(text).ok_or_else(|| Error::BadQuery {
+    crate::base::event::parse_rfc3339(text).ok_or_else(|| Error::BadQuery {
         message: format!("cannot read the date {text:?}; write YYYY-MM-DD or an RFC 3339 time"),
     })
 }

@@ -18,8 +18,8 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::index::{candidate_from_row, Candidate, DocKind, HistoryIndex};
-use crate::error::{Error, Result};
-use crate::memory::redact::{redact, RedactionPolicy};
+use crate::base::error::{Error, Result};
+use crate::redact::{redact, RedactionPolicy};
 
 /// Texts sent to the embedder in one call.
 pub const EMBED_BATCH_TEXTS: usize = 64;
@@ -31,7 +31,7 @@ pub const MAX_EMBEDDED_BYTES: usize = 2048;
 /// score. Recall works without one, on BM25 alone.
 ///
 /// ```
-/// use agentmem::recall::Embedder;
+/// use agentmem::memory::recall::Embedder;
 /// /// Vectors of letter counts: a toy, but a real embedder in shape.
 /// struct Letters;
 /// impl Embedder for Letters {
@@ -374,7 +374,7 @@ fn dot_with_stored(query: &[f32], stored: &[u8]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
+    use crate::base::event::Event;
 
     struct Lengths;
     impl Embedder for Lengths {

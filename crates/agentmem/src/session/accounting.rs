@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::event::Event;
+use crate::base::event::Event;
 use crate::pipeline::measure::{
     count_overhead, Calibration, CalibrationTable, PrepareRequest, Sections,
 };

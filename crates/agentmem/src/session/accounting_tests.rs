@@ -1,5 +1,5 @@
 use super::*;
-use crate::event::Usage;
+use crate::base::event::Usage;
 use crate::pipeline::guard::GuardPolicy;
 use crate::render::Target;
 

@@ -12,7 +12,7 @@
 //! 5. `meta.json` records the compaction as done.
 //!
 //! A crash before 2 leaves the archive ending in lines the active log still
-//! holds: the next writer cuts them (see [`crate::store::archive`]), and the
+//! holds: the next writer cuts them (see [`crate::files::archive`]), and the
 //! compaction runs again when it is due. A crash after 2 leaves a snapshot
 //! that `meta.json` does not count yet: the next writer finishes steps 3 to
 //! 5 (the log's part when it opens it, see `log.rs`), and readers see the
@@ -24,17 +24,19 @@ use std::time::Instant;
 
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::{BeforeCompactionHook, CompactionHook, Session, SharedSummarizer};
-use crate::error::{Error, IoContext, Result};
-use crate::event::{now_ts, Event, TraceType};
-use crate::memory::episodic::{append_episode, append_episode_once, read_episodes, EpisodicItem};
-use crate::memory::facts::{FactStore, NewFact, Provenance, Trust};
-use crate::memory::redact::{redact, redact_event};
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_ts, Event, TraceType};
+use crate::files::jsonl;
+use crate::files::records::EpisodicItem;
+use crate::files::records::{NewFact, Provenance, Trust};
+use crate::files::snapshot::{CompactionMemory, Snapshot};
+use crate::memory::episodic::{append_episode, append_episode_once, read_episodes};
+use crate::memory::facts::FactStore;
 use crate::pipeline::compact::{split_to_compact, CompactReason, CompactReport, Split};
 use crate::pipeline::measure::{PrepareRequest, Prepared};
 use crate::pipeline::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::pipeline::strategy::{ContextSettingsLayer, Strategy};
-use crate::store::jsonl;
-use crate::store::snapshot::{CompactionMemory, Snapshot};
+use crate::redact::{redact, redact_event};
 use crate::summarize::{ExtractiveSummarizer, Fact as SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
 
@@ -187,7 +189,7 @@ impl Session {
     /// is not applied (`applied: false`).
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// use agentmem::session::CompactOptions;
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -646,7 +648,7 @@ impl Session {
     /// events returns the same item; `None` when nothing was said.
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

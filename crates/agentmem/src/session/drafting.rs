@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::event::Event;
-use crate::memory::redact::{redact, RedactionPolicy};
+use crate::base::event::Event;
 use crate::pipeline::compact::{build_base, fallback_summary};
 use crate::pipeline::strategy::{PipelineSettings, SUMMARIZER_FAILURES_BEFORE_FALLBACK};
+use crate::redact::{redact, RedactionPolicy};
 use crate::summarize::fidelity::check_fidelity;
 use crate::summarize::{summarize_hierarchical, Fact, Summarizer, SummaryRequest};
 use crate::tokens::Tokenizer;

@@ -13,20 +13,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Access;
-use crate::config::Durability;
-use crate::error::{Error, IoContext, Result};
-use crate::event::{now_millis, now_ts, Event, TraceType};
-use crate::id::{AgentId, EventIds, SessionId};
-use crate::memory::redact::RedactionPolicy;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_millis, now_ts, Event, TraceType};
+use crate::base::fs::write_atomic;
+use crate::base::id::{AgentId, EventIds, SessionId};
+use crate::base::turn::TurnTracker;
+use crate::files::archive;
+use crate::files::jsonl::Durability;
+use crate::files::jsonl::{self, AppendLog, Recovery};
+use crate::files::lock::SessionLock;
+use crate::files::meta::{title_from, ImportRecord, SessionMeta};
+use crate::files::paths::SessionPaths;
+use crate::files::snapshot::Snapshot;
+use crate::redact::RedactionPolicy;
 use crate::search::IndexFeeder;
-use crate::store::archive;
-use crate::store::atomic::write_atomic;
-use crate::store::jsonl::{self, AppendLog, Recovery};
-use crate::store::lock::SessionLock;
-use crate::store::meta::{title_from, ImportRecord, SessionMeta};
-use crate::store::snapshot::Snapshot;
-use crate::store::SessionPaths;
-use crate::turn::TurnTracker;
 
 /// How often, at most, appends refresh `meta.json` (it is also written on close).
 const META_REFRESH_INTERVAL: Duration = Duration::from_secs(2);
@@ -135,7 +135,7 @@ impl SessionLog {
         };
         let (events, mut recoveries) = read_log(&paths, lock.as_mut())?;
         let mut meta = SessionMeta::read(&paths.dir)
-            .unwrap_or_else(|_| crate::store::meta_for(&events, &agent, &id, redaction));
+            .unwrap_or_else(|_| crate::files::meta::meta_for(&events, &agent, &id, redaction));
         let snapshot = Snapshot::read(&paths.dir)?;
         let events = match &snapshot {
             Some(snapshot) => finish_interrupted(
@@ -488,7 +488,8 @@ impl SessionLog {
     }
 
     fn refresh_meta_counts(&mut self) {
-        let fresh = crate::store::meta_for(&self.events, &self.agent, &self.id, self.redaction);
+        let fresh =
+            crate::files::meta::meta_for(&self.events, &self.agent, &self.id, self.redaction);
         self.meta.events = self.meta.archived_events + fresh.events;
         // Turn numbers keep counting across compactions.
         self.meta.turns = fresh.turns.max(self.turns.last_turn_number() as usize);
@@ -570,8 +571,8 @@ fn read_log(
 /// there, so under the lock every such file is stale.
 fn remove_stale_temporaries(paths: &SessionPaths) -> Result<()> {
     let every = |_: &str| true;
-    crate::store::atomic::remove_stale_temporaries(&paths.dir, every)?;
-    crate::store::atomic::remove_stale_temporaries(&paths.evicted(), every)
+    crate::base::fs::remove_stale_temporaries(&paths.dir, every)?;
+    crate::base::fs::remove_stale_temporaries(&paths.evicted(), every)
 }
 
 fn read_only_recoveries(paths: &SessionPaths, contents: &jsonl::LogContents) -> Vec<Recovery> {

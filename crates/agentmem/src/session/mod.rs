@@ -36,24 +36,24 @@ pub use drafting::SharedSummarizer;
 
 use std::sync::Arc;
 
-use crate::config::Durability;
-use crate::error::Result;
-use crate::event::{Event, TraceType};
-use crate::id::{AgentId, SessionId};
+use crate::base::error::Result;
+use crate::base::event::{Event, TraceType};
+use crate::base::id::{AgentId, SessionId};
+use crate::base::tool_interaction::{tool_interactions, ToolInteraction};
+use crate::files::jsonl::Durability;
+use crate::files::jsonl::Recovery;
+use crate::files::meta::SessionMeta;
+use crate::files::paths::SessionPaths;
+use crate::files::snapshot::Snapshot;
 use crate::memory::injector::{IndexUse, MemoryInjector};
 use crate::pipeline::guard::{self, GuardPolicy};
 use crate::pipeline::measure::CalibrationTable;
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::pipeline::transcript::Transcript;
-use crate::store::jsonl::Recovery;
-use crate::store::meta::SessionMeta;
-use crate::store::snapshot::Snapshot;
-use crate::store::SessionPaths;
 use crate::summarize::Summarizer;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 use crate::tokens::Encoding;
-use crate::tool_interaction::{tool_interactions, ToolInteraction};
 use accounting::TokenAccounting;
 use compaction::Compactor;
 use log::SessionLog;
@@ -84,7 +84,7 @@ pub struct ContextSettings {
     /// Personal data redacted from what a session keeps beyond its raw
     /// record (summaries, episodic items, facts, its title) and from what
     /// recall shows of other sessions.
-    pub redaction: crate::memory::redact::RedactionPolicy,
+    pub redaction: crate::redact::RedactionPolicy,
     /// The agent's folder (its MEMORY.md lives there).
     pub agent_dir: std::path::PathBuf,
     pub registry: Arc<ModelRegistry>,
@@ -277,7 +277,7 @@ impl Session {
     /// Appends `events` to the log. See the module docs for the rules.
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();
@@ -375,13 +375,15 @@ fn evict_large_outputs(
         let call_id = event.tool_call_id.clone().unwrap_or_default();
         // An id that cannot be a file name is not evicted; the guard still
         // cuts what the model sees.
-        let nameable = crate::id::validate_path_id(crate::id::IdKind::ToolCall, &call_id).is_ok();
+        let nameable =
+            crate::base::id::validate_path_id(crate::base::error::IdKind::ToolCall, &call_id)
+                .is_ok();
         let text = event.text();
         if nameable && guard::should_evict(&text, guard, Encoding::default().tokenizer()) {
             let dir = paths.evicted();
-            let name = crate::store::evicted::unused_evicted_name(&dir, &call_id)?;
-            crate::store::evicted::write_evicted(&dir, &name, &text)?;
-            event.tool_result_ref = Some(format!("{}/{name}.txt", crate::store::EVICTED_DIR));
+            let name = crate::files::evicted::unused_evicted_name(&dir, &call_id)?;
+            crate::files::evicted::write_evicted(&dir, &name, &text)?;
+            event.tool_result_ref = Some(crate::pipeline::guard::evicted_reference(&name));
             evicted += 1;
         }
     }

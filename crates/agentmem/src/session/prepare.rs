@@ -2,7 +2,7 @@
 
 use super::accounting::LastPrepare;
 use super::{CompactOptions, Session};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::memory::injector::MemoryBlocks;
 use crate::pipeline::compact::CompactReason;
 use crate::pipeline::measure::{render_and_measure, Limits, Measured, PrepareRequest, Prepared};
@@ -33,7 +33,7 @@ impl Session {
     /// copy that is rendered. Every step is listed in `stats.actions`.
     ///
     /// ```
-    /// # use agentmem::{event::Event, store::Store, Durability};
+    /// # use agentmem::{base::event::Event, store::Store, Durability};
     /// use agentmem::pipeline::measure::PrepareRequest;
     /// use agentmem::render::Target;
     /// # let dir = tempfile::tempdir().unwrap();

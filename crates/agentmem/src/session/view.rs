@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use crate::event::Event;
+use crate::base::event::Event;
+use crate::files::snapshot::Snapshot;
 use crate::pipeline::guard::GuardPolicy;
 use crate::pipeline::segments::RenderCache;
 use crate::pipeline::transcript::Transcript;
-use crate::store::snapshot::Snapshot;
 use crate::tokens::Encoding;
 
 /// The snapshot, the transcript built on it and the render cache. The

@@ -1,5 +1,5 @@
 use super::*;
-use crate::event::Usage;
+use crate::base::event::Usage;
 
 fn shared(events: Vec<Event>) -> Vec<Arc<Event>> {
     events.into_iter().map(Arc::new).collect()

@@ -12,16 +12,18 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Session;
-use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::store::jsonl::Recovery;
-use crate::store::snapshot::Snapshot;
-use crate::store::SessionPaths;
+use crate::base::error::SchemaScope;
+use crate::base::error::{Error, Result};
+use crate::base::event::Event;
+use crate::base::state::{StateMark, StatePatch, StateUpdate};
+use crate::files::jsonl::Recovery;
+use crate::files::paths::SessionPaths;
+use crate::files::snapshot::Snapshot;
 use crate::tokens::{Encoding, Tokenizer};
 use crate::working::cache::{self, Freshness};
-use crate::working::schema::{store_schema, SchemaScope, StateSchema};
+use crate::working::schema::{store_schema, StateSchema};
 use crate::working::section::render_section;
-use crate::working::{Keep, StateMark, StatePatch, StateUpdate, StateVersion, WorkingMemory};
+use crate::working::{Keep, StateVersion, WorkingMemory};
 
 /// One session's working memory: the current state as the log's updates
 /// made it, where its files are, and its section as last rendered.

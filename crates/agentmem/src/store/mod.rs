@@ -1,25 +1,7 @@
-//! The default store: plain files under one data directory.
-//!
-//! ```text
-//! <root>/agents/<agent_id>/sessions/<session_id>/
-//!     raw_traces.jsonl            the active event log (append-only)
-//!     raw_traces_archive.jsonl    events compacted away (append-only, never deleted)
-//!     meta.json                   title, counts, fork origin, imports
-//!     evicted/<tool_call_id>.txt  full text of evicted tool outputs
-//!     snapshot.json               the view's base after a compaction
-//!     working_memory.json         the current working memory (a cache of the log)
-//!     working_memory.schema.json  the session's working-memory schema, if set
-//!     lock                        held by the one writer
-//! ```
-
-pub mod archive;
-pub mod atomic;
-pub mod evicted;
-pub mod jsonl;
-pub mod lock;
-pub mod meta;
-pub(crate) mod private;
-pub mod snapshot;
+//! The store: one data directory holding agents and their sessions; it
+//! opens, creates, lists, forks and deletes sessions, and reaches each
+//! agent's memories and history index. Its files' formats are in
+//! [`crate::files`].
 
 use std::borrow::Borrow;
 use std::fs;
@@ -27,44 +9,22 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use crate::config::{Config, Durability, CONFIG_FILE};
-use crate::error::{Error, IoContext, Result};
-use crate::event::{now_ts, Event};
-use crate::id::{AgentId, SessionId};
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_ts, Event};
+use crate::base::id::{AgentId, SessionId};
+use crate::base::turn::turn_number;
+use crate::config::{Config, CONFIG_FILE};
+use crate::files::jsonl::Durability;
+use crate::files::meta::SessionMeta;
+use crate::files::paths::SessionPaths;
+use crate::files::snapshot::Snapshot;
+use crate::files::{jsonl, meta};
+use crate::memory::recall::{Reranker, SharedReranker};
 use crate::pipeline::strategy::ContextSettingsLayer;
-use crate::recall::{Reranker, SharedReranker};
 use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
-use crate::turn::turn_number;
-use meta::SessionMeta;
-use snapshot::Snapshot;
-
-/// The active log's file name.
-pub const RAW_TRACES_FILE: &str = "raw_traces.jsonl";
-/// The archive's file name.
-pub const ARCHIVE_FILE: &str = "raw_traces_archive.jsonl";
-/// The folder of evicted tool outputs.
-pub const EVICTED_DIR: &str = "evicted";
-
-/// The files of one session.
-#[derive(Debug, Clone)]
-pub struct SessionPaths {
-    pub dir: PathBuf,
-}
-
-impl SessionPaths {
-    pub fn raw_traces(&self) -> PathBuf {
-        self.dir.join(RAW_TRACES_FILE)
-    }
-    pub fn archive(&self) -> PathBuf {
-        self.dir.join(ARCHIVE_FILE)
-    }
-    pub fn evicted(&self) -> PathBuf {
-        self.dir.join(EVICTED_DIR)
-    }
-}
 
 /// A data directory holding agents and their sessions.
 #[derive(Debug, Clone)]
@@ -107,7 +67,7 @@ impl Store {
 
     /// The same store, whose [`Store::recall`] lets `reranker` read the
     /// best candidates and put first those that answer (see
-    /// [`crate::recall::Reranker`]). A session's `prepare` does not ask it:
+    /// [`crate::memory::recall::Reranker`]). A session's `prepare` does not ask it:
     /// a model call before every model call would double the wait.
     pub fn with_reranker(mut self, reranker: Arc<dyn Reranker + Send + Sync>) -> Store {
         self.reranker = Some(SharedReranker(reranker));
@@ -221,7 +181,7 @@ impl Store {
     }
 
     /// What the configuration's `[redaction]` has redacted (secrets always).
-    fn redaction(&self) -> crate::memory::redact::RedactionPolicy {
+    fn redaction(&self) -> crate::redact::RedactionPolicy {
         self.config.redaction.unwrap_or_default()
     }
 
@@ -277,15 +237,15 @@ impl Store {
     pub fn recall(
         &self,
         agent: &AgentId,
-        request: &crate::recall::RecallRequest,
+        request: &crate::memory::recall::RecallRequest,
         tokenizer: crate::tokens::Tokenizer,
-    ) -> Result<crate::recall::Recalled> {
+    ) -> Result<crate::memory::recall::Recalled> {
         let mut index = self.history_index(agent)?;
-        crate::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
+        crate::memory::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
         let embedder = self.embedder().map(|e| e as &dyn Embedder);
         let reranker = self.reranker().map(|r| r as &dyn Reranker);
         let redaction = self.redaction();
-        crate::recall::recall(&index, request, tokenizer, embedder, reranker, redaction)
+        crate::memory::recall::recall(&index, request, tokenizer, embedder, reranker, redaction)
     }
 
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
@@ -293,8 +253,8 @@ impl Store {
         let id = id.unwrap_or_else(SessionId::generate);
         let paths = self.session_paths(agent, &id);
         let parent = self.sessions_dir(agent);
-        private::create_dir_all(&parent).io("create", &parent)?;
-        match private::create_dir(&paths.dir) {
+        crate::base::fs::create_dir_all(&parent).io("create", &parent)?;
+        match crate::base::fs::create_dir(&paths.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(Error::SessionExists {
@@ -313,7 +273,7 @@ impl Store {
             ..SessionMeta::default()
         };
         meta.write(&paths.dir)?;
-        atomic::sync_dir(&parent)?;
+        crate::base::fs::sync_dir(&parent)?;
         self.load(paths, agent, &id, Access::Write(self.durability))
     }
 
@@ -407,7 +367,7 @@ impl Store {
                 continue;
             }
             let path = entry.path();
-            if let Ok(_abandoned) = lock::SessionLock::acquire(&path, "") {
+            if let Ok(_abandoned) = crate::files::lock::SessionLock::acquire(&path, "") {
                 fs::remove_dir_all(&path).io("remove", &path)?;
             }
         }
@@ -418,7 +378,7 @@ impl Store {
     pub fn delete_session(&self, agent: &AgentId, id: &SessionId) -> Result<()> {
         self.remove_abandoned_staging(agent)?;
         let paths = self.existing(agent, id)?;
-        let _lock = lock::SessionLock::acquire(&paths.dir, id.as_str())?;
+        let _lock = crate::files::lock::SessionLock::acquire(&paths.dir, id.as_str())?;
         self.remove_files(agent, id)
     }
 
@@ -445,7 +405,7 @@ impl Store {
         let dir = self.session_paths(agent, id).dir;
         let doomed = dir.with_file_name(format!(".deleted-{}-{}", id, std::process::id()));
         fs::rename(&dir, &doomed).io("move aside", &dir)?;
-        atomic::sync_dir(&self.sessions_dir(agent))?;
+        crate::base::fs::sync_dir(&self.sessions_dir(agent))?;
         fs::remove_dir_all(&doomed).io("delete", &doomed)?;
         // The index forgets the session now, or at the next search if this fails.
         if let Ok(mut index) = crate::search::HistoryIndex::open(&self.agent_dir(agent)) {
@@ -494,9 +454,10 @@ impl Store {
                 .dir
                 .with_file_name(format!(".fork-{}-{}", new_id, std::process::id())),
         };
-        private::create_dir_all(&staging.dir).io("create", &staging.dir)?;
+        crate::base::fs::create_dir_all(&staging.dir).io("create", &staging.dir)?;
         // Held while the copy is made, so a fork killed midway is told from one under way.
-        let _staging_lock = lock::SessionLock::acquire(&staging.dir, new_id.as_str())?;
+        let _staging_lock =
+            crate::files::lock::SessionLock::acquire(&staging.dir, new_id.as_str())?;
         write_log(&staging.raw_traces(), &fork.active)?;
         if !fork.archive.is_empty() {
             write_log(&staging.archive(), &fork.archive)?;
@@ -511,7 +472,7 @@ impl Store {
         )?;
         copy_schema(&original.paths().dir, &staging.dir)?;
         let history: Vec<&Event> = fork.archive.iter().chain(&fork.active).collect();
-        let mut meta = meta_for(&history, agent, &new_id, self.redaction());
+        let mut meta = meta::meta_for(&history, agent, &new_id, self.redaction());
         meta.archived_events = fork.archive.len();
         meta.compactions_finished = fork.snapshot.as_ref().map_or(0, |s| s.compactions);
         meta.forked_from = Some(source.to_string());
@@ -519,7 +480,7 @@ impl Store {
         meta.log_bytes = fs::metadata(staging.raw_traces()).map_or(0, |m| m.len());
         meta.write(&staging.dir)?;
         fs::rename(&staging.dir, &target.dir).io("rename into place", &target.dir)?;
-        atomic::sync_dir(&self.sessions_dir(agent))?;
+        crate::base::fs::sync_dir(&self.sessions_dir(agent))?;
         Ok(meta)
     }
 }
@@ -529,7 +490,7 @@ impl Store {
 fn resolve_turn(session: &Session, archived: &[Event], turn: &str) -> Result<String> {
     let wanted = turn
         .parse::<u64>()
-        .map(crate::turn::turn_id)
+        .map(crate::base::turn::turn_id)
         .unwrap_or_else(|_| turn.to_owned());
     let mut history = archived.iter().chain(session.events().iter().map(|e| &**e));
     if history.any(|e| e.turn_id == wanted) {
@@ -616,7 +577,7 @@ fn events_through_turn(events: &[impl Borrow<Event>], turn: Option<&str>) -> Vec
 
 fn write_log(path: &Path, events: &[Event]) -> Result<()> {
     let bytes = jsonl::encode_lines(events);
-    let mut file = private::create(path).io("create", path)?;
+    let mut file = crate::base::fs::create(path).io("create", path)?;
     std::io::Write::write_all(&mut file, &bytes).io("write", path)?;
     file.sync_all().io("fsync", path)
 }
@@ -628,10 +589,10 @@ fn copy_evicted(from: &Path, to: &Path, kept: &[Event]) -> Result<()> {
     }
     for call_id in kept.iter().filter_map(|e| e.tool_call_id.as_deref()) {
         let source = from.join(format!("{call_id}.txt"));
-        if crate::id::validate_path_id(crate::id::IdKind::ToolCall, call_id).is_ok()
+        if crate::base::id::validate_path_id(crate::base::error::IdKind::ToolCall, call_id).is_ok()
             && source.is_file()
         {
-            private::create_dir_all(to).io("create", to)?;
+            crate::base::fs::create_dir_all(to).io("create", to)?;
             fs::copy(&source, to.join(format!("{call_id}.txt"))).io("copy", &source)?;
         }
     }
@@ -647,31 +608,4 @@ fn copy_schema(from: &Path, to: &Path) -> Result<()> {
         fs::copy(&source, &target).io("copy", &source)?;
     }
     Ok(())
-}
-
-/// The meta a session with `events` has, its title redacted by `redaction`.
-pub(crate) fn meta_for(
-    events: &[impl std::borrow::Borrow<Event>],
-    agent: &AgentId,
-    id: &SessionId,
-    redaction: crate::memory::redact::RedactionPolicy,
-) -> SessionMeta {
-    let now = now_ts();
-    let events: Vec<&Event> = events.iter().map(std::borrow::Borrow::borrow).collect();
-    let users = events
-        .iter()
-        .filter(|e| e.trace_type == crate::event::TraceType::User);
-    SessionMeta {
-        id: id.to_string(),
-        agent_id: agent.to_string(),
-        title: events
-            .iter()
-            .find(|e| e.trace_type == crate::event::TraceType::User)
-            .map(|e| meta::title_from(&e.content, redaction)),
-        created: now,
-        updated: events.last().map_or(now, |e| e.ts),
-        events: events.len(),
-        turns: users.count(),
-        ..SessionMeta::default()
-    }
 }

@@ -21,7 +21,7 @@
 //! rendered summary never contains the prefix: the caller adds it once.
 //!
 //! ```
-//! use agentmem::event::Event;
+//! use agentmem::base::event::Event;
 //! use agentmem::summarize::{summarize_hierarchical, ExtractiveSummarizer, SummaryRequest};
 //! use agentmem::tokens::Encoding;
 //!
@@ -46,8 +46,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::event::{Event, TraceType};
-use crate::message::SUMMARY_PREFIX;
+use crate::base::event::{Event, TraceType};
+use crate::base::message::SUMMARY_PREFIX;
 use crate::tokens::Tokenizer;
 
 pub use extractive::ExtractiveSummarizer;
@@ -121,7 +121,7 @@ const MERGED_FACT_CAP: usize = 60;
 /// leading whitespace) with [`SUMMARY_PREFIX`].
 ///
 /// ```
-/// use agentmem::message::SUMMARY_PREFIX;
+/// use agentmem::base::message::SUMMARY_PREFIX;
 /// use agentmem::summarize::is_summary;
 /// assert!(is_summary(&format!("{SUMMARY_PREFIX}\n## Goal\n- fix it")));
 /// assert!(!is_summary("please summarize the logs"));
@@ -135,7 +135,7 @@ pub fn is_summary(text: &str) -> bool {
 /// is never taken for a summary, whatever it contains.
 ///
 /// ```
-/// use agentmem::event::{Event, TraceType};
+/// use agentmem::base::event::{Event, TraceType};
 /// use agentmem::summarize::is_summary_event;
 /// assert!(is_summary_event(&Event::new(TraceType::Summary, "## Goal\n- x")));
 /// assert!(!is_summary_event(&Event::tool_result("c1", "[SUMMARY OF EARLIER CONVERSATION] hi")));
@@ -622,7 +622,7 @@ pub enum SummarizeError {
 /// than its window.
 ///
 /// ```
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{Summarizer, Summary, SummaryRequest, SummarizeError};
 /// use agentmem::tokens::Encoding;
 ///
@@ -663,7 +663,7 @@ pub trait Summarizer {
 /// `request.max_tokens` ([`Summary::trim_to`]). Every event of the span is covered.
 ///
 /// ```
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{summarize_hierarchical, ExtractiveSummarizer, SummaryRequest};
 /// use agentmem::tokens::Encoding;
 ///

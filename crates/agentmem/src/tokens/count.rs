@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::Tokenizer;
-use crate::message::{Message, PartRef, Role};
+use crate::base::message::{Message, PartRef, Role};
 
 /// Fixed cost of every chat message (`<|start|>role … <|end|>`).
 pub const TOKENS_PER_MESSAGE: u64 = 3;
@@ -62,7 +62,7 @@ impl TokenCounts {
 /// Counts one message: overhead, role, and every part.
 ///
 /// ```
-/// use agentmem::message::{Message, Role};
+/// use agentmem::base::message::{Message, Role};
 /// use agentmem::tokens::{count_message, Encoding};
 /// let counts = count_message(&Message::text(Role::User, "Hello, world!"), Encoding::O200kBase.tokenizer());
 /// assert_eq!(counts.total, 3 + 1 + 4); // overhead + "user" + text
@@ -139,7 +139,7 @@ fn tally_part(part: &PartRef<'_>, count: impl Fn(&str) -> u64) -> TokenCounts {
 pub fn arguments_text(arguments: &Value) -> String {
     match arguments {
         Value::String(raw) => raw.clone(),
-        other => crate::json::to_string(other),
+        other => crate::base::json::to_string(other),
     }
 }
 

@@ -327,7 +327,7 @@ fn count_remembered(bpe: Bpe, text: &str) -> usize {
 /// What a long text's count is remembered by.
 fn text_key(text: &str) -> (u64, usize) {
     use std::hash::{Hash, Hasher};
-    let mut hasher = crate::hash::fingerprint_hasher();
+    let mut hasher = crate::base::hash::fingerprint_hasher();
     text.hash(&mut hasher);
     (hasher.finish(), text.len())
 }

@@ -11,12 +11,12 @@ use std::borrow::Borrow;
 use std::path::Path;
 
 use super::{hash_of, replay, Keep, Replayed, StateMark, WorkingMemory};
-use crate::error::Result;
-use crate::event::Event;
-use crate::store::atomic::write_atomic;
-use crate::store::jsonl;
-use crate::store::snapshot::Snapshot;
-use crate::store::SessionPaths;
+use crate::base::error::Result;
+use crate::base::event::Event;
+use crate::base::fs::write_atomic;
+use crate::files::jsonl;
+use crate::files::paths::SessionPaths;
+use crate::files::snapshot::Snapshot;
 
 /// The materialized state's file name inside a session folder.
 pub const STATE_FILE: &str = "working_memory.json";

@@ -10,34 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, IoContext, Result};
-use crate::store::atomic::write_atomic;
+use crate::base::error::{Error, IoContext, Result, SchemaScope};
+use crate::base::fs::write_atomic;
 
 /// The schema's file name, in an agent's or a session's folder.
 pub const SCHEMA_FILE: &str = "working_memory.schema.json";
-
-/// Where the schema applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SchemaScope {
-    /// One session: it overrides the agent's schema there.
-    Session,
-    /// Every session of the agent that has no schema of its own.
-    Agent,
-}
-
-impl SchemaScope {
-    /// The name used in messages and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SchemaScope::Session => "session",
-            SchemaScope::Agent => "agent",
-        }
-    }
-}
 
 /// The location the schema document is compiled under; only for its own `$ref`s.
 const SCHEMA_URL: &str = "urn:agentmem:working-memory-schema";
@@ -72,7 +51,8 @@ impl StateSchema {
     /// Compiles `json` as a schema (checked against its draft's metaschema).
     ///
     /// ```
-    /// use agentmem::working::schema::{SchemaScope, StateSchema};
+    /// use agentmem::base::error::SchemaScope;
+    /// use agentmem::working::schema::StateSchema;
     /// let schema = serde_json::json!({"type": "object", "properties": {"done": {"type": "boolean"}}});
     /// let schema = StateSchema::compile(schema, SchemaScope::Session).unwrap();
     /// let error = schema.validate(&serde_json::json!({"done": "yes"})).unwrap_err();
@@ -81,7 +61,7 @@ impl StateSchema {
     /// ```
     pub fn compile(json: Value, scope: SchemaScope) -> Result<StateSchema> {
         let refused = |message: String| Error::WorkingMemorySchema { scope, message };
-        if let Some(reason) = crate::json::too_deep("the schema", &json) {
+        if let Some(reason) = crate::base::json::too_deep("the schema", &json) {
             return Err(refused(reason));
         }
         let mut compiler = boon::Compiler::new();
@@ -157,7 +137,7 @@ pub(crate) fn store_schema(dir: &Path, schema: Option<&StateSchema>) -> Result<(
     match schema {
         Some(schema) => {
             let text = serde_json::to_vec_pretty(schema.json()).expect("a JSON value serializes");
-            crate::store::private::create_dir_all(dir).io("create", dir)?;
+            crate::base::fs::create_dir_all(dir).io("create", dir)?;
             write_atomic(&path, &text)
         }
         None => match std::fs::remove_file(&path) {

@@ -1,6 +1,6 @@
 //! What several test files share.
 
-use agentmem::id::AgentId;
+use agentmem::base::id::AgentId;
 use agentmem::store::Store;
 use agentmem::Durability;
 

@@ -20,7 +20,7 @@ fn the_dataset_is_read_with_dates_and_repaired_evidence_ids() {
     assert_eq!(conversation.sample_id, "mini-1");
     assert_eq!(conversation.sessions.len(), 3);
     assert_eq!(
-        agentmem::event::format_ts(conversation.sessions[1].ts),
+        agentmem::base::event::format_ts(conversation.sessions[1].ts),
         "2024-03-17T19:40:00.000Z"
     );
     let evidence: Vec<&[String]> = conversation
@@ -99,8 +99,14 @@ fn malformed_evidence_ids_are_repaired() {
 #[test]
 fn session_dates_are_read() {
     let ts = parse_session_date("1:56 pm on 8 May, 2023").unwrap();
-    assert_eq!(agentmem::event::format_ts(ts), "2023-05-08T13:56:00.000Z");
+    assert_eq!(
+        agentmem::base::event::format_ts(ts),
+        "2023-05-08T13:56:00.000Z"
+    );
     let ts = parse_session_date("2023/05/20 (Sat) 02:21").unwrap();
-    assert_eq!(agentmem::event::format_ts(ts), "2023-05-20T02:21:00.000Z");
+    assert_eq!(
+        agentmem::base::event::format_ts(ts),
+        "2023-05-20T02:21:00.000Z"
+    );
     assert!(parse_session_date("someday").is_none());
 }

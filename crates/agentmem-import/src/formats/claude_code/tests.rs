@@ -1,5 +1,5 @@
 use super::*;
-use agentmem::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
 
 const SESSION: &str = r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{"trackedFileBackups":{}},"isSnapshotUpdate":false}
 {"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"run the tests"},"uuid":"u1","timestamp":"2025-06-02T18:46:59.937Z","sessionId":"s-1"}
@@ -159,7 +159,7 @@ fn text_beside_a_tool_result_stays_in_the_turn() {
         imported.events[2].content,
         "tool reference: Read\n\nTool loaded."
     );
-    let mut tracker = agentmem::turn::TurnTracker::default();
+    let mut tracker = agentmem::base::turn::TurnTracker::default();
     let turns: std::collections::HashSet<String> = imported
         .events
         .into_iter()

@@ -42,7 +42,7 @@
 
 use std::collections::HashMap;
 
-use agentmem::event::{Event, Media, TraceType, Usage};
+use agentmem::base::event::{Event, Media, TraceType, Usage};
 use serde_json::{Map, Value};
 
 use super::source::{id_key, timestamp, Source};
@@ -290,7 +290,7 @@ fn model_arguments(map: &Map<String, Value>, call_id: &str) -> Option<Value> {
         .find(|call| call.get("id").and_then(Value::as_str) == Some(call_id))?
         .get("function")?;
     match function.get("arguments")? {
-        Value::String(arguments) => agentmem::json::parse_within_nesting(arguments),
+        Value::String(arguments) => agentmem::base::json::parse_within_nesting(arguments),
         arguments @ Value::Object(_) => Some(arguments.clone()),
         _ => None,
     }

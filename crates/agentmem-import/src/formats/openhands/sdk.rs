@@ -29,7 +29,7 @@
 //! the extra events of one source event (`-thought`, `-thinking-<n>`,
 //! `-reasoning`).
 
-use agentmem::event::{Event, Media, TraceType};
+use agentmem::base::event::{Event, Media, TraceType};
 use serde_json::{Map, Value};
 
 use super::source::{timestamp, Source};
@@ -272,7 +272,7 @@ fn action(source: &Source<'_>) -> Mapped {
 /// the SDK's action class rather than an argument.
 fn call_arguments(map: &Map<String, Value>) -> Value {
     let from_model = match map.get("tool_call").and_then(|call| call.get("arguments")) {
-        Some(Value::String(arguments)) => agentmem::json::parse_within_nesting(arguments),
+        Some(Value::String(arguments)) => agentmem::base::json::parse_within_nesting(arguments),
         Some(arguments @ Value::Object(_)) => Some(arguments.clone()),
         _ => None,
     };

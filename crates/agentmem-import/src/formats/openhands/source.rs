@@ -1,7 +1,7 @@
 //! What the classic and the SDK readers share of a source event: its fields,
 //! the `oh-<id>` its events' ids start with, and its time.
 
-use agentmem::event::parse_rfc3339;
+use agentmem::base::event::parse_rfc3339;
 use serde_json::{Map, Value};
 
 use crate::record::stable_id;

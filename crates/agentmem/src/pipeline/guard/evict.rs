@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::cut::{count_lines, floor_boundary};
 use super::tool::{DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
-use crate::error::Result;
+use crate::base::error::Result;
 
 /// Lines from the start of an evicted output shown in its preview.
 ///
@@ -25,13 +25,38 @@ pub const EVICTION_PREVIEW_TAIL_LINES: usize = 5;
 const PREVIEW_LINE_MAX_BYTES: usize = 400;
 
 /// Where the guard keeps the outputs it evicts. The guard decides and the
-/// store keeps: [`crate::store::evicted`] implements it for a session's
+/// store keeps: [`crate::files::evicted`] implements it for a session's
 /// `evicted/` folder, so the pipeline itself touches no file.
 pub trait EvictedOutputs {
     /// Keeps `content`, the whole output of `call_id`, and returns the file
     /// it is in. A bad `call_id` is an [`Error::InvalidId`](crate::Error::InvalidId)
     /// and keeps nothing.
     fn keep(&self, call_id: &str, content: &str) -> Result<PathBuf>;
+}
+
+/// The folder of a session's evicted tool outputs.
+pub const EVICTED_DIR: &str = "evicted";
+
+/// The reference an evicted result's event carries (`tool_result_ref`):
+/// `evicted/<name>.txt`, relative to the session's folder.
+pub fn evicted_reference(name: &str) -> String {
+    format!("{EVICTED_DIR}/{name}.txt")
+}
+
+/// The name an evicted output goes by (what [`read_evicted`] takes), from
+/// the `tool_result_ref` eviction gave its event ([`evicted_reference`]); `None` for a reference
+/// eviction did not make.
+///
+/// ```
+/// use agentmem::pipeline::guard::evicted_name;
+/// assert_eq!(evicted_name("evicted/call_0-2.txt"), Some("call_0-2"));
+/// assert_eq!(evicted_name("s3://bucket/out.json"), None);
+/// ```
+pub fn evicted_name(reference: &str) -> Option<&str> {
+    reference
+        .strip_prefix(EVICTED_DIR)?
+        .strip_prefix('/')?
+        .strip_suffix(".txt")
 }
 
 /// What the model sees of an evicted output: its size in bytes and lines,

@@ -12,7 +12,7 @@
 //!   [`EVICTION_PREVIEW_TAIL_LINES`] lines, the size in bytes and lines, the
 //!   call id and how to read the rest with the
 //!   [`read_evicted_output`](read_evicted_output_schema) tool
-//!   ([`read_evicted`](crate::store::evicted::read_evicted) in the library). The preview ([`eviction_preview`]) tokenizes nothing, so
+//!   ([`read_evicted`](crate::files::evicted::read_evicted) in the library). The preview ([`eviction_preview`]) tokenizes nothing, so
 //!   a view rebuilt from the log gets the same text; the token size is in
 //!   [`Guarded::Evicted`].
 //! - **Truncation**: otherwise, an output over the cap of
@@ -68,7 +68,8 @@ mod truncate;
 
 pub(crate) use cut::{count_lines, floor_boundary};
 pub use evict::{
-    eviction_preview, EvictedOutputs, EVICTION_PREVIEW_HEAD_LINES, EVICTION_PREVIEW_TAIL_LINES,
+    evicted_name, evicted_reference, eviction_preview, EvictedOutputs, EVICTED_DIR,
+    EVICTION_PREVIEW_HEAD_LINES, EVICTION_PREVIEW_TAIL_LINES,
 };
 pub use policy::{
     GuardPolicy, Guarded, Truncation, DEFAULT_EVICTION_THRESHOLD_TOKENS,
@@ -77,7 +78,7 @@ pub use policy::{
 pub use tool::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
 pub use truncate::{truncate_for_model, truncate_middle_bytes, truncate_middle_tokens};
 
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::tokens::Tokenizer;
 use counter::Counter;
 use truncate::truncate_tokens;
@@ -95,7 +96,7 @@ use truncate::truncate_tokens;
 ///
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Guarded};
-/// use agentmem::store::evicted::read_evicted;
+/// use agentmem::files::evicted::read_evicted;
 /// use agentmem::tokens::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let tokenizer = Encoding::O200kBase.tokenizer();

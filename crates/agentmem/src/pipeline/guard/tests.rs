@@ -2,10 +2,10 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
-use crate::error::Error;
-use crate::id::IdKind;
+use crate::base::error::Error;
+use crate::base::error::IdKind;
+use crate::files::evicted::read_evicted;
 use crate::render::ToolSchema;
-use crate::store::evicted::read_evicted;
 use crate::tokens::Encoding;
 
 fn o200k() -> Tokenizer {

@@ -20,7 +20,7 @@ pub const DEFAULT_READ_LIMIT_LINES: usize = 200;
 /// The schema of the `read_evicted_output` tool, for agents to page through
 /// evicted outputs: `call_id` (required), `offset` (first line, 0-based,
 /// default 0) and `limit` (lines, default 200). Its handler calls
-/// [`read_evicted`](crate::store::evicted::read_evicted).
+/// [`read_evicted`](crate::files::evicted::read_evicted).
 ///
 /// ```
 /// use agentmem::pipeline::guard::read_evicted_output_schema;

@@ -46,7 +46,7 @@ pub const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
 /// [`super::summarize_hierarchical`] how to chunk.
 ///
 /// ```
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{ExtractiveSummarizer, FactKind, Summarizer, SummaryRequest};
 /// use agentmem::tokens::Encoding;
 ///

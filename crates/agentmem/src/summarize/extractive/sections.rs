@@ -9,8 +9,8 @@ use super::words::{
     clean_user_text, constraint_confidence, first_line, is_done_sentence, normalize_quotes,
     sentences, DECISION, NEXT, PREFERENCE, STRONG_DECISION,
 };
-use crate::event::{Event, TraceType};
-use crate::message::SUMMARY_PREFIX;
+use crate::base::event::{Event, TraceType};
+use crate::base::message::SUMMARY_PREFIX;
 use crate::summarize::fidelity::PendingScan;
 use crate::summarize::{
     dedupe_key, is_summary_event, merge_facts, truncate_chars, Fact, FactKind, Focus, Summary,

@@ -1,8 +1,8 @@
 use super::tools::{call_paths, command_text, failure_line, tool_kind, ToolKind};
 use super::words::{constraint_confidence, has_phrase, sentences};
 use super::*;
-use crate::event::{Event, TraceType};
-use crate::message::SUMMARY_PREFIX;
+use crate::base::event::{Event, TraceType};
+use crate::base::message::SUMMARY_PREFIX;
 use crate::summarize::{
     FactKind, COMMANDS, CONSTRAINTS, CRITICAL, ERRORS, GOAL, NEXT_STEPS, PROGRESS,
 };

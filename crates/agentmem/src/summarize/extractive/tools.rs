@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::event::Event;
+use crate::base::event::Event;
 use crate::summarize::{args_text, one_line};
 
 /// Tools an agent calls to finish, with its final message in an argument.

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use serde_json::Value;
 
 use super::scanner::scan;
-use crate::event::Event;
+use crate::base::event::Event;
 
 /// The identifiers of one event: in its content, the strings of its tool
 /// arguments (and `port` numbers), and its error text when that differs from
@@ -139,7 +139,7 @@ thread_local! {
 
 /// A hash of what [`scan_event`] reads.
 pub(super) fn fingerprint(event: &Event) -> u64 {
-    let mut hasher = crate::hash::fingerprint_hasher();
+    let mut hasher = crate::base::hash::fingerprint_hasher();
     event.content.hash(&mut hasher);
     event.tool_error.hash(&mut hasher);
     if let Some(args) = &event.tool_args {

@@ -11,7 +11,7 @@
 //! deterministic, and tuned so plain English words never count.
 //!
 //! ```
-//! use agentmem::event::Event;
+//! use agentmem::base::event::Event;
 //! use agentmem::summarize::fidelity::check_fidelity;
 //!
 //! let span = [
@@ -30,7 +30,7 @@ mod scanner;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 use scanner::{is_number, ATTACHED_UNITS, SPACED_UNITS};
 
 pub(crate) use events::PendingScan;
@@ -146,7 +146,7 @@ impl FidelityReport {
 /// written with or without the space (`512 MB` / `512MB`).
 ///
 /// ```
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// use agentmem::summarize::check_fidelity;
 /// let span = [
 ///     Event::tool_error("c1", "error[E0425]: cannot find value `x`\n --> src/main.rs:4:5").with_id("ev_9"),

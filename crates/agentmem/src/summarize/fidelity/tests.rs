@@ -254,6 +254,6 @@ fn hints_are_capped() {
 fn sidechain_events_are_not_checked() {
     let span = [Event::user("src/secret.rs")
         .with_id("e1")
-        .with_tag(crate::event::SIDECHAIN_TAG)];
+        .with_tag(crate::base::event::SIDECHAIN_TAG)];
     assert_eq!(check_fidelity(&span, "").identifiers, 0);
 }

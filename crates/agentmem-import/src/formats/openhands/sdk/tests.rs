@@ -1,6 +1,6 @@
 use super::super::parse;
 use super::*;
-use agentmem::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
 
 fn kinds(imported: &Imported) -> Vec<TraceType> {
     imported.events.iter().map(|e| e.trace_type).collect()

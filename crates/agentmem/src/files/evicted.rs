@@ -2,17 +2,17 @@
 //! session, written privately (0600 in a 0700 folder), atomically and
 //! durably, and read back a page of lines at a time.
 
-use std::fs::{self, File};
-use std::io::{ErrorKind, Write};
+use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
-use crate::id::{validate_path_id, IdKind};
+use crate::base::error::IdKind;
+use crate::base::error::{Error, Result};
+use crate::base::fs::{create_private_dir_durably, write_atomic};
+use crate::base::id::validate_path_id;
 use crate::pipeline::guard::{count_lines, floor_boundary, EvictedOutputs};
-use crate::store::atomic::sync_dir;
 
 /// The most text one page of [`read_evicted`] holds, in bytes. As a token is at
 /// least one byte, a page can never be over the default eviction threshold:
@@ -20,7 +20,7 @@ use crate::store::atomic::sync_dir;
 ///
 /// ```
 /// use agentmem::pipeline::guard::DEFAULT_EVICTION_THRESHOLD_TOKENS;
-/// use agentmem::store::evicted::EVICTED_PAGE_MAX_BYTES;
+/// use agentmem::files::evicted::EVICTED_PAGE_MAX_BYTES;
 /// assert!(EVICTED_PAGE_MAX_BYTES as u64 <= DEFAULT_EVICTION_THRESHOLD_TOKENS);
 /// ```
 pub const EVICTED_PAGE_MAX_BYTES: usize = 20_000;
@@ -29,7 +29,7 @@ pub const EVICTED_PAGE_MAX_BYTES: usize = 20_000;
 /// after validating the id (a bad id is an [`Error::InvalidId`]).
 ///
 /// ```
-/// use agentmem::store::evicted::evicted_path;
+/// use agentmem::files::evicted::evicted_path;
 /// use std::path::Path;
 /// assert_eq!(evicted_path(Path::new("s/evicted"), "call_1").unwrap(), Path::new("s/evicted/call_1.txt"));
 /// assert!(evicted_path(Path::new("s/evicted"), "../x").is_err());
@@ -51,26 +51,10 @@ pub fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
         .expect("some number is free"))
 }
 
-/// The name an evicted output goes by (what [`read_evicted`] takes), from
-/// the `tool_result_ref` eviction gave its event; `None` for a reference
-/// eviction did not make.
-///
-/// ```
-/// use agentmem::store::evicted::evicted_name;
-/// assert_eq!(evicted_name("evicted/call_0-2.txt"), Some("call_0-2"));
-/// assert_eq!(evicted_name("s3://bucket/out.json"), None);
-/// ```
-pub fn evicted_name(reference: &str) -> Option<&str> {
-    reference
-        .strip_prefix(crate::store::EVICTED_DIR)?
-        .strip_prefix('/')?
-        .strip_suffix(".txt")
-}
-
 /// One page of an evicted output, as returned by [`read_evicted`].
 ///
 /// ```
-/// use agentmem::store::evicted::EvictedPage;
+/// use agentmem::files::evicted::EvictedPage;
 /// let page = EvictedPage { text: "a\n".into(), offset: 0, lines_returned: 1, total_lines: 3, has_more: true };
 /// assert_eq!(serde_json::to_value(&page).unwrap()["has_more"], true);
 /// ```
@@ -100,7 +84,7 @@ pub struct EvictedPage {
 ///
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Truncation};
-/// use agentmem::store::evicted::read_evicted;
+/// use agentmem::files::evicted::read_evicted;
 /// use agentmem::tokens::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let policy = GuardPolicy { truncation: Truncation::None, evict_over_tokens: Some(100) };
@@ -165,8 +149,6 @@ fn page_of(text: &str, offset: usize, limit: usize) -> EvictedPage {
     }
 }
 
-static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
-
 /// Writes `content` to `dir/<call_id>.txt` (`dir` is the session's `evicted/`
 /// folder, created if missing), mode 0600, atomically and durably: a
 /// temporary file in the same folder (created 0600), fsync, rename, fsync of
@@ -174,7 +156,7 @@ static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// Writing again replaces the file. Returns the file's path.
 ///
 /// ```
-/// use agentmem::store::evicted::{read_evicted, write_evicted};
+/// use agentmem::files::evicted::{read_evicted, write_evicted};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = write_evicted(dir.path(), "call_1", "a\nb\n").unwrap();
 /// assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\n");
@@ -183,59 +165,9 @@ static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// ```
 pub fn write_evicted(dir: &Path, call_id: &str, content: &str) -> Result<PathBuf> {
     let path = evicted_path(dir, call_id)?;
-    create_private_dir(dir)?;
-    let tmp = dir.join(format!(
-        ".{call_id}.txt.{}.{}.tmp",
-        std::process::id(),
-        TMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = create_private_file(&tmp)?;
-        file.write_all(content.as_bytes()).io("write", &tmp)?;
-        file.sync_all().io("fsync", &tmp)?;
-        drop(file);
-        fs::rename(&tmp, &path).io("rename into place", &path)?;
-        sync_dir(dir)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written.map(|()| path)
-}
-
-fn create_private_dir(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    crate::store::private::create_dir_all(dir).io("create", dir)?;
-    match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent),
-        _ => Ok(()),
-    }
-}
-
-fn create_private_file(path: &Path) -> Result<File> {
-    let mut options = crate::store::private::private_options();
-    options.write(true).create_new(true);
-    let file = match options.open(path) {
-        // A temporary file left by a crash of a process with the same pid.
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            fs::remove_file(path).io("remove stale temporary file", path)?;
-            options.open(path)
-        }
-        other => other,
-    }
-    .io("create", path)?;
-    #[cfg(unix)]
-    {
-        // The mode given at creation is masked by the umask; make it exact.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(fs::Permissions::from_mode(
-            crate::store::private::PRIVATE_FILE_MODE,
-        ))
-        .io("set permissions of", path)?;
-    }
-    Ok(file)
+    create_private_dir_durably(dir)?;
+    write_atomic(&path, content.as_bytes())?;
+    Ok(path)
 }
 
 /// A folder of evicted outputs: the guard's evictions are written there by

@@ -8,9 +8,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
-use crate::memory::redact::{redact_start, RedactionPolicy};
-use crate::store::atomic::write_atomic;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::{now_ts, Event};
+use crate::base::fs::write_atomic;
+use crate::base::id::{AgentId, SessionId};
+use crate::redact::{redact_start, RedactionPolicy};
 
 /// The file name of the meta file inside a session directory.
 pub const META_FILE: &str = "meta.json";
@@ -89,8 +91,8 @@ const TITLE_SOURCE_BYTES: usize = 4096;
 /// at most 80 characters.
 ///
 /// ```
-/// use agentmem::memory::redact::RedactionPolicy;
-/// use agentmem::store::meta::title_from;
+/// use agentmem::redact::RedactionPolicy;
+/// use agentmem::files::meta::title_from;
 /// let policy = RedactionPolicy::default();
 /// assert_eq!(title_from("  fix\n the   build ", policy), "fix the build");
 /// assert_eq!(title_from(&"é".repeat(100), policy).chars().count(), 80);
@@ -100,4 +102,31 @@ pub fn title_from(message: &str, policy: RedactionPolicy) -> String {
     let clean = redact_start(message.trim_start(), TITLE_SOURCE_BYTES, policy);
     let collapsed = clean.split_whitespace().collect::<Vec<_>>().join(" ");
     collapsed.chars().take(TITLE_MAX_CHARS).collect()
+}
+
+/// The meta a session with `events` has, its title redacted by `redaction`.
+pub(crate) fn meta_for(
+    events: &[impl std::borrow::Borrow<Event>],
+    agent: &AgentId,
+    id: &SessionId,
+    redaction: crate::redact::RedactionPolicy,
+) -> SessionMeta {
+    let now = now_ts();
+    let events: Vec<&Event> = events.iter().map(std::borrow::Borrow::borrow).collect();
+    let users = events
+        .iter()
+        .filter(|e| e.trace_type == crate::base::event::TraceType::User);
+    SessionMeta {
+        id: id.to_string(),
+        agent_id: agent.to_string(),
+        title: events
+            .iter()
+            .find(|e| e.trace_type == crate::base::event::TraceType::User)
+            .map(|e| title_from(&e.content, redaction)),
+        created: now,
+        updated: events.last().map_or(now, |e| e.ts),
+        events: events.len(),
+        turns: users.count(),
+        ..SessionMeta::default()
+    }
 }

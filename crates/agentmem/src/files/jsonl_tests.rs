@@ -1,6 +1,6 @@
 use super::*;
-use crate::error::Error;
-use crate::event::TraceType;
+use crate::base::error::Error;
+use crate::base::event::TraceType;
 
 #[test]
 fn a_torn_tail_is_moved_aside_and_complete_lines_kept() {

@@ -5,7 +5,7 @@
 /// The FNV-1a hash of `bytes`.
 ///
 /// ```
-/// assert_eq!(agentmem::hash::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+/// assert_eq!(agentmem::base::hash::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
 /// ```
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {

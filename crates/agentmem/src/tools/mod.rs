@@ -10,7 +10,7 @@
 //! on a tool's mistake.
 //!
 //! ```
-//! use agentmem::memory::tools::{self, ToolContext};
+//! use agentmem::tools::{self, ToolContext};
 //! use agentmem::{store::Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -24,18 +24,21 @@
 //! assert!(tools::run(&context, "bash", &args).is_none(), "not a memory tool");
 //! ```
 
+pub mod working;
+
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::facts::{Added, NewFact, Provenance, Trust};
-use crate::arguments::parse;
-use crate::error::{Error, Result};
-use crate::id::{AgentId, SessionId};
+use crate::base::arguments::parse;
+use crate::base::error::{Error, Result};
+use crate::base::id::{AgentId, SessionId};
+use crate::files::evicted::read_evicted;
+use crate::files::records::{NewFact, Provenance, Trust};
+use crate::memory::facts::Added;
+use crate::memory::recall::RecallRequest;
 use crate::pipeline::guard::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES};
-use crate::recall::RecallRequest;
 use crate::render::ToolSchema;
 use crate::search::{parse_tool_arguments, render_hits, search_tool_schema};
-use crate::store::evicted::read_evicted;
 use crate::store::Store;
 use crate::tokens::Encoding;
 
@@ -54,7 +57,7 @@ pub const REMEMBER_FACT_EXTRACTOR: &str = "remember_fact";
 
 /// Every memory tool's schema.
 pub fn schemas() -> Vec<ToolSchema> {
-    let mut schemas = super::notebook::memory_tool_schemas();
+    let mut schemas = crate::memory::notebook::memory_tool_schemas();
     schemas.push(search_tool_schema());
     schemas.push(ToolSchema {
         name: "recall".into(),
@@ -81,7 +84,7 @@ pub fn schemas() -> Vec<ToolSchema> {
 /// [`run_in_session`]).
 pub fn session_schemas() -> Vec<ToolSchema> {
     let mut schemas = schemas();
-    schemas.extend(crate::working::tools::schemas());
+    schemas.extend(crate::tools::working::schemas());
     schemas
 }
 
@@ -96,7 +99,7 @@ pub fn run_in_session(
     name: &str,
     arguments: &Value,
 ) -> Option<String> {
-    if let Some(answer) = crate::working::tools::run(session, name, arguments) {
+    if let Some(answer) = crate::tools::working::run(session, name, arguments) {
         return Some(answer);
     }
     let context = ToolContext {
@@ -228,7 +231,7 @@ fn update_memory(context: &ToolContext<'_>, args: UpdateMemoryArgs) -> Result<St
 fn recall(context: &ToolContext<'_>, args: RecallArgs) -> Result<String> {
     let budget = args
         .budget_tokens
-        .unwrap_or(super::project::DEFAULT_CROSS_SESSION_TOKENS);
+        .unwrap_or(crate::memory::project::DEFAULT_CROSS_SESSION_TOKENS);
     let mut request = RecallRequest::new(non_empty(&args.query, "query", "recall")?, budget);
     request.exclude_session = context.session.map(|s| s.to_string());
     let recalled =

@@ -8,7 +8,7 @@
 //! model can read the current version and try again.
 //!
 //! ```
-//! use agentmem::{store::Store, working::tools, Durability};
+//! use agentmem::{store::Store, tools::working as tools, Durability};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -23,8 +23,8 @@
 
 use serde_json::{json, Value};
 
-use super::StatePatch;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::state::StatePatch;
 use crate::render::ToolSchema;
 use crate::session::Session;
 
@@ -60,10 +60,10 @@ pub fn schemas() -> Vec<ToolSchema> {
 pub fn run(session: &mut Session, name: &str, arguments: &Value) -> Option<String> {
     let answer = match name {
         GET_WORKING_MEMORY => {
-            crate::arguments::parse::<NoArgs>(name, arguments).map(|_| describe(session))
+            crate::base::arguments::parse::<NoArgs>(name, arguments).map(|_| describe(session))
         }
         UPDATE_WORKING_MEMORY => {
-            crate::arguments::parse(name, arguments).and_then(|args| update(session, args))
+            crate::base::arguments::parse(name, arguments).and_then(|args| update(session, args))
         }
         _ => return None,
     };

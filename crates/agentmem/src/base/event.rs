@@ -172,7 +172,7 @@ fn is_zero(n: &u64) -> bool {
 /// when an event is handed to a session: the session assigns them.
 ///
 /// ```
-/// use agentmem::event::{Event, TraceType};
+/// use agentmem::base::event::{Event, TraceType};
 /// let line = r#"{"trace_type":"user","content":"fix the build","vendor_field":7}"#;
 /// let event: Event = serde_json::from_str(line).unwrap();
 /// assert_eq!(event.trace_type, TraceType::User);
@@ -219,7 +219,7 @@ pub struct Event {
     pub opaque: Option<Value>,
     /// The patch a working-memory event applies, and the version it makes.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub working_memory: Option<crate::working::StateUpdate>,
+    pub working_memory: Option<crate::base::state::StateUpdate>,
     /// Fields this version does not know, kept as written for the round trip.
     #[serde(flatten)]
     pub extra: UnknownFields,
@@ -321,7 +321,7 @@ impl Event {
 
     /// A working-memory update: `update` applied to the session's state.
     /// The content says what changed in words, so history search finds it.
-    pub fn working_memory(update: crate::working::StateUpdate) -> Self {
+    pub fn working_memory(update: crate::base::state::StateUpdate) -> Self {
         let mut event = Self::new(TraceType::WorkingMemory, update.describe());
         event.working_memory = Some(update);
         event
@@ -330,7 +330,7 @@ impl Event {
     /// A tool call with its id, tool name and arguments.
     ///
     /// ```
-    /// use agentmem::event::Event;
+    /// use agentmem::base::event::Event;
     /// let call = Event::tool_call("call_1", "read_file", serde_json::json!({"path": "src/lib.rs"}));
     /// assert_eq!(call.tool_call_id.as_deref(), Some("call_1"));
     /// ```
@@ -366,7 +366,7 @@ impl Event {
     /// carry their patch, and `ts` is a time.
     ///
     /// ```
-    /// use agentmem::event::{Event, TraceType};
+    /// use agentmem::base::event::{Event, TraceType};
     /// assert!(Event::user("hi").validate().is_ok());
     /// assert!(Event::new(TraceType::ToolResult, "orphan").validate().is_err());
     /// ```
@@ -412,7 +412,7 @@ impl Event {
     }
 
     /// Why one of the JSON values the event carries may not be kept, when
-    /// one nests deeper than [`crate::json::MAX_NESTING`].
+    /// one nests deeper than [`crate::base::json::MAX_NESTING`].
     fn too_deep_value(&self) -> Option<String> {
         let named = [
             ("tool_args", self.tool_args.as_ref()),
@@ -425,10 +425,10 @@ impl Event {
         ];
         named
             .into_iter()
-            .find_map(|(name, value)| crate::json::too_deep(name, value?))
+            .find_map(|(name, value)| crate::base::json::too_deep(name, value?))
             .or_else(|| {
                 self.extra.iter().find_map(|(key, raw)| {
-                    crate::json::too_deep_text(&format!("field {key:?}"), raw.get())
+                    crate::base::json::too_deep_text(&format!("field {key:?}"), raw.get())
                 })
             })
     }
@@ -440,7 +440,7 @@ impl Event {
     /// one a line. The model, token counts and history search all read this.
     ///
     /// ```
-    /// use agentmem::event::Event;
+    /// use agentmem::base::event::Event;
     /// let mut result = Event::tool_result("c1", "");
     /// result.tool_result = Some(serde_json::json!({"files": ["a.rs"]}));
     /// assert_eq!(result.text(), r#"{"files":["a.rs"]}"#);
@@ -454,7 +454,7 @@ impl Event {
         let structured = match &self.tool_result {
             None | Some(Value::Null) => None,
             Some(Value::String(text)) => Some(Cow::Borrowed(text.as_str())),
-            Some(value) => Some(Cow::Owned(crate::json::to_string(value))),
+            Some(value) => Some(Cow::Owned(crate::base::json::to_string(value))),
         };
         match (error, structured) {
             (None, None) => Cow::Borrowed(""),
@@ -465,7 +465,7 @@ impl Event {
     }
 
     /// The working-memory update this event makes, if it is one.
-    pub fn state_update(&self) -> Option<&crate::working::StateUpdate> {
+    pub fn state_update(&self) -> Option<&crate::base::state::StateUpdate> {
         if self.trace_type.is_state_update() {
             self.working_memory.as_ref()
         } else {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// let mut out = Vec::new();
-/// agentmem::json::write_str(&mut out, "line\n\"quoted\"");
+/// agentmem::base::json::write_str(&mut out, "line\n\"quoted\"");
 /// assert_eq!(out, br#""line\n\"quoted\"""#);
 /// ```
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
@@ -29,7 +29,7 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
 /// ```
 /// let value = serde_json::json!({"b": [1, 2.5, null], "a": "x\ty"});
 /// let mut out = Vec::new();
-/// agentmem::json::write_value(&mut out, &value);
+/// agentmem::base::json::write_value(&mut out, &value);
 /// assert_eq!(out, serde_json::to_vec(&value).unwrap());
 /// ```
 pub fn write_value(out: &mut Vec<u8>, value: &Value) {
@@ -80,7 +80,7 @@ pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 ///
 /// ```
 /// let value = serde_json::json!({"path": "src/main.rs", "lines": [1, 20]});
-/// assert_eq!(agentmem::json::to_string(&value), value.to_string());
+/// assert_eq!(agentmem::base::json::to_string(&value), value.to_string());
 /// ```
 pub fn to_string(value: &Value) -> String {
     written(|out| write_value(out, value))
@@ -92,6 +92,7 @@ pub fn to_string(value: &Value) -> String {
 /// `write` must append only through this module's writers (or ASCII
 /// punctuation), so the bytes are UTF-8 by construction. A `write` that
 /// itself asks for text written this way gets a buffer of its own.
+#[allow(unsafe_code)]
 pub(crate) fn written(write: impl FnOnce(&mut Vec<u8>)) -> String {
     let copy_out = |out: &mut Vec<u8>| {
         out.clear();
@@ -118,7 +119,7 @@ pub(crate) fn written(write: impl FnOnce(&mut Vec<u8>)) -> String {
 ///
 /// ```
 /// let value = serde_json::json!({"role": "user", "content": "hi"});
-/// let raw = agentmem::json::to_raw_value(&value);
+/// let raw = agentmem::base::json::to_raw_value(&value);
 /// assert_eq!(raw.get(), r#"{"content":"hi","role":"user"}"#);
 /// ```
 pub fn to_raw_value(value: &Value) -> Box<RawValue> {
@@ -130,6 +131,7 @@ pub fn to_raw_value(value: &Value) -> Box<RawValue> {
 ///
 /// `write` must append exactly one compact JSON value through this
 /// module's writers and ASCII punctuation (checked in debug builds).
+#[allow(unsafe_code)]
 pub(crate) fn raw_written(write: impl FnOnce(&mut Vec<u8>)) -> Box<RawValue> {
     // SAFETY: by the contract above, the text is one compact JSON value with
     // no surrounding whitespace, as `RawValue` expects; serde_json checks it
@@ -142,7 +144,7 @@ pub(crate) fn raw_written(write: impl FnOnce(&mut Vec<u8>)) -> Box<RawValue> {
 ///
 /// ```
 /// let mut out = Vec::new();
-/// agentmem::json::write_joined(&mut out, &["a\"b", "c"], "\n");
+/// agentmem::base::json::write_joined(&mut out, &["a\"b", "c"], "\n");
 /// assert_eq!(out, serde_json::to_vec("a\"b\nc").unwrap());
 /// ```
 pub fn write_joined(out: &mut Vec<u8>, texts: &[&str], separator: &str) {
@@ -179,7 +181,7 @@ pub const MAX_NESTING: usize = 64;
 /// Walks without recursion, so any depth can be measured.
 ///
 /// ```
-/// use agentmem::json::nesting;
+/// use agentmem::base::json::nesting;
 /// assert_eq!(nesting(&serde_json::json!("text")), 0);
 /// assert_eq!(nesting(&serde_json::json!({"a": [1, {"b": []}]})), 4);
 /// ```
@@ -201,9 +203,9 @@ pub fn nesting(value: &Value) -> usize {
 ///
 /// ```
 /// let deep = (0..70).fold(serde_json::json!(1), |inner, _| serde_json::json!([inner]));
-/// let reason = agentmem::json::too_deep("tool_args", &deep).unwrap();
+/// let reason = agentmem::base::json::too_deep("tool_args", &deep).unwrap();
 /// assert!(reason.contains("70 levels"), "{reason}");
-/// assert!(agentmem::json::too_deep("tool_args", &serde_json::json!([[1]])).is_none());
+/// assert!(agentmem::base::json::too_deep("tool_args", &serde_json::json!([[1]])).is_none());
 /// ```
 pub fn too_deep(what: &str, value: &Value) -> Option<String> {
     let levels = nesting(value);
@@ -214,8 +216,8 @@ pub fn too_deep(what: &str, value: &Value) -> Option<String> {
 /// counted on its brackets outside strings (without parsing it).
 ///
 /// ```
-/// assert_eq!(agentmem::json::text_nesting(r#"{"a": [1, "]]]", {"b": []}]}"#), 4);
-/// assert_eq!(agentmem::json::text_nesting("12"), 0);
+/// assert_eq!(agentmem::base::json::text_nesting(r#"{"a": [1, "]]]", {"b": []}]}"#), 4);
+/// assert_eq!(agentmem::base::json::text_nesting("12"), 0);
 /// ```
 pub fn text_nesting(text: &str) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);

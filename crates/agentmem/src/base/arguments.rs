@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// `arguments` read as `T`; a failure is [`Error::InvalidArguments`] for
 /// `operation`, naming the field at fault.
@@ -14,9 +14,9 @@ use crate::error::{Error, Result};
 /// #[derive(Debug, serde::Deserialize)]
 /// #[serde(deny_unknown_fields)]
 /// struct Note { content: String }
-/// let note: Note = agentmem::arguments::parse("note", &serde_json::json!({"content": "x"})).unwrap();
+/// let note: Note = agentmem::base::arguments::parse("note", &serde_json::json!({"content": "x"})).unwrap();
 /// assert_eq!(note.content, "x");
-/// let error = agentmem::arguments::parse::<Note>("note", &serde_json::json!({"contnet": "x"}));
+/// let error = agentmem::base::arguments::parse::<Note>("note", &serde_json::json!({"contnet": "x"}));
 /// assert!(error.unwrap_err().to_string().contains("unknown field `contnet`"));
 /// ```
 pub fn parse<T: DeserializeOwned>(operation: &str, arguments: &Value) -> Result<T> {

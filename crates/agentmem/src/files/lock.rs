@@ -6,14 +6,14 @@
 //! The lock file also records the append of several events under way (the
 //! log's bytes its lines take), written before the lines are: a batch is
 //! all or nothing, and one a crash cut short is found there on open and
-//! taken out of the log (see [`crate::store::jsonl::cut_unfinished_batch`]).
+//! taken out of the log (see [`crate::files::jsonl::cut_unfinished_batch`]).
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use crate::config::Durability;
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::files::jsonl::Durability;
 
 /// The lock file's name inside a session directory.
 pub const LOCK_FILE: &str = "lock";
@@ -164,9 +164,9 @@ pub const MEMORY_LOCK_FILE: &str = "memory.lock";
 /// The agent-wide files read, changed and written back whole or in part
 /// under [`MemoryLock`]: the notebook, the facts, the episodes.
 const GUARDED_FILES: [&str; 3] = [
-    crate::memory::notebook::MEMORY_FILE,
-    crate::memory::facts::SEMANTIC_FILE,
-    crate::memory::episodic::EPISODIC_FILE,
+    crate::files::paths::MEMORY_FILE,
+    crate::files::paths::SEMANTIC_FILE,
+    crate::files::paths::EPISODIC_FILE,
 ];
 
 /// Holds an agent's memory lock until dropped: every read-modify-write of
@@ -184,11 +184,11 @@ impl MemoryLock {
     /// `agent_dir` (created when missing), then removes the temporary files
     /// a writer killed mid-edit left beside the guarded files.
     pub fn acquire(agent_dir: &Path) -> Result<Self> {
-        crate::store::private::create_dir_all(agent_dir).io("create", agent_dir)?;
+        crate::base::fs::create_dir_all(agent_dir).io("create", agent_dir)?;
         let path = agent_dir.join(MEMORY_LOCK_FILE);
         let file = open_lock_file(&path)?;
         file.lock().io("lock", &path)?;
-        crate::store::atomic::remove_stale_temporaries(agent_dir, of_a_guarded_file)?;
+        crate::base::fs::remove_stale_temporaries(agent_dir, of_a_guarded_file)?;
         Ok(MemoryLock { _file: file })
     }
 }
@@ -204,7 +204,7 @@ fn of_a_guarded_file(inner: &str) -> bool {
 
 /// Opens (creating, private) the lock file at `path`, keeping what it holds.
 fn open_lock_file(path: &Path) -> Result<File> {
-    crate::store::private::private_options()
+    crate::base::fs::private_options()
         .read(true)
         .write(true)
         .create(true)

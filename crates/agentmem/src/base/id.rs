@@ -8,28 +8,10 @@
 
 use std::fmt;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, IdKind, Result};
 
 /// Longest id accepted, in bytes.
 pub const MAX_ID_BYTES: usize = 128;
-
-/// What kind of id was being validated; named in the error message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdKind {
-    Agent,
-    Session,
-    ToolCall,
-}
-
-impl fmt::Display for IdKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            IdKind::Agent => "agent id",
-            IdKind::Session => "session id",
-            IdKind::ToolCall => "tool call id",
-        })
-    }
-}
 
 /// Checks that `id` is safe to use as one path component.
 ///
@@ -37,7 +19,8 @@ impl fmt::Display for IdKind {
 /// `/`, `\`, NUL and other control characters.
 ///
 /// ```
-/// use agentmem::id::{validate_path_id, IdKind};
+/// use agentmem::base::error::IdKind;
+/// use agentmem::base::id::validate_path_id;
 /// assert!(validate_path_id(IdKind::Session, "s_2026-01-01").is_ok());
 /// assert!(validate_path_id(IdKind::Session, "../x").is_err());
 /// assert!(validate_path_id(IdKind::Agent, "/etc").is_err());
@@ -139,7 +122,7 @@ impl SessionId {
 /// event, on every turn.
 ///
 /// ```
-/// use agentmem::id::EventIds;
+/// use agentmem::base::id::EventIds;
 /// let mut ids = EventIds::new();
 /// let (first, second) = (ids.next_id(1_700_000_000_000), ids.next_id(1_700_000_000_000));
 /// assert!(first.starts_with("ev_") && first < second);

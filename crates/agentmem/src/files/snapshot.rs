@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
-use crate::event::Event;
-use crate::store::atomic::write_atomic;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::event::Event;
+use crate::base::fs::write_atomic;
 
 /// The snapshot's file name inside a session directory.
 pub const SNAPSHOT_FILE: &str = "snapshot.json";
@@ -46,7 +46,7 @@ pub struct Snapshot {
     /// kept by the log and `working_memory.json`, not here). `None` in
     /// snapshots written before working memory existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working_memory: Option<crate::working::StateMark>,
+    pub working_memory: Option<crate::base::state::StateMark>,
     /// Events in the archive once this compaction's span is in it. `None`
     /// in snapshots written before compactions were finished on open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,9 +61,9 @@ pub struct Snapshot {
 /// episodic item of its span and the facts its summary found, redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionMemory {
-    pub episode: crate::memory::episodic::EpisodicItem,
+    pub episode: crate::files::records::EpisodicItem,
     #[serde(default)]
-    pub facts: Vec<crate::memory::facts::NewFact>,
+    pub facts: Vec<crate::files::records::NewFact>,
 }
 
 impl Snapshot {

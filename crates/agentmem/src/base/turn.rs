@@ -5,7 +5,7 @@
 //! call they answer, even when they arrive after the next user message. `seq`
 //! numbers events inside a turn from 1.
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 
 /// The turn id events get before the first user message (system prompts, preambles).
 pub const PREAMBLE_TURN: &str = "turn_0000";

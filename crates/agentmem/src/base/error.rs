@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::id::IdKind;
+use serde::Serialize;
 
 /// Result alias used throughout the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -84,14 +84,11 @@ pub enum Error {
         message: String,
         /// Further violations beyond the first.
         others: usize,
-        scope: crate::working::schema::SchemaScope,
+        scope: SchemaScope,
     },
 
     #[error("not a usable {} working-memory schema: {message}; give a JSON Schema (draft 2020-12 or 7) whose references stay inside it", scope.as_str())]
-    WorkingMemorySchema {
-        scope: crate::working::schema::SchemaScope,
-        message: String,
-    },
+    WorkingMemorySchema { scope: SchemaScope, message: String },
 
     #[error("{action} {}: {source}", path.display())]
     Io {
@@ -152,5 +149,43 @@ impl<T> IoContext<T> for std::io::Result<T> {
             path: path.to_path_buf(),
             source,
         })
+    }
+}
+
+/// What kind of id was being validated; named in the error message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdKind {
+    Agent,
+    Session,
+    ToolCall,
+}
+
+impl std::fmt::Display for IdKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IdKind::Agent => "agent id",
+            IdKind::Session => "session id",
+            IdKind::ToolCall => "tool call id",
+        })
+    }
+}
+
+/// Where the schema applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaScope {
+    /// One session: it overrides the agent's schema there.
+    Session,
+    /// Every session of the agent that has no schema of its own.
+    Agent,
+}
+
+impl SchemaScope {
+    /// The name used in messages and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaScope::Session => "session",
+            SchemaScope::Agent => "agent",
+        }
     }
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::jsonl::last_line_start;
-use crate::error::{IoContext, Result};
+use crate::base::error::{IoContext, Result};
 
 /// The ids of every event in the archive at `path`, in order (none when
 /// there is no archive). Reads only each line's id.
@@ -78,8 +78,8 @@ pub fn cut_unfinished_append(path: &Path, still_active: impl Fn(&str) -> bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
-    use crate::store::jsonl::encode_lines;
+    use crate::base::event::Event;
+    use crate::files::jsonl::encode_lines;
 
     fn lines(ids: &[&str]) -> Vec<u8> {
         let events: Vec<Event> = ids.iter().map(|id| Event::user(*id).with_id(*id)).collect();

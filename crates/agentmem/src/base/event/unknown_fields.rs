@@ -13,7 +13,7 @@ use serde_json::Value;
 /// order, as `serde_json` writes a map.
 ///
 /// ```
-/// use agentmem::event::Event;
+/// use agentmem::base::event::Event;
 /// let line = r#"{"trace_type":"user","vendor":123456789012345678901234567890}"#;
 /// let event: Event = serde_json::from_str(line).unwrap();
 /// assert_eq!(event.extra.raw("vendor").unwrap().get(), "123456789012345678901234567890");
@@ -38,7 +38,8 @@ impl UnknownFields {
 
     /// Sets the field `key` to `value`.
     pub fn insert(&mut self, key: impl Into<String>, value: Value) {
-        self.0.insert(key.into(), crate::json::to_raw_value(&value));
+        self.0
+            .insert(key.into(), crate::base::json::to_raw_value(&value));
     }
 
     /// Sets the field `key` to the JSON text `raw`, made compact.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 
 /// Where a tool call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -40,8 +40,8 @@ pub struct ToolInteraction {
 /// left out; a second result for the same call replaces the first.
 ///
 /// ```
-/// use agentmem::event::Event;
-/// use agentmem::tool_interaction::{tool_interactions, ToolStatus};
+/// use agentmem::base::event::Event;
+/// use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
 /// let events = vec![
 ///     Event::tool_call("c1", "bash", serde_json::json!({"cmd": "ls"})),
 ///     Event::tool_call("c2", "bash", serde_json::json!({"cmd": "false"})),

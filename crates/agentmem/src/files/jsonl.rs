@@ -9,12 +9,57 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
-use crate::config::Durability;
-use crate::error::{IoContext, Result};
-use crate::event::Event;
-use crate::json;
-use crate::store::lock::PendingBatch;
+use serde::Deserialize;
+
+use crate::base::error::{IoContext, Result};
+use crate::base::event::Event;
+use crate::base::json;
+use crate::files::lock::PendingBatch;
+
+/// When appended events reach stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// fsync each ingest call, and the record of a batch of several events
+    /// before it: a returned ingest survives a crash or a power loss, and a
+    /// batch cut short by either leaves none of its events.
+    Always,
+    /// fsync each ingest call: a returned ingest survives a crash or a power
+    /// loss; a batch cut short by a process crash leaves none of its events.
+    #[default]
+    Batch,
+    /// Leave flushing to the operating system: survives a process crash, not
+    /// a power loss; a batch cut short by a process crash leaves none of its events.
+    Os,
+}
+
+impl FromStr for Durability {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "always" => Ok(Durability::Always),
+            "batch" => Ok(Durability::Batch),
+            "os" => Ok(Durability::Os),
+            other => Err(format!(
+                "unknown durability {other:?}; use always, batch or os"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    /// The name [`FromStr`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Durability::Always => "always",
+            Durability::Batch => "batch",
+            Durability::Os => "os",
+        })
+    }
+}
 
 /// Something that was wrong with a log when it was opened, and what was done.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,7 +210,7 @@ pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
         file.set_len(contents.valid_len).io("truncate", path)?;
         file.sync_all().io("fsync", path)?;
     } else {
-        super::atomic::write_atomic(path, &encode_lines(&contents.events))?;
+        crate::base::fs::write_atomic(path, &encode_lines(&contents.events))?;
     }
     Ok((contents.events, recoveries))
 }
@@ -185,7 +230,7 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
 /// more than all of its writes.
 ///
 /// ```
-/// use agentmem::{event::Event, store::jsonl};
+/// use agentmem::{base::event::Event, files::jsonl};
 /// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
 /// events[0].id = "ev-1".into();
 /// events[1].id = "ev-2".into();
@@ -493,7 +538,7 @@ pub(crate) fn set_aside_torn_tail(path: &Path, file: &mut File) -> Result<()> {
 }
 
 fn append_durably(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = super::private::open_append(path).io("open", path)?;
+    let mut file = crate::base::fs::open_append(path).io("open", path)?;
     file.write_all(bytes).io("append to", path)?;
     file.sync_all().io("fsync", path)
 }
@@ -512,7 +557,7 @@ pub struct AppendLog {
 impl AppendLog {
     /// Opens (creating if needed) `path` for appending.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let file = super::private::open_append(path).io("open", path)?;
+        let file = crate::base::fs::open_append(path).io("open", path)?;
         let meta = file.metadata().io("stat", path)?;
         Ok(AppendLog {
             path: path.to_path_buf(),

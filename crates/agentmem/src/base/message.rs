@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::event::{Event, TraceType};
+use crate::base::event::{Event, TraceType};
 
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -390,8 +390,8 @@ fn place<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
 /// without copying a text.
 ///
 /// ```
-/// use agentmem::event::Event;
-/// use agentmem::message::{message_refs, PartRef, Role};
+/// use agentmem::base::event::Event;
+/// use agentmem::base::message::{message_refs, PartRef, Role};
 /// let events = [Event::user("list files"), Event::tool_call("c1", "ls", serde_json::json!({}))];
 /// let messages = message_refs(&events);
 /// assert_eq!(messages[1].role, Role::Assistant);
@@ -408,8 +408,8 @@ pub fn message_refs<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Mess
 /// Groups `events` into messages.
 ///
 /// ```
-/// use agentmem::event::Event;
-/// use agentmem::message::{messages_from_events, Role};
+/// use agentmem::base::event::Event;
+/// use agentmem::base::message::{messages_from_events, Role};
 /// let messages = messages_from_events(&[
 ///     Event::user("list files"),
 ///     Event::assistant("Listing."),

@@ -1,0 +1,34 @@
+//! Where things are: the files of a session's folder, and the agent-wide
+//! memory files of an agent's folder.
+
+use std::path::PathBuf;
+
+/// The active log's file name.
+pub const RAW_TRACES_FILE: &str = "raw_traces.jsonl";
+/// The archive's file name.
+pub const ARCHIVE_FILE: &str = "raw_traces_archive.jsonl";
+
+/// The files of one session.
+#[derive(Debug, Clone)]
+pub struct SessionPaths {
+    pub dir: PathBuf,
+}
+
+impl SessionPaths {
+    pub fn raw_traces(&self) -> PathBuf {
+        self.dir.join(RAW_TRACES_FILE)
+    }
+    pub fn archive(&self) -> PathBuf {
+        self.dir.join(ARCHIVE_FILE)
+    }
+    pub fn evicted(&self) -> PathBuf {
+        self.dir.join(crate::pipeline::guard::EVICTED_DIR)
+    }
+}
+
+/// The notebook's file name inside the agent folder.
+pub const MEMORY_FILE: &str = "MEMORY.md";
+/// The semantic store's file name inside the agent folder.
+pub const SEMANTIC_FILE: &str = "semantic.jsonl";
+/// The episodic store's file name inside the agent folder.
+pub const EPISODIC_FILE: &str = "episodic.jsonl";
