@@ -447,6 +447,41 @@ fn a_question_naming_a_date_recalls_what_was_said_that_day_first() {
         text.contains("sunset") && (0.6..0.7).contains(&nearness),
         "{text} {nearness}"
     );
+    // A date relative to when the question is asked counts from then.
+    let asked = |question: &str, at: &str| {
+        let mut request = RecallRequest::new(question, 2_000);
+        request.asked_at = Some(agentmem::base::event::parse_rfc3339(at).unwrap());
+        let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+        recalled.items[0].text.clone()
+    };
+    for (question, at) in [
+        (
+            "What did Melanie paint a month ago?",
+            "2023-07-03T12:00:00Z",
+        ),
+        (
+            "What did Melanie paint two weeks ago?",
+            "2023-06-17T12:00:00Z",
+        ),
+        ("What did Melanie paint last month?", "2023-07-05T12:00:00Z"),
+        (
+            "What did Melanie paint in the past week?",
+            "2023-06-08T12:00:00Z",
+        ),
+    ] {
+        assert!(
+            asked(question, at).contains("sunset"),
+            "{question} asked {at}"
+        );
+    }
+    assert!(
+        !asked(
+            "What did Melanie paint a month ago?",
+            "2023-08-10T12:00:00Z"
+        )
+        .contains("sunset"),
+        "a month before another day is another painting"
+    );
 }
 
 #[test]

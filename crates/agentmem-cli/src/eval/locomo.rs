@@ -63,6 +63,9 @@ pub struct Question {
     pub category: u8,
     /// The dataset's own type of question (LongMemEval's `question_type`).
     pub question_type: Option<String>,
+    /// When the question is asked (epoch seconds), for files that say
+    /// (LongMemEval's `question_date`): relative dates count from it.
+    pub asked_at: Option<f64>,
     /// Evidence ids, repaired (`D:11:26` → `D11:26`, `D30:05` → `D30:5`).
     pub evidence: Vec<String>,
 }
@@ -160,6 +163,8 @@ struct RawQuestion {
     #[serde(default)]
     question_type: Option<String>,
     #[serde(default)]
+    question_date: Option<String>,
+    #[serde(default)]
     evidence: Vec<Value>,
 }
 
@@ -211,6 +216,7 @@ fn parse_sample(index: usize, sample: &Value) -> std::result::Result<Conversatio
         .map(|q| Question {
             question: q.question,
             question_type: q.question_type,
+            asked_at: q.question_date.as_deref().and_then(parse_session_date),
             category: q
                 .category
                 .as_u64()
@@ -365,6 +371,7 @@ impl Asked<'_> {
             report.questions += 1;
             let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
             let mut request = RecallRequest::new(&question.question, budget_tokens);
+            request.asked_at = question.asked_at;
             let redaction = RedactionPolicy::default();
             let (index, tokenizer) = (self.index, self.tokenizer);
             let ours = recall::recall(

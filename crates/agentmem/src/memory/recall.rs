@@ -26,7 +26,7 @@ use crate::memory::facts::{near, word_set};
 use crate::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex, MemoryDoc};
 use crate::search::vectors::{embed_checked, Similarities};
-use crate::search::when::{dates_named_in, NamedDate};
+use crate::search::when::{dates_named_in, relative_dates_in, NamedDate};
 use crate::search::Role;
 use crate::tokens::Tokenizer;
 
@@ -141,6 +141,9 @@ pub struct RecallRequest {
     pub kinds: Vec<DocKind>,
     pub candidates: usize,
     pub weights: Weights,
+    /// When the query is asked (epoch seconds): the day relative dates in
+    /// it (`two months ago`, `last week`) count from. `None`: now.
+    pub asked_at: Option<f64>,
 }
 
 impl RecallRequest {
@@ -153,6 +156,7 @@ impl RecallRequest {
             kinds: vec![DocKind::Fact, DocKind::Episode, DocKind::Event],
             candidates: DEFAULT_CANDIDATES,
             weights: Weights::default(),
+            asked_at: None,
         }
     }
 }
@@ -225,7 +229,7 @@ pub fn recall(
     let considered = candidates.len();
     let mut scored = score(
         candidates,
-        &request.query,
+        &dates_asked_about(request),
         &request.weights,
         similarities.as_ref(),
     );
@@ -279,9 +283,25 @@ fn add_similar_documents(
     Ok(similarities)
 }
 
+/// The days `request`'s query names: calendar dates, and dates relative
+/// to when it is asked.
+fn dates_asked_about(request: &RecallRequest) -> Vec<NamedDate> {
+    let asked_at = request.asked_at.unwrap_or_else(crate::base::event::now_ts);
+    let today = time::OffsetDateTime::from_unix_timestamp(asked_at.floor() as i64)
+        .map(|t| t.date())
+        .ok();
+    let mut dates = dates_named_in(&request.query);
+    dates.extend(
+        today
+            .into_iter()
+            .flat_map(|day| relative_dates_in(&request.query, day)),
+    );
+    dates
+}
+
 fn score(
     candidates: Vec<Candidate>,
-    query: &str,
+    dates: &[NamedDate],
     weights: &Weights,
     similarities: Option<&Similarities>,
 ) -> Vec<RecalledItem> {
@@ -295,7 +315,6 @@ fn score(
     };
     let (best_event, best_memory) = (best(true), best(false));
     let newest = candidates.iter().map(|c| c.ts).fold(f64::MIN, f64::max);
-    let dates = dates_named_in(query);
     let mut items: Vec<RecalledItem> = candidates
         .into_iter()
         .map(|c| {
@@ -312,7 +331,7 @@ fn score(
             let age_days = (newest - c.ts).max(0.0) / 86_400.0;
             let recency = 0.5f64.powf(age_days / weights.half_life_days.max(f64::EPSILON));
             let vector = similarities.and_then(|s| s.of(c.doc));
-            let named_date = nearness(&dates, c.ts, weights.named_date_half_life_days);
+            let named_date = nearness(dates, c.ts, weights.named_date_half_life_days);
             let score = weights.bm25 * bm25
                 + weights.recency * recency
                 + weights.salience * c.salience

@@ -2,9 +2,9 @@
 //! `2023-05-08`), so recall can favour what was said around them: asked
 //! what was decided on a day, the memories of that day answer.
 //!
-//! Only calendar dates are read — a day, a month or a year, in English or
-//! ISO form. Relative phrases (`last week`) need a "now" the question does
-//! not give, and are left to the text match.
+//! Calendar dates are read — a day, a month or a year, in English or ISO
+//! form — and, given the day the question is asked, relative ones:
+//! `two months ago`, `yesterday`, `last week`, `in the past two months`.
 
 use time::{Date, Month};
 
@@ -90,6 +90,128 @@ pub fn dates_named_in(text: &str) -> Vec<NamedDate> {
         }
     }
     dates
+}
+
+/// The stretches of days `text` names relative to `today`, the day it is
+/// asked: `3 days ago`, `two weeks ago` and `a month ago` (that day, give
+/// or take a fifth of the unit), `yesterday`, `last week`/`month`/`year`
+/// (the calendar one before today's), and `in the past two months` or `during the
+/// last week` (up to today).
+///
+/// ```
+/// use agentmem::search::when::{relative_dates_in, NamedDate};
+/// use time::macros::date;
+/// let today = date!(2023 - 03 - 11);
+/// assert_eq!(
+///     relative_dates_in("I visited a museum two months ago.", today),
+///     [NamedDate::Days { first: date!(2023 - 01 - 04), last: date!(2023 - 01 - 16) }]
+/// );
+/// assert_eq!(
+///     relative_dates_in("concerts in the past two months", today),
+///     [NamedDate::Days { first: date!(2023 - 01 - 10), last: today }]
+/// );
+/// assert!(relative_dates_in("How many days ago did I meet Emma?", today).is_empty());
+/// ```
+pub fn relative_dates_in(text: &str, today: Date) -> Vec<NamedDate> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut dates = Vec::new();
+    for (i, &word) in words.iter().enumerate() {
+        let before = |back: usize| i.checked_sub(back).map(|at| words[at]);
+        let span = match word {
+            "ago" => before(1).and_then(unit_days).and_then(|unit| {
+                let count = before(2).and_then(count_word)?;
+                let days = count.saturating_mul(unit);
+                let slack = (unit / 5).max(1);
+                Some(days_back(today, days + slack, days.saturating_sub(slack)))
+            }),
+            "yesterday" => Some(days_back(today, 1, 1)),
+            "week" | "month" | "year" | "weeks" | "months" | "years" | "days" => {
+                match (before(1), before(2), before(3)) {
+                    // "in the past two months", "during the last 3 weeks"
+                    (Some(count), Some("past" | "last"), Some("the")) => count_word(count)
+                        .zip(unit_days(word))
+                        .map(|(n, unit)| days_back(today, n.saturating_mul(unit), 0)),
+                    // "in the past month"
+                    (Some("past" | "last"), Some("the"), _) => {
+                        unit_days(word).map(|unit| days_back(today, unit, 0))
+                    }
+                    // "last week": the calendar week (month, year) before this one
+                    (Some("last"), _, _) => the_one_before(today, word),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        dates.extend(span);
+    }
+    dates
+}
+
+/// The calendar week (from Monday), month or year before `today`'s.
+fn the_one_before(today: Date, unit: &str) -> Option<NamedDate> {
+    match unit {
+        "week" => {
+            let monday =
+                today - time::Duration::days(i64::from(today.weekday().number_days_from_monday()));
+            let back = |days: i64| monday - time::Duration::days(days);
+            Some(NamedDate::Days {
+                first: back(7),
+                last: back(1),
+            })
+        }
+        "month" => {
+            let month = today.month().previous();
+            let year = match month {
+                Month::December => today.year() - 1,
+                _ => today.year(),
+            };
+            Some(month_span(year, month))
+        }
+        "year" => Some(year_span(today.year() - 1)),
+        _ => None,
+    }
+}
+
+/// The days from `first_back` to `last_back` days before `today`.
+fn days_back(today: Date, first_back: u32, last_back: u32) -> NamedDate {
+    let back = |days: u32| today - time::Duration::days(i64::from(days));
+    NamedDate::Days {
+        first: back(first_back),
+        last: back(last_back),
+    }
+}
+
+/// Days in a unit of time a text counts in.
+fn unit_days(word: &str) -> Option<u32> {
+    match word.trim_end_matches('s') {
+        "day" => Some(1),
+        "week" => Some(7),
+        "month" => Some(30),
+        "year" => Some(365),
+        _ => None,
+    }
+}
+
+/// A count written in digits or words: `3`, `two`, `a`.
+fn count_word(word: &str) -> Option<u32> {
+    const WORDS: [&str; 12] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve",
+    ];
+    match word {
+        "a" | "an" => Some(1),
+        "few" | "couple" => Some(2),
+        _ => word.parse().ok().or_else(|| {
+            WORDS
+                .iter()
+                .position(|w| *w == word)
+                .and_then(|at| u32::try_from(at + 1).ok())
+        }),
+    }
 }
 
 /// The date starting at `words[i]`, with how many words it takes.
@@ -273,6 +395,49 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(dates_named_in(text), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn dates_relative_to_the_day_asked_are_read() {
+        let today = date!(2023 - 04 - 20);
+        let cases = [
+            ("what did I cook yesterday?", day(date!(2023 - 04 - 19))),
+            (
+                "I met her 3 days ago",
+                span(date!(2023 - 04 - 16), date!(2023 - 04 - 18)),
+            ),
+            (
+                "a week ago",
+                span(date!(2023 - 04 - 12), date!(2023 - 04 - 14)),
+            ),
+            (
+                "last week",
+                span(date!(2023 - 04 - 10), date!(2023 - 04 - 16)),
+            ),
+            (
+                "last month",
+                span(date!(2023 - 03 - 01), date!(2023 - 03 - 31)),
+            ),
+            (
+                "last year",
+                span(date!(2022 - 01 - 01), date!(2022 - 12 - 31)),
+            ),
+            (
+                "during the last 2 weeks",
+                span(date!(2023 - 04 - 06), today),
+            ),
+            ("over the past year", span(date!(2022 - 04 - 20), today)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(relative_dates_in(text, today), [expected], "{text}");
+        }
+        for text in ["How many days ago did I meet Emma?", "the last time", "ago"] {
+            assert!(relative_dates_in(text, today).is_empty(), "{text}");
+        }
+    }
+
+    fn span(first: Date, last: Date) -> NamedDate {
+        NamedDate::Days { first, last }
     }
 
     #[test]
