@@ -12,10 +12,8 @@
 //! a span larger than the model's window goes through
 //! [`agentmem::summarize::summarize_hierarchical`], which the pipeline calls.
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::summarize::{
-    Fact, FactKind, SummarizeError, Summarizer, Summary, SummaryRequest, SECTION_TITLES,
-};
+use agentmem::summarize::{Fact, FactKind, SECTION_TITLES};
+use agentmem::{Event, SummarizeError, Summarizer, Summary, SummaryRequest, TraceType};
 use serde_json::Value;
 
 use crate::client::Client;

@@ -8,7 +8,7 @@
 //! parallel.
 //!
 //! ```
-//! use agentmem::{store::Store, Durability};
+//! use agentmem::{Store, Durability};
 //! use agentmem_server::service::{Op, Service};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
@@ -27,25 +27,20 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::files::records::{NewFact, Provenance, Trust};
-use agentmem::memory::recall::RecallRequest;
-use agentmem::pipeline::measure::{PrepareRequest, Prepared};
 use agentmem::pipeline::overflow::classify_provider_error;
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::{Target, ToolSchema};
-use agentmem::search::{Role, SearchFilter};
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::tokens::budget::BudgetSettings;
-use agentmem::tokens::Encoding;
+use agentmem::search::Role;
 use agentmem::tools::{self, ToolContext};
+use agentmem::{
+    AgentId, BudgetSettings, CompactOptions, Encoding, Event, PrepareRequest, Prepared,
+    RecallRequest, SearchFilter, Session, SessionId, Store, Target, ToolSchema,
+};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use agentmem::base::error::SchemaScope;
-use agentmem::base::state::StatePatch;
+use agentmem::StatePatch;
 
 use crate::error::{ErrorKind, ServiceError};
 use crate::mcp::ToolHost;

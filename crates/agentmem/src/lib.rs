@@ -55,6 +55,39 @@ pub mod tokens;
 pub mod tools;
 pub mod working;
 
+// The store and its sessions.
+pub use base::id::{AgentId, SessionId};
+pub use files::meta::SessionMeta;
+pub use session::{CompactOptions, IngestReport, Session};
+pub use store::Store;
+
+// Events: what a session is fed, and the tool calls they pair into.
+pub use base::event::{Event, TraceType, Usage};
+pub use base::tool_interaction::{ToolInteraction, ToolStatus};
+
+// Preparing a model call: the request, its budget, the result and its statistics.
+pub use pipeline::measure::{ContextStats, PrepareRequest, Prepared};
+pub use tokens::budget::BudgetSettings;
+
+// Provider targets and the payloads rendered for them.
+pub use render::{Payload, PromptCache, Target, ToolSchema};
+
+// Errors.
 pub use base::error::{Error, Result};
+
+// The seams an application plugs in: a summarizer, an embedder, a reranker.
+pub use memory::recall::{Embedder, Reranker};
+pub use summarize::{SummarizeError, Summarizer, Summary, SummaryRequest};
+
+// Recall from long-term memory; search of the history.
+pub use memory::recall::{RecallRequest, Recalled};
+pub use search::{SearchFilter, SearchHit};
+
+// Working memory: the typed state a session keeps, and the patches that change it.
+pub use base::state::StatePatch;
+pub use working::WorkingMemory;
+
+// Configuration: the layered settings, write durability, token encodings.
 pub use config::Config;
 pub use files::jsonl::Durability;
+pub use tokens::Encoding;

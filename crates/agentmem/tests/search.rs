@@ -3,18 +3,13 @@
 
 mod common;
 
-use agentmem::base::event::Event;
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::files::records::{NewFact, Provenance, Trust};
-use agentmem::memory::recall::RecallRequest;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
 use agentmem::search::index::DocKind;
-use agentmem::search::{HistoryIndex, Role, SearchFilter};
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::tokens::Encoding;
-use agentmem::Durability;
+use agentmem::search::{HistoryIndex, Role};
+use agentmem::{
+    AgentId, CompactOptions, Durability, Encoding, Event, PrepareRequest, RecallRequest,
+    SearchFilter, SessionId, Store, Target,
+};
 
 const DAY: f64 = 86_400.0;
 const JAN_1_2026: f64 = 1_767_225_600.0;
@@ -521,7 +516,7 @@ impl Concepts {
     }
 }
 
-impl agentmem::memory::recall::Embedder for Concepts {
+impl agentmem::Embedder for Concepts {
     fn model(&self) -> &str {
         self.model
     }
@@ -592,7 +587,7 @@ fn an_embedder_recalls_what_shares_no_word_with_the_query_and_embeds_each_memory
 #[test]
 fn an_embedder_that_answers_wrongly_is_a_typed_error() {
     struct Short;
-    impl agentmem::memory::recall::Embedder for Short {
+    impl agentmem::Embedder for Short {
         fn model(&self) -> &str {
             "short"
         }
@@ -623,7 +618,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     struct Sized(usize, Arc<AtomicUsize>);
-    impl agentmem::memory::recall::Embedder for Sized {
+    impl agentmem::Embedder for Sized {
         fn model(&self) -> &str {
             "all-MiniLM-L6-v2"
         }
@@ -670,7 +665,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
 #[test]
 fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_it_fails() {
     struct Down;
-    impl agentmem::memory::recall::Embedder for Down {
+    impl agentmem::Embedder for Down {
         fn model(&self) -> &str {
             "down"
         }
@@ -752,7 +747,7 @@ struct Naming {
     shown: std::sync::Mutex<Vec<String>>,
 }
 
-impl agentmem::memory::recall::Reranker for Naming {
+impl agentmem::Reranker for Naming {
     fn model(&self) -> &str {
         "reader"
     }
@@ -815,7 +810,7 @@ fn a_reranker_reads_redacted_lines_puts_first_what_it_names_and_its_failure_is_a
     );
 
     struct Down;
-    impl agentmem::memory::recall::Reranker for Down {
+    impl agentmem::Reranker for Down {
         fn model(&self) -> &str {
             "down"
         }

@@ -5,19 +5,15 @@
 
 mod common;
 
-use agentmem::base::error::Error;
 use agentmem::base::error::SchemaScope;
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::SessionId;
-use agentmem::base::state::{StatePatch, StateUpdate};
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
-use agentmem::search::{Role, SearchFilter};
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::tools;
+use agentmem::base::state::StateUpdate;
+use agentmem::search::Role;
 use agentmem::working::cache::STATE_FILE;
-use agentmem::working::{replay, Keep, WorkingMemory};
+use agentmem::working::{replay, Keep};
+use agentmem::{
+    tools, CompactOptions, Error, Event, PrepareRequest, SearchFilter, Session, SessionId,
+    StatePatch, Store, Target, TraceType, WorkingMemory,
+};
 use common::fresh_store;
 use serde_json::{json, Value};
 

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use agentmem::memory::recall::RecallRequest;
-use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
-use agentmem::tokens::Encoding;
+use agentmem::search::{parse_date, render_hits, Role};
+use agentmem::{Encoding, RecallRequest, SearchFilter};
 
 use super::{reach_model, Context};
 use crate::cli::{EmbedderArgs, RerankerArgs};
