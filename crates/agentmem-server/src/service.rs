@@ -30,11 +30,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use agentmem::files::records::{NewFact, Provenance, Trust};
 use agentmem::pipeline::overflow::classify_provider_error;
 use agentmem::pipeline::tiers::Action;
-use agentmem::search::Role;
 use agentmem::tools::{self, ToolContext};
 use agentmem::{
     AgentId, BudgetSettings, CompactOptions, Encoding, Event, PrepareRequest, Prepared,
-    RecallRequest, SearchFilter, Session, SessionId, Store, Target, ToolSchema,
+    RecallRequest, SearchFilter, SearchRole, Session, SessionId, Store, Target, ToolSchema,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -48,8 +47,6 @@ use crate::metrics::Metrics;
 use crate::replies;
 use crate::requests::{self, Request};
 
-/// Results a search returns when the request does not say.
-pub const DEFAULT_SEARCH_LIMIT: usize = 10;
 /// Tokens recall fills when the request does not say.
 pub const DEFAULT_RECALL_BUDGET_TOKENS: u64 = 2_000;
 /// HTTP status assumed for an overflow error reported without one.
@@ -501,12 +498,14 @@ impl Service {
         };
         let filter = SearchFilter {
             session: request.session,
-            role: request.role.as_deref().map(Role::parse).transpose()?,
+            role: request.role.as_deref().map(SearchRole::parse).transpose()?,
             since: date(request.since)?,
             until: date(request.until)?,
-            limit: request.limit.map_or(DEFAULT_SEARCH_LIMIT, |count| {
-                usize::try_from(count.0).unwrap_or(usize::MAX)
-            }),
+            limit: request
+                .limit
+                .map_or(agentmem::search::DEFAULT_SEARCH_LIMIT, |count| {
+                    usize::try_from(count.0).unwrap_or(usize::MAX)
+                }),
         };
         let hits = self.store.search(&self.agent, &request.query, &filter)?;
         reply(hits)

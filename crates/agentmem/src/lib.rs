@@ -77,11 +77,11 @@ pub use base::error::{Error, Result};
 
 // The seams an application plugs in: a summarizer, an embedder, a reranker.
 pub use memory::recall::{Embedder, Reranker};
-pub use summarize::{SummarizeError, Summarizer, Summary, SummaryRequest};
+pub use summarize::{FactKind, SummarizeError, Summarizer, Summary, SummaryFact, SummaryRequest};
 
 // Recall from long-term memory; search of the history.
 pub use memory::recall::{RecallRequest, Recalled};
-pub use search::{SearchFilter, SearchHit};
+pub use search::{SearchFilter, SearchHit, SearchRole};
 
 // Working memory: the typed state a session keeps, and the patches that change it.
 pub use base::state::StatePatch;

@@ -5,10 +5,10 @@ mod common;
 
 use agentmem::files::records::{NewFact, Provenance, Trust};
 use agentmem::search::index::DocKind;
-use agentmem::search::{HistoryIndex, Role};
+use agentmem::search::HistoryIndex;
 use agentmem::{
     AgentId, CompactOptions, Durability, Encoding, Event, PrepareRequest, RecallRequest,
-    SearchFilter, SessionId, Store, Target,
+    SearchFilter, SearchRole, SessionId, Store, Target,
 };
 
 const DAY: f64 = 86_400.0;
@@ -60,12 +60,19 @@ fn search_finds_archived_events_with_labelled_context_and_filters() {
         .search(&agent, "flaky nested quotes", &SearchFilter::default())
         .unwrap();
     let hit = &hits[0];
-    assert_eq!((hit.turn_id.as_str(), hit.role), ("turn_0001", Role::User));
+    assert_eq!(
+        (hit.turn_id.as_str(), hit.role),
+        ("turn_0001", SearchRole::User)
+    );
     assert!(hit.excerpt.contains("[flaky]"), "{}", hit.excerpt);
-    let labels: Vec<(Role, bool)> = hit.context.iter().map(|c| (c.role, c.is_hit)).collect();
+    let labels: Vec<(SearchRole, bool)> = hit.context.iter().map(|c| (c.role, c.is_hit)).collect();
     assert_eq!(
         labels,
-        [(Role::User, true), (Role::Tool, false), (Role::Tool, false)]
+        [
+            (SearchRole::User, true),
+            (SearchRole::Tool, false),
+            (SearchRole::Tool, false)
+        ]
     );
     assert!(hit.render().contains("> [turn_0001] User: The parser test"));
 
@@ -78,11 +85,11 @@ fn search_finds_archived_events_with_labelled_context_and_filters() {
     assert_eq!(rebuilt[0].ord, 0);
 
     let tools_only = SearchFilter {
-        role: Some(Role::Tool),
+        role: Some(SearchRole::Tool),
         ..SearchFilter::default()
     };
     let hits = store.search(&agent, "step_3 passed", &tools_only).unwrap();
-    assert!(hits.iter().all(|h| h.role == Role::Tool) && !hits.is_empty());
+    assert!(hits.iter().all(|h| h.role == SearchRole::Tool) && !hits.is_empty());
 
     let later = SearchFilter {
         since: Some(JAN_1_2026 + 5.0 * DAY),
@@ -465,7 +472,7 @@ fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
     let arguments =
         serde_json::json!({"query": "flaky parser", "role": "user", "until": "2026-01-05"});
     let (query, filter) = agentmem::search::parse_tool_arguments(&arguments).unwrap();
-    assert_eq!(filter.role, Some(Role::User));
+    assert_eq!(filter.role, Some(SearchRole::User));
     let hits = store.search(&agent, &query, &filter).unwrap();
     let answer = agentmem::search::render_hits(&hits);
     assert!(answer.contains("> [turn_0001] User: The [parser] test test_nested_quotes is [flaky]"));

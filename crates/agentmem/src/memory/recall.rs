@@ -27,7 +27,7 @@ use crate::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex, MemoryDoc};
 use crate::search::vectors::{embed_checked, Similarities};
 use crate::search::when::{dates_named_in, NamedDate};
-use crate::search::Role;
+use crate::search::SearchRole;
 use crate::tokens::Tokenizer;
 
 /// How many BM25 matches are scored before packing.
@@ -165,7 +165,7 @@ pub struct RecalledItem {
     pub source: String,
     pub session: String,
     pub turn_id: String,
-    pub role: Role,
+    pub role: SearchRole,
     pub speaker: Option<String>,
     pub ts: f64,
     pub text: String,
@@ -453,7 +453,7 @@ fn focus_on_person_asked_about(items: &mut [RecalledItem], query: &str, other_sp
 
 /// Whom a question asks about: the user (first person), the assistant
 /// (second person), or neither (both, or a question in the third person).
-fn person_asked_about(query: &str) -> Option<Role> {
+fn person_asked_about(query: &str) -> Option<SearchRole> {
     if !query.trim_end().ends_with('?') {
         return None;
     }
@@ -470,8 +470,8 @@ fn person_asked_about(query: &str) -> Option<Role> {
         "you", "your", "yours", "you've", "you'd", "you're", "yourself",
     ];
     match (says(&FIRST), says(&SECOND)) {
-        (true, false) => Some(Role::User),
-        (false, true) => Some(Role::Assistant),
+        (true, false) => Some(SearchRole::User),
+        (false, true) => Some(SearchRole::Assistant),
         (true, true) | (false, false) => None,
     }
 }
@@ -748,11 +748,17 @@ mod tests {
     #[test]
     fn a_question_in_the_first_person_asks_about_the_user_one_in_the_second_the_assistant() {
         let asked = |q: &str| person_asked_about(q);
-        assert_eq!(asked("What did I buy for my kitchen?"), Some(Role::User));
-        assert_eq!(asked("How many trips have we taken?"), Some(Role::User));
+        assert_eq!(
+            asked("What did I buy for my kitchen?"),
+            Some(SearchRole::User)
+        );
+        assert_eq!(
+            asked("How many trips have we taken?"),
+            Some(SearchRole::User)
+        );
         assert_eq!(
             asked("Which hotel did you recommend?"),
-            Some(Role::Assistant)
+            Some(SearchRole::Assistant)
         );
         assert_eq!(asked("What did you tell me about Rome?"), None, "both");
         assert_eq!(

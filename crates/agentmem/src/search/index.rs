@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::excerpt::{excerpt, MATCH_CLOSE, MATCH_OPEN};
-use super::{ContextLine, Role, SearchFilter, SearchHit};
+use super::{ContextLine, SearchFilter, SearchHit, SearchRole};
 use crate::base::error::{Error, Result};
 use crate::base::event::{Event, TraceType};
 
@@ -144,7 +144,7 @@ pub struct Candidate {
     pub turn_id: String,
     /// Position in the session's full history.
     pub ord: u64,
-    pub role: Role,
+    pub role: SearchRole,
     pub ts: f64,
     pub salience: f64,
     /// The speaker's name, when the event carried one.
@@ -290,8 +290,8 @@ impl HistoryIndex {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
             for memory in &memories {
                 let role = match memory.kind {
-                    DocKind::Fact => Role::Fact,
-                    DocKind::Episode | DocKind::Event => Role::Episode,
+                    DocKind::Fact => SearchRole::Fact,
+                    DocKind::Episode | DocKind::Event => SearchRole::Episode,
                 };
                 insert
                     .execute(params![
@@ -632,7 +632,7 @@ impl HistoryIndex {
                 params![
                     expression,
                     filter.session,
-                    filter.role.map(Role::as_str),
+                    filter.role.map(SearchRole::as_str),
                     filter.since,
                     filter.until,
                     filter.limit as i64,
@@ -645,7 +645,7 @@ impl HistoryIndex {
                         event_id: row.get(2)?,
                         turn_id: row.get(3)?,
                         ord: row.get::<_, i64>(4)? as u64,
-                        role: Role::parse_stored(&row.get::<_, String>(5)?),
+                        role: SearchRole::parse_stored(&row.get::<_, String>(5)?),
                         ts: row.get(6)?,
                         score: -row.get::<_, f64>(7)?,
                         excerpt: String::new(),
@@ -694,7 +694,7 @@ impl HistoryIndex {
                     event_id: row.get(0)?,
                     turn_id: row.get(1)?,
                     is_hit: row.get::<_, i64>(2)? as u64 == ord,
-                    role: Role::parse_stored(&row.get::<_, String>(3)?),
+                    role: SearchRole::parse_stored(&row.get::<_, String>(3)?),
                     speaker: Some(row.get::<_, String>(4)?).filter(|s| !s.is_empty()),
                     text: one_line(&row.get::<_, String>(5)?, CONTEXT_LINE_CHARS),
                 })
@@ -726,7 +726,7 @@ impl HistoryIndex {
                         session,
                         ord as i64,
                         event.turn_id,
-                        Role::of(event.trace_type).as_str(),
+                        SearchRole::of(event.trace_type).as_str(),
                         event.ts,
                         EVENT_SALIENCE,
                         speaker(event).unwrap_or_default(),
@@ -773,7 +773,7 @@ pub(super) fn candidate_from_row(
         session: row.get(2)?,
         turn_id: row.get(3)?,
         ord: row.get::<_, i64>(4)? as u64,
-        role: Role::parse_stored(&row.get::<_, String>(5)?),
+        role: SearchRole::parse_stored(&row.get::<_, String>(5)?),
         ts: row.get(6)?,
         salience: row.get(7)?,
         speaker: Some(row.get::<_, String>(8)?).filter(|s| !s.is_empty()),

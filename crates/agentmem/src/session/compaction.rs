@@ -37,7 +37,7 @@ use crate::pipeline::measure::{PrepareRequest, Prepared};
 use crate::pipeline::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::pipeline::strategy::{ContextSettingsLayer, Strategy};
 use crate::redact::{redact, redact_event};
-use crate::summarize::{ExtractiveSummarizer, Fact as SummaryFact, SummaryRequest};
+use crate::summarize::{ExtractiveSummarizer, SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
 
 /// The note of a compaction asked for that freed nothing.

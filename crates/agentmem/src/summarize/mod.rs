@@ -2,7 +2,7 @@
 //!
 //! A [`Summarizer`] turns a span of raw [`Event`]s (the part of a session that
 //! compaction takes out of the model's view) into a [`Summary`]: nine fixed
-//! sections of bullets ([`SECTION_TITLES`]), semantic [`Fact`]s with the ids of
+//! sections of bullets ([`SECTION_TITLES`]), semantic [`SummaryFact`]s with the ids of
 //! the events they came from, and the ids of every event it covered.
 //!
 //! - [`ExtractiveSummarizer`] is the default: deterministic, no network, it
@@ -188,7 +188,7 @@ impl<'a> SummaryRequest<'a> {
     }
 }
 
-/// What a [`Fact`] records.
+/// What a [`SummaryFact`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FactKind {
     /// How the user likes things done ("I prefer …").
@@ -212,7 +212,7 @@ impl FactKind {
 
 /// A semantic fact drawn from the span, for long-term memory.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Fact {
+pub struct SummaryFact {
     pub text: String,
     pub kind: FactKind,
     /// 0.0–1.0: how sure the summarizer is that this is a lasting fact.
@@ -235,7 +235,7 @@ pub struct Summary {
     /// `(title, bullets)` in render order; the default summarizer always
     /// produces the nine [`SECTION_TITLES`].
     pub sections: Vec<(String, Vec<String>)>,
-    pub facts: Vec<Fact>,
+    pub facts: Vec<SummaryFact>,
     /// Ids of every event the summary stands for, in span order.
     pub covered_event_ids: Vec<String>,
 }
@@ -1032,9 +1032,9 @@ fn dedupe_bullets(bullets: Vec<String>) -> Vec<String> {
 
 /// Merges facts by text (case and spacing ignored): highest confidence, first
 /// kind, source ids united in order; most confident first, then first seen.
-pub(crate) fn merge_facts<'f>(facts: impl Iterator<Item = &'f Fact>) -> Vec<Fact> {
+pub(crate) fn merge_facts<'f>(facts: impl Iterator<Item = &'f SummaryFact>) -> Vec<SummaryFact> {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut merged: Vec<Fact> = Vec::new();
+    let mut merged: Vec<SummaryFact> = Vec::new();
     for fact in facts {
         let key = dedupe_key(&fact.text);
         match index.get(&key) {
