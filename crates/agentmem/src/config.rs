@@ -71,7 +71,7 @@ use crate::tokens::registry::ModelOverride;
 pub const CONFIG_FILE: &str = "config.toml";
 
 /// The environment variable that overrides the durability setting.
-pub const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
+pub(crate) const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
 
 /// Storage settings.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -516,13 +516,13 @@ impl Event {
 }
 
 /// The current time in seconds since the Unix epoch.
-pub fn now_ts() -> f64 {
+pub(crate) fn now_ts() -> f64 {
     // Millisecond precision keeps the JSON short and is what transcripts carry.
     (now_millis() as f64) / 1000.0
 }
 
 /// Milliseconds since the Unix epoch.
-pub fn now_millis() -> u64 {
+pub(crate) fn now_millis() -> u64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

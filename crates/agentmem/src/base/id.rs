@@ -11,7 +11,7 @@ use std::fmt;
 use crate::base::error::{Error, IdKind, Result};
 
 /// Longest id accepted, in bytes.
-pub const MAX_ID_BYTES: usize = 128;
+pub(crate) const MAX_ID_BYTES: usize = 128;
 
 /// Checks that `id` is safe to use as one path component.
 ///

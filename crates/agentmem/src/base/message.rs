@@ -85,13 +85,13 @@ pub const SUMMARY_PREFIX: &str = "[SUMMARY OF EARLIER CONVERSATION]";
 /// The tag of a summary shown as a shadow exchange: a user line asking for
 /// the summary, then the summary as the assistant's answer (the `summarize`
 /// strategy's form); untagged summaries are one user message.
-pub const SHADOW_PAIR_TAG: &str = "shadow_pair";
+pub(crate) const SHADOW_PAIR_TAG: &str = "shadow_pair";
 
 /// The user line of a shadow exchange.
-pub const SHADOW_USER_LINE: &str = "Summarize the conversation so far.";
+pub(crate) const SHADOW_USER_LINE: &str = "Summarize the conversation so far.";
 
 /// Whether `event` is a summary shown as a shadow exchange.
-pub fn is_shadow_pair(event: &Event) -> bool {
+pub(crate) fn is_shadow_pair(event: &Event) -> bool {
     event.trace_type == TraceType::Summary && event.tags.iter().any(|t| t == SHADOW_PAIR_TAG)
 }
 
@@ -189,7 +189,7 @@ impl<'a> From<&'a Part> for PartRef<'a> {
 
 /// Where an event goes when messages are built.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Placement<'a> {
+pub(crate) enum Placement<'a> {
     /// Joins the last message if it has the same role and can take it, else starts one.
     Join(Role, PartRef<'a>),
     /// Always starts a message of its own.
@@ -197,7 +197,7 @@ pub enum Placement<'a> {
 }
 
 /// Where `event` belongs in a message list.
-pub fn placement(event: &Event) -> Placement<'_> {
+pub(crate) fn placement(event: &Event) -> Placement<'_> {
     let text = || PartRef::Text(Cow::Borrowed(&event.content));
     match event.trace_type {
         TraceType::System => Placement::Alone(Role::System, text()),
@@ -249,7 +249,7 @@ pub fn placement(event: &Event) -> Placement<'_> {
 
 /// The role of the message `event` belongs to (as [`placement`] places it,
 /// without building the part).
-pub fn role_of(event: &Event) -> Role {
+pub(crate) fn role_of(event: &Event) -> Role {
     match event.trace_type {
         TraceType::System | TraceType::WorkingMemory => Role::System,
         TraceType::User | TraceType::Summary | TraceType::TurnAborted => Role::User,
@@ -270,7 +270,7 @@ fn last_role_of(event: &Event) -> Role {
 
 /// How many messages `event` starts when it does not join the one before:
 /// two for a shadow-pair summary, else one.
-pub fn messages_started(event: &Event) -> usize {
+pub(crate) fn messages_started(event: &Event) -> usize {
     if is_shadow_pair(event) {
         2
     } else {
@@ -280,7 +280,7 @@ pub fn messages_started(event: &Event) -> usize {
 
 /// Whether `event` starts a new message after `previous` (the last event in
 /// the model's view before it), by the same rule as [`push_event`].
-pub fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
+pub(crate) fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
     !event.trace_type.is_model_output()
         || previous.is_none_or(|p| last_role_of(p) != role_of(event))
 }
@@ -337,7 +337,7 @@ impl<'a> From<&'a Message> for MessageRef<'a> {
 /// An assistant part joins the last message when that is an assistant message:
 /// the same model response. A tool result or a user message in between starts
 /// a new one.
-pub fn push_event<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
+pub(crate) fn push_event<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
     if !event.is_in_model_view() {
         return false;
     }

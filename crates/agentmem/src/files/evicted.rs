@@ -42,7 +42,7 @@ pub fn evicted_path(dir: &Path, call_id: &str) -> Result<PathBuf> {
 /// The name to evict the output of `call_id` under in `dir`: the call id,
 /// or `<call id>-2`, `-3`, … when an output of an earlier call with that id
 /// is there already (agents reuse ids), so no output replaces another.
-pub fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
+pub(crate) fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
     validate_path_id(IdKind::ToolCall, call_id)?;
     let taken = |name: &str| dir.join(format!("{name}.txt")).exists();
     Ok(std::iter::once(call_id.to_owned())

@@ -177,7 +177,7 @@ pub fn parse_log(bytes: &[u8]) -> LogContents {
 
 /// Reads `path` for writing: repairs a torn tail or bad lines first (see the
 /// module docs) and reports what it repaired.
-pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
+pub(crate) fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
     let contents = read_log(path)?;
     let mut recoveries = Vec::new();
     if contents.torn_tail.is_empty() && contents.bad_lines.is_empty() {
@@ -216,7 +216,7 @@ pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
 }
 
 /// The file a log's unreadable bytes are moved to.
-pub fn corrupt_path(log: &Path) -> PathBuf {
+pub(crate) fn corrupt_path(log: &Path) -> PathBuf {
     let mut name = log.file_name().unwrap_or_default().to_os_string();
     name.push(".corrupt");
     log.with_file_name(name)
@@ -427,7 +427,7 @@ pub(crate) fn inode(meta: &fs::Metadata) -> u64 {
 /// `batch` names (the same file) ends inside it, the batch's bytes go to
 /// `<log>.corrupt` and the log is cut back to where the batch began.
 /// Returns what was done, if anything.
-pub fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<Recovery>> {
+pub(crate) fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<Recovery>> {
     let mut file = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -458,7 +458,7 @@ pub fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<R
 /// `bytes`, read from a log whose inode is `log_inode`, without the lines
 /// of a batch its writer has under way (`batch`): what a reader sees of a
 /// batch is all of it or none.
-pub fn without_unfinished_batch(
+pub(crate) fn without_unfinished_batch(
     mut bytes: Vec<u8>,
     log_inode: u64,
     batch: Option<PendingBatch>,
@@ -474,7 +474,7 @@ pub fn without_unfinished_batch(
 
 /// Reads `path` as [`read_log`] does, leaving out the lines of a batch its
 /// writer (whose record is in `session_dir`) has under way.
-pub fn read_log_as_reader(path: &Path, session_dir: &Path) -> Result<LogContents> {
+pub(crate) fn read_log_as_reader(path: &Path, session_dir: &Path) -> Result<LogContents> {
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LogContents::default()),

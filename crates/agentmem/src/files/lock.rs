@@ -16,7 +16,7 @@ use crate::base::error::{Error, IoContext, Result};
 use crate::files::jsonl::Durability;
 
 /// The lock file's name inside a session directory.
-pub const LOCK_FILE: &str = "lock";
+pub(crate) const LOCK_FILE: &str = "lock";
 
 /// An append of several events to a session's log, as its writer recorded
 /// it before writing: the log it went to (by inode, on Unix) and the bytes
@@ -139,7 +139,7 @@ impl SessionLock {
 
 /// What the writer of the session in `session_dir` records as under way
 /// (read without the lock, by readers).
-pub fn pending_batch(session_dir: &Path) -> Option<PendingBatch> {
+pub(crate) fn pending_batch(session_dir: &Path) -> Option<PendingBatch> {
     let recorded = std::fs::read_to_string(session_dir.join(LOCK_FILE)).ok()?;
     recorded.lines().nth(1).and_then(PendingBatch::parse)
 }
@@ -159,7 +159,7 @@ fn write_all_at_start(mut file: &File, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The lock file's name inside an agent's folder.
-pub const MEMORY_LOCK_FILE: &str = "memory.lock";
+pub(crate) const MEMORY_LOCK_FILE: &str = "memory.lock";
 
 /// The agent-wide files read, changed and written back whole or in part
 /// under [`MemoryLock`]: the notebook, the facts, the episodes.
@@ -175,7 +175,7 @@ const GUARDED_FILES: [&str; 3] = [
 /// Held for the length of one edit; the operating system releases it when
 /// the process dies.
 #[derive(Debug)]
-pub struct MemoryLock {
+pub(crate) struct MemoryLock {
     _file: File,
 }
 

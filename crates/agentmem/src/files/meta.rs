@@ -15,10 +15,10 @@ use crate::base::id::{AgentId, SessionId};
 use crate::redact::{redact_start, RedactionPolicy};
 
 /// The file name of the meta file inside a session directory.
-pub const META_FILE: &str = "meta.json";
+pub(crate) const META_FILE: &str = "meta.json";
 
 /// Longest title, in characters.
-pub const TITLE_MAX_CHARS: usize = 80;
+pub(crate) const TITLE_MAX_CHARS: usize = 80;
 
 /// One import into a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,7 +32,7 @@ use crate::files::records::{NewFact, Provenance, Trust};
 use crate::redact::{redact, Redacted, RedactionPolicy};
 
 /// Two facts whose word sets overlap at least this much are the same fact.
-pub const NEAR_DUPLICATE_JACCARD: f64 = 0.8;
+pub(crate) const NEAR_DUPLICATE_JACCARD: f64 = 0.8;
 
 /// One semantic fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

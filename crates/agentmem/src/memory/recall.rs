@@ -31,9 +31,9 @@ use crate::search::SearchRole;
 use crate::tokens::Tokenizer;
 
 /// How many BM25 matches are scored before packing.
-pub const DEFAULT_CANDIDATES: usize = 300;
+pub(crate) const DEFAULT_CANDIDATES: usize = 300;
 /// The longest raw event shown in recall, in tokens (longer ones are cut).
-pub const MAX_EVENT_TOKENS: usize = 256;
+pub(crate) const MAX_EVENT_TOKENS: usize = 256;
 /// No token is longer than this many bytes in practice.
 const MAX_BYTES_PER_TOKEN: usize = 16;
 /// The most of one event a block of `budget` tokens shows: a quarter of
@@ -58,7 +58,7 @@ pub use crate::search::vectors::Embedder;
 /// evidence line it was shown would lift recall to 0.894 reading 100, 0.938
 /// reading 200 and 0.966 reading 300: 200 clears 0.9 with room, for about
 /// 7,000 input tokens of chat lines.
-pub const RERANKED_CANDIDATES: usize = 200;
+pub(crate) const RERANKED_CANDIDATES: usize = 200;
 
 /// A model that reads recall's best candidates and says which of them
 /// answer the query: the hybrid score ranks by words and meaning, a reader
@@ -75,7 +75,7 @@ pub trait Reranker {
 
 /// A reranker a store and its clones share.
 #[derive(Clone)]
-pub struct SharedReranker(pub std::sync::Arc<dyn Reranker + Send + Sync>);
+pub(crate) struct SharedReranker(pub std::sync::Arc<dyn Reranker + Send + Sync>);
 
 impl std::fmt::Debug for SharedReranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

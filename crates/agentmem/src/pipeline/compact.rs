@@ -70,7 +70,7 @@ pub struct CompactReport {
 
 /// The active events split into what is compacted and what stays verbatim.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Split {
+pub(crate) struct Split {
     /// Events moved to the archive and summarized, in log order.
     pub span: Vec<Event>,
     /// Events kept verbatim after the snapshot base, in log order.
@@ -83,7 +83,7 @@ pub struct Split {
 /// that arrived after the next user message), the cut moves back to that
 /// turn's start. So the span and the tail are contiguous, the archive keeps
 /// the log's order, and every pair stays on one side.
-pub fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) -> Split {
+pub(crate) fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) -> Split {
     let owned = |events: &[_]| {
         events
             .iter()
@@ -132,7 +132,7 @@ pub fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) ->
 /// keeps the longest shorter tail that folds one, down to the current turn
 /// alone, and when that turn is all there is, folds it too once every call
 /// in it has its result (its user message stays in the base).
-pub fn split_to_compact(
+pub(crate) fn split_to_compact(
     active: &[impl Borrow<Event>],
     keep_turns: usize,
     reason: CompactReason,
@@ -163,7 +163,7 @@ pub fn split_to_compact(
 }
 
 /// The new snapshot base (see the module docs).
-pub fn build_base(
+pub(crate) fn build_base(
     old_base: &[Event],
     span: &[Event],
     summary: String,
@@ -253,7 +253,7 @@ fn protected_results(history: &[&Event], protected: &[String]) -> Vec<Event> {
 
 /// The deterministic stand-in summary used when the summarizer keeps failing:
 /// it hides nothing (the archive has it all) and says how to find it.
-pub fn fallback_summary(span: &[Event], failures: u32) -> String {
+pub(crate) fn fallback_summary(span: &[Event], failures: u32) -> String {
     let turns: BTreeSet<&str> = span.iter().map(|e| e.turn_id.as_str()).collect();
     let first = turns.first().copied().unwrap_or("?");
     let last = turns.last().copied().unwrap_or("?");

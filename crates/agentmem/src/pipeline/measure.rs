@@ -181,7 +181,7 @@ pub fn count_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Section
 /// provider-measured offset (if any), the request's own tokens, and the
 /// model's calibration.
 #[derive(Debug, Clone, Copy)]
-pub struct Measured {
+pub(crate) struct Measured {
     /// The view's totals, as [`measure`] gives them. The transcript keeps
     /// them as it grows, so a call need not go over the whole view again.
     pub view: TokenCounts,
@@ -198,7 +198,7 @@ pub struct Measured {
 
 /// What a call is counted and bounded by: the tokenizer, the model, its budget.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits<'a> {
+pub(crate) struct Limits<'a> {
     pub tokenizer: Tokenizer,
     pub model: &'a ModelInfo,
     pub budget: Budget,
@@ -210,7 +210,7 @@ pub struct Limits<'a> {
 /// `Session::prepare`); when there is one, the context size is the view plus
 /// that offset — a measured figure — else the count, corrected by the
 /// model's calibration where the tokenizer is not the provider's own.
-pub fn render_and_measure(
+pub(crate) fn render_and_measure(
     items: &[ViewItem],
     limits: Limits<'_>,
     request: &PrepareRequest,
@@ -340,11 +340,11 @@ fn is_openai_model(model: &str) -> bool {
 /// a report outside measured another prompt than the one counted (the
 /// agent's own wrapping, cached tokens left out of the figure), which the
 /// usage anchor takes as measured and a factor applied to every count must not.
-pub const PLAUSIBLE_REPORTED_PER_COUNTED: std::ops::RangeInclusive<f64> = 0.5..=2.0;
+pub(crate) const PLAUSIBLE_REPORTED_PER_COUNTED: std::ops::RangeInclusive<f64> = 0.5..=2.0;
 
 /// How many models' factors a calibration table keeps: the models reported
 /// most recently.
-pub const MAX_CALIBRATED_MODELS: usize = 16;
+pub(crate) const MAX_CALIBRATED_MODELS: usize = 16;
 
 /// Per-model calibration learned from events that carry both figures, filed
 /// under the model's family ([`ModelInfo::family`]) so that every spelling

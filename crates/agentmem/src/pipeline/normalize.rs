@@ -78,7 +78,7 @@ pub const SYNTHETIC_TAG: &str = "synthetic";
 pub const SYNTHETIC_SOURCE: &str = "engine:normalize";
 
 /// The content of a synthetic result for a call that never returned.
-pub const ABORTED_CONTENT: &str =
+pub(crate) const ABORTED_CONTENT: &str =
     "aborted: the tool call was interrupted before it returned a result";
 
 /// The `tool_error` of a synthetic result for a call that never returned.
@@ -124,7 +124,7 @@ pub type Pass = fn(&mut Vec<Event>) -> PassReport;
 /// The passes [`normalize_pairs`] runs, in order: each one relies on the
 /// ones before it (a moved result must have a unique call before it; a
 /// call is "missing" its result only once results sit where they belong).
-pub const PAIR_INTEGRITY_PASSES: &[Pass] = &[
+pub(crate) const PAIR_INTEGRITY_PASSES: &[Pass] = &[
     resolve_duplicate_call_ids,
     remove_orphan_results,
     move_results_after_their_calls,
@@ -252,7 +252,7 @@ fn remove_flagged(events: &mut Vec<Event>, remove: &[bool]) -> Vec<String> {
 /// so are the id's other results after the first call (each later call
 /// goes together with its result). Results before the first call are left
 /// to [`remove_orphan_results`].
-pub fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("resolve_duplicate_call_ids");
     let mut ids = CallIds::default();
     for event in events.iter_mut() {
@@ -291,7 +291,7 @@ pub fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
 /// Removes every result that answers no call before it in the view: a result
 /// whose call is gone, a result that comes before its call (at that position
 /// it answers nothing), and a second result of a call already answered.
-pub fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("remove_orphan_results");
     let mut remove = vec![false; events.len()];
     let mut any = false;
@@ -323,7 +323,7 @@ pub fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
 /// response's results, keeping the order results were given in. A result
 /// whose call is not before it is left where it is (see
 /// [`remove_orphan_results`]); with duplicate call ids the first call counts.
-pub fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("move_results_after_their_calls");
     let layout = Layout::of(events);
     let mut call_response: HashMap<&str, usize> = HashMap::new();
@@ -386,7 +386,7 @@ pub fn synthetic_result_id(call_id: &str) -> String {
 /// an error result "aborted" with a deterministic id (see
 /// [`synthetic_result_id`]), the call's tool name, turn, time and sequence
 /// number, tagged [`SYNTHETIC_TAG`].
-pub fn aborted_result(call: &Event) -> Event {
+pub(crate) fn aborted_result(call: &Event) -> Event {
     let mut result = Event::new(TraceType::ToolResult, ABORTED_CONTENT)
         .with_id(synthetic_result_id(call_id(call)))
         .with_ts(call.ts)
@@ -403,7 +403,7 @@ pub fn aborted_result(call: &Event) -> Event {
 /// Gives every call that has no result after it a synthetic "aborted" result
 /// ([`aborted_result`]), placed right after its response, behind the results
 /// already there, in the order of the calls.
-pub fn ensure_call_results_present(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn ensure_call_results_present(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("ensure_call_results_present");
     let mut last_result: HashMap<&str, usize> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
@@ -481,7 +481,7 @@ pub fn pairs_are_intact<'a>(events: impl IntoIterator<Item = &'a Event>) -> bool
 /// [`pairs_are_intact`] kept up to date one event at a time, so a view that
 /// only grows is checked for what it gained, not again from the start.
 #[derive(Debug, Clone, Default)]
-pub struct PairCheck {
+pub(crate) struct PairCheck {
     calls: foldhash::HashSet<String>,
     /// Calls of the current response still waiting for their result.
     waiting: foldhash::HashSet<String>,

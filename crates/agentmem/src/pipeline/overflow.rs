@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 /// Recovery attempts before giving up with a typed error.
-pub const MAX_OVERFLOW_RETRIES: u32 = 3;
+pub(crate) const MAX_OVERFLOW_RETRIES: u32 = 3;
 
 /// A provider error, classified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,15 +7,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Most recent tool results microcompaction leaves whole.
-pub const DEFAULT_KEEP_TOOL_RESULTS: usize = 5;
+pub(crate) const DEFAULT_KEEP_TOOL_RESULTS: usize = 5;
 /// Completed turns kept verbatim after a compaction (the current turn is kept too).
-pub const DEFAULT_RAW_TAIL_TURNS: usize = 4;
+pub(crate) const DEFAULT_RAW_TAIL_TURNS: usize = 4;
 /// User messages kept through a compaction, most recent first, up to this many tokens.
-pub const DEFAULT_KEPT_USER_MESSAGE_TOKENS: u64 = 20_000;
+pub(crate) const DEFAULT_KEPT_USER_MESSAGE_TOKENS: u64 = 20_000;
 /// The most tokens a compaction summary may take.
-pub const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 20_000;
+pub(crate) const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 20_000;
 /// Consecutive summarizer failures before compaction falls back to trimming.
-pub const SUMMARIZER_FAILURES_BEFORE_FALLBACK: u32 = 3;
+pub(crate) const SUMMARIZER_FAILURES_BEFORE_FALLBACK: u32 = 3;
 
 /// A way of shrinking the context once it passes the trigger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -10,7 +10,9 @@ mod openai_chat;
 mod openai_responses;
 mod payload;
 
-pub use payload::{Payload, Segment, SegmentList};
+pub use payload::Payload;
+pub use payload::Segment;
+pub(crate) use payload::SegmentList;
 
 use std::fmt;
 use std::str::FromStr;
@@ -321,7 +323,7 @@ pub fn entries(target: Target, messages: &[Message], place: Place) -> Vec<Value>
 /// The entries of [`entries`], serialized: what a [`Segment`] keeps.
 /// Chat Completions' are written straight from the messages; the other
 /// APIs' are built as values first.
-pub fn raw_entries(
+pub(crate) fn raw_entries(
     target: Target,
     messages: &[MessageRef<'_>],
     place: Place,

@@ -33,7 +33,7 @@ pub struct Segment {
 
 /// A message list as segments, shared by the payloads sent from it and the
 /// cache that made it (see [`crate::pipeline::segments::RenderCache`]).
-pub type SegmentList = Arc<Vec<Arc<Segment>>>;
+pub(crate) type SegmentList = Arc<Vec<Arc<Segment>>>;
 
 impl Segment {
     /// `messages` rendered for `target`, at `place` in the list.

@@ -23,9 +23,9 @@ use crate::base::event::{Event, TraceType};
 pub const INDEX_FILE: &str = "search.sqlite";
 /// The most of one event's text that is indexed (half head, half tail): a
 /// huge tool output is found by its start and end, and stays in the log whole.
-pub const MAX_INDEXED_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_INDEXED_BYTES: usize = 64 * 1024;
 /// Events shown before and after a hit.
-pub const CONTEXT_EVENTS: u32 = 2;
+pub(crate) const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
@@ -851,11 +851,11 @@ fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlit
 /// A term in more than this share of the indexed documents (and in at
 /// least [`COMMON_TERM_MIN_DOCS`]) tells little apart, and an OR query with
 /// it would score most of the index: it only narrows AND queries.
-pub const COMMON_TERM_SHARE: f64 = 0.05;
+pub(crate) const COMMON_TERM_SHARE: f64 = 0.05;
 /// Documents a query looks at first, newest first (see `newest_first`).
-pub const FIRST_WINDOW_DOCS: i64 = 50_000;
+pub(crate) const FIRST_WINDOW_DOCS: i64 = 50_000;
 /// Below this many documents, no term counts as common.
-pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
+pub(crate) const COMMON_TERM_MIN_DOCS: i64 = 2_000;
 
 /// The ways one query is asked of a table.
 struct QueryPlan {
@@ -881,7 +881,7 @@ const INSERT_DOC: &str =
 
 /// What of an event is searchable: its text, or a tool call's name and
 /// arguments (the speaker's name is indexed beside it).
-pub fn indexed_text(event: &Event) -> String {
+pub(crate) fn indexed_text(event: &Event) -> String {
     let body = match event.trace_type {
         TraceType::ToolCall => {
             let args = event

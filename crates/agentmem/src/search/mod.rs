@@ -26,7 +26,7 @@ use crate::base::error::{Error, Result};
 use crate::base::event::TraceType;
 use crate::render::ToolSchema;
 
-pub use feed::IndexFeeder;
+pub(crate) use feed::IndexFeeder;
 pub use index::HistoryIndex;
 
 /// Excerpts a search returns unless asked otherwise.

@@ -18,7 +18,7 @@ use crate::summarize::{summarize_hierarchical, Summarizer, SummaryFact, SummaryR
 use crate::tokens::Tokenizer;
 
 /// The summarizer a session compacts with, shared with a draft's thread.
-pub type SharedSummarizer = Arc<dyn Summarizer + Send + Sync>;
+pub(crate) type SharedSummarizer = Arc<dyn Summarizer + Send + Sync>;
 
 /// Everything a draft is made from, copied out of the session.
 pub(super) struct DraftInput {

@@ -32,7 +32,7 @@ mod working;
 
 pub use crate::memory::injector::MEMORY_RECHECK_INTERVAL;
 pub use compaction::CompactOptions;
-pub use drafting::SharedSummarizer;
+pub(crate) use drafting::SharedSummarizer;
 
 use std::sync::Arc;
 
@@ -94,11 +94,12 @@ pub struct ContextSettings {
 }
 
 /// Runs after every applied compaction, with its report.
-pub type CompactionHook = Box<dyn FnMut(&crate::pipeline::compact::CompactReport) + Send>;
+pub(crate) type CompactionHook = Box<dyn FnMut(&crate::pipeline::compact::CompactReport) + Send>;
 
 /// Runs before every compaction, with its reason (e.g. to flush state the
 /// agent keeps outside agentmem into the log first).
-pub type BeforeCompactionHook = Box<dyn FnMut(crate::pipeline::compact::CompactReason) + Send>;
+pub(crate) type BeforeCompactionHook =
+    Box<dyn FnMut(crate::pipeline::compact::CompactReason) + Send>;
 
 /// What one ingest call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -17,7 +17,7 @@ use crate::tokens::budget::Budget;
 use crate::tokens::Encoding;
 
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
-pub const SHRINK_TARGET_PERCENT: u64 = 85;
+pub(crate) const SHRINK_TARGET_PERCENT: u64 = 85;
 
 impl Session {
     /// Shapes the session's context for a model call and renders it.

@@ -54,23 +54,23 @@ pub use extractive::ExtractiveSummarizer;
 pub use fidelity::{check_fidelity, extract_identifiers, FidelityReport, MissingIdentifier};
 
 /// Section title: what the user wants (the focus, the first request of the span).
-pub const GOAL: &str = "Goal";
+pub(crate) const GOAL: &str = "Goal";
 /// Section title: rules the user set (must, never, always, prefer, …).
-pub const CONSTRAINTS: &str = "Constraints and preferences";
+pub(crate) const CONSTRAINTS: &str = "Constraints and preferences";
 /// Section title: done / in progress / blocked.
-pub const PROGRESS: &str = "Progress";
+pub(crate) const PROGRESS: &str = "Progress";
 /// Section title: choices the assistant made.
-pub const DECISIONS: &str = "Key decisions";
+pub(crate) const DECISIONS: &str = "Key decisions";
 /// Section title: files read and modified by tools.
-pub const FILES: &str = "Files read and modified";
+pub(crate) const FILES: &str = "Files read and modified";
 /// Section title: shell commands and other runnable tool calls.
 pub const COMMANDS: &str = "Commands run";
 /// Section title: failed tool results.
 pub const ERRORS: &str = "Errors seen";
 /// Section title: the latest request and the announced next steps.
-pub const NEXT_STEPS: &str = "Next steps";
+pub(crate) const NEXT_STEPS: &str = "Next steps";
 /// Section title: identifiers (paths, ids, hashes, …) of the span, most frequent first.
-pub const CRITICAL: &str = "Critical context";
+pub(crate) const CRITICAL: &str = "Critical context";
 
 /// The fixed sections of a summary, in render order.
 pub const SECTION_TITLES: [&str; 9] = [
@@ -89,7 +89,7 @@ pub const SECTION_TITLES: [&str; 9] = [
 /// is over its budget: first section listed loses bullets first. Goal, Next
 /// steps and Errors seen survive longest. Sections with other titles (from
 /// other summarizers) are trimmed before all of these.
-pub const TRIM_ORDER: [&str; 9] = [
+pub(crate) const TRIM_ORDER: [&str; 9] = [
     COMMANDS,
     FILES,
     CRITICAL,
@@ -103,10 +103,10 @@ pub const TRIM_ORDER: [&str; 9] = [
 
 /// A bullet of [`PROGRESS`] starting with this describes the state at the end
 /// of the summarized span; [`Summary::merge`] keeps only those of the latest part.
-pub const IN_PROGRESS_PREFIX: &str = "In progress:";
+pub(crate) const IN_PROGRESS_PREFIX: &str = "In progress:";
 
 /// The Goal bullet that states the focus of a summary (`/compact <focus>`).
-pub const FOCUS_PREFIX: &str = "Focus of this summary:";
+pub(crate) const FOCUS_PREFIX: &str = "Focus of this summary:";
 
 /// What an empty section renders as.
 const EMPTY_BULLET: &str = "(none)";

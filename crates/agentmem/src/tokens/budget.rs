@@ -27,13 +27,13 @@ use serde::{Deserialize, Serialize};
 /// Tokens kept free for counting error and provider framing in a large
 /// window; a smaller one keeps its size divided by
 /// [`SAFETY_MARGIN_WINDOW_DIVISOR`].
-pub const DEFAULT_SAFETY_MARGIN_TOKENS: u64 = 13_000;
+pub(crate) const DEFAULT_SAFETY_MARGIN_TOKENS: u64 = 13_000;
 /// The default safety margin is at most the window divided by this.
-pub const SAFETY_MARGIN_WINDOW_DIVISOR: u64 = 8;
+pub(crate) const SAFETY_MARGIN_WINDOW_DIVISOR: u64 = 8;
 /// The model's maximum output is reserved up to the window divided by this.
-pub const REPLY_RESERVE_WINDOW_DIVISOR: u64 = 2;
+pub(crate) const REPLY_RESERVE_WINDOW_DIVISOR: u64 = 2;
 /// Compaction starts at this fraction of the input budget.
-pub const DEFAULT_TRIGGER_RATIO: f64 = 0.8;
+pub(crate) const DEFAULT_TRIGGER_RATIO: f64 = 0.8;
 
 /// Budget settings as one layer gives them; unset fields fall through to the
 /// layer below (request > session > agent > config file > model > defaults).

@@ -12,6 +12,7 @@ mod pretokenize;
 pub mod registry;
 pub mod tokenizer;
 
-pub use count::{count_message, count_tool_schemas, TokenCounts};
+pub use count::TokenCounts;
+pub use count::{count_message, count_tool_schemas};
 pub use registry::{ModelInfo, ModelOverride, ModelRegistry, ModelSource};
 pub use tokenizer::{Encoding, Tokenizer};

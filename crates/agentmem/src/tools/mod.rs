@@ -53,7 +53,7 @@ pub struct ToolContext<'a> {
 }
 
 /// The name under which the extractor of facts the model states is recorded.
-pub const REMEMBER_FACT_EXTRACTOR: &str = "remember_fact";
+pub(crate) const REMEMBER_FACT_EXTRACTOR: &str = "remember_fact";
 
 /// Every memory tool's schema.
 pub fn schemas() -> Vec<ToolSchema> {

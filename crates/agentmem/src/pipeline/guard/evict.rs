@@ -35,11 +35,11 @@ pub trait EvictedOutputs {
 }
 
 /// The folder of a session's evicted tool outputs.
-pub const EVICTED_DIR: &str = "evicted";
+pub(crate) const EVICTED_DIR: &str = "evicted";
 
 /// The reference an evicted result's event carries (`tool_result_ref`):
 /// `evicted/<name>.txt`, relative to the session's folder.
-pub fn evicted_reference(name: &str) -> String {
+pub(crate) fn evicted_reference(name: &str) -> String {
     format!("{EVICTED_DIR}/{name}.txt")
 }
 

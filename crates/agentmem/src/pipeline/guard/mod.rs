@@ -67,13 +67,15 @@ mod tool;
 mod truncate;
 
 pub(crate) use cut::{count_lines, floor_boundary};
+pub(crate) use evict::evicted_reference;
+pub use evict::EvictedOutputs;
+pub(crate) use evict::EVICTED_DIR;
 pub use evict::{
-    evicted_name, evicted_reference, eviction_preview, EvictedOutputs, EVICTED_DIR,
-    EVICTION_PREVIEW_HEAD_LINES, EVICTION_PREVIEW_TAIL_LINES,
+    evicted_name, eviction_preview, EVICTION_PREVIEW_HEAD_LINES, EVICTION_PREVIEW_TAIL_LINES,
 };
 pub use policy::{
     GuardPolicy, Guarded, Truncation, DEFAULT_EVICTION_THRESHOLD_TOKENS,
-    DEFAULT_TOOL_OUTPUT_CAP_TOKENS, EXACT_COUNT_LIMIT_TOKENS, SERIALIZATION_BUFFER,
+    DEFAULT_TOOL_OUTPUT_CAP_TOKENS, EXACT_COUNT_LIMIT_TOKENS,
 };
 pub use tool::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
 pub use truncate::{truncate_for_model, truncate_middle_bytes, truncate_middle_tokens};

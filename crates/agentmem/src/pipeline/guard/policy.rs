@@ -22,7 +22,7 @@ pub const DEFAULT_TOOL_OUTPUT_CAP_TOKENS: u64 = 5_000;
 /// use agentmem::pipeline::guard::Truncation;
 /// assert_eq!(Truncation::Tokens(5_000).with_buffer(), Truncation::Tokens(6_000));
 /// ```
-pub const SERIALIZATION_BUFFER: f64 = 1.2;
+pub(crate) const SERIALIZATION_BUFFER: f64 = 1.2;
 
 /// Tool outputs over this many tokens are evicted to a file by default.
 ///

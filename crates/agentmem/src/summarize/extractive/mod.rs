@@ -38,7 +38,7 @@ use super::{SummarizeError, Summarizer, Summary, SummaryRequest};
 use sections::Extraction;
 
 /// The default window of [`ExtractiveSummarizer`], in tokens.
-pub const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
+pub(crate) const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
 
 /// The default summarizer: extractive, deterministic (same events, focus and
 /// budget → byte-identical output), no network. It can read a span of any

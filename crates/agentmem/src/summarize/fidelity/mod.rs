@@ -33,14 +33,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::base::event::{Event, TraceType};
 use scanner::{is_number, ATTACHED_UNITS, SPACED_UNITS};
 
+pub use events::event_identifiers;
+pub(crate) use events::identifiers_of_each;
 pub(crate) use events::PendingScan;
-pub use events::{event_identifiers, identifiers_of_each};
-pub use scanner::{extract_identifiers, WELL_KNOWN_FILES};
+pub use scanner::extract_identifiers;
 
 /// Lookup hints listed at most; the rest are counted in a last line.
 pub const MAX_HINTS: usize = 40;
 /// Event ids listed per hint at most.
-pub const MAX_IDS_PER_HINT: usize = 5;
+pub(crate) const MAX_IDS_PER_HINT: usize = 5;
 
 /// An identifier of the compacted span that the new context lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
