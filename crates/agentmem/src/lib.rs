@@ -38,6 +38,8 @@
 //! ```
 
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+// Every type a public signature shows can be named from outside.
+#![warn(unnameable_types)]
 
 pub mod base;
 pub mod config;

@@ -13,7 +13,7 @@
 pub mod arguments;
 pub mod error;
 pub mod event;
-pub mod fs;
+pub(crate) mod fs;
 pub mod hash;
 pub mod id;
 pub mod json;

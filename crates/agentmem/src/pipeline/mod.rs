@@ -21,7 +21,7 @@ pub mod guard;
 pub mod measure;
 pub mod normalize;
 pub mod overflow;
-pub mod segments;
+pub(crate) mod segments;
 pub mod strategy;
 pub mod tiers;
 pub mod transcript;

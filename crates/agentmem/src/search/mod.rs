@@ -13,10 +13,10 @@
 //! ```
 
 mod excerpt;
-pub mod feed;
+pub(crate) mod feed;
 pub mod index;
 pub mod query;
-pub mod vectors;
+pub(crate) mod vectors;
 pub mod when;
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,7 @@ use crate::render::ToolSchema;
 
 pub(crate) use feed::IndexFeeder;
 pub use index::HistoryIndex;
+pub use vectors::{SharedEmbedder, Similarities};
 
 /// Excerpts a search returns unless asked otherwise.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;

@@ -39,7 +39,7 @@
 //! assert_eq!(summary.covered_event_ids, ["ev_1", "ev_2", "ev_3", "ev_4"]);
 //! ```
 
-pub mod extractive;
+pub(crate) mod extractive;
 pub mod fidelity;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -7,10 +7,10 @@
 //! from the usage they report.
 
 pub mod budget;
-pub mod count;
+pub(crate) mod count;
 mod pretokenize;
 pub mod registry;
-pub mod tokenizer;
+pub(crate) mod tokenizer;
 
 pub use count::TokenCounts;
 pub use count::{count_message, count_tool_schemas};
