@@ -140,7 +140,7 @@ pub struct LlmSettings {
 
 impl Config {
     /// Reads `<data_dir>/config.toml` (defaults when it is absent), then applies
-    /// the environment ([`DURABILITY_ENV`]).
+    /// the environment (`DURABILITY_ENV`).
     pub fn load(data_dir: &Path) -> Result<Config> {
         let mut config = Config::load_file(&data_dir.join(CONFIG_FILE))?;
         if let Ok(value) = std::env::var(DURABILITY_ENV) {

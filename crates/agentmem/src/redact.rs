@@ -590,7 +590,7 @@ pub fn redact_start(text: &str, max_bytes: usize, policy: RedactionPolicy) -> St
 /// after. Ids, names, times and labels are kept: they pair and order events.
 ///
 /// ```
-/// use agentmem::{base::event::Event, redact::{redact_event, RedactionPolicy}};
+/// use agentmem::{Event, redact::{redact_event, RedactionPolicy}};
 /// let call = Event::tool_call("c1", "bash", serde_json::json!({"cmd": "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG"}));
 /// let clean = redact_event(call, RedactionPolicy::default());
 /// assert_eq!(clean.tool_args.unwrap()["cmd"], "export AWS_SECRET_ACCESS_KEY=[REDACTED:secret]");

@@ -172,7 +172,7 @@ fn is_zero(n: &u64) -> bool {
 /// when an event is handed to a session: the session assigns them.
 ///
 /// ```
-/// use agentmem::base::event::{Event, TraceType};
+/// use agentmem::{Event, TraceType};
 /// let line = r#"{"trace_type":"user","content":"fix the build","vendor_field":7}"#;
 /// let event: Event = serde_json::from_str(line).unwrap();
 /// assert_eq!(event.trace_type, TraceType::User);
@@ -330,7 +330,7 @@ impl Event {
     /// A tool call with its id, tool name and arguments.
     ///
     /// ```
-    /// use agentmem::base::event::Event;
+    /// use agentmem::Event;
     /// let call = Event::tool_call("call_1", "read_file", serde_json::json!({"path": "src/lib.rs"}));
     /// assert_eq!(call.tool_call_id.as_deref(), Some("call_1"));
     /// ```
@@ -366,7 +366,7 @@ impl Event {
     /// carry their patch, and `ts` is a time.
     ///
     /// ```
-    /// use agentmem::base::event::{Event, TraceType};
+    /// use agentmem::{Event, TraceType};
     /// assert!(Event::user("hi").validate().is_ok());
     /// assert!(Event::new(TraceType::ToolResult, "orphan").validate().is_err());
     /// ```
@@ -440,7 +440,7 @@ impl Event {
     /// one a line. The model, token counts and history search all read this.
     ///
     /// ```
-    /// use agentmem::base::event::Event;
+    /// use agentmem::Event;
     /// let mut result = Event::tool_result("c1", "");
     /// result.tool_result = Some(serde_json::json!({"files": ["a.rs"]}));
     /// assert_eq!(result.text(), r#"{"files":["a.rs"]}"#);

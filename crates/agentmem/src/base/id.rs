@@ -15,7 +15,7 @@ pub(crate) const MAX_ID_BYTES: usize = 128;
 
 /// Checks that `id` is safe to use as one path component.
 ///
-/// Refused: empty ids, ids over [`MAX_ID_BYTES`], a leading `.`, `..` anywhere,
+/// Refused: empty ids, ids over `MAX_ID_BYTES`, a leading `.`, `..` anywhere,
 /// `/`, `\`, NUL and other control characters.
 ///
 /// ```

@@ -390,7 +390,7 @@ fn place<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
 /// without copying a text.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::base::message::{message_refs, PartRef, Role};
 /// let events = [Event::user("list files"), Event::tool_call("c1", "ls", serde_json::json!({}))];
 /// let messages = message_refs(&events);
@@ -408,7 +408,7 @@ pub fn message_refs<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Mess
 /// Groups `events` into messages.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::base::message::{messages_from_events, Role};
 /// let messages = messages_from_events(&[
 ///     Event::user("list files"),

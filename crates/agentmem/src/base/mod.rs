@@ -7,7 +7,7 @@
 //! - [`message`], [`turn`], [`tool_interaction`]: what events make —
 //!   provider-neutral messages, turns, tool calls paired with their results;
 //! - [`state`]: the working memory's patches and updates that events carry;
-//! - [`json`], [`hash`], [`arguments`], [`fs`]: shared helpers — JSON
+//! - [`json`], [`hash`], [`arguments`], `fs`: shared helpers — JSON
 //!   nesting limits, hashing, tool arguments, atomic and private files.
 
 pub mod arguments;

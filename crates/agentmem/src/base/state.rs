@@ -118,7 +118,7 @@ pub struct StateUpdate {
     /// The version this update made (the first update makes version 1).
     #[serde(default)]
     pub version: u64,
-    /// [`WorkingMemory::hash`] of the document it made: replay checks it.
+    /// `WorkingMemory::hash` of the document it made: replay checks it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hash: String,
 }

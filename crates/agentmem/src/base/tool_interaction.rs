@@ -40,7 +40,7 @@ pub struct ToolInteraction {
 /// left out; a second result for the same call replaces the first.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
 /// let events = vec![
 ///     Event::tool_call("c1", "bash", serde_json::json!({"cmd": "ls"})),

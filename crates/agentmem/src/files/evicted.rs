@@ -85,7 +85,7 @@ pub struct EvictedPage {
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Truncation};
 /// use agentmem::files::evicted::read_evicted;
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let policy = GuardPolicy { truncation: Truncation::None, evict_over_tokens: Some(100) };
 /// let output: String = (0..50).map(|i| format!("line {i}\n")).collect();

@@ -230,7 +230,7 @@ pub(crate) fn corrupt_path(log: &Path) -> PathBuf {
 /// more than all of its writes.
 ///
 /// ```
-/// use agentmem::{base::event::Event, files::jsonl};
+/// use agentmem::{Event, files::jsonl};
 /// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
 /// events[0].id = "ev-1".into();
 /// events[1].id = "ev-2".into();

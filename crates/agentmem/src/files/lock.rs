@@ -6,7 +6,7 @@
 //! The lock file also records the append of several events under way (the
 //! log's bytes its lines take), written before the lines are: a batch is
 //! all or nothing, and one a crash cut short is found there on open and
-//! taken out of the log (see [`crate::files::jsonl::cut_unfinished_batch`]).
+//! taken out of the log (see `crate::files::jsonl::cut_unfinished_batch`).
 
 use std::fs::File;
 use std::io::Read;

@@ -121,7 +121,7 @@ pub(crate) fn discover(dirs: &[PathBuf]) -> Vec<ProjectFile> {
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("AGENT.md"), "Run `make test` before committing.").unwrap();
 /// let settings = MemorySettings { project_dirs: vec![dir.path().to_path_buf()], ..Default::default() };
-/// let tokenizer = agentmem::tokens::Encoding::O200kBase.tokenizer();
+/// let tokenizer = agentmem::Encoding::O200kBase.tokenizer();
 /// let block = memory_block(None, &settings, tokenizer).unwrap();
 /// assert!(block.starts_with("# Project context (always apply)") && block.contains("make test"));
 /// ```

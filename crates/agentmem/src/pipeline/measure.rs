@@ -349,8 +349,8 @@ pub(crate) const MAX_CALIBRATED_MODELS: usize = 16;
 /// Per-model calibration learned from events that carry both figures, filed
 /// under the model's family ([`ModelInfo::family`]) so that every spelling
 /// of a model shares it. Bounded: reports outside
-/// [`PLAUSIBLE_REPORTED_PER_COUNTED`] are ignored, so every factor lies in
-/// it, and at most [`MAX_CALIBRATED_MODELS`] models are kept.
+/// `PLAUSIBLE_REPORTED_PER_COUNTED` are ignored, so every factor lies in
+/// it, and at most `MAX_CALIBRATED_MODELS` models are kept.
 #[derive(Debug, Clone, Default)]
 pub struct CalibrationTable {
     /// (family, sum of ratios, samples), the model reported last at the end.

@@ -13,24 +13,24 @@
 //! view so that every API accepts it. They take and give back views
 //! (`Vec<Event>`), never touch the log, and each reports what it changed:
 //!
-//! 1. [`resolve_duplicate_call_ids`]: a call that reuses the id of a call
+//! 1. `resolve_duplicate_call_ids`: a call that reuses the id of a call
 //!    already answered is a new interaction: it and its results go by an id
 //!    of their own (see [`crate::pipeline::call_ids`]). A call that reuses the
 //!    id of a call still waiting is a copy (a replay, a response recorded
 //!    twice): the id keeps its **first** call and the first result after
 //!    that call, and every copy is removed together with the other results
 //!    of the id.
-//! 2. [`remove_orphan_results`]: a result whose call is not in the view
+//! 2. `remove_orphan_results`: a result whose call is not in the view
 //!    *before* it is removed. That includes a result that comes before its
 //!    call: at that position it answers nothing, and no API accepts it there
 //!    (the call is then answered by the next pass or made "aborted"). A second
 //!    result of an answered call is removed too: the first one stays.
-//! 3. [`move_results_after_their_calls`]: a result separated from its call's
+//! 3. `move_results_after_their_calls`: a result separated from its call's
 //!    response (by a user message, the next response, a system message, …) is
 //!    moved right after that response, behind the results already there.
 //!    Results keep the order they were given in; only the others move.
-//! 4. [`ensure_call_results_present`]: a call with no result gets a synthetic
-//!    "aborted" one (see [`aborted_result`]), placed right after its
+//! 4. `ensure_call_results_present`: a call with no result gets a synthetic
+//!    "aborted" one (see `aborted_result`), placed right after its
 //!    response **after** the results already there (so the results of one
 //!    response stay together, as Chat Completions and Anthropic require), in
 //!    the order of the calls.
@@ -51,7 +51,7 @@
 //!
 //! ```
 //! use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
-//! use agentmem::base::event::Event;
+//! use agentmem::Event;
 //! let mut view = vec![
 //!     Event::user("read a and b").with_id("u1"),
 //!     Event::tool_call("c1", "read", serde_json::json!({"path": "a"})).with_id("e1"),
@@ -131,7 +131,7 @@ pub(crate) const PAIR_INTEGRITY_PASSES: &[Pass] = &[
     ensure_call_results_present,
 ];
 
-/// Runs [`PAIR_INTEGRITY_PASSES`] over `events`; returns the reports of the
+/// Runs `PAIR_INTEGRITY_PASSES` over `events`; returns the reports of the
 /// passes that changed something (none when the pairs were already intact).
 ///
 /// Afterwards [`pairs_are_intact`] holds, and running it again changes nothing.
@@ -376,7 +376,7 @@ pub(crate) fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassRep
     report
 }
 
-/// The id of the synthetic result [`ensure_call_results_present`] makes for
+/// The id of the synthetic result `ensure_call_results_present` makes for
 /// `call_id`.
 pub fn synthetic_result_id(call_id: &str) -> String {
     format!("synthetic-aborted-{call_id}")

@@ -522,7 +522,7 @@ impl Transcript {
     }
 
     /// How many messages the view makes, kept as it grows: what
-    /// [`message_count`] finds, without going over the view again.
+    /// `message_count` finds, without going over the view again.
     pub fn message_count(&self) -> usize {
         self.messages
     }

@@ -58,7 +58,7 @@ impl Target {
     /// Gemini for Gemini, OpenAI Chat Completions for everything else.
     ///
     /// ```
-    /// use agentmem::render::Target;
+    /// use agentmem::Target;
     /// assert_eq!(Target::for_model("anthropic/claude-sonnet-4-5"), Target::Anthropic);
     /// assert_eq!(Target::for_model("llama3.1:8b"), Target::OpenAiChat);
     /// ```
@@ -76,7 +76,7 @@ impl Target {
     /// The field of a request body that holds the message list.
     ///
     /// ```
-    /// use agentmem::render::Target;
+    /// use agentmem::Target;
     /// assert_eq!(Target::Gemini.list_key(), "contents");
     /// ```
     pub fn list_key(self) -> &'static str {
@@ -134,7 +134,7 @@ impl ToolSchema {
     /// function: {…}}`, or Anthropic `{name, description, input_schema}`.
     ///
     /// ```
-    /// use agentmem::render::ToolSchema;
+    /// use agentmem::ToolSchema;
     /// let openai = serde_json::json!({"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}});
     /// assert_eq!(ToolSchema::from_json(&openai).unwrap().name, "ls");
     /// ```

@@ -2,7 +2,7 @@
 //! included — and the `search_conversation_history` tool agents call.
 //!
 //! ```
-//! use agentmem::{base::event::Event, search::SearchFilter, store::Store, Durability};
+//! use agentmem::{Durability, Event, SearchFilter, Store};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();

@@ -49,7 +49,7 @@ pub fn says_something(text: &str) -> bool {
 
 /// The distinct searchable words of `text`, lowercased, stopwords left out
 /// (unless nothing else is left), in order of first appearance, at most
-/// [`MAX_QUERY_TERMS`].
+/// `MAX_QUERY_TERMS`.
 ///
 /// ```
 /// use agentmem::search::query::terms;

@@ -31,7 +31,7 @@ pub(crate) const MAX_EMBEDDED_BYTES: usize = 2048;
 /// score. Recall works without one, on BM25 alone.
 ///
 /// ```
-/// use agentmem::memory::recall::Embedder;
+/// use agentmem::Embedder;
 /// /// Vectors of letter counts: a toy, but a real embedder in shape.
 /// struct Letters;
 /// impl Embedder for Letters {

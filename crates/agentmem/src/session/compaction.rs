@@ -184,13 +184,13 @@ impl Session {
     /// [`Error::Summarizer`]; after three in a row, a deterministic trim
     /// stands in for the summary and the report says so. A compaction asked
     /// for (`CompactReason::Manual`, the default) folds even a short history
-    /// (see [`split_to_compact`]) and is applied even when it frees nothing,
+    /// (see `split_to_compact`) and is applied even when it frees nothing,
     /// with a `note` saying so; an automatic one that would not free space
     /// is not applied (`applied: false`).
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
-    /// use agentmem::session::CompactOptions;
+    /// # use agentmem::{Event, Store, Durability};
+    /// use agentmem::CompactOptions;
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();
@@ -648,7 +648,7 @@ impl Session {
     /// events returns the same item; `None` when nothing was said.
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
+    /// # use agentmem::{Event, Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

@@ -89,7 +89,7 @@ pub struct ContextSettings {
     pub agent_dir: std::path::PathBuf,
     pub registry: Arc<ModelRegistry>,
     /// The store's embedder, whose vectors join the recall of what earlier
-    /// sessions said (see [`crate::search::vectors`]).
+    /// sessions said (see `crate::search::vectors`).
     pub embedder: Option<crate::search::vectors::SharedEmbedder>,
 }
 
@@ -278,7 +278,7 @@ impl Session {
     /// Appends `events` to the log. See the module docs for the rules.
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
+    /// # use agentmem::{Event, Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

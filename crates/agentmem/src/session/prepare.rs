@@ -33,9 +33,8 @@ impl Session {
     /// copy that is rendered. Every step is listed in `stats.actions`.
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
-    /// use agentmem::pipeline::measure::PrepareRequest;
-    /// use agentmem::render::Target;
+    /// # use agentmem::{Event, Store, Durability};
+    /// use agentmem::{PrepareRequest, Target};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

@@ -6,7 +6,7 @@
 //! the events they came from, and the ids of every event it covered.
 //!
 //! - [`ExtractiveSummarizer`] is the default: deterministic, no network, it
-//!   selects and quotes material from the span (see [`extractive`]).
+//!   selects and quotes material from the span (see `extractive`).
 //! - An LLM summarizer (in `agentmem-llm`) plugs into the same trait.
 //! - [`summarize_hierarchical`] runs any summarizer over a span larger than its
 //!   window: chunk, summarize each chunk, merge ([`Summary::merge`]), trim to the
@@ -21,9 +21,8 @@
 //! rendered summary never contains the prefix: the caller adds it once.
 //!
 //! ```
-//! use agentmem::base::event::Event;
 //! use agentmem::summarize::{summarize_hierarchical, ExtractiveSummarizer, SummaryRequest};
-//! use agentmem::tokens::Encoding;
+//! use agentmem::{Encoding, Event};
 //!
 //! let events = vec![
 //!     Event::user("Fix the failing build. Never push to main.").with_id("ev_1"),
@@ -135,8 +134,8 @@ pub fn is_summary(text: &str) -> bool {
 /// is never taken for a summary, whatever it contains.
 ///
 /// ```
-/// use agentmem::base::event::{Event, TraceType};
 /// use agentmem::summarize::is_summary_event;
+/// use agentmem::{Event, TraceType};
 /// assert!(is_summary_event(&Event::new(TraceType::Summary, "## Goal\n- x")));
 /// assert!(!is_summary_event(&Event::tool_result("c1", "[SUMMARY OF EARLIER CONVERSATION] hi")));
 /// ```
@@ -166,8 +165,7 @@ impl<'a> SummaryRequest<'a> {
     /// A request without a focus.
     ///
     /// ```
-    /// use agentmem::summarize::SummaryRequest;
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::{Encoding, SummaryRequest};
     /// let request = SummaryRequest::new(&[], 1_000, Encoding::Approximate.tokenizer())
     ///     .with_focus("the parser bug");
     /// assert_eq!(request.focus, Some("the parser bug"));
@@ -225,7 +223,7 @@ pub struct SummaryFact {
 /// [`Summary::empty`] has the nine sections; `Summary::default()` has none.
 ///
 /// ```
-/// use agentmem::summarize::Summary;
+/// use agentmem::Summary;
 /// let mut summary = Summary::empty();
 /// summary.section_mut("Goal").unwrap().push("Fix the CRLF parser bug".into());
 /// assert!(summary.render().starts_with("## Goal\n- Fix the CRLF parser bug\n\n## Constraints and preferences\n- (none)\n"));
@@ -293,11 +291,11 @@ impl Summary {
     /// [`SUMMARY_PREFIX`]) back into sections. Returns `None` when the text has
     /// no `## ` heading of a known section (prose, or another format). Bullets
     /// under unknown headings (such as `## Lookup hints`) and prose before the
-    /// first heading go to [`CRITICAL`] so their identifiers are kept; the
-    /// focus line of that earlier summary ([`FOCUS_PREFIX`]) is dropped.
+    /// first heading go to `CRITICAL` so their identifiers are kept; the
+    /// focus line of that earlier summary (`FOCUS_PREFIX`) is dropped.
     ///
     /// ```
-    /// use agentmem::summarize::Summary;
+    /// use agentmem::Summary;
     /// let mut summary = Summary::empty();
     /// summary.section_mut("Errors seen").unwrap().push("E0425 in src/lib.rs".into());
     /// assert_eq!(Summary::parse_rendered(&summary.render()).unwrap().sections, summary.sections);
@@ -367,7 +365,7 @@ impl Summary {
     /// an earlier part is either done or superseded.
     ///
     /// ```
-    /// use agentmem::summarize::Summary;
+    /// use agentmem::Summary;
     /// let mut a = Summary::empty();
     /// a.section_mut("Goal").unwrap().push("Fix the parser".into());
     /// a.section_mut("Next steps").unwrap().push("Run the tests".into());
@@ -455,7 +453,7 @@ impl Summary {
     }
 
     /// Takes bullets away until [`Summary::render`] fits `max_tokens`, by
-    /// [`TRIM_ORDER`] priority, in stages (lowest-priority sections first,
+    /// `TRIM_ORDER` priority, in stages (lowest-priority sections first,
     /// last bullets first, stopping as soon as it fits): sections are cut to
     /// 4 bullets while Errors seen, Next steps and Goal stay whole; then to 2
     /// (those three to 6); then to 1 (those three to 3); then long bullets are
@@ -465,8 +463,7 @@ impl Summary {
     /// [`SummarizeError::BudgetTooSmall`] when even the empty headings do not fit.
     ///
     /// ```
-    /// use agentmem::summarize::Summary;
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::{Encoding, Summary};
     /// let tokenizer = Encoding::O200kBase.tokenizer();
     /// let mut summary = Summary::empty();
     /// for i in 0..50 {
@@ -622,9 +619,7 @@ pub enum SummarizeError {
 /// than its window.
 ///
 /// ```
-/// use agentmem::base::event::Event;
-/// use agentmem::summarize::{Summarizer, Summary, SummaryRequest, SummarizeError};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::{Encoding, Event, SummarizeError, Summarizer, Summary, SummaryRequest};
 ///
 /// /// A summarizer that only records what it covered.
 /// struct Ids;
@@ -663,9 +658,8 @@ pub trait Summarizer {
 /// `request.max_tokens` ([`Summary::trim_to`]). Every event of the span is covered.
 ///
 /// ```
-/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{summarize_hierarchical, ExtractiveSummarizer, SummaryRequest};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::{Encoding, Event};
 ///
 /// let events: Vec<Event> = (0..40)
 ///     .map(|i| Event::user(format!("step {i}: please check module_{i}.rs carefully")).with_id(format!("e{i}")))

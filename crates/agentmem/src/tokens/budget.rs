@@ -54,7 +54,7 @@ impl BudgetSettings {
     /// These settings, with `lower` filling what these leave unset.
     ///
     /// ```
-    /// use agentmem::tokens::budget::BudgetSettings;
+    /// use agentmem::BudgetSettings;
     /// let request = BudgetSettings { trigger_ratio: Some(0.5), ..Default::default() };
     /// let agent = BudgetSettings { trigger_ratio: Some(0.9), safety_margin: Some(1_000), ..Default::default() };
     /// let merged = request.over(agent);
@@ -71,7 +71,7 @@ impl BudgetSettings {
 
     /// Settings that give the prompt exactly `input_budget` tokens beside
     /// a reply of up to `max_output_tokens`: the window is the two plus
-    /// [`DEFAULT_SAFETY_MARGIN_TOKENS`], and all three are given, so no
+    /// `DEFAULT_SAFETY_MARGIN_TOKENS`, and all three are given, so no
     /// reserve scales with it.
     ///
     /// ```

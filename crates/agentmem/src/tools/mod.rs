@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use agentmem::tools::{self, ToolContext};
-//! use agentmem::{store::Store, Durability};
+//! use agentmem::{Durability, Store};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();

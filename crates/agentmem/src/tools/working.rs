@@ -8,7 +8,7 @@
 //! model can read the current version and try again.
 //!
 //! ```
-//! use agentmem::{store::Store, tools::working as tools, Durability};
+//! use agentmem::{Store, tools::working as tools, Durability};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();

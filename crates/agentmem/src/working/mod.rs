@@ -20,7 +20,7 @@
 //!   hold it, as the snapshot holds nothing unredacted.
 //!
 //! ```
-//! use agentmem::{store::Store, base::state::StatePatch, Durability};
+//! use agentmem::{Durability, StatePatch, Store};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();

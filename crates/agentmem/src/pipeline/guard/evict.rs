@@ -43,8 +43,8 @@ pub(crate) fn evicted_reference(name: &str) -> String {
     format!("{EVICTED_DIR}/{name}.txt")
 }
 
-/// The name an evicted output goes by (what [`read_evicted`] takes), from
-/// the `tool_result_ref` eviction gave its event ([`evicted_reference`]); `None` for a reference
+/// The name an evicted output goes by (what [`read_evicted`](crate::files::evicted::read_evicted) takes), from
+/// the `tool_result_ref` eviction gave its event (`evicted_reference`); `None` for a reference
 /// eviction did not make.
 ///
 /// ```

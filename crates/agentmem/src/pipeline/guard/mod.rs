@@ -17,7 +17,7 @@
 //!   [`Guarded::Evicted`].
 //! - **Truncation**: otherwise, an output over the cap of
 //!   [`GuardPolicy::truncation`] (default [`DEFAULT_TOOL_OUTPUT_CAP_TOKENS`] ×
-//!   [`SERIALIZATION_BUFFER`] = 6,000 tokens) keeps its head and its tail, half
+//!   `SERIALIZATION_BUFFER` = 6,000 tokens) keeps its head and its tail, half
 //!   the budget each, cut on character boundaries and, when a newline is close,
 //!   on line boundaries:
 //!
@@ -99,7 +99,7 @@ use truncate::truncate_tokens;
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Guarded};
 /// use agentmem::files::evicted::read_evicted;
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// let policy = GuardPolicy::default();
@@ -224,7 +224,7 @@ fn guard_counted(
 ///
 /// ```
 /// use agentmem::pipeline::guard::{should_evict, GuardPolicy};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// let policy = GuardPolicy::default(); // over 20,000 tokens
 /// assert!(!should_evict(&"word ".repeat(1_000), &policy, tokenizer));

@@ -46,9 +46,8 @@ pub(crate) const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
 /// [`super::summarize_hierarchical`] how to chunk.
 ///
 /// ```
-/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{ExtractiveSummarizer, FactKind, Summarizer, SummaryRequest};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::{Encoding, Event};
 ///
 /// let events = vec![
 ///     Event::user("Rename `cfg` to `config`. Never touch the public API.").with_id("u1"),

@@ -11,7 +11,7 @@
 //! deterministic, and tuned so plain English words never count.
 //!
 //! ```
-//! use agentmem::base::event::Event;
+//! use agentmem::Event;
 //! use agentmem::summarize::fidelity::check_fidelity;
 //!
 //! let span = [
@@ -85,7 +85,7 @@ impl FidelityReport {
     /// A `## Lookup hints` markdown section naming each missing identifier and
     /// the events to search for it, or `None` when nothing is missing. The
     /// first [`MAX_HINTS`] identifiers of [`FidelityReport::missing`] are
-    /// listed, each with at most [`MAX_IDS_PER_HINT`] event ids; a last line
+    /// listed, each with at most `MAX_IDS_PER_HINT` event ids; a last line
     /// counts the rest.
     ///
     /// ```
@@ -147,7 +147,7 @@ impl FidelityReport {
 /// written with or without the space (`512 MB` / `512MB`).
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::summarize::check_fidelity;
 /// let span = [
 ///     Event::tool_error("c1", "error[E0425]: cannot find value `x`\n --> src/main.rs:4:5").with_id("ev_9"),
