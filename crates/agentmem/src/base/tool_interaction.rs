@@ -25,12 +25,19 @@ pub enum ToolStatus {
 /// A tool call and, once it arrived, its result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolInteraction {
+    /// The id pairing the call with its result.
     pub tool_call_id: String,
+    /// The turn of the call.
     pub turn_id: String,
+    /// The tool called.
     pub tool_name: String,
+    /// The call's arguments.
     pub arguments: Value,
+    /// The result's text, once it arrived.
     pub result: Option<String>,
+    /// The error the tool reported, if any.
     pub error: Option<String>,
+    /// Pending, succeeded or failed.
     pub status: ToolStatus,
 }
 

@@ -96,10 +96,12 @@ pub struct Weights {
     pub salience: f64,
     /// Cosine similarity to the query, when an embedder is given.
     pub vector: f64,
+    /// Days over which `recency` halves.
     pub half_life_days: f64,
     /// 1 for a memory of a day the query names (`on 3 June, 2023`, `in
     /// May`), halving every `named_date_half_life_days` away from it.
     pub named_date: f64,
+    /// Days away from a named date over which `named_date` halves.
     pub named_date_half_life_days: f64,
     /// The share of a matching event's score the events after it inherit
     /// (per step away): in a dialogue the answer is often the reply to the
@@ -133,13 +135,17 @@ impl Default for Weights {
 /// What to recall.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecallRequest {
+    /// The question or text to recall for.
     pub query: String,
     /// The rendered block's size limit, in tokens.
     pub budget_tokens: u64,
     /// This session's events are left out (the model already sees them).
     pub exclude_session: Option<String>,
+    /// The kinds of memory to draw from (events, facts, episodes); all when empty.
     pub kinds: Vec<DocKind>,
+    /// How many matches to score before packing the block.
     pub candidates: usize,
+    /// How the score mixes relevance, recency, salience and similarity.
     pub weights: Weights,
 }
 
@@ -160,19 +166,31 @@ impl RecallRequest {
 /// One recalled memory, with where it came from and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecalledItem {
+    /// What kind of memory it is: an event, a fact or an episode.
     pub kind: DocKind,
     /// The event, fact or episode id.
     pub source: String,
+    /// The session it came from.
     pub session: String,
+    /// The turn it came from.
     pub turn_id: String,
+    /// Who said it.
     pub role: SearchRole,
+    /// The speaker's name, when the event carried one.
     pub speaker: Option<String>,
+    /// When it happened (epoch seconds).
     pub ts: f64,
+    /// The text as the block shows it, redacted.
     pub text: String,
+    /// The combined score it was ranked by.
     pub score: f64,
+    /// Its BM25 relevance to the query.
     pub bm25: f64,
+    /// Its recency weight (1 for the newest).
     pub recency: f64,
+    /// Its salience (0–1).
     pub salience: f64,
+    /// Its cosine similarity to the query, when an embedder was given.
     pub vector: Option<f64>,
     /// Nearness to the dates the query names (0 when it names none).
     pub named_date: f64,
@@ -188,11 +206,13 @@ pub struct RecalledItem {
 /// What recall chose, and the block it renders to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recalled {
+    /// The memories chosen, in the order the block shows them.
     pub items: Vec<RecalledItem>,
     /// Matches scored.
     pub considered: usize,
     /// Tokens of [`Recalled::block`].
     pub tokens: u64,
+    /// The rendered block, ready to put in a prompt.
     pub block: String,
 }
 

@@ -23,6 +23,7 @@ use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
 pub struct PrepareRequest {
     /// The model, as the user names it (`gpt-4.1`, `anthropic/claude-sonnet-4-5`, …).
     pub model: String,
+    /// The provider API the payload is rendered for.
     pub target: Target,
     /// The system prompt, if any.
     pub system: Option<String>,
@@ -114,21 +115,30 @@ impl Sections {
 /// A learned ratio of provider-reported to counted prompt tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Calibration {
+    /// Provider-reported tokens per counted token.
     pub factor: f64,
+    /// How many reported calls the factor was learned from.
     pub samples: u64,
 }
 
 /// How a prepared context stands.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextStats {
+    /// The model, as the request named it.
     pub model: String,
     /// Where the model's limits came from; `unknown` means the default window was assumed.
     pub model_source: ModelSource,
+    /// The target the payload was rendered for (`openai-chat`, …).
     pub target: String,
+    /// The tokenizer encoding counted in (`o200k_base`, …).
     pub encoding: String,
+    /// The resolved budget: window, output reserve, safety margin, trigger ratio.
     pub budget: Budget,
+    /// Tokens the prompt may take: the window less the output reserve and the safety margin.
     pub input_budget: u64,
+    /// The size at which compaction becomes due.
     pub trigger_tokens: u64,
+    /// Tokens per part of the context (system, tools, messages, …).
     pub sections: Sections,
     /// The exact count of the payload.
     pub counted_tokens: u64,
@@ -144,10 +154,15 @@ pub struct ContextStats {
     /// counted, so they are counted only when a check needs them (see
     /// [`Bound`](crate::pipeline::transcript::Bound)). 0 when the figures are all counted.
     pub estimated_tokens: u64,
+    /// The model's learned calibration, when it has one.
     pub calibration: Option<Calibration>,
+    /// Whether the context has reached the trigger.
     pub compaction_due: bool,
+    /// Whether the context exceeds the input budget even after the pipeline ran.
     pub over_budget: bool,
+    /// Messages in the payload.
     pub messages: usize,
+    /// Events the view holds.
     pub events: usize,
     /// Tokens the pipeline's actions saved this time.
     pub tokens_saved: u64,
@@ -158,7 +173,9 @@ pub struct ContextStats {
 /// A payload ready to send, with its stats.
 #[derive(Debug, Clone)]
 pub struct Prepared {
+    /// The request body for the target, ready to serialize and send.
     pub payload: Payload,
+    /// How the context stands against the budget.
     pub stats: ContextStats,
 }
 

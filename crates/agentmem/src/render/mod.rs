@@ -122,7 +122,9 @@ impl FromStr for Target {
 /// A tool the model may call, provider-neutral.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSchema {
+    /// The tool's name, as the model calls it.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
     /// JSON Schema of the arguments (an object schema).
     pub parameters: Value,
@@ -170,10 +172,13 @@ impl ToolSchema {
 /// What a renderer needs.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderRequest<'a> {
+    /// The model the payload is for.
     pub model: &'a str,
     /// The system prompt (instructions and lasting memory), if any.
     pub system: Option<&'a str>,
+    /// The provider-neutral messages to render.
     pub messages: &'a [Message],
+    /// Tools the model may call.
     pub tools: &'a [ToolSchema],
     /// The most tokens the reply may use (required by Anthropic).
     pub max_output_tokens: u64,

@@ -37,10 +37,13 @@ pub const DEFAULT_SEARCH_LIMIT: usize = 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchRole {
+    /// The user's messages.
     User,
+    /// The assistant's messages, reasoning and summaries.
     Assistant,
     /// A tool call or a tool's output.
     Tool,
+    /// System messages and aborted turns.
     System,
     /// A semantic fact (recall only).
     Fact,
@@ -125,6 +128,7 @@ impl SearchRole {
 pub struct SearchFilter {
     /// Only this session (all of the agent's otherwise).
     pub session: Option<String>,
+    /// Only events of this role.
     pub role: Option<SearchRole>,
     /// Only events at or after this time (epoch seconds).
     pub since: Option<f64>,
@@ -149,12 +153,17 @@ impl Default for SearchFilter {
 /// One event that matched, with the events around it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchHit {
+    /// The session the event is in.
     pub session: String,
+    /// The event's id.
     pub event_id: String,
+    /// The turn the event is in.
     pub turn_id: String,
     /// Position in the session's full history (archive first).
     pub ord: u64,
+    /// Who the event came from.
     pub role: SearchRole,
+    /// When the event happened (epoch seconds).
     pub ts: f64,
     /// BM25 relevance; higher is better.
     pub score: f64,
@@ -167,11 +176,15 @@ pub struct SearchHit {
 /// One event shown around a hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextLine {
+    /// The event's id.
     pub event_id: String,
+    /// The turn the event is in.
     pub turn_id: String,
+    /// Who the event came from.
     pub role: SearchRole,
     /// The speaker's name, when the event carried one.
     pub speaker: Option<String>,
+    /// The event's text, cut to a line.
     pub text: String,
     /// Whether this is the event that matched.
     pub is_hit: bool,

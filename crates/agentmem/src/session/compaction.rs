@@ -58,6 +58,7 @@ const OVERFLOW_ROOM_PERCENT: u128 = 95;
 pub struct CompactOptions {
     /// What the summary should favour (`/compact focus text`).
     pub focus: Option<String>,
+    /// Why the compaction runs (asked for, over the trigger, …), as its report records.
     pub reason: CompactReason,
     /// The encoding to count in; the current transcript's when `None`.
     pub encoding: Option<Encoding>,

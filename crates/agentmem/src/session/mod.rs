@@ -87,6 +87,7 @@ pub struct ContextSettings {
     pub redaction: crate::redact::RedactionPolicy,
     /// The agent's folder (its MEMORY.md lives there).
     pub agent_dir: std::path::PathBuf,
+    /// The model registry budgets are resolved from.
     pub registry: Arc<ModelRegistry>,
     /// The store's embedder, whose vectors join the recall of what earlier
     /// sessions said (see `crate::search::vectors`).

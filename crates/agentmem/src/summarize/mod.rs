@@ -211,7 +211,9 @@ impl FactKind {
 /// A semantic fact drawn from the span, for long-term memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryFact {
+    /// The fact, in one sentence.
     pub text: String,
+    /// What the fact records.
     pub kind: FactKind,
     /// 0.0–1.0: how sure the summarizer is that this is a lasting fact.
     pub confidence: f32,
@@ -233,6 +235,7 @@ pub struct Summary {
     /// `(title, bullets)` in render order; the default summarizer always
     /// produces the nine [`SECTION_TITLES`].
     pub sections: Vec<(String, Vec<String>)>,
+    /// Semantic facts drawn from the span, for long-term memory.
     pub facts: Vec<SummaryFact>,
     /// Ids of every event the summary stands for, in span order.
     pub covered_event_ids: Vec<String>,
@@ -603,7 +606,12 @@ pub enum SummarizeError {
     Empty,
     /// Even the section headings do not fit the budget.
     #[error("a summary needs at least {needed} tokens but the budget is {max_tokens}; raise the summary budget")]
-    BudgetTooSmall { max_tokens: u64, needed: u64 },
+    BudgetTooSmall {
+        /// The summary's budget.
+        max_tokens: u64,
+        /// The tokens the headings alone take.
+        needed: u64,
+    },
     /// The summarizer failed (an LLM call, a bad configuration, …).
     #[error("summarizer failed: {0}")]
     Failed(String),

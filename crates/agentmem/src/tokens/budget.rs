@@ -40,12 +40,16 @@ pub(crate) const DEFAULT_TRIGGER_RATIO: f64 = 0.8;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetSettings {
+    /// The model's context window, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Tokens reserved for the reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    /// Tokens kept free for counting error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety_margin: Option<u64>,
+    /// The share of the input budget at which compaction becomes due (0–1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_ratio: Option<f64>,
 }
@@ -111,9 +115,13 @@ impl BudgetSettings {
 /// A resolved budget.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Budget {
+    /// The model's context window, in tokens.
     pub context_window: u64,
+    /// Tokens reserved for the reply.
     pub max_output_tokens: u64,
+    /// Tokens kept free for counting error.
     pub safety_margin: u64,
+    /// The share of the input budget at which compaction becomes due (0–1).
     pub trigger_ratio: f64,
 }
 
