@@ -286,8 +286,11 @@ impl<T> IoContext<T> for std::io::Result<T> {
 /// What kind of id was being validated; named in the error message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdKind {
+    /// An agent id.
     Agent,
+    /// A session id.
     Session,
+    /// A tool call id.
     ToolCall,
 }
 

@@ -47,18 +47,27 @@ impl CompactReason {
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactReport {
+    /// Why the compaction ran.
     pub reason: CompactReason,
+    /// Context tokens before it.
     pub tokens_before: u64,
+    /// Context tokens after it.
     pub tokens_after: u64,
+    /// Tokens it saved.
     pub tokens_saved: u64,
+    /// Events the summary replaced.
     pub events_compacted: usize,
     /// Identifiers in the compacted span, and the share still in the new context or hinted.
     pub identifiers: usize,
+    /// The share of those identifiers still in the context or hinted (0–1).
     pub identifier_survival: f64,
+    /// The summarizer that wrote the summary.
     pub summarizer: String,
     /// Set when the summarizer failed too often and deterministic trimming stood in.
     pub fallback: Option<String>,
+    /// What the summary was asked to favour, if anything.
     pub focus: Option<String>,
+    /// How long it took, in milliseconds.
     pub duration_ms: f64,
     /// False when nothing was changed: nothing to compact, or an automatic
     /// compaction that would not have freed space.

@@ -118,8 +118,10 @@ impl FromStr for CompactionTiming {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryInjection {
+    /// Long-term memory goes into the context.
     #[default]
     On,
+    /// Long-term memory is left out.
     Off,
 }
 
@@ -162,22 +164,28 @@ impl FromStr for MemoryInjection {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextSettingsLayer {
+    /// How the context is kept inside the budget (`compact`, `trim`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<Strategy>,
     /// `trim`: keep at most this many turns, whatever the budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<usize>,
+    /// The newest tool results kept whole when older ones become placeholders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_tool_results: Option<usize>,
+    /// Recent turns a compaction keeps verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_tail_turns: Option<usize>,
+    /// Tokens of recent user messages a compaction keeps verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_user_message_tokens: Option<u64>,
+    /// The compaction summary's size limit, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_max_tokens: Option<u64>,
     /// Tools whose latest result survives compaction (e.g. a todo list).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_tools: Option<Vec<String>>,
+    /// Whether a compaction is drafted inline or in the background.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_timing: Option<CompactionTiming>,
     /// Whether long-term memory is injected (`memory = "off"` leaves it out).
@@ -226,14 +234,23 @@ impl ContextSettingsLayer {
 /// Resolved pipeline settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PipelineSettings {
+    /// How the context is kept inside the budget.
     pub strategy: Strategy,
+    /// `trim`: keep at most this many turns, whatever the budget.
     pub max_turns: Option<usize>,
+    /// The newest tool results kept whole when older ones become placeholders.
     pub keep_tool_results: usize,
+    /// Recent turns a compaction keeps verbatim.
     pub raw_tail_turns: usize,
+    /// Tokens of recent user messages a compaction keeps verbatim.
     pub kept_user_message_tokens: u64,
+    /// The compaction summary's size limit, in tokens.
     pub summary_max_tokens: u64,
+    /// Tools whose latest result survives compaction.
     pub protected_tools: Vec<String>,
+    /// Whether a compaction is drafted inline or in the background.
     pub compaction_timing: CompactionTiming,
+    /// Whether long-term memory is injected.
     pub memory: MemoryInjection,
 }
 

@@ -28,32 +28,72 @@ pub(crate) const SNAPSHOT_SOURCE: &str = "engine:compact";
 pub enum Action {
     /// Tool call / result pairs were repaired for the provider.
     PairsRepaired {
+        /// The repair pass that changed something.
         pass: String,
+        /// Synthetic results added for calls that had none.
         added: usize,
+        /// Orphan results removed.
         removed: usize,
+        /// Results moved after their calls.
         moved: usize,
         /// Calls and results given an id of their own (a reused call id).
         #[serde(skip_serializing_if = "is_zero")]
         renamed: usize,
     },
     /// Large tool results were cut to a per-result budget.
-    ResultsBudgeted { results: usize, tokens_saved: u64 },
+    ResultsBudgeted {
+        /// Tool results changed.
+        results: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// Older duplicate tool calls (same tool, same arguments) were dropped with their results.
-    Snipped { pairs: usize, tokens_saved: u64 },
+    Snipped {
+        /// Call/result pairs dropped.
+        pairs: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// Older tool results were replaced by placeholders.
-    Microcompacted { results: usize, tokens_saved: u64 },
+    Microcompacted {
+        /// Tool results changed.
+        results: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// The oldest whole turns were left out.
-    TurnsTrimmed { turns: usize, tokens_saved: u64 },
+    TurnsTrimmed {
+        /// Turns left out.
+        turns: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// The oldest items were left out (calls with their results) because
     /// the current turn alone was over the budget.
-    ItemsDropped { items: usize, tokens_saved: u64 },
+    ItemsDropped {
+        /// Items left out.
+        items: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// History was compacted into a summary (persisted).
-    Compacted { events: usize, tokens_saved: u64 },
+    Compacted {
+        /// Events compacted.
+        events: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// A compaction of this many events is being drafted in the
     /// background; the next prepare applies it.
-    CompactionStarted { events: usize },
+    CompactionStarted {
+        /// Events compacted.
+        events: usize,
+    },
     /// A compaction was due but did not run, and why.
-    CompactionSkipped { reason: String },
+    CompactionSkipped {
+        /// Why it did not run.
+        reason: String,
+    },
     /// A compaction was due and a writer would have run it; the session is
     /// open read-only (a dry run, or another process writes it), so it did not.
     CompactionWouldRun,
