@@ -75,8 +75,9 @@
 //! <!-- /floors -->
 
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
-// Every type a public signature shows can be named from outside.
-#![warn(unnameable_types)]
+// Every type a public signature shows can be named from outside, and every
+// public item says what it is.
+#![warn(unnameable_types, missing_docs)]
 
 pub mod base;
 pub mod config;

@@ -21,8 +21,11 @@ use crate::base::event::Event;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedactionPolicy {
+    /// Email addresses.
     pub emails: bool,
+    /// Phone numbers.
     pub phones: bool,
+    /// Payment card numbers.
     pub cards: bool,
     /// US social security numbers (`123-45-6789`).
     pub ssns: bool,
@@ -45,11 +48,17 @@ impl Default for RedactionPolicy {
 /// What one redaction replaced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Redacted {
+    /// Secrets (keys, tokens, passwords) redacted.
     pub secrets: usize,
+    /// Email addresses redacted.
     pub emails: usize,
+    /// Phone numbers redacted.
     pub phones: usize,
+    /// Payment card numbers redacted.
     pub cards: usize,
+    /// US social security numbers redacted.
     pub ssns: usize,
+    /// IBANs redacted.
     pub ibans: usize,
 }
 

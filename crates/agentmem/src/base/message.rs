@@ -15,9 +15,13 @@ use crate::base::event::{Event, TraceType};
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
+    /// System instructions.
     System,
+    /// The user.
     User,
+    /// The model.
     Assistant,
+    /// A tool result.
     Tool,
 }
 
@@ -30,26 +34,39 @@ pub enum Part {
     Image(String),
     /// The model asked for a tool.
     ToolCall {
+        /// The call id a result answers.
         id: String,
+        /// The tool's name.
         name: String,
+        /// The call's arguments.
         arguments: Value,
     },
     /// What a tool returned.
     ToolResult {
+        /// The id of the call this answers.
         call_id: String,
         /// The tool's name, when known (Gemini needs it to answer a call).
         name: Option<String>,
+        /// What the result says.
         content: String,
+        /// Whether the tool failed.
         is_error: bool,
     },
     /// Model reasoning; `opaque` is the provider item to send back verbatim.
-    Reasoning { text: String, opaque: Option<Value> },
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// The provider item to send back verbatim.
+        opaque: Option<Value>,
+    },
 }
 
 /// A message: a role and its parts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
+    /// Who speaks it.
     pub role: Role,
+    /// Its pieces, in order.
     pub parts: Vec<Part>,
 }
 
@@ -100,22 +117,35 @@ pub(crate) fn is_shadow_pair(event: &Event) -> bool {
 /// event's texts. Its variants are [`Part`]'s.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartRef<'a> {
+    /// Plain text.
     Text(Cow<'a, str>),
+    /// An image reference.
     Image(&'a str),
+    /// The model asked for a tool.
     ToolCall {
+        /// The call id.
         id: &'a str,
+        /// The tool's name.
         name: &'a str,
+        /// The call's arguments.
         arguments: Cow<'a, Value>,
     },
+    /// What a tool returned.
     ToolResult {
+        /// The id of the call this answers.
         call_id: &'a str,
+        /// The tool's name, when known.
         name: Option<&'a str>,
         /// What the result says ([`Event::text`]).
         content: Cow<'a, str>,
+        /// Whether the tool failed.
         is_error: bool,
     },
+    /// Model reasoning.
     Reasoning {
+        /// The reasoning text.
         text: &'a str,
+        /// The provider item to send back verbatim.
         opaque: Option<&'a Value>,
     },
 }
@@ -308,7 +338,9 @@ pub fn parts_of(event: &Event) -> Vec<PartRef<'_>> {
 /// writes bytes reads, without copying the events' texts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageRef<'a> {
+    /// Who speaks it.
     pub role: Role,
+    /// Its pieces, in order.
     pub parts: Vec<PartRef<'a>>,
 }
 

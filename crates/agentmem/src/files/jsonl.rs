@@ -66,31 +66,51 @@ impl std::fmt::Display for Durability {
 pub enum Recovery {
     /// The last line was incomplete (a crash mid-append); its bytes were moved aside.
     TornTail {
+        /// The log file.
         log: PathBuf,
+        /// Bytes moved aside.
         bytes: usize,
+        /// Where they were moved (none for a reader, which moves nothing).
         moved_to: Option<PathBuf>,
     },
     /// A complete line did not parse as an event; it was moved aside (writers)
     /// or skipped (readers).
     BadLine {
+        /// The log file.
         log: PathBuf,
+        /// The line number, from 1.
         line: usize,
+        /// Why it could not be used.
         error: String,
+        /// Where it was moved (none for a reader, which moves nothing).
         moved_to: Option<PathBuf>,
     },
     /// An append of several events was cut short by a crash: its lines
     /// were moved aside, so none of the batch is in the log.
     UnfinishedBatch {
+        /// The log file.
         log: PathBuf,
+        /// Bytes moved aside.
         bytes: usize,
+        /// Where they were moved.
         moved_to: PathBuf,
     },
     /// A working-memory update in the log no longer applies on replay; the
     /// state was rebuilt without it (the event stays in the log).
-    WorkingMemoryUpdate { event_id: String, error: String },
+    WorkingMemoryUpdate {
+        /// The update event's id.
+        event_id: String,
+        /// Why it could not be used.
+        error: String,
+    },
     /// A compaction was cut short while archiving: the lines it had
     /// appended (events the active log still holds) were cut from the archive.
-    UnfinishedArchiveAppend { archive: PathBuf, lines: usize },
+    UnfinishedArchiveAppend {
+        /// The archive file.
+        archive: PathBuf,
+        /// Lines cut from the archive.
+        lines: usize,
+    },
 }
 
 impl std::fmt::Display for Recovery {
@@ -134,6 +154,7 @@ impl std::fmt::Display for Recovery {
 /// The parsed contents of a log file.
 #[derive(Debug, Default)]
 pub struct LogContents {
+    /// The events of the valid lines, in order.
     pub events: Vec<Event>,
     /// Length in bytes of the complete, valid prefix.
     pub valid_len: u64,

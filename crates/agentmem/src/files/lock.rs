@@ -23,8 +23,11 @@ pub(crate) const LOCK_FILE: &str = "lock";
 /// its lines take. The batch is whole once the log reaches `end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PendingBatch {
+    /// The inode of the log the batch was appended to.
     pub log_inode: u64,
+    /// The log's length before the batch.
     pub start: u64,
+    /// The log's length after the batch.
     pub end: u64,
 }
 

@@ -11,16 +11,20 @@ pub(crate) const ARCHIVE_FILE: &str = "raw_traces_archive.jsonl";
 /// The files of one session.
 #[derive(Debug, Clone)]
 pub struct SessionPaths {
+    /// The session's folder.
     pub dir: PathBuf,
 }
 
 impl SessionPaths {
+    /// The active event log, `raw_traces.jsonl`.
     pub fn raw_traces(&self) -> PathBuf {
         self.dir.join(RAW_TRACES_FILE)
     }
+    /// The archive of compacted events.
     pub fn archive(&self) -> PathBuf {
         self.dir.join(ARCHIVE_FILE)
     }
+    /// The folder of evicted tool outputs.
     pub fn evicted(&self) -> PathBuf {
         self.dir.join(crate::pipeline::guard::EVICTED_DIR)
     }

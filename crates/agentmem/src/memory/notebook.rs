@@ -25,6 +25,7 @@ pub(crate) const DEFAULT_INJECTED_LINES: usize = 200;
 /// The notebook's content and the hash that names this version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemoryVersion {
+    /// MEMORY.md's text.
     pub content: String,
     /// FNV-1a 64 of the content, hex: pass it back as `expected_hash`.
     pub hash: String,

@@ -68,7 +68,9 @@ pub struct UsageAnchor {
 /// it is: the view holds the active context once, not a second copy of it.
 #[derive(Debug, Clone)]
 pub struct ViewItem {
+    /// The event.
     pub event: Arc<Event>,
+    /// The event's tokens as the model sees it.
     pub tokens: TokenCounts,
     revision: Revision,
 }

@@ -95,9 +95,11 @@ pub struct MemoryDoc {
     pub session: String,
     /// The turns it covers, comma-separated (empty for a fact).
     pub turns: String,
+    /// When it happened (epoch seconds).
     pub ts: f64,
     /// How much it matters for recall.
     pub salience: f64,
+    /// The text indexed.
     pub text: String,
 }
 
@@ -136,20 +138,27 @@ impl DocKind {
 pub struct Candidate {
     /// The document's row in the index.
     pub doc: i64,
+    /// What kind of document it is.
     pub kind: DocKind,
     /// The event, fact or episode id.
     pub reference: String,
     /// The session (empty for facts).
     pub session: String,
+    /// The turn (empty for facts).
     pub turn_id: String,
     /// Position in the session's full history.
     pub ord: u64,
+    /// Who it came from.
     pub role: SearchRole,
+    /// When it happened (epoch seconds).
     pub ts: f64,
+    /// How much it matters for recall.
     pub salience: f64,
     /// The speaker's name, when the event carried one.
     pub speaker: Option<String>,
+    /// The text indexed.
     pub text: String,
+    /// Its BM25 relevance to the query.
     pub bm25: f64,
 }
 

@@ -45,7 +45,9 @@ use crate::tokens::Encoding;
 /// Where a tool runs: the store, the agent, and the session asking (if any).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolContext<'a> {
+    /// The store the tool reads and writes.
     pub store: &'a Store,
+    /// The agent whose memory it uses.
     pub agent: &'a AgentId,
     /// The session whose model called the tool: its evicted outputs are
     /// read, its own history is left out of recall, its facts cite it.

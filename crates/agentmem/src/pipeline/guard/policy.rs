@@ -163,6 +163,7 @@ pub enum Guarded {
     /// The model sees `content`: the head and tail of the output with a
     /// `Total output lines` header and a truncation marker.
     Truncated {
+        /// What the model sees.
         content: String,
         /// The size of the whole output, in tokens of the guard's tokenizer.
         original_tokens: u64,
@@ -171,7 +172,9 @@ pub enum Guarded {
     },
     /// The output was written to `path`; the model sees `preview`.
     Evicted {
+        /// What the model sees in its place.
         preview: String,
+        /// The file the whole output went to.
         path: PathBuf,
         /// The size of the whole output, in tokens of the guard's tokenizer.
         original_tokens: u64,

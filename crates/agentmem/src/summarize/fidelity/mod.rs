@@ -46,6 +46,7 @@ pub(crate) const MAX_IDS_PER_HINT: usize = 5;
 /// An identifier of the compacted span that the new context lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissingIdentifier {
+    /// The identifier (a path, an id, a number, …).
     pub identifier: String,
     /// The events it appears in, in span order (an event without an id is
     /// named `@<index in the span>`).
