@@ -63,7 +63,7 @@
 //! every `crate::` path). Top to bottom:
 //!
 //! <!-- floors -->
-//! 1. `store`, `config`, `tools`, `export`: the [`store::Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats.
+//! 1. `store`, `config`, `tools`, `export`: the [`Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats.
 //! 2. `session`: a session orchestrating its log, view, accounting, memory injector and working memory.
 //! 3. `memory`: long-term memory — `MEMORY.md`, project files, facts, episodes, recall and the injector.
 //! 4. `working`, `search`: the working memory's state and schema; the history index and its queries.
@@ -89,7 +89,7 @@ pub mod redact;
 pub mod render;
 pub mod search;
 pub mod session;
-pub mod store;
+mod store;
 pub mod summarize;
 pub mod tokens;
 pub mod tools;

@@ -132,7 +132,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the session in `paths` (see [`crate::store::Store`] for the usual entry points).
+    /// Opens the session in `paths` (see [`crate::Store`] for the usual entry points).
     pub fn load(
         paths: SessionPaths,
         agent: AgentId,
