@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use agentmem::pipeline::strategy::{CompactionTiming, MemoryInjection, Strategy};
-use agentmem::render::PromptCache;
+use agentmem::PromptCache;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 /// agentmem: durable memory and context for LLM agents.

@@ -3,10 +3,8 @@
 //! line a turn of a replay makes, the input budget a run is held to, and the
 //! median its turns are summed up with.
 
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::tiers::Action;
-use agentmem::store::Store;
-use agentmem::tokens::budget::BudgetSettings;
+use agentmem::{BudgetSettings, PrepareRequest, Store};
 use serde::Serialize;
 
 /// One turn of the replay.

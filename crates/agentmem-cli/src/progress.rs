@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use agentmem::memory::recall::Embedder;
+use agentmem::Embedder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A bar of `total` steps, labelled `label` (`replaying turns`), cleared

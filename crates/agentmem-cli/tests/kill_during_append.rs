@@ -6,9 +6,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{AgentId, Durability, SessionId, Store};
 use serde_json::json;
 
 const BATCH_EVENTS: usize = 400;

@@ -15,11 +15,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::config::Config;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
-use agentmem::store::Store;
+use agentmem::{AgentId, Config, PrepareRequest, SessionId, Store, Target};
 use common::{agentmem_with_input, args};
 use serde_json::{json, Value};
 

@@ -55,7 +55,7 @@ pub enum EmbedError {
 }
 
 /// A sentence-embedding model run in process: the engine's
-/// [`agentmem::memory::recall::Embedder`].
+/// [`agentmem::Embedder`].
 pub struct LocalEmbedder {
     name: String,
     encoder: Encoder,
@@ -202,7 +202,7 @@ impl OnFirstUse {
     }
 }
 
-impl agentmem::memory::recall::Embedder for OnFirstUse {
+impl agentmem::Embedder for OnFirstUse {
     fn model(&self) -> &str {
         &self.name
     }
@@ -221,7 +221,7 @@ impl agentmem::memory::recall::Embedder for OnFirstUse {
     }
 }
 
-impl agentmem::memory::recall::Embedder for LocalEmbedder {
+impl agentmem::Embedder for LocalEmbedder {
     fn model(&self) -> &str {
         &self.name
     }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::memory::recall::Embedder;
+use agentmem::Embedder;
 use agentmem_embed::{EmbedError, LocalEmbedder};
 use serde_json::Value;
 

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::base::event::{Event, TraceType};
 use agentmem::files::jsonl;
+use agentmem::{Event, TraceType};
 use agentmem_import::{self as import, Format};
 use serde_json::json;
 

@@ -3,21 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::AgentId;
 use agentmem::base::message::messages_from_events;
 use agentmem::files::jsonl;
-use agentmem::files::meta::SessionMeta;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::pipeline::guard::{self, GuardPolicy};
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
-use agentmem::render::{PromptCache, RenderRequest, Target, ToolSchema};
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::tokens::Encoding;
+use agentmem::render::RenderRequest;
 use agentmem::tools::ToolContext;
-use agentmem::Durability;
+use agentmem::{
+    AgentId, CompactOptions, Durability, Encoding, Event, PrepareRequest, PromptCache, SessionMeta,
+    Store, Target, ToolSchema,
+};
 use agentmem_import::{self as import, Format};
 use agentmem_server::service::{Op, Service};
 use serde_json::Value;

@@ -13,10 +13,7 @@
 
 use std::collections::HashSet;
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::store::Store;
-use agentmem::{Error, Result};
+use agentmem::{AgentId, Error, Event, Result, SessionId, Store, TraceType};
 
 use crate::format::Format;
 use crate::imported::Imported;

@@ -1,6 +1,6 @@
 //! What an importer makes of a transcript: events, and the records it left out.
 
-use agentmem::base::event::Event;
+use agentmem::Event;
 
 /// What an importer made of a transcript.
 #[derive(Debug, Default, Clone)]

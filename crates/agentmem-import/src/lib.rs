@@ -19,7 +19,7 @@
 //! helpers the formats share (`record`); the formats (`formats/`);
 //! [`detect_format`]; then [`read()`] and [`parse()`], and
 //! [`session_id_for`], which finds the session an import goes to in a
-//! [`Store`](agentmem::store::Store). The crate uses the engine (`agentmem`)
+//! [`Store`](agentmem::Store). The crate uses the engine (`agentmem`)
 //! and the engine never uses it.
 
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]

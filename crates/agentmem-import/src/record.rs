@@ -2,8 +2,8 @@
 //! as an object, a provider's reasoning block kept verbatim, and values too
 //! deep for the engine kept as text.
 
-use agentmem::base::event::{Event, TraceType};
 use agentmem::base::json::{nesting, text_nesting, MAX_NESTING};
+use agentmem::{Event, TraceType};
 
 /// A transcript's values are kept whatever their depth: one that nests
 /// deeper than [`MAX_NESTING`] is kept as its JSON text, which ingest

@@ -2,10 +2,7 @@
 //! imported: a deeper one is kept as its JSON text, which ingest accepts,
 //! rather than refused with the whole file.
 
-use agentmem::base::event::TraceType;
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{AgentId, Durability, SessionId, Store, TraceType};
 use agentmem_import::Format;
 use serde_json::{json, Value};
 

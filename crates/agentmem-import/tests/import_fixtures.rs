@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::tool_interactions;
+use agentmem::{Event, ToolStatus, TraceType};
 use agentmem_import::{self as import, Format, Imported};
 
 /// Detects and parses one fixture, checking what holds for every import.

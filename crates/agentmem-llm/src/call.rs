@@ -4,9 +4,8 @@
 //! retried, up to the session's three recoveries, so an agent never sees it
 //! unless recovery fails.
 
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::overflow::ProviderError;
-use agentmem::session::Session;
+use agentmem::{PrepareRequest, Session};
 
 use crate::client::Client;
 use crate::error::LlmError;

@@ -6,10 +6,10 @@
 use std::io::BufReader;
 use std::time::Duration;
 
-use agentmem::base::event::{Event, TraceType};
 use agentmem::base::message::messages_from_events;
 use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
-use agentmem::render::{render, PromptCache, RenderRequest, Target};
+use agentmem::render::{render, RenderRequest};
+use agentmem::{Event, PromptCache, Target, TraceType};
 use serde_json::{json, Value};
 
 use crate::error::LlmError;

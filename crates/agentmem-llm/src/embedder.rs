@@ -3,7 +3,7 @@
 //! text-embeddings-inference all speak: the engine's [`Embedder`] for
 //! recall's vector score.
 
-use agentmem::memory::recall::Embedder;
+use agentmem::Embedder;
 use serde_json::{json, Value};
 
 use crate::client::Client;

@@ -9,8 +9,7 @@
 
 use std::sync::OnceLock;
 
-use agentmem::memory::recall::Reranker;
-use agentmem::Error;
+use agentmem::{Error, Reranker};
 use serde_json::Value;
 
 use crate::client::{Client, Endpoint};

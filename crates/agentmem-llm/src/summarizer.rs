@@ -12,10 +12,8 @@
 //! a span larger than the model's window goes through
 //! [`agentmem::summarize::summarize_hierarchical`], which the pipeline calls.
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::summarize::{
-    Fact, FactKind, SummarizeError, Summarizer, Summary, SummaryRequest, SECTION_TITLES,
-};
+use agentmem::summarize::{FactKind, SummaryFact, SECTION_TITLES};
+use agentmem::{Event, SummarizeError, Summarizer, Summary, SummaryRequest, TraceType};
 use serde_json::Value;
 
 use crate::client::Client;
@@ -184,7 +182,7 @@ fn parse_answer(answer: &str, span: &[Event]) -> Result<Summary, SummarizeError>
 }
 
 /// A fact of the answer, if it names its kind and only events of the span.
-fn fact_of(fact: &Value, span_ids: &[&str]) -> Option<Fact> {
+fn fact_of(fact: &Value, span_ids: &[&str]) -> Option<SummaryFact> {
     let text = fact["text"].as_str()?.trim();
     let kind = match fact["kind"].as_str()? {
         "preference" => FactKind::Preference,
@@ -199,7 +197,7 @@ fn fact_of(fact: &Value, span_ids: &[&str]) -> Option<Fact> {
         .map(str::to_owned)
         .collect();
     let grounded = !sources.is_empty() && sources.iter().all(|id| span_ids.contains(&id.as_str()));
-    (grounded && !text.is_empty()).then(|| Fact {
+    (grounded && !text.is_empty()).then(|| SummaryFact {
         text: text.to_owned(),
         kind,
         confidence: fact["confidence"].as_f64().unwrap_or(0.7).clamp(0.0, 1.0) as f32,

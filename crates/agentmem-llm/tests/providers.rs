@@ -5,12 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::AgentId;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{AgentId, Durability, Event, PrepareRequest, Store, Target, TraceType};
 use agentmem_llm::{call_model, Client, Delivery, Endpoint, LlmError, RetryPolicy};
 use serde_json::json;
 use support::{Loopback, Reply};
@@ -43,7 +38,7 @@ fn chat_answer(text: &str) -> serde_json::Value {
     })
 }
 
-fn session_with_question(question: &str) -> (tempfile::TempDir, agentmem::session::Session) {
+fn session_with_question(question: &str) -> (tempfile::TempDir, agentmem::Session) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Durability::Os).unwrap();
     let mut session = store.create_session(&AgentId::default(), None).unwrap();
@@ -430,7 +425,7 @@ fn gemini_and_openai_responses_stream_from_their_own_endpoints() {
 
 #[test]
 fn an_embedder_sends_its_key_and_a_refusal_names_the_model_and_the_reason() {
-    use agentmem::memory::recall::Embedder;
+    use agentmem::Embedder;
     let server = Loopback::start(vec![Reply::json(
         401,
         json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),

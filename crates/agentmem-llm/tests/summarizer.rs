@@ -2,15 +2,11 @@
 
 mod support;
 
-use agentmem::base::event::Event;
-use agentmem::base::id::AgentId;
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::Target;
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{
+    AgentId, CompactOptions, Durability, Event, PrepareRequest, Session, Store, Target,
+};
 use agentmem_llm::{Client, Endpoint, LlmSummarizer};
 use serde_json::json;
 use support::{Loopback, Reply};

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use agentmem::tools::ToolContext;
-//! use agentmem::{store::Store, Durability};
+//! use agentmem::{Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
@@ -18,8 +18,8 @@
 //! assert!(answer["result"]["tools"].as_array().unwrap().len() >= 7);
 //! ```
 
-use agentmem::render::ToolSchema;
 use agentmem::tools::{self, ToolContext};
+use agentmem::ToolSchema;
 use serde_json::{json, Value};
 
 /// Where the tools come from and run: the store alone ([`ToolContext`]),

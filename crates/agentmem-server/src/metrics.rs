@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use agentmem::pipeline::measure::ContextStats;
 use agentmem::pipeline::tiers::Action;
+use agentmem::ContextStats;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
 const LATENCY_BUCKETS_SECONDS: [f64; 12] = [

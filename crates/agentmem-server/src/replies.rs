@@ -2,11 +2,8 @@
 //! (the rest answer with an engine type as it serializes). Each type's JSON
 //! Schema is what `/openapi.json` documents the reply with.
 
-use agentmem::base::event::Event;
-use agentmem::files::meta::SessionMeta;
-use agentmem::pipeline::measure::ContextStats;
-use agentmem::render::Payload;
-use agentmem::working::{StateVersion, WorkingMemory};
+use agentmem::working::StateVersion;
+use agentmem::{ContextStats, Event, Payload, SessionMeta, WorkingMemory};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;

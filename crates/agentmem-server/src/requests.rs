@@ -7,8 +7,8 @@
 //! Each type's JSON Schema (its doc comments are the fields' descriptions)
 //! is what `/openapi.json` documents the operation's fields with.
 
-use agentmem::base::event::Event;
 use agentmem::pipeline::strategy::{MemoryInjection, Strategy};
+use agentmem::Event;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::de::Error as _;

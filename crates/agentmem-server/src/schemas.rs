@@ -10,8 +10,7 @@
 
 use std::borrow::Cow;
 
-use agentmem::base::event::TraceType;
-use agentmem::render::Target;
+use agentmem::{Target, TraceType};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@
 //! parallel.
 //!
 //! ```
-//! use agentmem::{store::Store, Durability};
+//! use agentmem::{Store, Durability};
 //! use agentmem_server::service::{Op, Service};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
@@ -27,25 +27,19 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::files::records::{NewFact, Provenance, Trust};
-use agentmem::memory::recall::RecallRequest;
-use agentmem::pipeline::measure::{PrepareRequest, Prepared};
 use agentmem::pipeline::overflow::classify_provider_error;
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::{Target, ToolSchema};
-use agentmem::search::{Role, SearchFilter};
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::tokens::budget::BudgetSettings;
-use agentmem::tokens::Encoding;
 use agentmem::tools::{self, ToolContext};
+use agentmem::{
+    AgentId, BudgetSettings, CompactOptions, Encoding, Event, PrepareRequest, Prepared,
+    RecallRequest, SearchFilter, SearchRole, Session, SessionId, Store, Target, ToolSchema,
+};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use agentmem::base::error::SchemaScope;
-use agentmem::base::state::StatePatch;
+use agentmem::StatePatch;
 
 use crate::error::{ErrorKind, ServiceError};
 use crate::mcp::ToolHost;
@@ -53,8 +47,6 @@ use crate::metrics::Metrics;
 use crate::replies;
 use crate::requests::{self, Request};
 
-/// Results a search returns when the request does not say.
-pub const DEFAULT_SEARCH_LIMIT: usize = 10;
 /// Tokens recall fills when the request does not say.
 pub const DEFAULT_RECALL_BUDGET_TOKENS: u64 = 2_000;
 /// HTTP status assumed for an overflow error reported without one.
@@ -506,12 +498,14 @@ impl Service {
         };
         let filter = SearchFilter {
             session: request.session,
-            role: request.role.as_deref().map(Role::parse).transpose()?,
+            role: request.role.as_deref().map(SearchRole::parse).transpose()?,
             since: date(request.since)?,
             until: date(request.until)?,
-            limit: request.limit.map_or(DEFAULT_SEARCH_LIMIT, |count| {
-                usize::try_from(count.0).unwrap_or(usize::MAX)
-            }),
+            limit: request
+                .limit
+                .map_or(agentmem::search::DEFAULT_SEARCH_LIMIT, |count| {
+                    usize::try_from(count.0).unwrap_or(usize::MAX)
+                }),
         };
         let hits = self.store.search(&self.agent, &request.query, &filter)?;
         reply(hits)

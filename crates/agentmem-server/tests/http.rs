@@ -306,7 +306,7 @@ fn only_this_machine_may_call_a_loopback_server() {
 fn a_token_is_required_beyond_loopback_and_checked_when_set() {
     let refused = HttpServer::bind(
         std::sync::Arc::new(agentmem_server::service::Service::new(
-            agentmem::store::Store::open(
+            agentmem::Store::open(
                 tempfile::tempdir().unwrap().path(),
                 agentmem::Durability::Batch,
             )
@@ -719,9 +719,9 @@ fn memory_injection_is_chosen_per_request_over_the_session_over_the_agent() {
         "[context]\nmemory = \"off\"\n",
     )
     .unwrap();
-    let store = agentmem::store::Store::open(server.dir.path(), agentmem::Durability::Os).unwrap();
+    let store = agentmem::Store::open(server.dir.path(), agentmem::Durability::Os).unwrap();
     for id in ["agent-off", "session-on"] {
-        let id = agentmem::base::id::SessionId::new(id).unwrap();
+        let id = agentmem::SessionId::new(id).unwrap();
         drop(store.create_session(&Default::default(), Some(id)).unwrap());
     }
     std::fs::write(
@@ -1062,7 +1062,7 @@ fn appended_unknown_numbers_are_logged_as_written() {
 fn reading_events_keeps_unknown_numbers_as_written() {
     let server = TestServer::start();
     let line = r#"{"id":"x","trace_type":"user","content":"hi","huge":123456789012345678901234567890,"far":1e400,"exact":0.10000000000000000000001}"#;
-    let event: agentmem::base::event::Event = serde_json::from_str(line).unwrap();
+    let event: agentmem::Event = serde_json::from_str(line).unwrap();
     let mut session = server
         .service
         .store()

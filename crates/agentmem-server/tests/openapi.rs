@@ -12,8 +12,9 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use agentmem::base::event::{Event, Media, TraceType, Usage};
-use agentmem::files::meta::{ImportRecord, SessionMeta};
+use agentmem::base::event::Media;
+use agentmem::files::meta::ImportRecord;
+use agentmem::{Event, SessionMeta, TraceType, Usage};
 use agentmem_server::http::routes::{Endpoint, ROUTES};
 use agentmem_server::requests::Request;
 use serde_json::{json, Value};

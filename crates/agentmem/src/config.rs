@@ -71,12 +71,13 @@ use crate::tokens::registry::ModelOverride;
 pub const CONFIG_FILE: &str = "config.toml";
 
 /// The environment variable that overrides the durability setting.
-pub const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
+pub(crate) const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
 
 /// Storage settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {
+    /// How hard a write is pushed to disk before it returns.
     #[serde(default)]
     pub durability: Durability,
 }
@@ -85,10 +86,13 @@ pub struct StorageConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Storage settings.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// Budget settings (the config-file layer).
     #[serde(default)]
     pub budget: BudgetSettings,
+    /// Pipeline settings (the config-file layer).
     #[serde(default)]
     pub context: ContextSettingsLayer,
     /// The write-time guard; the most specific file that sets it wins.
@@ -101,6 +105,7 @@ pub struct Config {
     /// title, and from what recall shows (secrets always are).
     #[serde(default)]
     pub redaction: Option<RedactionPolicy>,
+    /// Models added to the registry, or entries of it overridden.
     #[serde(default)]
     pub models: Vec<ModelOverride>,
     /// The model endpoint of `agentmem chat`.
@@ -117,9 +122,13 @@ pub struct Config {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedderSettings {
+    /// A model folder to run in process.
     pub dir: Option<std::path::PathBuf>,
+    /// An OpenAI-compatible embeddings endpoint.
     pub url: Option<String>,
+    /// The embedding model to ask the endpoint for.
     pub model: Option<String>,
+    /// The environment variable that holds the API key.
     pub api_key_env: Option<String>,
 }
 
@@ -128,9 +137,13 @@ pub struct EmbedderSettings {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSettings {
+    /// The chat model.
     pub model: Option<String>,
+    /// The provider's base URL.
     pub base_url: Option<String>,
+    /// The environment variable that holds the API key.
     pub api_key_env: Option<String>,
+    /// The model that writes compaction summaries, when not the chat model.
     pub summarizer_model: Option<String>,
     /// The model that reads each recall's best candidates and puts first
     /// those that answer (see [`crate::memory::recall::Reranker`]); absent: the
@@ -140,7 +153,7 @@ pub struct LlmSettings {
 
 impl Config {
     /// Reads `<data_dir>/config.toml` (defaults when it is absent), then applies
-    /// the environment ([`DURABILITY_ENV`]).
+    /// the environment (`DURABILITY_ENV`).
     pub fn load(data_dir: &Path) -> Result<Config> {
         let mut config = Config::load_file(&data_dir.join(CONFIG_FILE))?;
         if let Ok(value) = std::env::var(DURABILITY_ENV) {

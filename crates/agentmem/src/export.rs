@@ -13,7 +13,7 @@ use crate::base::event::{Event, TraceType};
 /// are working-memory updates (the events export keeps them).
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::export::to_openai_messages;
 /// let messages = to_openai_messages(&[
 ///     Event::user("list files"),

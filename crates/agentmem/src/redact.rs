@@ -21,8 +21,11 @@ use crate::base::event::Event;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedactionPolicy {
+    /// Email addresses.
     pub emails: bool,
+    /// Phone numbers.
     pub phones: bool,
+    /// Payment card numbers.
     pub cards: bool,
     /// US social security numbers (`123-45-6789`).
     pub ssns: bool,
@@ -45,11 +48,17 @@ impl Default for RedactionPolicy {
 /// What one redaction replaced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Redacted {
+    /// Secrets (keys, tokens, passwords) redacted.
     pub secrets: usize,
+    /// Email addresses redacted.
     pub emails: usize,
+    /// Phone numbers redacted.
     pub phones: usize,
+    /// Payment card numbers redacted.
     pub cards: usize,
+    /// US social security numbers redacted.
     pub ssns: usize,
+    /// IBANs redacted.
     pub ibans: usize,
 }
 
@@ -590,7 +599,7 @@ pub fn redact_start(text: &str, max_bytes: usize, policy: RedactionPolicy) -> St
 /// after. Ids, names, times and labels are kept: they pair and order events.
 ///
 /// ```
-/// use agentmem::{base::event::Event, redact::{redact_event, RedactionPolicy}};
+/// use agentmem::{Event, redact::{redact_event, RedactionPolicy}};
 /// let call = Event::tool_call("c1", "bash", serde_json::json!({"cmd": "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG"}));
 /// let clean = redact_event(call, RedactionPolicy::default());
 /// assert_eq!(clean.tool_args.unwrap()["cmd"], "export AWS_SECRET_ACCESS_KEY=[REDACTED:secret]");

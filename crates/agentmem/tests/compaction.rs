@@ -4,19 +4,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::files::snapshot::Snapshot;
 use agentmem::pipeline::compact::CompactReason;
-use agentmem::pipeline::measure::{ContextStats, PrepareRequest};
 use agentmem::pipeline::overflow::{classify_provider_error, ProviderError};
 use agentmem::pipeline::strategy::{CompactionTiming, Strategy};
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::Target;
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::summarize::{SummarizeError, Summarizer, Summary, SummaryRequest};
-use agentmem::{Durability, Error};
+use agentmem::{
+    AgentId, CompactOptions, ContextStats, Durability, Error, Event, PrepareRequest, Session,
+    SessionId, Store, SummarizeError, Summarizer, Summary, SummaryRequest, Target, TraceType,
+};
 use serde_json::json;
 
 fn store(dir: &tempfile::TempDir) -> Store {
@@ -683,7 +679,7 @@ fn the_summarize_strategy_shows_the_summary_as_a_shadow_exchange() {
         .unwrap()
         .starts_with("[SUMMARY OF EARLIER CONVERSATION]"));
     // The count is still exact: OpenAI's rule applied to the payload itself.
-    let tokenizer = agentmem::tokens::Encoding::O200kBase.tokenizer();
+    let tokenizer = agentmem::Encoding::O200kBase.tokenizer();
     let by_rule: u64 = messages
         .iter()
         .map(|m| {

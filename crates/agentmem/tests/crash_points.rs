@@ -7,15 +7,10 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::files::meta::SessionMeta;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::memory::episodic::read_episodes;
 use agentmem::memory::facts::FactStore;
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{AgentId, CompactOptions, Durability, Event, SessionId, SessionMeta, Store};
 
 const SESSION: &str = "s";
 
@@ -54,7 +49,7 @@ fn history() -> Vec<Event> {
     events
 }
 
-fn new_session(store: &Store) -> agentmem::session::Session {
+fn new_session(store: &Store) -> agentmem::Session {
     store
         .create_session(&AgentId::default(), Some(session_id()))
         .unwrap()

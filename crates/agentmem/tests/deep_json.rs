@@ -7,14 +7,11 @@
 
 use std::path::Path;
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::base::json::MAX_NESTING;
-use agentmem::base::state::StatePatch;
 use agentmem::pipeline::strategy::ContextSettingsLayer;
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::{Durability, Error};
+use agentmem::{
+    AgentId, CompactOptions, Durability, Error, Event, SessionId, StatePatch, Store, TraceType,
+};
 use serde_json::{json, Value};
 
 /// `1` wrapped in `levels` arrays.
@@ -43,7 +40,7 @@ fn history_after(first: Vec<Event>) -> Vec<Event> {
 }
 
 /// The session opened again, which must find nothing to repair.
-fn reopen_cleanly(store: &Store) -> agentmem::session::Session {
+fn reopen_cleanly(store: &Store) -> agentmem::Session {
     let reopened = store
         .open_session(&AgentId::default(), &session_id())
         .unwrap();

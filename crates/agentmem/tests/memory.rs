@@ -2,14 +2,8 @@
 
 mod common;
 
-use agentmem::base::event::Event;
-use agentmem::base::id::AgentId;
 use agentmem::memory::project::MemorySettings;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::{Config, Durability};
+use agentmem::{AgentId, CompactOptions, Config, Durability, Event, PrepareRequest, Store, Target};
 
 #[test]
 fn memory_and_project_files_are_in_every_context_and_survive_compaction() {
@@ -383,7 +377,7 @@ fn an_acknowledgement_keeps_the_question_before_it_as_what_is_recalled() {
 
     let mut second = store.create_session(&agent, None).unwrap();
     let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
-    let live = |session: &mut agentmem::session::Session| {
+    let live = |session: &mut agentmem::Session| {
         common::live_context(&session.prepare(&request).unwrap().payload)
     };
     second

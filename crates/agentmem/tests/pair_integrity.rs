@@ -19,13 +19,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::base::event::{Event, TraceType, SIDECHAIN_TAG};
+use agentmem::base::event::SIDECHAIN_TAG;
 use agentmem::base::message::messages_from_events;
 use agentmem::pipeline::normalize::{
     normalize_pairs, pairs_are_intact, synthetic_result_id, PassReport, ABORTED_ERROR,
     SYNTHETIC_SOURCE, SYNTHETIC_TAG,
 };
-use agentmem::render::{render, PromptCache, RenderRequest, Target, ToolSchema};
+use agentmem::render::{render, RenderRequest};
+use agentmem::{Event, TraceType};
+use agentmem::{PromptCache, Target, ToolSchema};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -34,20 +34,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentmem::base::event::{Event, TraceType, Usage};
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::base::message::SUMMARY_PREFIX;
 use agentmem::base::turn::PREAMBLE_TURN;
-use agentmem::pipeline::measure::{count_overhead, ContextStats, PrepareRequest, Prepared};
+use agentmem::pipeline::measure::count_overhead;
 use agentmem::pipeline::normalize::normalize_pairs;
 use agentmem::pipeline::strategy::{CompactionTiming, ContextSettingsLayer, Strategy as Shaping};
 use agentmem::pipeline::transcript::Transcript;
-use agentmem::render::{PromptCache, Target, ToolSchema};
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::tokens::budget::BudgetSettings;
-use agentmem::tokens::Encoding;
-use agentmem::Durability;
+use agentmem::{
+    AgentId, BudgetSettings, CompactOptions, ContextStats, Durability, Encoding, Event,
+    PrepareRequest, Prepared, PromptCache, Session, SessionId, Store, Target, ToolSchema,
+    TraceType, Usage,
+};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};

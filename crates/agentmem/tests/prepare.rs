@@ -3,17 +3,14 @@
 
 use std::sync::LazyLock;
 
-use agentmem::base::event::{Event, Usage};
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::config::CONFIG_FILE;
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::transcript::Transcript;
-use agentmem::render::{remove_cache_marks, PromptCache, Target};
-use agentmem::store::Store;
-use agentmem::tokens::budget::BudgetSettings;
+use agentmem::render::remove_cache_marks;
 use agentmem::tokens::registry::ModelSource;
-use agentmem::tokens::Encoding;
-use agentmem::{Config, Durability};
+use agentmem::{
+    AgentId, BudgetSettings, Config, Durability, Encoding, Event, PrepareRequest, PromptCache,
+    SessionId, Store, Target, Usage,
+};
 use serde_json::{json, Value};
 
 static O200K: LazyLock<tiktoken_rs::CoreBPE> = LazyLock::new(|| tiktoken_rs::o200k_base().unwrap());
@@ -31,7 +28,7 @@ fn conversation() -> Vec<Event> {
     ]
 }
 
-fn session_with(events: Vec<Event>) -> (tempfile::TempDir, agentmem::session::Session) {
+fn session_with(events: Vec<Event>) -> (tempfile::TempDir, agentmem::Session) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Durability::Os).unwrap();
     let mut session = store.create_session(&AgentId::default(), None).unwrap();
@@ -74,11 +71,7 @@ fn the_count_is_openais_published_rule_applied_to_the_payload() {
 /// A session of [`conversation`], prepared for gpt-4.1, that `events` then joined.
 fn prepared_then_joined(
     events: Vec<Event>,
-) -> (
-    tempfile::TempDir,
-    agentmem::session::Session,
-    PrepareRequest,
-) {
+) -> (tempfile::TempDir, agentmem::Session, PrepareRequest) {
     let (dir, mut session) = session_with(conversation());
     let request = PrepareRequest::new("gpt-4.1", Target::OpenAiChat);
     session.prepare(&request).unwrap();
@@ -154,7 +147,7 @@ fn counting_later_sends_what_counting_every_event_sends() {
     let (_eager_dir, mut eager) = session_with(Vec::new());
     let (mut estimated_calls, mut compactions) = (0, 0);
     for event in events {
-        let is_call = event.trace_type == agentmem::base::event::TraceType::Assistant;
+        let is_call = event.trace_type == agentmem::TraceType::Assistant;
         lazy.ingest(vec![event.clone()]).unwrap();
         eager.ingest(vec![event]).unwrap();
         if !is_call {
@@ -265,7 +258,7 @@ fn usage_of_another_model_is_not_an_anchor() {
 
 /// A real Claude Code session: its usage names `claude-sonnet-4-5-20250929`,
 /// the dated name of the model an agent calls `claude-sonnet-4-5`.
-fn claude_code_session() -> (tempfile::TempDir, agentmem::session::Session) {
+fn claude_code_session() -> (tempfile::TempDir, agentmem::Session) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/eval-data/trajectories/claude-code/session-3fe1b6bc.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -277,7 +270,7 @@ fn claude_code_session() -> (tempfile::TempDir, agentmem::session::Session) {
 #[test]
 fn usage_anchors_every_spelling_of_the_model_that_reported_it() {
     let (_dir, mut session) = claude_code_session();
-    let reported = |session: &mut agentmem::session::Session, model: &str| {
+    let reported = |session: &mut agentmem::Session, model: &str| {
         session
             .prepare(&PrepareRequest::new(model, Target::Anthropic))
             .unwrap()
@@ -301,7 +294,7 @@ fn usage_anchors_every_spelling_of_the_model_that_reported_it() {
 /// An answer to the prepare of `request` whose usage the provider reported
 /// under `model`, `factor` times agentmem's count.
 fn answer_reported(
-    session: &mut agentmem::session::Session,
+    session: &mut agentmem::Session,
     request: &PrepareRequest,
     model: &str,
     factor: f64,
@@ -504,7 +497,7 @@ fn an_anchor_follows_what_changed_outside_the_view_since_it_was_measured() {
     // A provider that counts as agentmem does: the anchor stays exact when
     // the system prompt, the tools or the memory block change after it.
     request.system = Some("Answer geography questions. ".repeat(200));
-    request.tools = vec![agentmem::render::ToolSchema {
+    request.tools = vec![agentmem::ToolSchema {
         name: "lookup".into(),
         description: "Looks a place up.".into(),
         parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
@@ -621,7 +614,7 @@ fn unmarked(target: Target, mut body: Value) -> (Vec<Value>, Value) {
 
 #[test]
 fn a_changed_working_memory_leaves_the_prefix_sent_before_it_as_it_was() {
-    use agentmem::base::state::StatePatch;
+    use agentmem::StatePatch;
     for target in Target::ALL {
         let (_dir, mut session) = session_with(vec![Event::user("review the auth module")]);
         let mut request = PrepareRequest::new("a-model", target);

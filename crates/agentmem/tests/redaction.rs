@@ -7,20 +7,15 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::SessionId;
-use agentmem::base::state::StatePatch;
 use agentmem::files::records::{NewFact, Provenance, Trust};
 use agentmem::files::snapshot::SNAPSHOT_FILE;
 use agentmem::memory::facts::{Added, FactStore};
-use agentmem::memory::recall::RecallRequest;
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::redact::{redact, RedactionPolicy};
-use agentmem::render::Target;
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::tokens::Encoding;
 use agentmem::working::cache::STATE_FILE;
+use agentmem::{
+    CompactOptions, Encoding, Event, PrepareRequest, RecallRequest, SessionId, StatePatch, Store,
+    Target,
+};
 use common::fresh_store;
 use serde_json::json;
 
@@ -29,7 +24,7 @@ const DB_PASSWORD: &str = "Tr0ub4dor-staging-77";
 const EMAIL: &str = "dana.ops@example.org";
 const PHONE: &str = "+1 415 555 0134";
 
-fn session(store: &Store, id: &str) -> agentmem::session::Session {
+fn session(store: &Store, id: &str) -> agentmem::Session {
     store
         .create_session(&Default::default(), Some(SessionId::new(id).unwrap()))
         .unwrap()
@@ -56,7 +51,7 @@ fn deploy_session(store: &Store) {
 }
 
 /// What `store`'s recall shows for `query` within `budget` tokens.
-fn recall(store: &Store, query: &str, budget: u64) -> agentmem::memory::recall::Recalled {
+fn recall(store: &Store, query: &str, budget: u64) -> agentmem::Recalled {
     store
         .recall(
             &Default::default(),
@@ -201,7 +196,7 @@ fn a_title_never_holds_a_secret() {
 
 /// A session whose working memory holds a password, compacted, with one
 /// update after the compaction.
-fn compacted_session_with_a_secret_state(store: &Store) -> agentmem::working::WorkingMemory {
+fn compacted_session_with_a_secret_state(store: &Store) -> agentmem::WorkingMemory {
     let mut session = session(store, "stateful");
     let patch = |value| StatePatch::from_json(value).unwrap();
     session

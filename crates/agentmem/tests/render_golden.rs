@@ -19,7 +19,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use agentmem::base::message::{messages_from_events, Message};
-use agentmem::render::{render, PromptCache, RenderRequest, Target, ToolSchema};
+use agentmem::render::{render, RenderRequest};
+use agentmem::{PromptCache, Target, ToolSchema};
 use agentmem_import as import;
 use serde_json::{json, Value};
 

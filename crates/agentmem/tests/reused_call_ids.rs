@@ -9,9 +9,7 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agentmem::base::event::Event;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
+use agentmem::{Event, PrepareRequest, Target};
 use agentmem_import::Format;
 use serde_json::Value;
 
@@ -328,7 +326,7 @@ fn a_compacted_session_that_reuses_an_id_keeps_the_pairs_that_remain() {
             .unwrap();
     }
     let report = session
-        .compact(&agentmem::session::CompactOptions::default())
+        .compact(&agentmem::CompactOptions::default())
         .unwrap();
     assert!(report.applied);
     for target in Target::ALL {

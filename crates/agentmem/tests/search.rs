@@ -3,18 +3,13 @@
 
 mod common;
 
-use agentmem::base::event::Event;
-use agentmem::base::id::{AgentId, SessionId};
 use agentmem::files::records::{NewFact, Provenance, Trust};
-use agentmem::memory::recall::RecallRequest;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
 use agentmem::search::index::DocKind;
-use agentmem::search::{HistoryIndex, Role, SearchFilter};
-use agentmem::session::CompactOptions;
-use agentmem::store::Store;
-use agentmem::tokens::Encoding;
-use agentmem::Durability;
+use agentmem::search::HistoryIndex;
+use agentmem::{
+    AgentId, CompactOptions, Durability, Encoding, Event, PrepareRequest, RecallRequest,
+    SearchFilter, SearchRole, SessionId, Store, Target,
+};
 
 const DAY: f64 = 86_400.0;
 const JAN_1_2026: f64 = 1_767_225_600.0;
@@ -65,12 +60,19 @@ fn search_finds_archived_events_with_labelled_context_and_filters() {
         .search(&agent, "flaky nested quotes", &SearchFilter::default())
         .unwrap();
     let hit = &hits[0];
-    assert_eq!((hit.turn_id.as_str(), hit.role), ("turn_0001", Role::User));
+    assert_eq!(
+        (hit.turn_id.as_str(), hit.role),
+        ("turn_0001", SearchRole::User)
+    );
     assert!(hit.excerpt.contains("[flaky]"), "{}", hit.excerpt);
-    let labels: Vec<(Role, bool)> = hit.context.iter().map(|c| (c.role, c.is_hit)).collect();
+    let labels: Vec<(SearchRole, bool)> = hit.context.iter().map(|c| (c.role, c.is_hit)).collect();
     assert_eq!(
         labels,
-        [(Role::User, true), (Role::Tool, false), (Role::Tool, false)]
+        [
+            (SearchRole::User, true),
+            (SearchRole::Tool, false),
+            (SearchRole::Tool, false)
+        ]
     );
     assert!(hit.render().contains("> [turn_0001] User: The parser test"));
 
@@ -83,11 +85,11 @@ fn search_finds_archived_events_with_labelled_context_and_filters() {
     assert_eq!(rebuilt[0].ord, 0);
 
     let tools_only = SearchFilter {
-        role: Some(Role::Tool),
+        role: Some(SearchRole::Tool),
         ..SearchFilter::default()
     };
     let hits = store.search(&agent, "step_3 passed", &tools_only).unwrap();
-    assert!(hits.iter().all(|h| h.role == Role::Tool) && !hits.is_empty());
+    assert!(hits.iter().all(|h| h.role == SearchRole::Tool) && !hits.is_empty());
 
     let later = SearchFilter {
         since: Some(JAN_1_2026 + 5.0 * DAY),
@@ -505,7 +507,7 @@ fn agents_get_the_search_tool_in_every_provider_shape_and_its_calls_run() {
     let arguments =
         serde_json::json!({"query": "flaky parser", "role": "user", "until": "2026-01-05"});
     let (query, filter) = agentmem::search::parse_tool_arguments(&arguments).unwrap();
-    assert_eq!(filter.role, Some(Role::User));
+    assert_eq!(filter.role, Some(SearchRole::User));
     let hits = store.search(&agent, &query, &filter).unwrap();
     let answer = agentmem::search::render_hits(&hits);
     assert!(answer.contains("> [turn_0001] User: The [parser] test test_nested_quotes is [flaky]"));
@@ -556,7 +558,7 @@ impl Concepts {
     }
 }
 
-impl agentmem::memory::recall::Embedder for Concepts {
+impl agentmem::Embedder for Concepts {
     fn model(&self) -> &str {
         self.model
     }
@@ -627,7 +629,7 @@ fn an_embedder_recalls_what_shares_no_word_with_the_query_and_embeds_each_memory
 #[test]
 fn an_embedder_that_answers_wrongly_is_a_typed_error() {
     struct Short;
-    impl agentmem::memory::recall::Embedder for Short {
+    impl agentmem::Embedder for Short {
         fn model(&self) -> &str {
             "short"
         }
@@ -658,7 +660,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     struct Sized(usize, Arc<AtomicUsize>);
-    impl agentmem::memory::recall::Embedder for Sized {
+    impl agentmem::Embedder for Sized {
         fn model(&self) -> &str {
             "all-MiniLM-L6-v2"
         }
@@ -705,7 +707,7 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
 #[test]
 fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_it_fails() {
     struct Down;
-    impl agentmem::memory::recall::Embedder for Down {
+    impl agentmem::Embedder for Down {
         fn model(&self) -> &str {
             "down"
         }
@@ -787,7 +789,7 @@ struct Naming {
     shown: std::sync::Mutex<Vec<String>>,
 }
 
-impl agentmem::memory::recall::Reranker for Naming {
+impl agentmem::Reranker for Naming {
     fn model(&self) -> &str {
         "reader"
     }
@@ -850,7 +852,7 @@ fn a_reranker_reads_redacted_lines_puts_first_what_it_names_and_its_failure_is_a
     );
 
     struct Down;
-    impl agentmem::memory::recall::Reranker for Down {
+    impl agentmem::Reranker for Down {
         fn model(&self) -> &str {
             "down"
         }

@@ -1,10 +1,6 @@
 //! Sessions end to end on real files: ingest, reopen, fork, delete, locking.
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::base::tool_interaction::ToolStatus;
-use agentmem::store::Store;
-use agentmem::{Durability, Error};
+use agentmem::{AgentId, Durability, Error, Event, SessionId, Store, ToolStatus, TraceType};
 use serde_json::json;
 
 fn store(dir: &tempfile::TempDir) -> Store {

@@ -5,10 +5,7 @@
 
 mod common;
 
-use agentmem::base::event::Event;
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
-use agentmem::search::SearchFilter;
+use agentmem::{Event, PrepareRequest, SearchFilter, Target};
 
 /// Lines of a RAW_TRACE log whose tool results carry no `content`: one
 /// structured result, one failure, one failure with a structured result.
@@ -58,7 +55,7 @@ fn as_content() -> Vec<Event> {
 }
 
 /// `events` in a fresh store's session, prepared for `target`.
-fn prepared(events: Vec<Event>, target: Target) -> agentmem::pipeline::measure::Prepared {
+fn prepared(events: Vec<Event>, target: Target) -> agentmem::Prepared {
     let (_dir, store, agent) = common::fresh_store();
     let mut session = store.create_session(&agent, None).unwrap();
     session.ingest(events).unwrap();

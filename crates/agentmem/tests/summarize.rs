@@ -9,15 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use agentmem::base::event::{Event, TraceType};
 use agentmem::base::message::SUMMARY_PREFIX;
 use agentmem::summarize::fidelity::event_identifiers;
 use agentmem::summarize::{
     check_fidelity, event_tokens, extract_identifiers, summarize_hierarchical,
-    ExtractiveSummarizer, FactKind, SummarizeError, Summarizer, Summary, SummaryRequest,
-    SECTION_TITLES,
+    ExtractiveSummarizer, FactKind, SECTION_TITLES,
 };
-use agentmem::tokens::{Encoding, Tokenizer};
+use agentmem::tokens::Tokenizer;
+use agentmem::{Encoding, Event, SummarizeError, Summarizer, Summary, SummaryRequest, TraceType};
 
 const FIXTURES: [&str; 8] = [
     "claude-code-turn-1.jsonl",

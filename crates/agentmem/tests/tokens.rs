@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use agentmem::tokens::Encoding;
+use agentmem::Encoding;
 use proptest::prelude::Strategy;
 
 const AWKWARD: &[&str] = &[

@@ -5,19 +5,14 @@
 
 mod common;
 
-use agentmem::base::error::Error;
 use agentmem::base::error::SchemaScope;
-use agentmem::base::event::{Event, TraceType};
-use agentmem::base::id::SessionId;
-use agentmem::base::state::{StatePatch, StateUpdate};
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::render::Target;
-use agentmem::search::{Role, SearchFilter};
-use agentmem::session::{CompactOptions, Session};
-use agentmem::store::Store;
-use agentmem::tools;
+use agentmem::base::state::StateUpdate;
 use agentmem::working::cache::STATE_FILE;
-use agentmem::working::{replay, Keep, WorkingMemory};
+use agentmem::working::{replay, Keep};
+use agentmem::{
+    tools, CompactOptions, Error, Event, PrepareRequest, SearchFilter, SearchRole, Session,
+    SessionId, StatePatch, Store, Target, TraceType, WorkingMemory,
+};
 use common::fresh_store;
 use serde_json::{json, Value};
 
@@ -560,11 +555,14 @@ fn updates_are_found_by_history_search() {
     let session = reviewed_session(&store, "s", 3);
     session.flush_index();
     let filter = SearchFilter {
-        role: Some(Role::State),
+        role: Some(SearchRole::State),
         ..SearchFilter::default()
     };
     let hits = store.search(&agent, "module_2", &filter).unwrap();
-    assert!(hits.iter().all(|hit| hit.role == Role::State), "{hits:?}");
+    assert!(
+        hits.iter().all(|hit| hit.role == SearchRole::State),
+        "{hits:?}"
+    );
     assert!(
         hits[0].excerpt.contains("v4"),
         "the update that added it ranks first: {hits:?}"

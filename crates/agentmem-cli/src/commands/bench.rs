@@ -9,11 +9,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use agentmem::base::event::Event;
-use agentmem::base::id::AgentId;
-use agentmem::store::Store;
-use agentmem::tokens::Encoding;
-use agentmem::Durability;
+use agentmem::{AgentId, Durability, Encoding, Event, Store};
 use agentmem_import as import;
 use serde_json::json;
 

@@ -330,8 +330,7 @@ mod tests {
 
     use std::sync::Arc;
 
-    use agentmem::store::Store;
-    use agentmem::Durability;
+    use agentmem::{Durability, Store};
     use agentmem_server::http::{HttpServer, ServerOptions};
     use agentmem_server::service::Service;
 

@@ -5,14 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use agentmem::base::event::TraceType;
-use agentmem::base::id::AgentId;
-use agentmem::memory::recall::{Embedder, RecallRequest};
+use agentmem::search::query::terms;
 use agentmem::search::HistoryIndex;
-use agentmem::search::{query::terms, SearchFilter};
-use agentmem::store::Store;
-use agentmem::tokens::Encoding;
-use agentmem::Durability;
+use agentmem::{
+    AgentId, Durability, Embedder, Encoding, RecallRequest, SearchFilter, Store, TraceType,
+};
 use serde_json::json;
 
 /// Queries timed for search and for recall.

@@ -5,8 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{Durability, Store};
 use agentmem_server::http::{HttpServer, ServerOptions};
 use agentmem_server::service::Service;
 use serde_json::{json, Value};

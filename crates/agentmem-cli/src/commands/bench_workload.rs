@@ -7,13 +7,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::AgentId;
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::strategy::CompactionTiming;
-use agentmem::render::Target;
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{AgentId, Durability, Event, PrepareRequest, Store, Target};
 use serde_json::json;
 
 use crate::measure::{median, set_input_budget};

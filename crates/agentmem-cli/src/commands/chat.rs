@@ -6,11 +6,8 @@
 
 use std::io::{BufRead, Write};
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::pipeline::measure::PrepareRequest;
-use agentmem::search::{render_hits, SearchFilter};
-use agentmem::session::{CompactOptions, Session};
-use agentmem::tools;
+use agentmem::search::render_hits;
+use agentmem::{tools, CompactOptions, Event, PrepareRequest, SearchFilter, Session, TraceType};
 use agentmem_llm::{call_model, Client, Delivery};
 use anyhow::Context as _;
 

@@ -1,7 +1,7 @@
 //! `agentmem compact`: compaction on demand, with its report.
 
 use agentmem::pipeline::compact::CompactReport;
-use agentmem::session::CompactOptions;
+use agentmem::CompactOptions;
 
 use super::Context;
 

@@ -2,10 +2,9 @@
 
 use std::fmt::Write as _;
 
-use agentmem::base::event::{TraceType, Usage};
-use agentmem::pipeline::measure::{ContextStats, Sections};
-use agentmem::session::Session;
+use agentmem::pipeline::measure::Sections;
 use agentmem::tokens::registry::{ModelRegistry, ModelSource};
+use agentmem::{ContextStats, Session, TraceType, Usage};
 
 use super::Context;
 use crate::cli::ModelArgs;

@@ -2,8 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentmem::memory::recall::{Embedder, Reranker};
-use agentmem::tokens::Encoding;
+use agentmem::{Embedder, Encoding, Reranker};
 
 use super::{reach_model, Context};
 use crate::cli::EvalCommand;

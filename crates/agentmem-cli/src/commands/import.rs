@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use agentmem::base::id::SessionId;
+use agentmem::SessionId;
 use agentmem_import::{self as import, Format, Imported};
 use anyhow::Context as _;
 

@@ -11,9 +11,7 @@
 
 use std::io::{BufRead, Write};
 
-use agentmem::base::event::Event;
-use agentmem::base::id::SessionId;
-use agentmem::session::Session;
+use agentmem::{Event, Session, SessionId};
 
 use super::{Context, InputRejected, Stored};
 
@@ -133,7 +131,7 @@ fn flush(
     batch: &mut Vec<Event>,
     ack: bool,
     out: &mut impl Write,
-) -> anyhow::Result<agentmem::session::IngestReport> {
+) -> anyhow::Result<agentmem::IngestReport> {
     let before = session.events().len();
     let report = session.ingest(std::mem::take(batch))?;
     if ack {

@@ -28,9 +28,7 @@ mod state;
 mod tokens;
 mod tools;
 
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::store::Store;
-use agentmem::{Config, Durability};
+use agentmem::{AgentId, Config, Durability, SessionId, Store};
 use anyhow::Context as _;
 
 use crate::cli::{Cli, Command, Global};
@@ -94,7 +92,7 @@ impl Context {
     }
 
     /// Prints what opening a session repaired.
-    pub fn report_recoveries(&self, session: &agentmem::session::Session) {
+    pub fn report_recoveries(&self, session: &agentmem::Session) {
         for recovery in session.recoveries() {
             eprintln!("agentmem: warning: {recovery}");
             if let Some(hint) = crate::hints::for_recovery(recovery) {

@@ -2,11 +2,8 @@
 
 use std::path::Path;
 
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::{Target, ToolSchema};
-use agentmem::session::Session;
-use agentmem::tokens::budget::BudgetSettings;
+use agentmem::{BudgetSettings, PrepareRequest, Session, Target, ToolSchema};
 use anyhow::Context as _;
 
 use super::Context;

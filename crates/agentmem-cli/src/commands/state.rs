@@ -6,9 +6,8 @@ use std::io::Read;
 use std::path::Path;
 
 use agentmem::base::error::SchemaScope;
-use agentmem::base::state::StatePatch;
-use agentmem::session::Session;
 use agentmem::working::StateVersion;
+use agentmem::{Session, StatePatch};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use agentmem::tokens::Encoding;
+use agentmem::Encoding;
 
 use super::Context;
 

@@ -13,13 +13,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use agentmem::base::event::Event;
-use agentmem::base::id::{AgentId, SessionId};
-use agentmem::memory::recall::{self, Embedder, RecallRequest, Recalled, Reranker, Weights};
+use agentmem::memory::recall::{self, Weights};
 use agentmem::redact::RedactionPolicy;
-use agentmem::store::Store;
 use agentmem::tokens::Tokenizer;
-use agentmem::Durability;
+use agentmem::{
+    AgentId, Durability, Embedder, Event, RecallRequest, Recalled, Reranker, SessionId, Store,
+};
 use anyhow::{anyhow, Context as _, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

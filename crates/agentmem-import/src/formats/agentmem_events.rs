@@ -3,7 +3,7 @@
 //! Also reads the neutral workload format (`{"turn", "kind", "content", …}`):
 //! `kind` is an alias of `trace_type`, and `turn` is kept as an extra field.
 
-use agentmem::base::event::Event;
+use agentmem::Event;
 
 use crate::imported::{Imported, Skipped};
 use crate::record::{keep_too_deep_values_as_text, stable_id};
@@ -37,7 +37,7 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
 mod tests {
     use super::*;
     use crate::imported::SkipKind;
-    use agentmem::base::event::TraceType;
+    use agentmem::TraceType;
 
     #[test]
     fn a_malformed_line_is_reported_and_the_rest_imports() {

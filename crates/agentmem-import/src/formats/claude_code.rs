@@ -50,9 +50,9 @@
 use std::collections::{HashMap, HashSet};
 
 use agentmem::base::event::{
-    parse_rfc3339, Event, Media, TraceType, Usage, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG,
-    REPLACES_HISTORY_TAG,
+    parse_rfc3339, Media, ABANDONED_BRANCH_TAG, DISPLAY_ONLY_TAG, REPLACES_HISTORY_TAG,
 };
+use agentmem::{Event, TraceType, Usage};
 use serde_json::{Map, Value};
 
 use super::openai_messages::content_text;

@@ -51,7 +51,8 @@
 
 use std::collections::HashMap;
 
-use agentmem::base::event::{parse_rfc3339, Event, Media, TraceType, Usage, REPLACES_HISTORY_TAG};
+use agentmem::base::event::{parse_rfc3339, Media, REPLACES_HISTORY_TAG};
+use agentmem::{Event, TraceType, Usage};
 use serde_json::Value;
 
 use super::openai_messages::{content_text, parse_arguments};

@@ -4,7 +4,7 @@
 //! becomes one assistant event (when it has text) and one tool call event per
 //! call; `{"role": "tool", "tool_call_id"}` becomes the tool result.
 
-use agentmem::base::event::{Event, TraceType};
+use agentmem::{Event, TraceType};
 use serde_json::Value;
 
 use crate::imported::{Imported, Skipped};
@@ -103,7 +103,8 @@ pub(super) fn content_text(content: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
+    use agentmem::base::tool_interaction::tool_interactions;
+    use agentmem::ToolStatus;
 
     #[test]
     fn tool_calls_pair_with_their_results() {

@@ -39,7 +39,7 @@
 //! Trajectories name no session of their own (`source_session_id` is `None`),
 //! and carry no timestamps, so the session stamps the events.
 
-use agentmem::base::event::Event;
+use agentmem::Event;
 use serde_json::{json, Map, Value};
 
 use super::openai_messages::{content_text, parse_arguments};

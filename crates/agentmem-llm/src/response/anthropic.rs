@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentmem::base::event::Usage;
+use agentmem::Usage;
 use serde_json::{json, Map, Value};
 
 use super::{
@@ -211,8 +211,7 @@ fn append(block: &mut Value, key: &str, piece: &str) {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::base::event::Event;
-    use agentmem::render::Target;
+    use agentmem::{Event, Target};
     use serde_json::{json, Value};
 
     use crate::response::tests::{bad_message, reasoning, stream, usage};

@@ -1,7 +1,7 @@
 //! Gemini generateContent: a whole answer's `candidates[0].content.parts`,
 //! and the streamed chunks, each a partial answer of the same shape.
 
-use agentmem::base::event::Usage;
+use agentmem::Usage;
 use serde_json::{json, Value};
 
 use super::{
@@ -183,8 +183,7 @@ impl GeminiStream {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::base::event::Event;
-    use agentmem::render::Target;
+    use agentmem::{Event, Target};
     use serde_json::json;
 
     use crate::response::tests::{bad_message, reasoning, stream, usage};

@@ -36,8 +36,7 @@ mod gemini;
 mod openai_chat;
 mod openai_responses;
 
-use agentmem::base::event::{Event, TraceType, Usage};
-use agentmem::render::Target;
+use agentmem::{Event, Target, TraceType, Usage};
 use serde_json::{Map, Value};
 
 use crate::error::LlmError;
@@ -67,7 +66,7 @@ pub struct Completion {
 /// that API, or is an error the provider sent with a success status.
 ///
 /// ```
-/// use agentmem::render::Target;
+/// use agentmem::Target;
 /// use agentmem_llm::response::parse_completion;
 /// let body = serde_json::json!({
 ///     "model": "claude-sonnet-4-5",
@@ -273,7 +272,7 @@ fn excerpt(text: &str) -> String {
 /// answer at all is an error.
 ///
 /// ```
-/// use agentmem::render::Target;
+/// use agentmem::Target;
 /// use agentmem_llm::response::StreamAccumulator;
 /// let mut stream = StreamAccumulator::new(Target::OpenAiChat);
 /// let shown = stream

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentmem::base::event::Usage;
+use agentmem::Usage;
 use serde_json::{json, Value};
 
 use super::{
@@ -234,8 +234,7 @@ impl ChatStream {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::base::event::Event;
-    use agentmem::render::Target;
+    use agentmem::{Event, Target};
     use serde_json::json;
 
     use crate::response::tests::{bad_message, reasoning, stream, usage};

@@ -1,7 +1,7 @@
 //! OpenAI Responses: a whole answer's `output` items, and the streamed
 //! `response.*` events.
 
-use agentmem::base::event::Usage;
+use agentmem::Usage;
 use serde_json::{json, Value};
 
 use super::{
@@ -172,8 +172,7 @@ impl ResponsesStream {
 
 #[cfg(test)]
 mod tests {
-    use agentmem::base::event::Event;
-    use agentmem::render::Target;
+    use agentmem::{Event, Target};
     use serde_json::{json, Value};
 
     use crate::response::tests::{bad_message, reasoning, stream, usage};

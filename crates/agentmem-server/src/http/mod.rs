@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use agentmem::{store::Store, Durability};
+//! use agentmem::{Store, Durability};
 //! use agentmem_server::http::{HttpServer, ServerOptions};
 //! use agentmem_server::service::Service;
 //! let store = Store::open("data", Durability::Batch).unwrap();
@@ -27,7 +27,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentmem::base::id::SessionId;
+use agentmem::SessionId;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;

@@ -8,8 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{Durability, Store};
 use agentmem_server::http::{HttpServer, ServerOptions, ShutdownHandle};
 use agentmem_server::service::Service;
 use serde_json::Value;

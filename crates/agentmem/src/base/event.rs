@@ -128,10 +128,13 @@ impl TraceType {
 /// Media attached to an event, as references (paths, URLs or data URIs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Media {
+    /// Image references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// Audio references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audio: Vec<String>,
+    /// Video references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub video: Vec<String>,
 }
@@ -172,7 +175,7 @@ fn is_zero(n: &u64) -> bool {
 /// when an event is handed to a session: the session assigns them.
 ///
 /// ```
-/// use agentmem::base::event::{Event, TraceType};
+/// use agentmem::{Event, TraceType};
 /// let line = r#"{"trace_type":"user","content":"fix the build","vendor_field":7}"#;
 /// let event: Event = serde_json::from_str(line).unwrap();
 /// assert_eq!(event.trace_type, TraceType::User);
@@ -181,10 +184,13 @@ fn is_zero(n: &u64) -> bool {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
+    /// A unique id: assigned on ingest when empty; importers derive stable ids from the source.
     pub id: String,
     /// Seconds since the Unix epoch. RFC 3339 strings are accepted on input.
     pub ts: f64,
+    /// The turn (`turn_0001`, …) the event belongs to: a user event starts one; the session assigns it.
     pub turn_id: String,
+    /// Order inside the turn, from 1; the session assigns it.
     pub seq: u64,
     /// `kind` is accepted as an alias on input, for the neutral workload format.
     pub trace_type: TraceType,
@@ -192,22 +198,31 @@ pub struct Event {
     pub content: String,
     /// Who produced the event: `ingest`, `import:claude-code`, `engine`, …
     pub source_event: String,
+    /// Attached images, audio or video, as references.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub media: Option<Media>,
+    /// The tool called (tool calls and results).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// The id that pairs a tool call with its result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// A tool call's arguments, as JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_args: Option<Value>,
+    /// A tool result's structured value, when the tool returned JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_result: Option<Value>,
+    /// The error a tool reported instead of a result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_error: Option<String>,
+    /// An id the caller chose to tie events to its own records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
+    /// Free labels the caller attached.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Where an evicted tool output went (its full text is kept on disk and read back in pages).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_result_ref: Option<String>,
     /// Provider-reported usage of the call that produced this event.
@@ -330,7 +345,7 @@ impl Event {
     /// A tool call with its id, tool name and arguments.
     ///
     /// ```
-    /// use agentmem::base::event::Event;
+    /// use agentmem::Event;
     /// let call = Event::tool_call("call_1", "read_file", serde_json::json!({"path": "src/lib.rs"}));
     /// assert_eq!(call.tool_call_id.as_deref(), Some("call_1"));
     /// ```
@@ -366,7 +381,7 @@ impl Event {
     /// carry their patch, and `ts` is a time.
     ///
     /// ```
-    /// use agentmem::base::event::{Event, TraceType};
+    /// use agentmem::{Event, TraceType};
     /// assert!(Event::user("hi").validate().is_ok());
     /// assert!(Event::new(TraceType::ToolResult, "orphan").validate().is_err());
     /// ```
@@ -440,7 +455,7 @@ impl Event {
     /// one a line. The model, token counts and history search all read this.
     ///
     /// ```
-    /// use agentmem::base::event::Event;
+    /// use agentmem::Event;
     /// let mut result = Event::tool_result("c1", "");
     /// result.tool_result = Some(serde_json::json!({"files": ["a.rs"]}));
     /// assert_eq!(result.text(), r#"{"files":["a.rs"]}"#);
@@ -516,13 +531,13 @@ impl Event {
 }
 
 /// The current time in seconds since the Unix epoch.
-pub fn now_ts() -> f64 {
+pub(crate) fn now_ts() -> f64 {
     // Millisecond precision keeps the JSON short and is what transcripts carry.
     (now_millis() as f64) / 1000.0
 }
 
 /// Milliseconds since the Unix epoch.
-pub fn now_millis() -> u64 {
+pub(crate) fn now_millis() -> u64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::base::error::{IoContext, Result};
 
 /// Replaces `path` with `bytes` atomically and durably.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = parent(path);
     let (tmp, mut file) = tempfile_in(dir, path)?;
     let written = (|| {
@@ -39,7 +39,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// `dir`, those whose `<target>.<…>` part `ours` accepts; call it holding
 /// the lock that keeps other writers of those targets out. A missing folder
 /// has none.
-pub fn remove_stale_temporaries(dir: &Path, ours: impl Fn(&str) -> bool) -> Result<()> {
+pub(crate) fn remove_stale_temporaries(dir: &Path, ours: impl Fn(&str) -> bool) -> Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -65,7 +65,7 @@ pub fn remove_stale_temporaries(dir: &Path, ours: impl Fn(&str) -> bool) -> Resu
     Ok(())
 }
 /// fsyncs a directory so a rename or a new file in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .io("fsync directory", dir)

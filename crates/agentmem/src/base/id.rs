@@ -11,11 +11,11 @@ use std::fmt;
 use crate::base::error::{Error, IdKind, Result};
 
 /// Longest id accepted, in bytes.
-pub const MAX_ID_BYTES: usize = 128;
+pub(crate) const MAX_ID_BYTES: usize = 128;
 
 /// Checks that `id` is safe to use as one path component.
 ///
-/// Refused: empty ids, ids over [`MAX_ID_BYTES`], a leading `.`, `..` anywhere,
+/// Refused: empty ids, ids over `MAX_ID_BYTES`, a leading `.`, `..` anywhere,
 /// `/`, `\`, NUL and other control characters.
 ///
 /// ```

@@ -51,7 +51,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
 }
 
 /// Appends `map` as a JSON object.
-pub fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
+pub(crate) fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
     out.push(b'{');
     for (index, (key, value)) in map.iter().enumerate() {
         if index > 0 {
@@ -63,7 +63,7 @@ pub fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
 }
 
 /// Appends `"key":value`, without a separator before it.
-pub fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
+pub(crate) fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
     write_str(out, key);
     out.push(b':');
     write_value(out, value);
@@ -71,7 +71,7 @@ pub fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
 
 /// Appends a value with no long strings in it (a number, a small struct)
 /// as `serde_json` writes it.
-pub fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+pub(crate) fn write_small<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     serde_json::to_writer(out, value).expect("writing JSON to memory cannot fail");
 }
 
@@ -242,7 +242,7 @@ pub fn text_nesting(text: &str) -> usize {
 
 /// Why the JSON text `text` may not be kept, when it nests deeper than
 /// [`MAX_NESTING`] (see [`too_deep`]).
-pub fn too_deep_text(what: &str, text: &str) -> Option<String> {
+pub(crate) fn too_deep_text(what: &str, text: &str) -> Option<String> {
     let levels = text_nesting(text);
     (levels > MAX_NESTING).then(|| too_deep_reason(what, levels))
 }

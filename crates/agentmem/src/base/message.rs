@@ -15,9 +15,13 @@ use crate::base::event::{Event, TraceType};
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
+    /// System instructions.
     System,
+    /// The user.
     User,
+    /// The model.
     Assistant,
+    /// A tool result.
     Tool,
 }
 
@@ -30,26 +34,39 @@ pub enum Part {
     Image(String),
     /// The model asked for a tool.
     ToolCall {
+        /// The call id a result answers.
         id: String,
+        /// The tool's name.
         name: String,
+        /// The call's arguments.
         arguments: Value,
     },
     /// What a tool returned.
     ToolResult {
+        /// The id of the call this answers.
         call_id: String,
         /// The tool's name, when known (Gemini needs it to answer a call).
         name: Option<String>,
+        /// What the result says.
         content: String,
+        /// Whether the tool failed.
         is_error: bool,
     },
     /// Model reasoning; `opaque` is the provider item to send back verbatim.
-    Reasoning { text: String, opaque: Option<Value> },
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// The provider item to send back verbatim.
+        opaque: Option<Value>,
+    },
 }
 
 /// A message: a role and its parts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
+    /// Who speaks it.
     pub role: Role,
+    /// Its pieces, in order.
     pub parts: Vec<Part>,
 }
 
@@ -85,13 +102,13 @@ pub const SUMMARY_PREFIX: &str = "[SUMMARY OF EARLIER CONVERSATION]";
 /// The tag of a summary shown as a shadow exchange: a user line asking for
 /// the summary, then the summary as the assistant's answer (the `summarize`
 /// strategy's form); untagged summaries are one user message.
-pub const SHADOW_PAIR_TAG: &str = "shadow_pair";
+pub(crate) const SHADOW_PAIR_TAG: &str = "shadow_pair";
 
 /// The user line of a shadow exchange.
-pub const SHADOW_USER_LINE: &str = "Summarize the conversation so far.";
+pub(crate) const SHADOW_USER_LINE: &str = "Summarize the conversation so far.";
 
 /// Whether `event` is a summary shown as a shadow exchange.
-pub fn is_shadow_pair(event: &Event) -> bool {
+pub(crate) fn is_shadow_pair(event: &Event) -> bool {
     event.trace_type == TraceType::Summary && event.tags.iter().any(|t| t == SHADOW_PAIR_TAG)
 }
 
@@ -100,22 +117,35 @@ pub fn is_shadow_pair(event: &Event) -> bool {
 /// event's texts. Its variants are [`Part`]'s.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartRef<'a> {
+    /// Plain text.
     Text(Cow<'a, str>),
+    /// An image reference.
     Image(&'a str),
+    /// The model asked for a tool.
     ToolCall {
+        /// The call id.
         id: &'a str,
+        /// The tool's name.
         name: &'a str,
+        /// The call's arguments.
         arguments: Cow<'a, Value>,
     },
+    /// What a tool returned.
     ToolResult {
+        /// The id of the call this answers.
         call_id: &'a str,
+        /// The tool's name, when known.
         name: Option<&'a str>,
         /// What the result says ([`Event::text`]).
         content: Cow<'a, str>,
+        /// Whether the tool failed.
         is_error: bool,
     },
+    /// Model reasoning.
     Reasoning {
+        /// The reasoning text.
         text: &'a str,
+        /// The provider item to send back verbatim.
         opaque: Option<&'a Value>,
     },
 }
@@ -189,7 +219,7 @@ impl<'a> From<&'a Part> for PartRef<'a> {
 
 /// Where an event goes when messages are built.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Placement<'a> {
+pub(crate) enum Placement<'a> {
     /// Joins the last message if it has the same role and can take it, else starts one.
     Join(Role, PartRef<'a>),
     /// Always starts a message of its own.
@@ -197,7 +227,7 @@ pub enum Placement<'a> {
 }
 
 /// Where `event` belongs in a message list.
-pub fn placement(event: &Event) -> Placement<'_> {
+pub(crate) fn placement(event: &Event) -> Placement<'_> {
     let text = || PartRef::Text(Cow::Borrowed(&event.content));
     match event.trace_type {
         TraceType::System => Placement::Alone(Role::System, text()),
@@ -249,7 +279,7 @@ pub fn placement(event: &Event) -> Placement<'_> {
 
 /// The role of the message `event` belongs to (as [`placement`] places it,
 /// without building the part).
-pub fn role_of(event: &Event) -> Role {
+pub(crate) fn role_of(event: &Event) -> Role {
     match event.trace_type {
         TraceType::System | TraceType::WorkingMemory => Role::System,
         TraceType::User | TraceType::Summary | TraceType::TurnAborted => Role::User,
@@ -270,7 +300,7 @@ fn last_role_of(event: &Event) -> Role {
 
 /// How many messages `event` starts when it does not join the one before:
 /// two for a shadow-pair summary, else one.
-pub fn messages_started(event: &Event) -> usize {
+pub(crate) fn messages_started(event: &Event) -> usize {
     if is_shadow_pair(event) {
         2
     } else {
@@ -280,7 +310,7 @@ pub fn messages_started(event: &Event) -> usize {
 
 /// Whether `event` starts a new message after `previous` (the last event in
 /// the model's view before it), by the same rule as [`push_event`].
-pub fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
+pub(crate) fn starts_message(previous: Option<&Event>, event: &Event) -> bool {
     !event.trace_type.is_model_output()
         || previous.is_none_or(|p| last_role_of(p) != role_of(event))
 }
@@ -308,7 +338,9 @@ pub fn parts_of(event: &Event) -> Vec<PartRef<'_>> {
 /// writes bytes reads, without copying the events' texts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageRef<'a> {
+    /// Who speaks it.
     pub role: Role,
+    /// Its pieces, in order.
     pub parts: Vec<PartRef<'a>>,
 }
 
@@ -337,7 +369,7 @@ impl<'a> From<&'a Message> for MessageRef<'a> {
 /// An assistant part joins the last message when that is an assistant message:
 /// the same model response. A tool result or a user message in between starts
 /// a new one.
-pub fn push_event<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
+pub(crate) fn push_event<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
     if !event.is_in_model_view() {
         return false;
     }
@@ -390,7 +422,7 @@ fn place<'a>(messages: &mut Vec<MessageRef<'a>>, event: &'a Event) -> bool {
 /// without copying a text.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::base::message::{message_refs, PartRef, Role};
 /// let events = [Event::user("list files"), Event::tool_call("c1", "ls", serde_json::json!({}))];
 /// let messages = message_refs(&events);
@@ -408,7 +440,7 @@ pub fn message_refs<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Mess
 /// Groups `events` into messages.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::base::message::{messages_from_events, Role};
 /// let messages = messages_from_events(&[
 ///     Event::user("list files"),

@@ -7,13 +7,13 @@
 //! - [`message`], [`turn`], [`tool_interaction`]: what events make —
 //!   provider-neutral messages, turns, tool calls paired with their results;
 //! - [`state`]: the working memory's patches and updates that events carry;
-//! - [`json`], [`hash`], [`arguments`], [`fs`]: shared helpers — JSON
+//! - [`json`], [`hash`], [`arguments`], `fs`: shared helpers — JSON
 //!   nesting limits, hashing, tool arguments, atomic and private files.
 
 pub mod arguments;
 pub mod error;
 pub mod event;
-pub mod fs;
+pub(crate) mod fs;
 pub mod hash;
 pub mod id;
 pub mod json;

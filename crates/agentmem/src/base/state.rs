@@ -33,7 +33,9 @@ impl PatchKind {
 /// A change to the working memory, in one of the two standard forms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatePatch {
+    /// Which form the patch is in: a JSON Patch or a JSON Merge Patch.
     pub kind: PatchKind,
+    /// The patch document.
     pub patch: Value,
 }
 
@@ -113,12 +115,13 @@ impl StatePatch {
 /// the session assigns the next version and the hash, as it assigns ids.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateUpdate {
+    /// The change.
     #[serde(flatten)]
     pub patch: StatePatch,
     /// The version this update made (the first update makes version 1).
     #[serde(default)]
     pub version: u64,
-    /// [`WorkingMemory::hash`] of the document it made: replay checks it.
+    /// `WorkingMemory::hash` of the document it made: replay checks it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hash: String,
 }
@@ -145,7 +148,9 @@ impl StateUpdate {
 /// and `working_memory.json` make it again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateMark {
+    /// The working-memory version.
     pub version: u64,
+    /// The hash of the document at that version.
     pub hash: String,
 }
 

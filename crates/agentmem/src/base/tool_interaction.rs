@@ -25,12 +25,19 @@ pub enum ToolStatus {
 /// A tool call and, once it arrived, its result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolInteraction {
+    /// The id pairing the call with its result.
     pub tool_call_id: String,
+    /// The turn of the call.
     pub turn_id: String,
+    /// The tool called.
     pub tool_name: String,
+    /// The call's arguments.
     pub arguments: Value,
+    /// The result's text, once it arrived.
     pub result: Option<String>,
+    /// The error the tool reported, if any.
     pub error: Option<String>,
+    /// Pending, succeeded or failed.
     pub status: ToolStatus,
 }
 
@@ -40,7 +47,7 @@ pub struct ToolInteraction {
 /// left out; a second result for the same call replaces the first.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
 /// let events = vec![
 ///     Event::tool_call("c1", "bash", serde_json::json!({"cmd": "ls"})),

@@ -20,7 +20,7 @@ use crate::base::error::{IoContext, Result};
 
 /// The ids of every event in the archive at `path`, in order (none when
 /// there is no archive). Reads only each line's id.
-pub fn archived_ids(path: &Path) -> Result<Vec<String>> {
+pub(crate) fn archived_ids(path: &Path) -> Result<Vec<String>> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -46,7 +46,10 @@ fn id_of(line: &[u8]) -> Option<&str> {
 /// Cuts the archive's unfinished end: a torn last line, and the last lines
 /// whose events `still_active` says the active log holds (see the module
 /// docs). Returns how many lines were cut.
-pub fn cut_unfinished_append(path: &Path, still_active: impl Fn(&str) -> bool) -> Result<usize> {
+pub(crate) fn cut_unfinished_append(
+    path: &Path,
+    still_active: impl Fn(&str) -> bool,
+) -> Result<usize> {
     let mut file = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),

@@ -42,7 +42,7 @@ pub fn evicted_path(dir: &Path, call_id: &str) -> Result<PathBuf> {
 /// The name to evict the output of `call_id` under in `dir`: the call id,
 /// or `<call id>-2`, `-3`, … when an output of an earlier call with that id
 /// is there already (agents reuse ids), so no output replaces another.
-pub fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
+pub(crate) fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
     validate_path_id(IdKind::ToolCall, call_id)?;
     let taken = |name: &str| dir.join(format!("{name}.txt")).exists();
     Ok(std::iter::once(call_id.to_owned())
@@ -85,7 +85,7 @@ pub struct EvictedPage {
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Truncation};
 /// use agentmem::files::evicted::read_evicted;
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let policy = GuardPolicy { truncation: Truncation::None, evict_over_tokens: Some(100) };
 /// let output: String = (0..50).map(|i| format!("line {i}\n")).collect();

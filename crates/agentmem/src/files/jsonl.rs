@@ -66,31 +66,51 @@ impl std::fmt::Display for Durability {
 pub enum Recovery {
     /// The last line was incomplete (a crash mid-append); its bytes were moved aside.
     TornTail {
+        /// The log file.
         log: PathBuf,
+        /// Bytes moved aside.
         bytes: usize,
+        /// Where they were moved (none for a reader, which moves nothing).
         moved_to: Option<PathBuf>,
     },
     /// A complete line did not parse as an event; it was moved aside (writers)
     /// or skipped (readers).
     BadLine {
+        /// The log file.
         log: PathBuf,
+        /// The line number, from 1.
         line: usize,
+        /// Why it could not be used.
         error: String,
+        /// Where it was moved (none for a reader, which moves nothing).
         moved_to: Option<PathBuf>,
     },
     /// An append of several events was cut short by a crash: its lines
     /// were moved aside, so none of the batch is in the log.
     UnfinishedBatch {
+        /// The log file.
         log: PathBuf,
+        /// Bytes moved aside.
         bytes: usize,
+        /// Where they were moved.
         moved_to: PathBuf,
     },
     /// A working-memory update in the log no longer applies on replay; the
     /// state was rebuilt without it (the event stays in the log).
-    WorkingMemoryUpdate { event_id: String, error: String },
+    WorkingMemoryUpdate {
+        /// The update event's id.
+        event_id: String,
+        /// Why it could not be used.
+        error: String,
+    },
     /// A compaction was cut short while archiving: the lines it had
     /// appended (events the active log still holds) were cut from the archive.
-    UnfinishedArchiveAppend { archive: PathBuf, lines: usize },
+    UnfinishedArchiveAppend {
+        /// The archive file.
+        archive: PathBuf,
+        /// Lines cut from the archive.
+        lines: usize,
+    },
 }
 
 impl std::fmt::Display for Recovery {
@@ -134,6 +154,7 @@ impl std::fmt::Display for Recovery {
 /// The parsed contents of a log file.
 #[derive(Debug, Default)]
 pub struct LogContents {
+    /// The events of the valid lines, in order.
     pub events: Vec<Event>,
     /// Length in bytes of the complete, valid prefix.
     pub valid_len: u64,
@@ -177,7 +198,7 @@ pub fn parse_log(bytes: &[u8]) -> LogContents {
 
 /// Reads `path` for writing: repairs a torn tail or bad lines first (see the
 /// module docs) and reports what it repaired.
-pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
+pub(crate) fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
     let contents = read_log(path)?;
     let mut recoveries = Vec::new();
     if contents.torn_tail.is_empty() && contents.bad_lines.is_empty() {
@@ -216,7 +237,7 @@ pub fn read_and_repair(path: &Path) -> Result<(Vec<Event>, Vec<Recovery>)> {
 }
 
 /// The file a log's unreadable bytes are moved to.
-pub fn corrupt_path(log: &Path) -> PathBuf {
+pub(crate) fn corrupt_path(log: &Path) -> PathBuf {
     let mut name = log.file_name().unwrap_or_default().to_os_string();
     name.push(".corrupt");
     log.with_file_name(name)
@@ -230,7 +251,7 @@ pub fn corrupt_path(log: &Path) -> PathBuf {
 /// more than all of its writes.
 ///
 /// ```
-/// use agentmem::{base::event::Event, files::jsonl};
+/// use agentmem::{Event, files::jsonl};
 /// let mut events = vec![Event::user("hello"), Event::assistant("hi")];
 /// events[0].id = "ev-1".into();
 /// events[1].id = "ev-2".into();
@@ -427,7 +448,7 @@ pub(crate) fn inode(meta: &fs::Metadata) -> u64 {
 /// `batch` names (the same file) ends inside it, the batch's bytes go to
 /// `<log>.corrupt` and the log is cut back to where the batch began.
 /// Returns what was done, if anything.
-pub fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<Recovery>> {
+pub(crate) fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<Recovery>> {
     let mut file = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -458,7 +479,7 @@ pub fn cut_unfinished_batch(path: &Path, batch: PendingBatch) -> Result<Option<R
 /// `bytes`, read from a log whose inode is `log_inode`, without the lines
 /// of a batch its writer has under way (`batch`): what a reader sees of a
 /// batch is all of it or none.
-pub fn without_unfinished_batch(
+pub(crate) fn without_unfinished_batch(
     mut bytes: Vec<u8>,
     log_inode: u64,
     batch: Option<PendingBatch>,
@@ -474,7 +495,7 @@ pub fn without_unfinished_batch(
 
 /// Reads `path` as [`read_log`] does, leaving out the lines of a batch its
 /// writer (whose record is in `session_dir`) has under way.
-pub fn read_log_as_reader(path: &Path, session_dir: &Path) -> Result<LogContents> {
+pub(crate) fn read_log_as_reader(path: &Path, session_dir: &Path) -> Result<LogContents> {
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LogContents::default()),

@@ -6,7 +6,7 @@
 //! The lock file also records the append of several events under way (the
 //! log's bytes its lines take), written before the lines are: a batch is
 //! all or nothing, and one a crash cut short is found there on open and
-//! taken out of the log (see [`crate::files::jsonl::cut_unfinished_batch`]).
+//! taken out of the log (see `crate::files::jsonl::cut_unfinished_batch`).
 
 use std::fs::File;
 use std::io::Read;
@@ -16,15 +16,18 @@ use crate::base::error::{Error, IoContext, Result};
 use crate::files::jsonl::Durability;
 
 /// The lock file's name inside a session directory.
-pub const LOCK_FILE: &str = "lock";
+pub(crate) const LOCK_FILE: &str = "lock";
 
 /// An append of several events to a session's log, as its writer recorded
 /// it before writing: the log it went to (by inode, on Unix) and the bytes
 /// its lines take. The batch is whole once the log reaches `end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PendingBatch {
+    /// The inode of the log the batch was appended to.
     pub log_inode: u64,
+    /// The log's length before the batch.
     pub start: u64,
+    /// The log's length after the batch.
     pub end: u64,
 }
 
@@ -139,7 +142,7 @@ impl SessionLock {
 
 /// What the writer of the session in `session_dir` records as under way
 /// (read without the lock, by readers).
-pub fn pending_batch(session_dir: &Path) -> Option<PendingBatch> {
+pub(crate) fn pending_batch(session_dir: &Path) -> Option<PendingBatch> {
     let recorded = std::fs::read_to_string(session_dir.join(LOCK_FILE)).ok()?;
     recorded.lines().nth(1).and_then(PendingBatch::parse)
 }
@@ -159,7 +162,7 @@ fn write_all_at_start(mut file: &File, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The lock file's name inside an agent's folder.
-pub const MEMORY_LOCK_FILE: &str = "memory.lock";
+pub(crate) const MEMORY_LOCK_FILE: &str = "memory.lock";
 
 /// The agent-wide files read, changed and written back whole or in part
 /// under [`MemoryLock`]: the notebook, the facts, the episodes.
@@ -175,7 +178,7 @@ const GUARDED_FILES: [&str; 3] = [
 /// Held for the length of one edit; the operating system releases it when
 /// the process dies.
 #[derive(Debug)]
-pub struct MemoryLock {
+pub(crate) struct MemoryLock {
     _file: File,
 }
 

@@ -15,30 +15,38 @@ use crate::base::id::{AgentId, SessionId};
 use crate::redact::{redact_start, RedactionPolicy};
 
 /// The file name of the meta file inside a session directory.
-pub const META_FILE: &str = "meta.json";
+pub(crate) const META_FILE: &str = "meta.json";
 
 /// Longest title, in characters.
-pub const TITLE_MAX_CHARS: usize = 80;
+pub(crate) const TITLE_MAX_CHARS: usize = 80;
 
 /// One import into a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportRecord {
+    /// The imported file.
     pub path: String,
+    /// The format it was read as.
     pub format: String,
+    /// When it was imported (epoch seconds).
     pub ts: f64,
+    /// Events the import added.
     pub events_added: usize,
 }
 
 /// A session's description.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionMeta {
+    /// The session's id.
     pub id: String,
+    /// The agent it belongs to.
     pub agent_id: String,
     /// The first user message, redacted, whitespace collapsed, cut to 80
     /// characters (see [`title_from`]).
     #[serde(default)]
     pub title: Option<String>,
+    /// When it was created (epoch seconds).
     pub created: f64,
+    /// When it last changed (epoch seconds).
     pub updated: f64,
     /// Events in the history: the active log plus the archive.
     #[serde(default)]
@@ -56,10 +64,13 @@ pub struct SessionMeta {
     /// Size of `raw_traces.jsonl` when these counts were taken.
     #[serde(default)]
     pub log_bytes: u64,
+    /// The session it was forked from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<String>,
+    /// The last turn it took from that session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_at_turn: Option<String>,
+    /// The imports made into it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imports: Vec<ImportRecord>,
 }

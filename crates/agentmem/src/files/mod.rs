@@ -13,11 +13,13 @@
 //!     lock                        held by the one writer
 //! ```
 
-pub mod archive;
+pub(crate) mod archive;
 pub mod evicted;
 pub mod jsonl;
 pub mod lock;
 pub mod meta;
-pub mod paths;
+pub(crate) mod paths;
 pub mod records;
 pub mod snapshot;
+
+pub use paths::SessionPaths;

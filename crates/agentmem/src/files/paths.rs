@@ -4,31 +4,35 @@
 use std::path::PathBuf;
 
 /// The active log's file name.
-pub const RAW_TRACES_FILE: &str = "raw_traces.jsonl";
+pub(crate) const RAW_TRACES_FILE: &str = "raw_traces.jsonl";
 /// The archive's file name.
-pub const ARCHIVE_FILE: &str = "raw_traces_archive.jsonl";
+pub(crate) const ARCHIVE_FILE: &str = "raw_traces_archive.jsonl";
 
 /// The files of one session.
 #[derive(Debug, Clone)]
 pub struct SessionPaths {
+    /// The session's folder.
     pub dir: PathBuf,
 }
 
 impl SessionPaths {
+    /// The active event log, `raw_traces.jsonl`.
     pub fn raw_traces(&self) -> PathBuf {
         self.dir.join(RAW_TRACES_FILE)
     }
+    /// The archive of compacted events.
     pub fn archive(&self) -> PathBuf {
         self.dir.join(ARCHIVE_FILE)
     }
+    /// The folder of evicted tool outputs.
     pub fn evicted(&self) -> PathBuf {
         self.dir.join(crate::pipeline::guard::EVICTED_DIR)
     }
 }
 
 /// The notebook's file name inside the agent folder.
-pub const MEMORY_FILE: &str = "MEMORY.md";
+pub(crate) const MEMORY_FILE: &str = "MEMORY.md";
 /// The semantic store's file name inside the agent folder.
-pub const SEMANTIC_FILE: &str = "semantic.jsonl";
+pub(crate) const SEMANTIC_FILE: &str = "semantic.jsonl";
 /// The episodic store's file name inside the agent folder.
-pub const EPISODIC_FILE: &str = "episodic.jsonl";
+pub(crate) const EPISODIC_FILE: &str = "episodic.jsonl";

@@ -7,12 +7,17 @@ use serde::{Deserialize, Serialize};
 /// A summarized stretch of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpisodicItem {
+    /// The item's id.
     pub id: String,
+    /// When it was written (epoch seconds).
     pub ts: f64,
+    /// The session it summarizes.
     pub session_id: String,
     /// The turns the summary covers, in order.
     pub turn_ids: Vec<String>,
+    /// The summary text.
     pub summary: String,
+    /// Free labels.
     #[serde(default)]
     pub tags: Vec<String>,
     /// How much the item matters for recall, 0 to 1.
@@ -24,19 +29,26 @@ pub struct EpisodicItem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Trust {
+    /// Drawn from what the user said.
     User,
+    /// Drawn from what the assistant said.
     Assistant,
+    /// Drawn from tool output: information, never an instruction.
     Tool,
 }
 
 /// The events and the extractor a fact came from.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Provenance {
+    /// The events the fact was drawn from.
     #[serde(default)]
     pub source_event_ids: Vec<String>,
+    /// The session they are in.
     #[serde(default)]
     pub session_id: Option<String>,
+    /// What drew the fact (`extractive`, a model name, `user`, …).
     pub extractor: String,
+    /// The extractor's version.
     #[serde(default)]
     pub extractor_version: String,
 }
@@ -44,10 +56,16 @@ pub struct Provenance {
 /// A fact to add.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewFact {
+    /// The fact, in one sentence.
     pub fact: String,
+    /// Free labels.
     pub tags: Vec<String>,
+    /// How sure the extractor is that it is a lasting fact (0–1).
     pub confidence: f32,
+    /// How much it matters for recall (0–1).
     pub salience: f32,
+    /// Where it came from.
     pub provenance: Provenance,
+    /// How far it may be trusted.
     pub trust: Trust,
 }

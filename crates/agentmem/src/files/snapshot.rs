@@ -61,8 +61,10 @@ pub struct Snapshot {
 /// episodic item of its span and the facts its summary found, redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionMemory {
+    /// The episode the compaction wrote.
     pub episode: crate::files::records::EpisodicItem,
     #[serde(default)]
+    /// The facts it drew.
     pub facts: Vec<crate::files::records::NewFact>,
 }
 

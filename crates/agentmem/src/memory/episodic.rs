@@ -13,14 +13,14 @@ use crate::files::paths::EPISODIC_FILE;
 use crate::files::records::EpisodicItem;
 
 /// Appends `item` to the agent's episodic store (one line, synced).
-pub fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
+pub(crate) fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let _lock = MemoryLock::acquire(agent_dir)?;
     append_locked(agent_dir, item)
 }
 
 /// Appends `item` unless the store already holds an item with its id: a
 /// step that may run again after a crash runs once.
-pub fn append_episode_once(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
+pub(crate) fn append_episode_once(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
     let _lock = MemoryLock::acquire(agent_dir)?;
     if read_episodes(agent_dir)?.iter().any(|e| e.id == item.id) {
         return Ok(());

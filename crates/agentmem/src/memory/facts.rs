@@ -32,23 +32,34 @@ use crate::files::records::{NewFact, Provenance, Trust};
 use crate::redact::{redact, Redacted, RedactionPolicy};
 
 /// Two facts whose word sets overlap at least this much are the same fact.
-pub const NEAR_DUPLICATE_JACCARD: f64 = 0.8;
+pub(crate) const NEAR_DUPLICATE_JACCARD: f64 = 0.8;
 
 /// One semantic fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
+    /// The fact's id.
     pub id: String,
+    /// When it was added (epoch seconds).
     pub ts: f64,
+    /// The fact, in one sentence.
     pub fact: String,
+    /// Free labels.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// How sure the extractor was that it is a lasting fact (0–1).
     pub confidence: f32,
+    /// How much it matters for recall (0–1).
     pub salience: f32,
+    /// Where it came from.
     pub provenance: Provenance,
+    /// How far it may be trusted.
     pub trust: Trust,
+    /// From when it holds (epoch seconds).
     pub valid_from: f64,
+    /// Until when it held, once a newer fact replaced it.
     #[serde(default)]
     pub valid_to: Option<f64>,
+    /// The id of the fact that replaced it.
     #[serde(default)]
     pub superseded_by: Option<String>,
     /// A keyed fingerprint of the words redaction hid from the fact (see

@@ -16,7 +16,7 @@ use siphasher::sip128::{Hasher128, SipHasher24};
 use crate::base::error::{IoContext, Result};
 
 /// The key's file name inside the agent folder.
-pub const KEY_FILE: &str = "facts.key";
+pub(crate) const KEY_FILE: &str = "facts.key";
 const KEY_BYTES: usize = 16;
 
 /// The agent's key for fingerprints of hidden words.

@@ -4,7 +4,7 @@
 //!   with compare-and-swap, injected into every context;
 //! - [`facts`]: semantic facts with provenance, trust and validity;
 //! - [`episodic`]: one summarized item per compaction, per agent;
-//! - [`redact`]: secrets and personal data removed before anything is kept;
+//! - [`redact`](crate::redact): secrets and personal data removed before anything is kept;
 //! - [`recall`]: what earlier sessions said about the current question,
 //!   ranked and fitted to a budget;
 //! - [`project`]: project memory files (`AGENT.md`, `MEMORY.md`,

@@ -20,11 +20,12 @@ use crate::redact::{redact, RedactionPolicy};
 use crate::render::ToolSchema;
 
 /// Lines of MEMORY.md injected into the context by default.
-pub const DEFAULT_INJECTED_LINES: usize = 200;
+pub(crate) const DEFAULT_INJECTED_LINES: usize = 200;
 
 /// The notebook's content and the hash that names this version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemoryVersion {
+    /// MEMORY.md's text.
     pub content: String,
     /// FNV-1a 64 of the content, hex: pass it back as `expected_hash`.
     pub hash: String,
@@ -174,7 +175,7 @@ impl Notebook {
 }
 
 /// The first `max_lines` lines of `content`, and whether anything was left out.
-pub fn first_lines(content: &str, max_lines: usize) -> (String, bool) {
+pub(crate) fn first_lines(content: &str, max_lines: usize) -> (String, bool) {
     let mut lines = content.lines();
     let kept: Vec<&str> = lines.by_ref().take(max_lines).collect();
     (kept.join("\n"), lines.next().is_some())
@@ -190,7 +191,7 @@ fn version(content: String) -> MemoryVersion {
 
 /// Tool schemas for agents: `read_memory`, `write_memory`, `update_memory`
 /// (neutral form; every renderer turns them into its API's shape).
-pub fn memory_tool_schemas() -> Vec<ToolSchema> {
+pub(crate) fn memory_tool_schemas() -> Vec<ToolSchema> {
     let hash = json!({"type": "string", "description": "The hash read_memory returned; the change applies only to that version."});
     vec![
         ToolSchema {

@@ -17,11 +17,11 @@ use crate::redact::{redact, RedactionPolicy};
 use crate::tokens::Tokenizer;
 
 /// The project memory file names looked for in each folder.
-pub const PROJECT_FILES: [&str; 3] = ["AGENT.md", "MEMORY.md", ".agent-context.md"];
+pub(crate) const PROJECT_FILES: [&str; 3] = ["AGENT.md", "MEMORY.md", ".agent-context.md"];
 /// The heading of the injected project files.
-pub const PROJECT_CONTEXT_HEADING: &str = "# Project context (always apply)";
+pub(crate) const PROJECT_CONTEXT_HEADING: &str = "# Project context (always apply)";
 /// The heading of the injected notebook.
-pub const NOTEBOOK_HEADING: &str = "# Your long-term memory (MEMORY.md)";
+pub(crate) const NOTEBOOK_HEADING: &str = "# Your long-term memory (MEMORY.md)";
 
 /// What memory goes into every context.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -45,12 +45,12 @@ pub struct MemorySettings {
 /// Tokens for facts and other sessions' summaries, unless configured.
 pub const DEFAULT_CROSS_SESSION_TOKENS: u64 = 2_000;
 /// The heading of what other sessions left.
-pub const CROSS_SESSION_HEADING: &str = "# What you know from earlier sessions";
+pub(crate) const CROSS_SESSION_HEADING: &str = "# What you know from earlier sessions";
 
 /// The files the memory block is made of, with their modification time and
 /// size: when this stamp is unchanged, the block is too (so it is rebuilt
 /// only when a file changed, not on every model call).
-pub fn memory_stamp(
+pub(crate) fn memory_stamp(
     agent_dir: &Path,
     settings: &MemorySettings,
 ) -> Vec<Option<(std::time::SystemTime, u64)>> {
@@ -77,7 +77,7 @@ pub fn memory_stamp(
 
 /// A project memory file found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectFile {
+pub(crate) struct ProjectFile {
     pub path: PathBuf,
     pub content: String,
 }
@@ -94,7 +94,7 @@ pub fn default_project_dirs() -> Vec<PathBuf> {
 }
 
 /// The project memory files in `dirs`, in order; unreadable ones are skipped.
-pub fn discover(dirs: &[PathBuf]) -> Vec<ProjectFile> {
+pub(crate) fn discover(dirs: &[PathBuf]) -> Vec<ProjectFile> {
     let mut found: Vec<ProjectFile> = Vec::new();
     for dir in dirs {
         for name in PROJECT_FILES {
@@ -121,7 +121,7 @@ pub fn discover(dirs: &[PathBuf]) -> Vec<ProjectFile> {
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("AGENT.md"), "Run `make test` before committing.").unwrap();
 /// let settings = MemorySettings { project_dirs: vec![dir.path().to_path_buf()], ..Default::default() };
-/// let tokenizer = agentmem::tokens::Encoding::O200kBase.tokenizer();
+/// let tokenizer = agentmem::Encoding::O200kBase.tokenizer();
 /// let block = memory_block(None, &settings, tokenizer).unwrap();
 /// assert!(block.starts_with("# Project context (always apply)") && block.contains("make test"));
 /// ```
@@ -173,7 +173,7 @@ pub fn memory_block(
 /// and the latest summaries of its other sessions, within the cross-session
 /// budget, redacted by `redaction` as recall is (they are redacted when
 /// kept, but a file may be older than that, or written by hand).
-pub fn cross_session_block(
+pub(crate) fn cross_session_block(
     agent_dir: &Path,
     session: &str,
     settings: &MemorySettings,

@@ -27,13 +27,13 @@ use crate::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex, MemoryDoc};
 use crate::search::vectors::{embed_checked, Similarities};
 use crate::search::when::{dates_named_in, relative_dates_in, NamedDate};
-use crate::search::Role;
+use crate::search::SearchRole;
 use crate::tokens::Tokenizer;
 
 /// How many BM25 matches are scored before packing.
-pub const DEFAULT_CANDIDATES: usize = 300;
+pub(crate) const DEFAULT_CANDIDATES: usize = 300;
 /// The longest raw event shown in recall, in tokens (longer ones are cut).
-pub const MAX_EVENT_TOKENS: usize = 256;
+pub(crate) const MAX_EVENT_TOKENS: usize = 256;
 /// No token is longer than this many bytes in practice.
 const MAX_BYTES_PER_TOKEN: usize = 16;
 /// The most of one event a block of `budget` tokens shows: a quarter of
@@ -58,7 +58,7 @@ pub use crate::search::vectors::Embedder;
 /// evidence line it was shown would lift recall to 0.894 reading 100, 0.938
 /// reading 200 and 0.966 reading 300: 200 clears 0.9 with room, for about
 /// 7,000 input tokens of chat lines.
-pub const RERANKED_CANDIDATES: usize = 200;
+pub(crate) const RERANKED_CANDIDATES: usize = 200;
 
 /// A model that reads recall's best candidates and says which of them
 /// answer the query: the hybrid score ranks by words and meaning, a reader
@@ -75,7 +75,7 @@ pub trait Reranker {
 
 /// A reranker a store and its clones share.
 #[derive(Clone)]
-pub struct SharedReranker(pub std::sync::Arc<dyn Reranker + Send + Sync>);
+pub(crate) struct SharedReranker(pub std::sync::Arc<dyn Reranker + Send + Sync>);
 
 impl std::fmt::Debug for SharedReranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,10 +96,12 @@ pub struct Weights {
     pub salience: f64,
     /// Cosine similarity to the query, when an embedder is given.
     pub vector: f64,
+    /// Days over which `recency` halves.
     pub half_life_days: f64,
     /// 1 for a memory of a day the query names (`on 3 June, 2023`, `in
     /// May`), halving every `named_date_half_life_days` away from it.
     pub named_date: f64,
+    /// Days away from a named date over which `named_date` halves.
     pub named_date_half_life_days: f64,
     /// The share of a matching event's score the events after it inherit
     /// (per step away): in a dialogue the answer is often the reply to the
@@ -133,13 +135,17 @@ impl Default for Weights {
 /// What to recall.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecallRequest {
+    /// The question or text to recall for.
     pub query: String,
     /// The rendered block's size limit, in tokens.
     pub budget_tokens: u64,
     /// This session's events are left out (the model already sees them).
     pub exclude_session: Option<String>,
+    /// The kinds of memory to draw from (events, facts, episodes); all when empty.
     pub kinds: Vec<DocKind>,
+    /// How many matches to score before packing the block.
     pub candidates: usize,
+    /// How the score mixes relevance, recency, salience and similarity.
     pub weights: Weights,
     /// When the query is asked (epoch seconds): the day relative dates in
     /// it (`two months ago`, `last week`) count from. `None`: now.
@@ -164,19 +170,31 @@ impl RecallRequest {
 /// One recalled memory, with where it came from and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecalledItem {
+    /// What kind of memory it is: an event, a fact or an episode.
     pub kind: DocKind,
     /// The event, fact or episode id.
     pub source: String,
+    /// The session it came from.
     pub session: String,
+    /// The turn it came from.
     pub turn_id: String,
-    pub role: Role,
+    /// Who said it.
+    pub role: SearchRole,
+    /// The speaker's name, when the event carried one.
     pub speaker: Option<String>,
+    /// When it happened (epoch seconds).
     pub ts: f64,
+    /// The text as the block shows it, redacted.
     pub text: String,
+    /// The combined score it was ranked by.
     pub score: f64,
+    /// Its BM25 relevance to the query.
     pub bm25: f64,
+    /// Its recency weight (1 for the newest).
     pub recency: f64,
+    /// Its salience (0–1).
     pub salience: f64,
+    /// Its cosine similarity to the query, when an embedder was given.
     pub vector: Option<f64>,
     /// Nearness to the dates the query names (0 when it names none).
     pub named_date: f64,
@@ -192,11 +210,13 @@ pub struct RecalledItem {
 /// What recall chose, and the block it renders to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recalled {
+    /// The memories chosen, in the order the block shows them.
     pub items: Vec<RecalledItem>,
     /// Matches scored.
     pub considered: usize,
     /// Tokens of [`Recalled::block`].
     pub tokens: u64,
+    /// The rendered block, ready to put in a prompt.
     pub block: String,
 }
 
@@ -472,7 +492,7 @@ fn focus_on_person_asked_about(items: &mut [RecalledItem], query: &str, other_sp
 
 /// Whom a question asks about: the user (first person), the assistant
 /// (second person), or neither (both, or a question in the third person).
-fn person_asked_about(query: &str) -> Option<Role> {
+fn person_asked_about(query: &str) -> Option<SearchRole> {
     if !query.trim_end().ends_with('?') {
         return None;
     }
@@ -489,8 +509,8 @@ fn person_asked_about(query: &str) -> Option<Role> {
         "you", "your", "yours", "you've", "you'd", "you're", "yourself",
     ];
     match (says(&FIRST), says(&SECOND)) {
-        (true, false) => Some(Role::User),
-        (false, true) => Some(Role::Assistant),
+        (true, false) => Some(SearchRole::User),
+        (false, true) => Some(SearchRole::Assistant),
         (true, true) | (false, false) => None,
     }
 }
@@ -767,11 +787,17 @@ mod tests {
     #[test]
     fn a_question_in_the_first_person_asks_about_the_user_one_in_the_second_the_assistant() {
         let asked = |q: &str| person_asked_about(q);
-        assert_eq!(asked("What did I buy for my kitchen?"), Some(Role::User));
-        assert_eq!(asked("How many trips have we taken?"), Some(Role::User));
+        assert_eq!(
+            asked("What did I buy for my kitchen?"),
+            Some(SearchRole::User)
+        );
+        assert_eq!(
+            asked("How many trips have we taken?"),
+            Some(SearchRole::User)
+        );
         assert_eq!(
             asked("Which hotel did you recommend?"),
-            Some(Role::Assistant)
+            Some(SearchRole::Assistant)
         );
         assert_eq!(asked("What did you tell me about Rome?"), None, "both");
         assert_eq!(

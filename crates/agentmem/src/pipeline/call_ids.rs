@@ -15,7 +15,7 @@ use crate::base::event::{Event, TraceType};
 ///
 /// ```
 /// use agentmem::pipeline::call_ids::CallIds;
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// let mut ids = CallIds::default();
 /// let ls = serde_json::json!({"cmd": "ls"});
 /// assert_eq!(ids.view_id(&Event::tool_call("call_0", "bash", ls.clone())), None);

@@ -47,18 +47,27 @@ impl CompactReason {
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactReport {
+    /// Why the compaction ran.
     pub reason: CompactReason,
+    /// Context tokens before it.
     pub tokens_before: u64,
+    /// Context tokens after it.
     pub tokens_after: u64,
+    /// Tokens it saved.
     pub tokens_saved: u64,
+    /// Events the summary replaced.
     pub events_compacted: usize,
     /// Identifiers in the compacted span, and the share still in the new context or hinted.
     pub identifiers: usize,
+    /// The share of those identifiers still in the context or hinted (0–1).
     pub identifier_survival: f64,
+    /// The summarizer that wrote the summary.
     pub summarizer: String,
     /// Set when the summarizer failed too often and deterministic trimming stood in.
     pub fallback: Option<String>,
+    /// What the summary was asked to favour, if anything.
     pub focus: Option<String>,
+    /// How long it took, in milliseconds.
     pub duration_ms: f64,
     /// False when nothing was changed: nothing to compact, or an automatic
     /// compaction that would not have freed space.
@@ -70,7 +79,7 @@ pub struct CompactReport {
 
 /// The active events split into what is compacted and what stays verbatim.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Split {
+pub(crate) struct Split {
     /// Events moved to the archive and summarized, in log order.
     pub span: Vec<Event>,
     /// Events kept verbatim after the snapshot base, in log order.
@@ -83,7 +92,7 @@ pub struct Split {
 /// that arrived after the next user message), the cut moves back to that
 /// turn's start. So the span and the tail are contiguous, the archive keeps
 /// the log's order, and every pair stays on one side.
-pub fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) -> Split {
+pub(crate) fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) -> Split {
     let owned = |events: &[_]| {
         events
             .iter()
@@ -132,7 +141,7 @@ pub fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) ->
 /// keeps the longest shorter tail that folds one, down to the current turn
 /// alone, and when that turn is all there is, folds it too once every call
 /// in it has its result (its user message stays in the base).
-pub fn split_to_compact(
+pub(crate) fn split_to_compact(
     active: &[impl Borrow<Event>],
     keep_turns: usize,
     reason: CompactReason,
@@ -163,7 +172,7 @@ pub fn split_to_compact(
 }
 
 /// The new snapshot base (see the module docs).
-pub fn build_base(
+pub(crate) fn build_base(
     old_base: &[Event],
     span: &[Event],
     summary: String,
@@ -253,7 +262,7 @@ fn protected_results(history: &[&Event], protected: &[String]) -> Vec<Event> {
 
 /// The deterministic stand-in summary used when the summarizer keeps failing:
 /// it hides nothing (the archive has it all) and says how to find it.
-pub fn fallback_summary(span: &[Event], failures: u32) -> String {
+pub(crate) fn fallback_summary(span: &[Event], failures: u32) -> String {
     let turns: BTreeSet<&str> = span.iter().map(|e| e.turn_id.as_str()).collect();
     let first = turns.first().copied().unwrap_or("?");
     let last = turns.last().copied().unwrap_or("?");

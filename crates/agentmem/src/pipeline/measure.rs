@@ -23,6 +23,7 @@ use crate::tokens::{count_tool_schemas, Encoding, Tokenizer};
 pub struct PrepareRequest {
     /// The model, as the user names it (`gpt-4.1`, `anthropic/claude-sonnet-4-5`, …).
     pub model: String,
+    /// The provider API the payload is rendered for.
     pub target: Target,
     /// The system prompt, if any.
     pub system: Option<String>,
@@ -114,21 +115,30 @@ impl Sections {
 /// A learned ratio of provider-reported to counted prompt tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Calibration {
+    /// Provider-reported tokens per counted token.
     pub factor: f64,
+    /// How many reported calls the factor was learned from.
     pub samples: u64,
 }
 
 /// How a prepared context stands.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextStats {
+    /// The model, as the request named it.
     pub model: String,
     /// Where the model's limits came from; `unknown` means the default window was assumed.
     pub model_source: ModelSource,
+    /// The target the payload was rendered for (`openai-chat`, …).
     pub target: String,
+    /// The tokenizer encoding counted in (`o200k_base`, …).
     pub encoding: String,
+    /// The resolved budget: window, output reserve, safety margin, trigger ratio.
     pub budget: Budget,
+    /// Tokens the prompt may take: the window less the output reserve and the safety margin.
     pub input_budget: u64,
+    /// The size at which compaction becomes due.
     pub trigger_tokens: u64,
+    /// Tokens per part of the context (system, tools, messages, …).
     pub sections: Sections,
     /// The exact count of the payload.
     pub counted_tokens: u64,
@@ -144,10 +154,15 @@ pub struct ContextStats {
     /// counted, so they are counted only when a check needs them (see
     /// [`Bound`](crate::pipeline::transcript::Bound)). 0 when the figures are all counted.
     pub estimated_tokens: u64,
+    /// The model's learned calibration, when it has one.
     pub calibration: Option<Calibration>,
+    /// Whether the context has reached the trigger.
     pub compaction_due: bool,
+    /// Whether the context exceeds the input budget even after the pipeline ran.
     pub over_budget: bool,
+    /// Messages in the payload.
     pub messages: usize,
+    /// Events the view holds.
     pub events: usize,
     /// Tokens the pipeline's actions saved this time.
     pub tokens_saved: u64,
@@ -158,7 +173,9 @@ pub struct ContextStats {
 /// A payload ready to send, with its stats.
 #[derive(Debug, Clone)]
 pub struct Prepared {
+    /// The request body for the target, ready to serialize and send.
     pub payload: Payload,
+    /// How the context stands against the budget.
     pub stats: ContextStats,
 }
 
@@ -181,7 +198,7 @@ pub fn count_overhead(request: &PrepareRequest, tokenizer: Tokenizer) -> Section
 /// provider-measured offset (if any), the request's own tokens, and the
 /// model's calibration.
 #[derive(Debug, Clone, Copy)]
-pub struct Measured {
+pub(crate) struct Measured {
     /// The view's totals, as [`measure`] gives them. The transcript keeps
     /// them as it grows, so a call need not go over the whole view again.
     pub view: TokenCounts,
@@ -198,7 +215,7 @@ pub struct Measured {
 
 /// What a call is counted and bounded by: the tokenizer, the model, its budget.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits<'a> {
+pub(crate) struct Limits<'a> {
     pub tokenizer: Tokenizer,
     pub model: &'a ModelInfo,
     pub budget: Budget,
@@ -210,7 +227,7 @@ pub struct Limits<'a> {
 /// `Session::prepare`); when there is one, the context size is the view plus
 /// that offset — a measured figure — else the count, corrected by the
 /// model's calibration where the tokenizer is not the provider's own.
-pub fn render_and_measure(
+pub(crate) fn render_and_measure(
     items: &[ViewItem],
     limits: Limits<'_>,
     request: &PrepareRequest,
@@ -340,17 +357,17 @@ fn is_openai_model(model: &str) -> bool {
 /// a report outside measured another prompt than the one counted (the
 /// agent's own wrapping, cached tokens left out of the figure), which the
 /// usage anchor takes as measured and a factor applied to every count must not.
-pub const PLAUSIBLE_REPORTED_PER_COUNTED: std::ops::RangeInclusive<f64> = 0.5..=2.0;
+pub(crate) const PLAUSIBLE_REPORTED_PER_COUNTED: std::ops::RangeInclusive<f64> = 0.5..=2.0;
 
 /// How many models' factors a calibration table keeps: the models reported
 /// most recently.
-pub const MAX_CALIBRATED_MODELS: usize = 16;
+pub(crate) const MAX_CALIBRATED_MODELS: usize = 16;
 
 /// Per-model calibration learned from events that carry both figures, filed
 /// under the model's family ([`ModelInfo::family`]) so that every spelling
 /// of a model shares it. Bounded: reports outside
-/// [`PLAUSIBLE_REPORTED_PER_COUNTED`] are ignored, so every factor lies in
-/// it, and at most [`MAX_CALIBRATED_MODELS`] models are kept.
+/// `PLAUSIBLE_REPORTED_PER_COUNTED` are ignored, so every factor lies in
+/// it, and at most `MAX_CALIBRATED_MODELS` models are kept.
 #[derive(Debug, Clone, Default)]
 pub struct CalibrationTable {
     /// (family, sum of ratios, samples), the model reported last at the end.

@@ -10,7 +10,7 @@
 //! - [`strategy`]: the strategies and their settings;
 //! - [`tiers`]: view-level shrinking (budgeting, snip, microcompact, trim);
 //! - [`compact`]: what a compaction folds into a summary, and the snapshot base;
-//! - [`segments`]: the view cut into segments that render apart, their
+//! - `segments`: the view cut into segments that render apart, their
 //!   renders kept from one call to the next;
 //! - [`measure`]: the rendered payload and what it costs against the budget;
 //! - [`overflow`]: provider context-overflow errors, classified.
@@ -21,7 +21,7 @@ pub mod guard;
 pub mod measure;
 pub mod normalize;
 pub mod overflow;
-pub mod segments;
+pub(crate) mod segments;
 pub mod strategy;
 pub mod tiers;
 pub mod transcript;

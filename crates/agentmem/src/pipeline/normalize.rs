@@ -13,24 +13,24 @@
 //! view so that every API accepts it. They take and give back views
 //! (`Vec<Event>`), never touch the log, and each reports what it changed:
 //!
-//! 1. [`resolve_duplicate_call_ids`]: a call that reuses the id of a call
+//! 1. `resolve_duplicate_call_ids`: a call that reuses the id of a call
 //!    already answered is a new interaction: it and its results go by an id
 //!    of their own (see [`crate::pipeline::call_ids`]). A call that reuses the
 //!    id of a call still waiting is a copy (a replay, a response recorded
 //!    twice): the id keeps its **first** call and the first result after
 //!    that call, and every copy is removed together with the other results
 //!    of the id.
-//! 2. [`remove_orphan_results`]: a result whose call is not in the view
+//! 2. `remove_orphan_results`: a result whose call is not in the view
 //!    *before* it is removed. That includes a result that comes before its
 //!    call: at that position it answers nothing, and no API accepts it there
 //!    (the call is then answered by the next pass or made "aborted"). A second
 //!    result of an answered call is removed too: the first one stays.
-//! 3. [`move_results_after_their_calls`]: a result separated from its call's
+//! 3. `move_results_after_their_calls`: a result separated from its call's
 //!    response (by a user message, the next response, a system message, …) is
 //!    moved right after that response, behind the results already there.
 //!    Results keep the order they were given in; only the others move.
-//! 4. [`ensure_call_results_present`]: a call with no result gets a synthetic
-//!    "aborted" one (see [`aborted_result`]), placed right after its
+//! 4. `ensure_call_results_present`: a call with no result gets a synthetic
+//!    "aborted" one (see `aborted_result`), placed right after its
 //!    response **after** the results already there (so the results of one
 //!    response stay together, as Chat Completions and Anthropic require), in
 //!    the order of the calls.
@@ -51,7 +51,7 @@
 //!
 //! ```
 //! use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
-//! use agentmem::base::event::Event;
+//! use agentmem::Event;
 //! let mut view = vec![
 //!     Event::user("read a and b").with_id("u1"),
 //!     Event::tool_call("c1", "read", serde_json::json!({"path": "a"})).with_id("e1"),
@@ -78,7 +78,7 @@ pub const SYNTHETIC_TAG: &str = "synthetic";
 pub const SYNTHETIC_SOURCE: &str = "engine:normalize";
 
 /// The content of a synthetic result for a call that never returned.
-pub const ABORTED_CONTENT: &str =
+pub(crate) const ABORTED_CONTENT: &str =
     "aborted: the tool call was interrupted before it returned a result";
 
 /// The `tool_error` of a synthetic result for a call that never returned.
@@ -124,14 +124,14 @@ pub type Pass = fn(&mut Vec<Event>) -> PassReport;
 /// The passes [`normalize_pairs`] runs, in order: each one relies on the
 /// ones before it (a moved result must have a unique call before it; a
 /// call is "missing" its result only once results sit where they belong).
-pub const PAIR_INTEGRITY_PASSES: &[Pass] = &[
+pub(crate) const PAIR_INTEGRITY_PASSES: &[Pass] = &[
     resolve_duplicate_call_ids,
     remove_orphan_results,
     move_results_after_their_calls,
     ensure_call_results_present,
 ];
 
-/// Runs [`PAIR_INTEGRITY_PASSES`] over `events`; returns the reports of the
+/// Runs `PAIR_INTEGRITY_PASSES` over `events`; returns the reports of the
 /// passes that changed something (none when the pairs were already intact).
 ///
 /// Afterwards [`pairs_are_intact`] holds, and running it again changes nothing.
@@ -252,7 +252,7 @@ fn remove_flagged(events: &mut Vec<Event>, remove: &[bool]) -> Vec<String> {
 /// so are the id's other results after the first call (each later call
 /// goes together with its result). Results before the first call are left
 /// to [`remove_orphan_results`].
-pub fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("resolve_duplicate_call_ids");
     let mut ids = CallIds::default();
     for event in events.iter_mut() {
@@ -291,7 +291,7 @@ pub fn resolve_duplicate_call_ids(events: &mut Vec<Event>) -> PassReport {
 /// Removes every result that answers no call before it in the view: a result
 /// whose call is gone, a result that comes before its call (at that position
 /// it answers nothing), and a second result of a call already answered.
-pub fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("remove_orphan_results");
     let mut remove = vec![false; events.len()];
     let mut any = false;
@@ -323,7 +323,7 @@ pub fn remove_orphan_results(events: &mut Vec<Event>) -> PassReport {
 /// response's results, keeping the order results were given in. A result
 /// whose call is not before it is left where it is (see
 /// [`remove_orphan_results`]); with duplicate call ids the first call counts.
-pub fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("move_results_after_their_calls");
     let layout = Layout::of(events);
     let mut call_response: HashMap<&str, usize> = HashMap::new();
@@ -376,7 +376,7 @@ pub fn move_results_after_their_calls(events: &mut Vec<Event>) -> PassReport {
     report
 }
 
-/// The id of the synthetic result [`ensure_call_results_present`] makes for
+/// The id of the synthetic result `ensure_call_results_present` makes for
 /// `call_id`.
 pub fn synthetic_result_id(call_id: &str) -> String {
     format!("synthetic-aborted-{call_id}")
@@ -386,7 +386,7 @@ pub fn synthetic_result_id(call_id: &str) -> String {
 /// an error result "aborted" with a deterministic id (see
 /// [`synthetic_result_id`]), the call's tool name, turn, time and sequence
 /// number, tagged [`SYNTHETIC_TAG`].
-pub fn aborted_result(call: &Event) -> Event {
+pub(crate) fn aborted_result(call: &Event) -> Event {
     let mut result = Event::new(TraceType::ToolResult, ABORTED_CONTENT)
         .with_id(synthetic_result_id(call_id(call)))
         .with_ts(call.ts)
@@ -403,7 +403,7 @@ pub fn aborted_result(call: &Event) -> Event {
 /// Gives every call that has no result after it a synthetic "aborted" result
 /// ([`aborted_result`]), placed right after its response, behind the results
 /// already there, in the order of the calls.
-pub fn ensure_call_results_present(events: &mut Vec<Event>) -> PassReport {
+pub(crate) fn ensure_call_results_present(events: &mut Vec<Event>) -> PassReport {
     let mut report = PassReport::new("ensure_call_results_present");
     let mut last_result: HashMap<&str, usize> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
@@ -481,7 +481,7 @@ pub fn pairs_are_intact<'a>(events: impl IntoIterator<Item = &'a Event>) -> bool
 /// [`pairs_are_intact`] kept up to date one event at a time, so a view that
 /// only grows is checked for what it gained, not again from the start.
 #[derive(Debug, Clone, Default)]
-pub struct PairCheck {
+pub(crate) struct PairCheck {
     calls: foldhash::HashSet<String>,
     /// Calls of the current response still waiting for their result.
     waiting: foldhash::HashSet<String>,

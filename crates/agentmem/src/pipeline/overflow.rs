@@ -8,16 +8,24 @@
 use serde::Serialize;
 
 /// Recovery attempts before giving up with a typed error.
-pub const MAX_OVERFLOW_RETRIES: u32 = 3;
+pub(crate) const MAX_OVERFLOW_RETRIES: u32 = 3;
 
 /// A provider error, classified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProviderError {
     /// The prompt did not fit the model's context window.
-    ContextOverflow { message: String },
+    ContextOverflow {
+        /// The provider's error message.
+        message: String,
+    },
     /// Any other failure; not agentmem's to fix.
-    Other { status: u16, message: String },
+    Other {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error message.
+        message: String,
+    },
 }
 
 /// Classifies an HTTP status and response body from any of the supported providers.

@@ -19,7 +19,7 @@ use crate::render::{Place, Segment, SegmentList, Target};
 
 /// Renders of the segments of the latest view, by the revisions of their items.
 #[derive(Debug, Default)]
-pub struct RenderCache {
+pub(crate) struct RenderCache {
     /// The target the latest list was rendered for.
     target: Option<Target>,
     /// Where each segment of the latest list was in the view, and its key.

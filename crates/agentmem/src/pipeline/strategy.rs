@@ -7,15 +7,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Most recent tool results microcompaction leaves whole.
-pub const DEFAULT_KEEP_TOOL_RESULTS: usize = 5;
+pub(crate) const DEFAULT_KEEP_TOOL_RESULTS: usize = 5;
 /// Completed turns kept verbatim after a compaction (the current turn is kept too).
-pub const DEFAULT_RAW_TAIL_TURNS: usize = 4;
+pub(crate) const DEFAULT_RAW_TAIL_TURNS: usize = 4;
 /// User messages kept through a compaction, most recent first, up to this many tokens.
-pub const DEFAULT_KEPT_USER_MESSAGE_TOKENS: u64 = 20_000;
+pub(crate) const DEFAULT_KEPT_USER_MESSAGE_TOKENS: u64 = 20_000;
 /// The most tokens a compaction summary may take.
-pub const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 20_000;
+pub(crate) const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 20_000;
 /// Consecutive summarizer failures before compaction falls back to trimming.
-pub const SUMMARIZER_FAILURES_BEFORE_FALLBACK: u32 = 3;
+pub(crate) const SUMMARIZER_FAILURES_BEFORE_FALLBACK: u32 = 3;
 
 /// A way of shrinking the context once it passes the trigger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -118,8 +118,10 @@ impl FromStr for CompactionTiming {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryInjection {
+    /// Long-term memory goes into the context.
     #[default]
     On,
+    /// Long-term memory is left out.
     Off,
 }
 
@@ -162,22 +164,28 @@ impl FromStr for MemoryInjection {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextSettingsLayer {
+    /// How the context is kept inside the budget (`compact`, `trim`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<Strategy>,
     /// `trim`: keep at most this many turns, whatever the budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<usize>,
+    /// The newest tool results kept whole when older ones become placeholders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_tool_results: Option<usize>,
+    /// Recent turns a compaction keeps verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_tail_turns: Option<usize>,
+    /// Tokens of recent user messages a compaction keeps verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_user_message_tokens: Option<u64>,
+    /// The compaction summary's size limit, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_max_tokens: Option<u64>,
     /// Tools whose latest result survives compaction (e.g. a todo list).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_tools: Option<Vec<String>>,
+    /// Whether a compaction is drafted inline or in the background.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_timing: Option<CompactionTiming>,
     /// Whether long-term memory is injected (`memory = "off"` leaves it out).
@@ -226,14 +234,23 @@ impl ContextSettingsLayer {
 /// Resolved pipeline settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PipelineSettings {
+    /// How the context is kept inside the budget.
     pub strategy: Strategy,
+    /// `trim`: keep at most this many turns, whatever the budget.
     pub max_turns: Option<usize>,
+    /// The newest tool results kept whole when older ones become placeholders.
     pub keep_tool_results: usize,
+    /// Recent turns a compaction keeps verbatim.
     pub raw_tail_turns: usize,
+    /// Tokens of recent user messages a compaction keeps verbatim.
     pub kept_user_message_tokens: u64,
+    /// The compaction summary's size limit, in tokens.
     pub summary_max_tokens: u64,
+    /// Tools whose latest result survives compaction.
     pub protected_tools: Vec<String>,
+    /// Whether a compaction is drafted inline or in the background.
     pub compaction_timing: CompactionTiming,
+    /// Whether long-term memory is injected.
     pub memory: MemoryInjection,
 }
 

@@ -16,11 +16,11 @@ use crate::pipeline::transcript::{event_tokens, measure, ViewItem};
 use crate::tokens::Tokenizer;
 
 /// The least a tool result is cut to by budgeting, in tokens.
-pub const MIN_BUDGETED_RESULT_TOKENS: u64 = 500;
+pub(crate) const MIN_BUDGETED_RESULT_TOKENS: u64 = 500;
 /// Budgeting caps each result at the target divided by this.
-pub const RESULTS_PER_TARGET: u64 = 20;
+pub(crate) const RESULTS_PER_TARGET: u64 = 20;
 /// Events the engine made for a compaction snapshot carry this source.
-pub const SNAPSHOT_SOURCE: &str = "engine:compact";
+pub(crate) const SNAPSHOT_SOURCE: &str = "engine:compact";
 
 /// One thing the pipeline did to the view (or the session).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,32 +28,72 @@ pub const SNAPSHOT_SOURCE: &str = "engine:compact";
 pub enum Action {
     /// Tool call / result pairs were repaired for the provider.
     PairsRepaired {
+        /// The repair pass that changed something.
         pass: String,
+        /// Synthetic results added for calls that had none.
         added: usize,
+        /// Orphan results removed.
         removed: usize,
+        /// Results moved after their calls.
         moved: usize,
         /// Calls and results given an id of their own (a reused call id).
         #[serde(skip_serializing_if = "is_zero")]
         renamed: usize,
     },
     /// Large tool results were cut to a per-result budget.
-    ResultsBudgeted { results: usize, tokens_saved: u64 },
+    ResultsBudgeted {
+        /// Tool results changed.
+        results: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// Older duplicate tool calls (same tool, same arguments) were dropped with their results.
-    Snipped { pairs: usize, tokens_saved: u64 },
+    Snipped {
+        /// Call/result pairs dropped.
+        pairs: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// Older tool results were replaced by placeholders.
-    Microcompacted { results: usize, tokens_saved: u64 },
+    Microcompacted {
+        /// Tool results changed.
+        results: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// The oldest whole turns were left out.
-    TurnsTrimmed { turns: usize, tokens_saved: u64 },
+    TurnsTrimmed {
+        /// Turns left out.
+        turns: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// The oldest items were left out (calls with their results) because
     /// the current turn alone was over the budget.
-    ItemsDropped { items: usize, tokens_saved: u64 },
+    ItemsDropped {
+        /// Items left out.
+        items: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// History was compacted into a summary (persisted).
-    Compacted { events: usize, tokens_saved: u64 },
+    Compacted {
+        /// Events compacted.
+        events: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// A compaction of this many events is being drafted in the
     /// background; the next prepare applies it.
-    CompactionStarted { events: usize },
+    CompactionStarted {
+        /// Events compacted.
+        events: usize,
+    },
     /// A compaction was due but did not run, and why.
-    CompactionSkipped { reason: String },
+    CompactionSkipped {
+        /// Why it did not run.
+        reason: String,
+    },
     /// A compaction was due and a writer would have run it; the session is
     /// open read-only (a dry run, or another process writes it), so it did not.
     CompactionWouldRun,
@@ -83,7 +123,7 @@ fn is_zero(n: &usize) -> bool {
 
 /// What a tier works with.
 #[derive(Debug, Clone, Copy)]
-pub struct Shrink<'a> {
+pub(crate) struct Shrink<'a> {
     /// Get the view under this many tokens.
     pub target: u64,
     pub tokenizer: Tokenizer,
@@ -91,17 +131,21 @@ pub struct Shrink<'a> {
 }
 
 /// A tier: shrinks `items` toward the target, reports what it did (if anything).
-pub type Tier = fn(&mut Vec<ViewItem>, &Shrink<'_>) -> Option<Action>;
+pub(crate) type Tier = fn(&mut Vec<ViewItem>, &Shrink<'_>) -> Option<Action>;
 
 /// The view-level tiers of `auto`, in order.
-pub const AUTO_TIERS: &[Tier] = &[
+pub(crate) const AUTO_TIERS: &[Tier] = &[
     budget_tool_results,
     snip_duplicate_calls,
     microcompact_old_results,
 ];
 
 /// Applies `tiers` in order, stopping as soon as the view is under the target.
-pub fn apply_tiers(items: &mut Vec<ViewItem>, tiers: &[Tier], shrink: &Shrink<'_>) -> Vec<Action> {
+pub(crate) fn apply_tiers(
+    items: &mut Vec<ViewItem>,
+    tiers: &[Tier],
+    shrink: &Shrink<'_>,
+) -> Vec<Action> {
     let mut actions = Vec::new();
     for tier in tiers {
         if measure(items, shrink.tokenizer).total < shrink.target {
@@ -113,7 +157,7 @@ pub fn apply_tiers(items: &mut Vec<ViewItem>, tiers: &[Tier], shrink: &Shrink<'_
 }
 
 /// Repairs tool call / result pairs so every provider accepts the view.
-pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Action> {
+pub(crate) fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Action> {
     let mut counted: HashMap<String, crate::tokens::TokenCounts> =
         HashMap::with_capacity(items.len());
     let mut events: Vec<Event> = Vec::with_capacity(items.len());
@@ -144,7 +188,10 @@ pub fn repair_pairs(items: &mut Vec<ViewItem>, tokenizer: Tokenizer) -> Vec<Acti
 
 /// Tier 1: cuts tool results over a per-result budget, oldest first.
 #[allow(clippy::ptr_arg)] // every tier shares the `Tier` signature; some remove items
-pub fn budget_tool_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+pub(crate) fn budget_tool_results(
+    items: &mut Vec<ViewItem>,
+    shrink: &Shrink<'_>,
+) -> Option<Action> {
     let cap = (shrink.target / RESULTS_PER_TARGET).max(MIN_BUDGETED_RESULT_TOKENS);
     let mut total = measure(items, shrink.tokenizer).total;
     let (mut results, mut saved) = (0, 0);
@@ -174,7 +221,10 @@ pub fn budget_tool_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Op
 
 /// Tier 2: drops older calls that a later identical call (same tool, same
 /// arguments) repeats — an old read superseded by a newer one — with their results.
-pub fn snip_duplicate_calls(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+pub(crate) fn snip_duplicate_calls(
+    items: &mut Vec<ViewItem>,
+    shrink: &Shrink<'_>,
+) -> Option<Action> {
     let mut latest: HashMap<(String, Vec<u8>), usize> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
         if item.event.trace_type == TraceType::ToolCall && !is_snapshot(&item.event) {
@@ -209,7 +259,10 @@ pub fn snip_duplicate_calls(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> O
 /// keep the tool name, the call id and the size, oldest first. Results of
 /// protected tools are left whole.
 #[allow(clippy::ptr_arg)] // every tier shares the `Tier` signature; some remove items
-pub fn microcompact_old_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+pub(crate) fn microcompact_old_results(
+    items: &mut Vec<ViewItem>,
+    shrink: &Shrink<'_>,
+) -> Option<Action> {
     let tool_names: HashMap<String, String> = items
         .iter()
         .filter(|i| i.event.trace_type == TraceType::ToolCall)
@@ -264,7 +317,7 @@ pub fn microcompact_old_results(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) 
 /// `trim`: leaves out the oldest whole turns until the view is under the
 /// target (or only `max_turns` remain), never the latest turn nor the
 /// snapshot's events. Whole turns keep every pair together.
-pub fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+pub(crate) fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
     let mut turns: Vec<&str> = Vec::new();
     let mut seen = HashSet::new();
     for item in items.iter().filter(|i| is_trimmable(&i.event)) {
@@ -364,7 +417,7 @@ fn remove_pairs(
 /// with its results — until the view fits, never the latest user message.
 /// Only reached when whole-turn trimming and placeholders were not enough
 /// (the current turn alone is over the budget).
-pub fn drop_oldest_items(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+pub(crate) fn drop_oldest_items(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
     let latest_user = items
         .iter()
         .rposition(|i| i.event.trace_type == TraceType::User);

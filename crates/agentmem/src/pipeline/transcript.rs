@@ -68,7 +68,9 @@ pub struct UsageAnchor {
 /// it is: the view holds the active context once, not a second copy of it.
 #[derive(Debug, Clone)]
 pub struct ViewItem {
+    /// The event.
     pub event: Arc<Event>,
+    /// The event's tokens as the model sees it.
     pub tokens: TokenCounts,
     revision: Revision,
 }
@@ -522,7 +524,7 @@ impl Transcript {
     }
 
     /// How many messages the view makes, kept as it grows: what
-    /// [`message_count`] finds, without going over the view again.
+    /// `message_count` finds, without going over the view again.
     pub fn message_count(&self) -> usize {
         self.messages
     }
@@ -656,12 +658,12 @@ impl Transcript {
 }
 
 /// The view's messages.
-pub fn messages_of(items: &[ViewItem]) -> Vec<Message> {
+pub(crate) fn messages_of(items: &[ViewItem]) -> Vec<Message> {
     messages_from_events(items.iter().map(|i| &*i.event))
 }
 
 /// The view's messages, borrowed from its items.
-pub fn message_refs_of(items: &[ViewItem]) -> Vec<MessageRef<'_>> {
+pub(crate) fn message_refs_of(items: &[ViewItem]) -> Vec<MessageRef<'_>> {
     message_refs(items.iter().map(|i| &*i.event))
 }
 
@@ -679,7 +681,7 @@ pub fn measure(items: &[ViewItem], tokenizer: Tokenizer) -> TokenCounts {
 }
 
 /// How many messages the view's items make.
-pub fn message_count(items: &[ViewItem]) -> usize {
+pub(crate) fn message_count(items: &[ViewItem]) -> usize {
     message_starts(items)
         .map(|item| crate::base::message::messages_started(&item.event))
         .sum()
@@ -746,7 +748,7 @@ fn message_framing(event: &Event, tokenizer: Tokenizer) -> TokenCounts {
 /// The tokens of a role's name: one in both BPE encodings (checked by a
 /// test), a quarter of the letters in the approximation. A constant, because
 /// framing is added on every measure.
-pub fn role_tokens(role: crate::base::message::Role, encoding: Encoding) -> u64 {
+pub(crate) fn role_tokens(role: crate::base::message::Role, encoding: Encoding) -> u64 {
     match encoding {
         Encoding::O200kBase | Encoding::Cl100kBase => 1,
         Encoding::Approximate => role_name(role).len().div_ceil(4) as u64,
@@ -756,7 +758,7 @@ pub fn role_tokens(role: crate::base::message::Role, encoding: Encoding) -> u64 
 /// The event as the model sees it: tool output cut by the guard, or the
 /// preview of an evicted output, and a result given without content as its
 /// [`Event::text`]. Pure: the same event gives the same view.
-pub fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
+pub(crate) fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
     guarded(event, policy, tokenizer).unwrap_or_else(|| event.clone())
 }
 

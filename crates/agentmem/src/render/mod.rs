@@ -10,7 +10,9 @@ mod openai_chat;
 mod openai_responses;
 mod payload;
 
-pub use payload::{Payload, Segment, SegmentList};
+pub use payload::Payload;
+pub use payload::Segment;
+pub(crate) use payload::SegmentList;
 
 use std::fmt;
 use std::str::FromStr;
@@ -56,7 +58,7 @@ impl Target {
     /// Gemini for Gemini, OpenAI Chat Completions for everything else.
     ///
     /// ```
-    /// use agentmem::render::Target;
+    /// use agentmem::Target;
     /// assert_eq!(Target::for_model("anthropic/claude-sonnet-4-5"), Target::Anthropic);
     /// assert_eq!(Target::for_model("llama3.1:8b"), Target::OpenAiChat);
     /// ```
@@ -74,7 +76,7 @@ impl Target {
     /// The field of a request body that holds the message list.
     ///
     /// ```
-    /// use agentmem::render::Target;
+    /// use agentmem::Target;
     /// assert_eq!(Target::Gemini.list_key(), "contents");
     /// ```
     pub fn list_key(self) -> &'static str {
@@ -120,7 +122,9 @@ impl FromStr for Target {
 /// A tool the model may call, provider-neutral.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSchema {
+    /// The tool's name, as the model calls it.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
     /// JSON Schema of the arguments (an object schema).
     pub parameters: Value,
@@ -132,7 +136,7 @@ impl ToolSchema {
     /// function: {…}}`, or Anthropic `{name, description, input_schema}`.
     ///
     /// ```
-    /// use agentmem::render::ToolSchema;
+    /// use agentmem::ToolSchema;
     /// let openai = serde_json::json!({"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}});
     /// assert_eq!(ToolSchema::from_json(&openai).unwrap().name, "ls");
     /// ```
@@ -168,10 +172,13 @@ impl ToolSchema {
 /// What a renderer needs.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderRequest<'a> {
+    /// The model the payload is for.
     pub model: &'a str,
     /// The system prompt (instructions and lasting memory), if any.
     pub system: Option<&'a str>,
+    /// The provider-neutral messages to render.
     pub messages: &'a [Message],
+    /// Tools the model may call.
     pub tools: &'a [ToolSchema],
     /// The most tokens the reply may use (required by Anthropic).
     pub max_output_tokens: u64,
@@ -321,7 +328,7 @@ pub fn entries(target: Target, messages: &[Message], place: Place) -> Vec<Value>
 /// The entries of [`entries`], serialized: what a [`Segment`] keeps.
 /// Chat Completions' are written straight from the messages; the other
 /// APIs' are built as values first.
-pub fn raw_entries(
+pub(crate) fn raw_entries(
     target: Target,
     messages: &[MessageRef<'_>],
     place: Place,

@@ -25,7 +25,7 @@ use crate::base::message::MessageRef;
 /// and one of the other side surely begin after it, with no tool call left
 /// open across it (Anthropic and Gemini merge neighbours of one side; Gemini
 /// names results after their calls). The session cuts its view only there,
-/// see [`crate::pipeline::segments`].
+/// see `crate::pipeline::segments`.
 #[derive(Debug)]
 pub struct Segment {
     entries: Vec<Box<RawValue>>,
@@ -33,7 +33,7 @@ pub struct Segment {
 
 /// A message list as segments, shared by the payloads sent from it and the
 /// cache that made it (see [`crate::pipeline::segments::RenderCache`]).
-pub type SegmentList = Arc<Vec<Arc<Segment>>>;
+pub(crate) type SegmentList = Arc<Vec<Arc<Segment>>>;
 
 impl Segment {
     /// `messages` rendered for `target`, at `place` in the list.

@@ -36,7 +36,7 @@ enum Job {
 /// The background indexer of one session writer. Dropping it waits for the
 /// events already handed over to be indexed.
 #[derive(Debug)]
-pub struct IndexFeeder {
+pub(crate) struct IndexFeeder {
     jobs: Option<Sender<Job>>,
     worker: Option<JoinHandle<()>>,
     others: Arc<AtomicU8>,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::excerpt::{excerpt, MATCH_CLOSE, MATCH_OPEN};
-use super::{ContextLine, Role, SearchFilter, SearchHit};
+use super::{ContextLine, SearchFilter, SearchHit, SearchRole};
 use crate::base::error::{Error, Result};
 use crate::base::event::{Event, TraceType};
 
@@ -23,9 +23,9 @@ use crate::base::event::{Event, TraceType};
 pub const INDEX_FILE: &str = "search.sqlite";
 /// The most of one event's text that is indexed (half head, half tail): a
 /// huge tool output is found by its start and end, and stays in the log whole.
-pub const MAX_INDEXED_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_INDEXED_BYTES: usize = 64 * 1024;
 /// Events shown before and after a hit.
-pub const CONTEXT_EVENTS: u32 = 2;
+pub(crate) const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
@@ -95,9 +95,11 @@ pub struct MemoryDoc {
     pub session: String,
     /// The turns it covers, comma-separated (empty for a fact).
     pub turns: String,
+    /// When it happened (epoch seconds).
     pub ts: f64,
     /// How much it matters for recall.
     pub salience: f64,
+    /// The text indexed.
     pub text: String,
 }
 
@@ -136,20 +138,27 @@ impl DocKind {
 pub struct Candidate {
     /// The document's row in the index.
     pub doc: i64,
+    /// What kind of document it is.
     pub kind: DocKind,
     /// The event, fact or episode id.
     pub reference: String,
     /// The session (empty for facts).
     pub session: String,
+    /// The turn (empty for facts).
     pub turn_id: String,
     /// Position in the session's full history.
     pub ord: u64,
-    pub role: Role,
+    /// Who it came from.
+    pub role: SearchRole,
+    /// When it happened (epoch seconds).
     pub ts: f64,
+    /// How much it matters for recall.
     pub salience: f64,
     /// The speaker's name, when the event carried one.
     pub speaker: Option<String>,
+    /// The text indexed.
     pub text: String,
+    /// Its BM25 relevance to the query.
     pub bm25: f64,
 }
 
@@ -290,8 +299,8 @@ impl HistoryIndex {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
             for memory in &memories {
                 let role = match memory.kind {
-                    DocKind::Fact => Role::Fact,
-                    DocKind::Episode | DocKind::Event => Role::Episode,
+                    DocKind::Fact => SearchRole::Fact,
+                    DocKind::Episode | DocKind::Event => SearchRole::Episode,
                 };
                 insert
                     .execute(params![
@@ -632,7 +641,7 @@ impl HistoryIndex {
                 params![
                     expression,
                     filter.session,
-                    filter.role.map(Role::as_str),
+                    filter.role.map(SearchRole::as_str),
                     filter.since,
                     filter.until,
                     filter.limit as i64,
@@ -645,7 +654,7 @@ impl HistoryIndex {
                         event_id: row.get(2)?,
                         turn_id: row.get(3)?,
                         ord: row.get::<_, i64>(4)? as u64,
-                        role: Role::parse_stored(&row.get::<_, String>(5)?),
+                        role: SearchRole::parse_stored(&row.get::<_, String>(5)?),
                         ts: row.get(6)?,
                         score: -row.get::<_, f64>(7)?,
                         excerpt: String::new(),
@@ -694,7 +703,7 @@ impl HistoryIndex {
                     event_id: row.get(0)?,
                     turn_id: row.get(1)?,
                     is_hit: row.get::<_, i64>(2)? as u64 == ord,
-                    role: Role::parse_stored(&row.get::<_, String>(3)?),
+                    role: SearchRole::parse_stored(&row.get::<_, String>(3)?),
                     speaker: Some(row.get::<_, String>(4)?).filter(|s| !s.is_empty()),
                     text: one_line(&row.get::<_, String>(5)?, CONTEXT_LINE_CHARS),
                 })
@@ -726,7 +735,7 @@ impl HistoryIndex {
                         session,
                         ord as i64,
                         event.turn_id,
-                        Role::of(event.trace_type).as_str(),
+                        SearchRole::of(event.trace_type).as_str(),
                         event.ts,
                         EVENT_SALIENCE,
                         speaker(event).unwrap_or_default(),
@@ -773,7 +782,7 @@ pub(super) fn candidate_from_row(
         session: row.get(2)?,
         turn_id: row.get(3)?,
         ord: row.get::<_, i64>(4)? as u64,
-        role: Role::parse_stored(&row.get::<_, String>(5)?),
+        role: SearchRole::parse_stored(&row.get::<_, String>(5)?),
         ts: row.get(6)?,
         salience: row.get(7)?,
         speaker: Some(row.get::<_, String>(8)?).filter(|s| !s.is_empty()),
@@ -851,11 +860,11 @@ fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlit
 /// A term in more than this share of the indexed documents (and in at
 /// least [`COMMON_TERM_MIN_DOCS`]) tells little apart, and an OR query with
 /// it would score most of the index: it only narrows AND queries.
-pub const COMMON_TERM_SHARE: f64 = 0.05;
+pub(crate) const COMMON_TERM_SHARE: f64 = 0.05;
 /// Documents a query looks at first, newest first (see `newest_first`).
-pub const FIRST_WINDOW_DOCS: i64 = 50_000;
+pub(crate) const FIRST_WINDOW_DOCS: i64 = 50_000;
 /// Below this many documents, no term counts as common.
-pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
+pub(crate) const COMMON_TERM_MIN_DOCS: i64 = 2_000;
 
 /// The ways one query is asked of a table.
 struct QueryPlan {
@@ -881,7 +890,7 @@ const INSERT_DOC: &str =
 
 /// What of an event is searchable: its text, or a tool call's name and
 /// arguments (the speaker's name is indexed beside it).
-pub fn indexed_text(event: &Event) -> String {
+pub(crate) fn indexed_text(event: &Event) -> String {
     let body = match event.trace_type {
         TraceType::ToolCall => {
             let args = event

@@ -2,7 +2,7 @@
 //! included — and the `search_conversation_history` tool agents call.
 //!
 //! ```
-//! use agentmem::{base::event::Event, search::SearchFilter, store::Store, Durability};
+//! use agentmem::{Durability, Event, SearchFilter, Store};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
@@ -13,10 +13,10 @@
 //! ```
 
 mod excerpt;
-pub mod feed;
+pub(crate) mod feed;
 pub mod index;
 pub mod query;
-pub mod vectors;
+pub(crate) mod vectors;
 pub mod when;
 
 use serde::{Deserialize, Serialize};
@@ -26,8 +26,9 @@ use crate::base::error::{Error, Result};
 use crate::base::event::TraceType;
 use crate::render::ToolSchema;
 
-pub use feed::IndexFeeder;
+pub(crate) use feed::IndexFeeder;
 pub use index::HistoryIndex;
+pub use vectors::{SharedEmbedder, Similarities};
 
 /// Excerpts a search returns unless asked otherwise.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
@@ -35,11 +36,14 @@ pub const DEFAULT_SEARCH_LIMIT: usize = 10;
 /// Who an indexed text came from, as search results label it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub enum SearchRole {
+    /// The user's messages.
     User,
+    /// The assistant's messages, reasoning and summaries.
     Assistant,
     /// A tool call or a tool's output.
     Tool,
+    /// System messages and aborted turns.
     System,
     /// A semantic fact (recall only).
     Fact,
@@ -49,53 +53,55 @@ pub enum Role {
     State,
 }
 
-impl Role {
+impl SearchRole {
     /// The role of an event of `trace_type`.
-    pub fn of(trace_type: TraceType) -> Role {
+    pub fn of(trace_type: TraceType) -> SearchRole {
         match trace_type {
-            TraceType::User => Role::User,
-            TraceType::Assistant | TraceType::Reasoning | TraceType::Summary => Role::Assistant,
-            TraceType::ToolCall | TraceType::ToolResult => Role::Tool,
-            TraceType::System | TraceType::TurnAborted => Role::System,
-            TraceType::WorkingMemory => Role::State,
+            TraceType::User => SearchRole::User,
+            TraceType::Assistant | TraceType::Reasoning | TraceType::Summary => {
+                SearchRole::Assistant
+            }
+            TraceType::ToolCall | TraceType::ToolResult => SearchRole::Tool,
+            TraceType::System | TraceType::TurnAborted => SearchRole::System,
+            TraceType::WorkingMemory => SearchRole::State,
         }
     }
 
     /// The stored and command-line name, e.g. `tool`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-            Role::System => "system",
-            Role::Fact => "fact",
-            Role::Episode => "episode",
-            Role::State => "state",
+            SearchRole::User => "user",
+            SearchRole::Assistant => "assistant",
+            SearchRole::Tool => "tool",
+            SearchRole::System => "system",
+            SearchRole::Fact => "fact",
+            SearchRole::Episode => "episode",
+            SearchRole::State => "state",
         }
     }
 
     /// The label shown before an excerpt, e.g. `Tool`.
     pub fn label(self) -> &'static str {
         match self {
-            Role::User => "User",
-            Role::Assistant => "Assistant",
-            Role::Tool => "Tool",
-            Role::System => "System",
-            Role::Fact => "Fact",
-            Role::Episode => "Episode",
-            Role::State => "Working memory",
+            SearchRole::User => "User",
+            SearchRole::Assistant => "Assistant",
+            SearchRole::Tool => "Tool",
+            SearchRole::System => "System",
+            SearchRole::Fact => "Fact",
+            SearchRole::Episode => "Episode",
+            SearchRole::State => "Working memory",
         }
     }
 
     /// Parses a role a user typed: `user`, `assistant`, `tool`, `system`
     /// or `state` (working-memory updates).
-    pub fn parse(text: &str) -> Result<Role> {
+    pub fn parse(text: &str) -> Result<SearchRole> {
         match text.to_ascii_lowercase().as_str() {
-            "user" => Ok(Role::User),
-            "assistant" => Ok(Role::Assistant),
-            "tool" => Ok(Role::Tool),
-            "system" => Ok(Role::System),
-            "state" => Ok(Role::State),
+            "user" => Ok(SearchRole::User),
+            "assistant" => Ok(SearchRole::Assistant),
+            "tool" => Ok(SearchRole::Tool),
+            "system" => Ok(SearchRole::System),
+            "state" => Ok(SearchRole::State),
             other => Err(Error::BadQuery {
                 message: format!(
                     "unknown role {other:?}; use one of: user, assistant, tool, system, state"
@@ -104,15 +110,15 @@ impl Role {
         }
     }
 
-    fn parse_stored(text: &str) -> Role {
+    fn parse_stored(text: &str) -> SearchRole {
         match text {
-            "user" => Role::User,
-            "tool" => Role::Tool,
-            "system" => Role::System,
-            "fact" => Role::Fact,
-            "episode" => Role::Episode,
-            "state" => Role::State,
-            _ => Role::Assistant,
+            "user" => SearchRole::User,
+            "tool" => SearchRole::Tool,
+            "system" => SearchRole::System,
+            "fact" => SearchRole::Fact,
+            "episode" => SearchRole::Episode,
+            "state" => SearchRole::State,
+            _ => SearchRole::Assistant,
         }
     }
 }
@@ -122,7 +128,8 @@ impl Role {
 pub struct SearchFilter {
     /// Only this session (all of the agent's otherwise).
     pub session: Option<String>,
-    pub role: Option<Role>,
+    /// Only events of this role.
+    pub role: Option<SearchRole>,
     /// Only events at or after this time (epoch seconds).
     pub since: Option<f64>,
     /// Only events before this time (epoch seconds).
@@ -146,12 +153,17 @@ impl Default for SearchFilter {
 /// One event that matched, with the events around it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchHit {
+    /// The session the event is in.
     pub session: String,
+    /// The event's id.
     pub event_id: String,
+    /// The turn the event is in.
     pub turn_id: String,
     /// Position in the session's full history (archive first).
     pub ord: u64,
-    pub role: Role,
+    /// Who the event came from.
+    pub role: SearchRole,
+    /// When the event happened (epoch seconds).
     pub ts: f64,
     /// BM25 relevance; higher is better.
     pub score: f64,
@@ -164,11 +176,15 @@ pub struct SearchHit {
 /// One event shown around a hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextLine {
+    /// The event's id.
     pub event_id: String,
+    /// The turn the event is in.
     pub turn_id: String,
-    pub role: Role,
+    /// Who the event came from.
+    pub role: SearchRole,
     /// The speaker's name, when the event carried one.
     pub speaker: Option<String>,
+    /// The event's text, cut to a line.
     pub text: String,
     /// Whether this is the event that matched.
     pub is_hit: bool,
@@ -243,7 +259,7 @@ pub fn parse_tool_arguments(arguments: &Value) -> Result<(String, SearchFilter)>
     }
     let filter = SearchFilter {
         session: args.session,
-        role: args.role.as_deref().map(Role::parse).transpose()?,
+        role: args.role.as_deref().map(SearchRole::parse).transpose()?,
         since: args.since.as_deref().map(parse_date).transpose()?,
         until: args.until.as_deref().map(parse_date).transpose()?,
         limit: DEFAULT_SEARCH_LIMIT,

@@ -7,7 +7,7 @@
 
 /// The most words a query keeps: a pasted log as a question would otherwise
 /// make every search scan most of the index.
-pub const MAX_QUERY_TERMS: usize = 32;
+pub(crate) const MAX_QUERY_TERMS: usize = 32;
 
 /// Words too common to tell one event from another.
 const STOPWORDS: &[&str] = &[
@@ -49,7 +49,7 @@ pub fn says_something(text: &str) -> bool {
 
 /// The distinct searchable words of `text`, lowercased, stopwords left out
 /// (unless nothing else is left), in order of first appearance, at most
-/// [`MAX_QUERY_TERMS`].
+/// `MAX_QUERY_TERMS`.
 ///
 /// ```
 /// use agentmem::search::query::terms;
@@ -98,7 +98,7 @@ pub fn any_of(terms: &[String]) -> Option<String> {
 }
 
 /// The FTS5 expression matching documents with all of `terms`.
-pub fn all_of(terms: &[String]) -> Option<String> {
+pub(crate) fn all_of(terms: &[String]) -> Option<String> {
     joined(terms, " AND ")
 }
 
@@ -113,7 +113,7 @@ fn joined(terms: &[String], operator: &str) -> Option<String> {
 }
 
 /// The words of `text`, lowercased, in order.
-pub fn word_sequence(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn word_sequence(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)

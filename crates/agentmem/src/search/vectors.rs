@@ -22,16 +22,16 @@ use crate::base::error::{Error, Result};
 use crate::redact::{redact, RedactionPolicy};
 
 /// Texts sent to the embedder in one call.
-pub const EMBED_BATCH_TEXTS: usize = 64;
+pub(crate) const EMBED_BATCH_TEXTS: usize = 64;
 /// The most of a document's text that is embedded: embedding models read a
 /// few hundred tokens and ignore the rest.
-pub const MAX_EMBEDDED_BYTES: usize = 2048;
+pub(crate) const MAX_EMBEDDED_BYTES: usize = 2048;
 
 /// Turns texts into vectors, so similarity in meaning can join recall's
 /// score. Recall works without one, on BM25 alone.
 ///
 /// ```
-/// use agentmem::memory::recall::Embedder;
+/// use agentmem::Embedder;
 /// /// Vectors of letter counts: a toy, but a real embedder in shape.
 /// struct Letters;
 /// impl Embedder for Letters {
@@ -285,7 +285,7 @@ struct Unembedded {
 
 /// Embeds `texts`, holding the embedder to one vector per text, all of one
 /// non-zero length.
-pub fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+pub(crate) fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
     let vectors = embedder.embed(texts)?;
     let fail = |message: String| Error::Embedder {
         model: embedder.model().to_owned(),

@@ -12,7 +12,12 @@ use time::{Date, Month};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NamedDate {
     /// From `first` to `last`, both included: a day, a month or a year.
-    Days { first: Date, last: Date },
+    Days {
+        /// The first day.
+        first: Date,
+        /// The last day.
+        last: Date,
+    },
     /// A month named without a year (`in June`): that month of any year.
     MonthOfAnyYear(Month),
 }

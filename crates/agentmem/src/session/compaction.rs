@@ -37,7 +37,7 @@ use crate::pipeline::measure::{PrepareRequest, Prepared};
 use crate::pipeline::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::pipeline::strategy::{ContextSettingsLayer, Strategy};
 use crate::redact::{redact, redact_event};
-use crate::summarize::{ExtractiveSummarizer, Fact as SummaryFact, SummaryRequest};
+use crate::summarize::{ExtractiveSummarizer, SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
 
 /// The note of a compaction asked for that freed nothing.
@@ -58,6 +58,7 @@ const OVERFLOW_ROOM_PERCENT: u128 = 95;
 pub struct CompactOptions {
     /// What the summary should favour (`/compact focus text`).
     pub focus: Option<String>,
+    /// Why the compaction runs (asked for, over the trigger, …), as its report records.
     pub reason: CompactReason,
     /// The encoding to count in; the current transcript's when `None`.
     pub encoding: Option<Encoding>,
@@ -184,13 +185,13 @@ impl Session {
     /// [`Error::Summarizer`]; after three in a row, a deterministic trim
     /// stands in for the summary and the report says so. A compaction asked
     /// for (`CompactReason::Manual`, the default) folds even a short history
-    /// (see [`split_to_compact`]) and is applied even when it frees nothing,
+    /// (see `split_to_compact`) and is applied even when it frees nothing,
     /// with a `note` saying so; an automatic one that would not free space
     /// is not applied (`applied: false`).
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
-    /// use agentmem::session::CompactOptions;
+    /// # use agentmem::{Event, Store, Durability};
+    /// use agentmem::CompactOptions;
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();
@@ -648,7 +649,7 @@ impl Session {
     /// events returns the same item; `None` when nothing was said.
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
+    /// # use agentmem::{Event, Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

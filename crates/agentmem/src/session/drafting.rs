@@ -14,11 +14,11 @@ use crate::pipeline::compact::{build_base, fallback_summary};
 use crate::pipeline::strategy::{PipelineSettings, SUMMARIZER_FAILURES_BEFORE_FALLBACK};
 use crate::redact::{redact, RedactionPolicy};
 use crate::summarize::fidelity::check_fidelity;
-use crate::summarize::{summarize_hierarchical, Fact, Summarizer, SummaryRequest};
+use crate::summarize::{summarize_hierarchical, Summarizer, SummaryFact, SummaryRequest};
 use crate::tokens::Tokenizer;
 
 /// The summarizer a session compacts with, shared with a draft's thread.
-pub type SharedSummarizer = Arc<dyn Summarizer + Send + Sync>;
+pub(crate) type SharedSummarizer = Arc<dyn Summarizer + Send + Sync>;
 
 /// Everything a draft is made from, copied out of the session.
 pub(super) struct DraftInput {
@@ -47,17 +47,12 @@ pub(super) struct DraftInput {
 pub(super) enum Outcome {
     Summarized {
         summary: String,
-        facts: Vec<Fact>,
+        facts: Vec<SummaryFact>,
     },
     /// It failed; history stays as it was.
-    Failed {
-        message: String,
-    },
+    Failed { message: String },
     /// It failed once too often: a deterministic trim stands in, and says so.
-    FellBack {
-        summary: String,
-        note: String,
-    },
+    FellBack { summary: String, note: String },
 }
 
 impl Outcome {

@@ -32,7 +32,7 @@ mod working;
 
 pub use crate::memory::injector::MEMORY_RECHECK_INTERVAL;
 pub use compaction::CompactOptions;
-pub use drafting::SharedSummarizer;
+pub(crate) use drafting::SharedSummarizer;
 
 use std::sync::Arc;
 
@@ -87,18 +87,20 @@ pub struct ContextSettings {
     pub redaction: crate::redact::RedactionPolicy,
     /// The agent's folder (its MEMORY.md lives there).
     pub agent_dir: std::path::PathBuf,
+    /// The model registry budgets are resolved from.
     pub registry: Arc<ModelRegistry>,
     /// The store's embedder, whose vectors join the recall of what earlier
-    /// sessions said (see [`crate::search::vectors`]).
+    /// sessions said (see `crate::search::vectors`).
     pub embedder: Option<crate::search::vectors::SharedEmbedder>,
 }
 
 /// Runs after every applied compaction, with its report.
-pub type CompactionHook = Box<dyn FnMut(&crate::pipeline::compact::CompactReport) + Send>;
+pub(crate) type CompactionHook = Box<dyn FnMut(&crate::pipeline::compact::CompactReport) + Send>;
 
 /// Runs before every compaction, with its reason (e.g. to flush state the
 /// agent keeps outside agentmem into the log first).
-pub type BeforeCompactionHook = Box<dyn FnMut(crate::pipeline::compact::CompactReason) + Send>;
+pub(crate) type BeforeCompactionHook =
+    Box<dyn FnMut(crate::pipeline::compact::CompactReason) + Send>;
 
 /// What one ingest call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -130,7 +132,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the session in `paths` (see [`crate::store::Store`] for the usual entry points).
+    /// Opens the session in `paths` (see [`crate::Store`] for the usual entry points).
     pub fn load(
         paths: SessionPaths,
         agent: AgentId,
@@ -277,7 +279,7 @@ impl Session {
     /// Appends `events` to the log. See the module docs for the rules.
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
+    /// # use agentmem::{Event, Store, Durability};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

@@ -17,7 +17,7 @@ use crate::tokens::budget::Budget;
 use crate::tokens::Encoding;
 
 /// Where the tiers aim once the trigger is crossed, as a percentage of it.
-pub const SHRINK_TARGET_PERCENT: u64 = 85;
+pub(crate) const SHRINK_TARGET_PERCENT: u64 = 85;
 
 impl Session {
     /// Shapes the session's context for a model call and renders it.
@@ -33,9 +33,8 @@ impl Session {
     /// copy that is rendered. Every step is listed in `stats.actions`.
     ///
     /// ```
-    /// # use agentmem::{base::event::Event, store::Store, Durability};
-    /// use agentmem::pipeline::measure::PrepareRequest;
-    /// use agentmem::render::Target;
+    /// # use agentmem::{Event, Store, Durability};
+    /// use agentmem::{PrepareRequest, Target};
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let store = Store::open(dir.path(), Durability::Batch).unwrap();
     /// let mut session = store.create_session(&Default::default(), None).unwrap();

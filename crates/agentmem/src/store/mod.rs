@@ -59,7 +59,7 @@ impl Store {
     }
 
     /// The same store, whose recall adds `embedder`'s vector score to BM25
-    /// (see [`crate::search::vectors`]).
+    /// (see `crate::search::vectors`).
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder + Send + Sync>) -> Store {
         self.embedder = Some(SharedEmbedder(embedder));
         self

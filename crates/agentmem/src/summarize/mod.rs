@@ -2,11 +2,11 @@
 //!
 //! A [`Summarizer`] turns a span of raw [`Event`]s (the part of a session that
 //! compaction takes out of the model's view) into a [`Summary`]: nine fixed
-//! sections of bullets ([`SECTION_TITLES`]), semantic [`Fact`]s with the ids of
+//! sections of bullets ([`SECTION_TITLES`]), semantic [`SummaryFact`]s with the ids of
 //! the events they came from, and the ids of every event it covered.
 //!
 //! - [`ExtractiveSummarizer`] is the default: deterministic, no network, it
-//!   selects and quotes material from the span (see [`extractive`]).
+//!   selects and quotes material from the span (see `extractive`).
 //! - An LLM summarizer (in `agentmem-llm`) plugs into the same trait.
 //! - [`summarize_hierarchical`] runs any summarizer over a span larger than its
 //!   window: chunk, summarize each chunk, merge ([`Summary::merge`]), trim to the
@@ -21,9 +21,8 @@
 //! rendered summary never contains the prefix: the caller adds it once.
 //!
 //! ```
-//! use agentmem::base::event::Event;
 //! use agentmem::summarize::{summarize_hierarchical, ExtractiveSummarizer, SummaryRequest};
-//! use agentmem::tokens::Encoding;
+//! use agentmem::{Encoding, Event};
 //!
 //! let events = vec![
 //!     Event::user("Fix the failing build. Never push to main.").with_id("ev_1"),
@@ -39,7 +38,7 @@
 //! assert_eq!(summary.covered_event_ids, ["ev_1", "ev_2", "ev_3", "ev_4"]);
 //! ```
 
-pub mod extractive;
+pub(crate) mod extractive;
 pub mod fidelity;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,23 +53,23 @@ pub use extractive::ExtractiveSummarizer;
 pub use fidelity::{check_fidelity, extract_identifiers, FidelityReport, MissingIdentifier};
 
 /// Section title: what the user wants (the focus, the first request of the span).
-pub const GOAL: &str = "Goal";
+pub(crate) const GOAL: &str = "Goal";
 /// Section title: rules the user set (must, never, always, prefer, …).
-pub const CONSTRAINTS: &str = "Constraints and preferences";
+pub(crate) const CONSTRAINTS: &str = "Constraints and preferences";
 /// Section title: done / in progress / blocked.
-pub const PROGRESS: &str = "Progress";
+pub(crate) const PROGRESS: &str = "Progress";
 /// Section title: choices the assistant made.
-pub const DECISIONS: &str = "Key decisions";
+pub(crate) const DECISIONS: &str = "Key decisions";
 /// Section title: files read and modified by tools.
-pub const FILES: &str = "Files read and modified";
+pub(crate) const FILES: &str = "Files read and modified";
 /// Section title: shell commands and other runnable tool calls.
 pub const COMMANDS: &str = "Commands run";
 /// Section title: failed tool results.
 pub const ERRORS: &str = "Errors seen";
 /// Section title: the latest request and the announced next steps.
-pub const NEXT_STEPS: &str = "Next steps";
+pub(crate) const NEXT_STEPS: &str = "Next steps";
 /// Section title: identifiers (paths, ids, hashes, …) of the span, most frequent first.
-pub const CRITICAL: &str = "Critical context";
+pub(crate) const CRITICAL: &str = "Critical context";
 
 /// The fixed sections of a summary, in render order.
 pub const SECTION_TITLES: [&str; 9] = [
@@ -89,7 +88,7 @@ pub const SECTION_TITLES: [&str; 9] = [
 /// is over its budget: first section listed loses bullets first. Goal, Next
 /// steps and Errors seen survive longest. Sections with other titles (from
 /// other summarizers) are trimmed before all of these.
-pub const TRIM_ORDER: [&str; 9] = [
+pub(crate) const TRIM_ORDER: [&str; 9] = [
     COMMANDS,
     FILES,
     CRITICAL,
@@ -103,10 +102,10 @@ pub const TRIM_ORDER: [&str; 9] = [
 
 /// A bullet of [`PROGRESS`] starting with this describes the state at the end
 /// of the summarized span; [`Summary::merge`] keeps only those of the latest part.
-pub const IN_PROGRESS_PREFIX: &str = "In progress:";
+pub(crate) const IN_PROGRESS_PREFIX: &str = "In progress:";
 
 /// The Goal bullet that states the focus of a summary (`/compact <focus>`).
-pub const FOCUS_PREFIX: &str = "Focus of this summary:";
+pub(crate) const FOCUS_PREFIX: &str = "Focus of this summary:";
 
 /// What an empty section renders as.
 const EMPTY_BULLET: &str = "(none)";
@@ -135,8 +134,8 @@ pub fn is_summary(text: &str) -> bool {
 /// is never taken for a summary, whatever it contains.
 ///
 /// ```
-/// use agentmem::base::event::{Event, TraceType};
 /// use agentmem::summarize::is_summary_event;
+/// use agentmem::{Event, TraceType};
 /// assert!(is_summary_event(&Event::new(TraceType::Summary, "## Goal\n- x")));
 /// assert!(!is_summary_event(&Event::tool_result("c1", "[SUMMARY OF EARLIER CONVERSATION] hi")));
 /// ```
@@ -166,8 +165,7 @@ impl<'a> SummaryRequest<'a> {
     /// A request without a focus.
     ///
     /// ```
-    /// use agentmem::summarize::SummaryRequest;
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::{Encoding, SummaryRequest};
     /// let request = SummaryRequest::new(&[], 1_000, Encoding::Approximate.tokenizer())
     ///     .with_focus("the parser bug");
     /// assert_eq!(request.focus, Some("the parser bug"));
@@ -188,7 +186,7 @@ impl<'a> SummaryRequest<'a> {
     }
 }
 
-/// What a [`Fact`] records.
+/// What a [`SummaryFact`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FactKind {
     /// How the user likes things done ("I prefer …").
@@ -212,8 +210,10 @@ impl FactKind {
 
 /// A semantic fact drawn from the span, for long-term memory.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Fact {
+pub struct SummaryFact {
+    /// The fact, in one sentence.
     pub text: String,
+    /// What the fact records.
     pub kind: FactKind,
     /// 0.0–1.0: how sure the summarizer is that this is a lasting fact.
     pub confidence: f32,
@@ -225,7 +225,7 @@ pub struct Fact {
 /// [`Summary::empty`] has the nine sections; `Summary::default()` has none.
 ///
 /// ```
-/// use agentmem::summarize::Summary;
+/// use agentmem::Summary;
 /// let mut summary = Summary::empty();
 /// summary.section_mut("Goal").unwrap().push("Fix the CRLF parser bug".into());
 /// assert!(summary.render().starts_with("## Goal\n- Fix the CRLF parser bug\n\n## Constraints and preferences\n- (none)\n"));
@@ -235,7 +235,8 @@ pub struct Summary {
     /// `(title, bullets)` in render order; the default summarizer always
     /// produces the nine [`SECTION_TITLES`].
     pub sections: Vec<(String, Vec<String>)>,
-    pub facts: Vec<Fact>,
+    /// Semantic facts drawn from the span, for long-term memory.
+    pub facts: Vec<SummaryFact>,
     /// Ids of every event the summary stands for, in span order.
     pub covered_event_ids: Vec<String>,
 }
@@ -293,11 +294,11 @@ impl Summary {
     /// [`SUMMARY_PREFIX`]) back into sections. Returns `None` when the text has
     /// no `## ` heading of a known section (prose, or another format). Bullets
     /// under unknown headings (such as `## Lookup hints`) and prose before the
-    /// first heading go to [`CRITICAL`] so their identifiers are kept; the
-    /// focus line of that earlier summary ([`FOCUS_PREFIX`]) is dropped.
+    /// first heading go to `CRITICAL` so their identifiers are kept; the
+    /// focus line of that earlier summary (`FOCUS_PREFIX`) is dropped.
     ///
     /// ```
-    /// use agentmem::summarize::Summary;
+    /// use agentmem::Summary;
     /// let mut summary = Summary::empty();
     /// summary.section_mut("Errors seen").unwrap().push("E0425 in src/lib.rs".into());
     /// assert_eq!(Summary::parse_rendered(&summary.render()).unwrap().sections, summary.sections);
@@ -367,7 +368,7 @@ impl Summary {
     /// an earlier part is either done or superseded.
     ///
     /// ```
-    /// use agentmem::summarize::Summary;
+    /// use agentmem::Summary;
     /// let mut a = Summary::empty();
     /// a.section_mut("Goal").unwrap().push("Fix the parser".into());
     /// a.section_mut("Next steps").unwrap().push("Run the tests".into());
@@ -455,7 +456,7 @@ impl Summary {
     }
 
     /// Takes bullets away until [`Summary::render`] fits `max_tokens`, by
-    /// [`TRIM_ORDER`] priority, in stages (lowest-priority sections first,
+    /// `TRIM_ORDER` priority, in stages (lowest-priority sections first,
     /// last bullets first, stopping as soon as it fits): sections are cut to
     /// 4 bullets while Errors seen, Next steps and Goal stay whole; then to 2
     /// (those three to 6); then to 1 (those three to 3); then long bullets are
@@ -465,8 +466,7 @@ impl Summary {
     /// [`SummarizeError::BudgetTooSmall`] when even the empty headings do not fit.
     ///
     /// ```
-    /// use agentmem::summarize::Summary;
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::{Encoding, Summary};
     /// let tokenizer = Encoding::O200kBase.tokenizer();
     /// let mut summary = Summary::empty();
     /// for i in 0..50 {
@@ -606,7 +606,12 @@ pub enum SummarizeError {
     Empty,
     /// Even the section headings do not fit the budget.
     #[error("a summary needs at least {needed} tokens but the budget is {max_tokens}; raise the summary budget")]
-    BudgetTooSmall { max_tokens: u64, needed: u64 },
+    BudgetTooSmall {
+        /// The summary's budget.
+        max_tokens: u64,
+        /// The tokens the headings alone take.
+        needed: u64,
+    },
     /// The summarizer failed (an LLM call, a bad configuration, …).
     #[error("summarizer failed: {0}")]
     Failed(String),
@@ -622,9 +627,7 @@ pub enum SummarizeError {
 /// than its window.
 ///
 /// ```
-/// use agentmem::base::event::Event;
-/// use agentmem::summarize::{Summarizer, Summary, SummaryRequest, SummarizeError};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::{Encoding, Event, SummarizeError, Summarizer, Summary, SummaryRequest};
 ///
 /// /// A summarizer that only records what it covered.
 /// struct Ids;
@@ -663,9 +666,8 @@ pub trait Summarizer {
 /// `request.max_tokens` ([`Summary::trim_to`]). Every event of the span is covered.
 ///
 /// ```
-/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{summarize_hierarchical, ExtractiveSummarizer, SummaryRequest};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::{Encoding, Event};
 ///
 /// let events: Vec<Event> = (0..40)
 ///     .map(|i| Event::user(format!("step {i}: please check module_{i}.rs carefully")).with_id(format!("e{i}")))
@@ -1032,9 +1034,9 @@ fn dedupe_bullets(bullets: Vec<String>) -> Vec<String> {
 
 /// Merges facts by text (case and spacing ignored): highest confidence, first
 /// kind, source ids united in order; most confident first, then first seen.
-pub(crate) fn merge_facts<'f>(facts: impl Iterator<Item = &'f Fact>) -> Vec<Fact> {
+pub(crate) fn merge_facts<'f>(facts: impl Iterator<Item = &'f SummaryFact>) -> Vec<SummaryFact> {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut merged: Vec<Fact> = Vec::new();
+    let mut merged: Vec<SummaryFact> = Vec::new();
     for fact in facts {
         let key = dedupe_key(&fact.text);
         match index.get(&key) {

@@ -88,7 +88,7 @@ fn merge_keeps_only_the_latest_in_progress_and_interleaves() {
 
 #[test]
 fn merge_unites_facts_by_text() {
-    let fact = |text: &str, c: f32, id: &str| Fact {
+    let fact = |text: &str, c: f32, id: &str| SummaryFact {
         text: text.into(),
         kind: FactKind::Constraint,
         confidence: c,

@@ -27,25 +27,29 @@ use serde::{Deserialize, Serialize};
 /// Tokens kept free for counting error and provider framing in a large
 /// window; a smaller one keeps its size divided by
 /// [`SAFETY_MARGIN_WINDOW_DIVISOR`].
-pub const DEFAULT_SAFETY_MARGIN_TOKENS: u64 = 13_000;
+pub(crate) const DEFAULT_SAFETY_MARGIN_TOKENS: u64 = 13_000;
 /// The default safety margin is at most the window divided by this.
-pub const SAFETY_MARGIN_WINDOW_DIVISOR: u64 = 8;
+pub(crate) const SAFETY_MARGIN_WINDOW_DIVISOR: u64 = 8;
 /// The model's maximum output is reserved up to the window divided by this.
-pub const REPLY_RESERVE_WINDOW_DIVISOR: u64 = 2;
+pub(crate) const REPLY_RESERVE_WINDOW_DIVISOR: u64 = 2;
 /// Compaction starts at this fraction of the input budget.
-pub const DEFAULT_TRIGGER_RATIO: f64 = 0.8;
+pub(crate) const DEFAULT_TRIGGER_RATIO: f64 = 0.8;
 
 /// Budget settings as one layer gives them; unset fields fall through to the
 /// layer below (request > session > agent > config file > model > defaults).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetSettings {
+    /// The model's context window, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Tokens reserved for the reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    /// Tokens kept free for counting error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety_margin: Option<u64>,
+    /// The share of the input budget at which compaction becomes due (0–1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_ratio: Option<f64>,
 }
@@ -54,7 +58,7 @@ impl BudgetSettings {
     /// These settings, with `lower` filling what these leave unset.
     ///
     /// ```
-    /// use agentmem::tokens::budget::BudgetSettings;
+    /// use agentmem::BudgetSettings;
     /// let request = BudgetSettings { trigger_ratio: Some(0.5), ..Default::default() };
     /// let agent = BudgetSettings { trigger_ratio: Some(0.9), safety_margin: Some(1_000), ..Default::default() };
     /// let merged = request.over(agent);
@@ -71,7 +75,7 @@ impl BudgetSettings {
 
     /// Settings that give the prompt exactly `input_budget` tokens beside
     /// a reply of up to `max_output_tokens`: the window is the two plus
-    /// [`DEFAULT_SAFETY_MARGIN_TOKENS`], and all three are given, so no
+    /// `DEFAULT_SAFETY_MARGIN_TOKENS`, and all three are given, so no
     /// reserve scales with it.
     ///
     /// ```
@@ -111,9 +115,13 @@ impl BudgetSettings {
 /// A resolved budget.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Budget {
+    /// The model's context window, in tokens.
     pub context_window: u64,
+    /// Tokens reserved for the reply.
     pub max_output_tokens: u64,
+    /// Tokens kept free for counting error.
     pub safety_margin: u64,
+    /// The share of the input budget at which compaction becomes due (0–1).
     pub trigger_ratio: f64,
 }
 

@@ -11,14 +11,14 @@ use super::Tokenizer;
 use crate::base::message::{Message, PartRef, Role};
 
 /// Fixed cost of every chat message (`<|start|>role … <|end|>`).
-pub const TOKENS_PER_MESSAGE: u64 = 3;
+pub(crate) const TOKENS_PER_MESSAGE: u64 = 3;
 /// Every reply is primed with `<|start|>assistant<|message|>`.
-pub const TOKENS_PER_REPLY: u64 = 3;
+pub(crate) const TOKENS_PER_REPLY: u64 = 3;
 /// An image of unknown size, counted as a 1024×1024 image at high detail:
 /// 85 base tokens plus 170 for each of four 512-pixel tiles.
-pub const IMAGE_TOKENS_ESTIMATE: u64 = 765;
+pub(crate) const IMAGE_TOKENS_ESTIMATE: u64 = 765;
 /// Per tool call inside an assistant message: the call's framing.
-pub const TOKENS_PER_TOOL_CALL: u64 = 3;
+pub(crate) const TOKENS_PER_TOOL_CALL: u64 = 3;
 
 /// Tool-schema counting constants (OpenAI cookbook, "counting function tokens").
 const FUNCTION_INIT_TOKENS: i64 = 7;
@@ -82,13 +82,13 @@ pub fn count_message(message: &Message, tokenizer: Tokenizer) -> TokenCounts {
 }
 
 /// Counts one part of a message.
-pub fn count_part<'a>(part: impl Into<PartRef<'a>>, tokenizer: Tokenizer) -> TokenCounts {
+pub(crate) fn count_part<'a>(part: impl Into<PartRef<'a>>, tokenizer: Tokenizer) -> TokenCounts {
     tally_part(&part.into(), |text| tokenizer.count(text) as u64)
 }
 
 /// At least [`count_part`] of the same part, without tokenizing: a byte-level
 /// BPE never makes more tokens than bytes, nor the estimate more than chars.
-pub fn count_part_at_most<'a>(part: impl Into<PartRef<'a>>) -> TokenCounts {
+pub(crate) fn count_part_at_most<'a>(part: impl Into<PartRef<'a>>) -> TokenCounts {
     tally_part(&part.into(), |text| text.len() as u64)
 }
 
@@ -136,7 +136,7 @@ fn tally_part(part: &PartRef<'_>, count: impl Fn(&str) -> u64) -> TokenCounts {
 }
 
 /// The text of a tool call's arguments as the APIs carry it: a JSON string.
-pub fn arguments_text(arguments: &Value) -> String {
+pub(crate) fn arguments_text(arguments: &Value) -> String {
     match arguments {
         Value::String(raw) => raw.clone(),
         other => crate::base::json::to_string(other),
@@ -144,7 +144,7 @@ pub fn arguments_text(arguments: &Value) -> String {
 }
 
 /// The role as the chat format spells it.
-pub fn role_name(role: Role) -> &'static str {
+pub(crate) fn role_name(role: Role) -> &'static str {
     match role {
         Role::System => "system",
         Role::User => "user",

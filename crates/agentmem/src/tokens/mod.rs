@@ -7,11 +7,12 @@
 //! from the usage they report.
 
 pub mod budget;
-pub mod count;
+pub(crate) mod count;
 mod pretokenize;
 pub mod registry;
-pub mod tokenizer;
+pub(crate) mod tokenizer;
 
-pub use count::{count_message, count_tool_schemas, TokenCounts};
+pub use count::TokenCounts;
+pub use count::{count_message, count_tool_schemas};
 pub use registry::{ModelInfo, ModelOverride, ModelRegistry, ModelSource};
 pub use tokenizer::{Encoding, Tokenizer};

@@ -40,7 +40,7 @@ impl Encoding {
     /// known to use cl100k_base (the best stand-in for other providers).
     ///
     /// ```
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::Encoding;
     /// assert_eq!(Encoding::for_model("gpt-4-0613"), Encoding::Cl100kBase);
     /// assert_eq!(Encoding::for_model("openai:gpt-4o-mini"), Encoding::O200kBase);
     /// ```
@@ -95,7 +95,7 @@ impl FromStr for Encoding {
 /// once per process, on first use.
 ///
 /// ```
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// assert_eq!(tokenizer.count("Hello, world!"), 4);
 /// assert_eq!(Encoding::Approximate.tokenizer().count("abcdefghi"), 3);
@@ -126,7 +126,7 @@ impl Tokenizer {
     /// estimate is cheap enough to give exactly.
     ///
     /// ```
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::Encoding;
     /// let tokenizer = Encoding::O200kBase.tokenizer();
     /// assert_eq!(tokenizer.count_at_least("three short words"), 3);
     /// assert!(tokenizer.count("three short words") >= 3);

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use agentmem::tools::{self, ToolContext};
-//! use agentmem::{store::Store, Durability};
+//! use agentmem::{Durability, Store};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
@@ -45,7 +45,9 @@ use crate::tokens::Encoding;
 /// Where a tool runs: the store, the agent, and the session asking (if any).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolContext<'a> {
+    /// The store the tool reads and writes.
     pub store: &'a Store,
+    /// The agent whose memory it uses.
     pub agent: &'a AgentId,
     /// The session whose model called the tool: its evicted outputs are
     /// read, its own history is left out of recall, its facts cite it.
@@ -53,7 +55,7 @@ pub struct ToolContext<'a> {
 }
 
 /// The name under which the extractor of facts the model states is recorded.
-pub const REMEMBER_FACT_EXTRACTOR: &str = "remember_fact";
+pub(crate) const REMEMBER_FACT_EXTRACTOR: &str = "remember_fact";
 
 /// Every memory tool's schema.
 pub fn schemas() -> Vec<ToolSchema> {

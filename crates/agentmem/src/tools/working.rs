@@ -8,7 +8,7 @@
 //! model can read the current version and try again.
 //!
 //! ```
-//! use agentmem::{store::Store, tools::working as tools, Durability};
+//! use agentmem::{Store, tools::working as tools, Durability};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -29,9 +29,9 @@ use crate::render::ToolSchema;
 use crate::session::Session;
 
 /// The tool that reads the state.
-pub const GET_WORKING_MEMORY: &str = "get_working_memory";
+pub(crate) const GET_WORKING_MEMORY: &str = "get_working_memory";
 /// The tool that changes it.
-pub const UPDATE_WORKING_MEMORY: &str = "update_working_memory";
+pub(crate) const UPDATE_WORKING_MEMORY: &str = "update_working_memory";
 
 /// The schemas of both tools, in the neutral shape every renderer takes.
 pub fn schemas() -> Vec<ToolSchema> {

@@ -37,7 +37,7 @@ pub fn write(session_dir: &Path, state: &WorkingMemory) -> Result<()> {
 /// replay of the log. `active` is the active log; the snapshot, when there
 /// is one, names the state as of the last compaction (see
 /// [`replay_log`] for where a replay starts).
-pub fn current_state(
+pub(crate) fn current_state(
     paths: &SessionPaths,
     snapshot: Option<&Snapshot>,
     active: &[impl Borrow<Event>],
@@ -63,7 +63,7 @@ pub fn current_state(
 
 /// Whether the materialized file could be used as it was.
 #[derive(Debug, Clone)]
-pub enum Freshness {
+pub(crate) enum Freshness {
     /// The file matched the log.
     Current(WorkingMemory),
     /// The file was missing, damaged or behind: the log was replayed.
@@ -76,7 +76,7 @@ pub enum Freshness {
 /// compaction (a crash can leave it an update behind), and replays the
 /// active log over it; otherwise, and for every version, it starts from the
 /// archive. The snapshot names that state but does not hold it.
-pub fn replay_log(
+pub(crate) fn replay_log(
     paths: &SessionPaths,
     snapshot: Option<&Snapshot>,
     active: &[impl Borrow<Event>],

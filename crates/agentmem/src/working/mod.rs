@@ -20,7 +20,7 @@
 //!   hold it, as the snapshot holds nothing unredacted.
 //!
 //! ```
-//! use agentmem::{store::Store, base::state::StatePatch, Durability};
+//! use agentmem::{Durability, StatePatch, Store};
 //! use serde_json::json;
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
@@ -120,8 +120,11 @@ impl StateMark {
 /// One version in a session's history, with the event that made it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StateVersion {
+    /// The version number (the first update makes 1).
     pub version: u64,
+    /// The hash of the document.
     pub hash: String,
+    /// The working memory at this version.
     pub document: Value,
     /// The update event (id, time, turn, patch).
     pub event: Event,
@@ -130,6 +133,7 @@ pub struct StateVersion {
 /// What replaying a log's updates made, and the updates it could not replay.
 #[derive(Debug, Clone, Default)]
 pub struct Replayed {
+    /// The working memory the updates made.
     pub state: WorkingMemory,
     /// Each version with its event, when asked for.
     pub versions: Vec<StateVersion>,
@@ -141,7 +145,9 @@ pub struct Replayed {
 /// Whether a replay keeps every version or only the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
+    /// Only the last version.
     LastOnly,
+    /// Every version, with its event.
     EveryVersion,
 }
 

@@ -16,7 +16,7 @@ use crate::base::error::{Error, IoContext, Result, SchemaScope};
 use crate::base::fs::write_atomic;
 
 /// The schema's file name, in an agent's or a session's folder.
-pub const SCHEMA_FILE: &str = "working_memory.schema.json";
+pub(crate) const SCHEMA_FILE: &str = "working_memory.schema.json";
 
 /// The location the schema document is compiled under; only for its own `$ref`s.
 const SCHEMA_URL: &str = "urn:agentmem:working-memory-schema";
@@ -126,7 +126,7 @@ impl StateSchema {
 }
 
 /// The schema file in `dir` (an agent's or a session's folder).
-pub fn schema_path(dir: &Path) -> PathBuf {
+pub(crate) fn schema_path(dir: &Path) -> PathBuf {
     dir.join(SCHEMA_FILE)
 }
 

@@ -9,7 +9,7 @@
 use super::WorkingMemory;
 
 /// The heading that opens the section.
-pub const SECTION_HEADING: &str = "# Working memory";
+pub(crate) const SECTION_HEADING: &str = "# Working memory";
 
 /// The section for `state`; `None` while nothing was ever recorded, so a
 /// session that does not use working memory pays no tokens for it.

@@ -1,8 +1,6 @@
 //! What several test files share.
 
-use agentmem::base::id::AgentId;
-use agentmem::store::Store;
-use agentmem::Durability;
+use agentmem::{AgentId, Durability, Store};
 
 /// A store in a fresh folder (kept while the returned guard lives) and its default agent.
 pub fn fresh_store() -> (tempfile::TempDir, Store, AgentId) {
@@ -14,7 +12,7 @@ pub fn fresh_store() -> (tempfile::TempDir, Store, AgentId) {
 /// The live context an OpenAI Chat Completions payload closes with (recalled
 /// memories, the working memory): its last message, a system message.
 #[allow(dead_code)] // not every test file that shares this module reads it
-pub fn live_context(payload: &agentmem::render::Payload) -> String {
+pub fn live_context(payload: &agentmem::Payload) -> String {
     let messages = payload["messages"].as_array().expect("a message list");
     let last = messages.last().expect("a message");
     assert_eq!(

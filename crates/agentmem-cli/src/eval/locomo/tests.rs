@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use agentmem::tokens::Encoding;
+use agentmem::Encoding;
 
 use super::{parse_session_date, repair_evidence};
 use crate::eval::locomo;

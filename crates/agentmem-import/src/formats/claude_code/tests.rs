@@ -1,5 +1,6 @@
 use super::*;
-use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::tool_interactions;
+use agentmem::ToolStatus;
 
 const SESSION: &str = r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{"trackedFileBackups":{}},"isSnapshotUpdate":false}
 {"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"run the tests"},"uuid":"u1","timestamp":"2025-06-02T18:46:59.937Z","sessionId":"s-1"}

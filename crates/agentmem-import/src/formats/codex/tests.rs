@@ -1,5 +1,6 @@
 use super::*;
-use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::tool_interactions;
+use agentmem::ToolStatus;
 
 const ROLLOUT: &str = r#"{"timestamp":"2025-09-01T10:00:00.000Z","type":"session_meta","payload":{"id":"0199-abc","cwd":"/home/dev/proj","cli_version":"0.30.0"}}
 {"timestamp":"2025-09-01T10:00:00.010Z","type":"turn_context","payload":{"cwd":"/home/dev/proj","model":"gpt-5-codex"}}

@@ -42,7 +42,8 @@
 
 use std::collections::HashMap;
 
-use agentmem::base::event::{Event, Media, TraceType, Usage};
+use agentmem::base::event::Media;
+use agentmem::{Event, TraceType, Usage};
 use serde_json::{Map, Value};
 
 use super::source::{id_key, timestamp, Source};

@@ -29,7 +29,8 @@
 //! the extra events of one source event (`-thought`, `-thinking-<n>`,
 //! `-reasoning`).
 
-use agentmem::base::event::{Event, Media, TraceType};
+use agentmem::base::event::Media;
+use agentmem::{Event, TraceType};
 use serde_json::{Map, Value};
 
 use super::source::{timestamp, Source};

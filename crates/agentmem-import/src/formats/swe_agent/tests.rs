@@ -1,6 +1,6 @@
 use super::*;
-use agentmem::base::event::TraceType;
-use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::tool_interactions;
+use agentmem::{ToolStatus, TraceType};
 
 fn kinds(imported: &Imported) -> Vec<TraceType> {
     imported.events.iter().map(|e| e.trace_type).collect()

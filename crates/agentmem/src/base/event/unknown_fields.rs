@@ -13,7 +13,7 @@ use serde_json::Value;
 /// order, as `serde_json` writes a map.
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// let line = r#"{"trace_type":"user","vendor":123456789012345678901234567890}"#;
 /// let event: Event = serde_json::from_str(line).unwrap();
 /// assert_eq!(event.extra.raw("vendor").unwrap().get(), "123456789012345678901234567890");

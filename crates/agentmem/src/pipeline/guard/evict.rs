@@ -35,16 +35,16 @@ pub trait EvictedOutputs {
 }
 
 /// The folder of a session's evicted tool outputs.
-pub const EVICTED_DIR: &str = "evicted";
+pub(crate) const EVICTED_DIR: &str = "evicted";
 
 /// The reference an evicted result's event carries (`tool_result_ref`):
 /// `evicted/<name>.txt`, relative to the session's folder.
-pub fn evicted_reference(name: &str) -> String {
+pub(crate) fn evicted_reference(name: &str) -> String {
     format!("{EVICTED_DIR}/{name}.txt")
 }
 
-/// The name an evicted output goes by (what [`read_evicted`] takes), from
-/// the `tool_result_ref` eviction gave its event ([`evicted_reference`]); `None` for a reference
+/// The name an evicted output goes by (what [`read_evicted`](crate::files::evicted::read_evicted) takes), from
+/// the `tool_result_ref` eviction gave its event (`evicted_reference`); `None` for a reference
 /// eviction did not make.
 ///
 /// ```

@@ -17,7 +17,7 @@
 //!   [`Guarded::Evicted`].
 //! - **Truncation**: otherwise, an output over the cap of
 //!   [`GuardPolicy::truncation`] (default [`DEFAULT_TOOL_OUTPUT_CAP_TOKENS`] ×
-//!   [`SERIALIZATION_BUFFER`] = 6,000 tokens) keeps its head and its tail, half
+//!   `SERIALIZATION_BUFFER` = 6,000 tokens) keeps its head and its tail, half
 //!   the budget each, cut on character boundaries and, when a newline is close,
 //!   on line boundaries:
 //!
@@ -67,13 +67,15 @@ mod tool;
 mod truncate;
 
 pub(crate) use cut::{count_lines, floor_boundary};
+pub(crate) use evict::evicted_reference;
+pub use evict::EvictedOutputs;
+pub(crate) use evict::EVICTED_DIR;
 pub use evict::{
-    evicted_name, evicted_reference, eviction_preview, EvictedOutputs, EVICTED_DIR,
-    EVICTION_PREVIEW_HEAD_LINES, EVICTION_PREVIEW_TAIL_LINES,
+    evicted_name, eviction_preview, EVICTION_PREVIEW_HEAD_LINES, EVICTION_PREVIEW_TAIL_LINES,
 };
 pub use policy::{
     GuardPolicy, Guarded, Truncation, DEFAULT_EVICTION_THRESHOLD_TOKENS,
-    DEFAULT_TOOL_OUTPUT_CAP_TOKENS, EXACT_COUNT_LIMIT_TOKENS, SERIALIZATION_BUFFER,
+    DEFAULT_TOOL_OUTPUT_CAP_TOKENS, EXACT_COUNT_LIMIT_TOKENS,
 };
 pub use tool::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES, READ_EVICTED_OUTPUT_TOOL};
 pub use truncate::{truncate_for_model, truncate_middle_bytes, truncate_middle_tokens};
@@ -97,7 +99,7 @@ use truncate::truncate_tokens;
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Guarded};
 /// use agentmem::files::evicted::read_evicted;
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// let policy = GuardPolicy::default();
@@ -222,7 +224,7 @@ fn guard_counted(
 ///
 /// ```
 /// use agentmem::pipeline::guard::{should_evict, GuardPolicy};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// let policy = GuardPolicy::default(); // over 20,000 tokens
 /// assert!(!should_evict(&"word ".repeat(1_000), &policy, tokenizer));

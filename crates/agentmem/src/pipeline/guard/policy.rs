@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// The default cap on a tool output the model sees, in tokens, before the
-/// [`SERIALIZATION_BUFFER`].
+/// `SERIALIZATION_BUFFER`.
 ///
 /// ```
 /// use agentmem::pipeline::guard::{DEFAULT_TOOL_OUTPUT_CAP_TOKENS, Truncation};
@@ -22,7 +22,7 @@ pub const DEFAULT_TOOL_OUTPUT_CAP_TOKENS: u64 = 5_000;
 /// use agentmem::pipeline::guard::Truncation;
 /// assert_eq!(Truncation::Tokens(5_000).with_buffer(), Truncation::Tokens(6_000));
 /// ```
-pub const SERIALIZATION_BUFFER: f64 = 1.2;
+pub(crate) const SERIALIZATION_BUFFER: f64 = 1.2;
 
 /// Tool outputs over this many tokens are evicted to a file by default.
 ///
@@ -38,7 +38,7 @@ pub const DEFAULT_EVICTION_THRESHOLD_TOKENS: u64 = 20_000;
 ///
 /// ```
 /// use agentmem::pipeline::guard::{truncate_middle_tokens, EXACT_COUNT_LIMIT_TOKENS};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// // ~10,000 tokens: under the limit, so the marker is exact (no tilde).
 /// let log: String = (0..2_500).map(|i| format!("step {i} ok\n")).collect();
 /// let cut = truncate_middle_tokens(&log, 1_000, Encoding::O200kBase.tokenizer()).unwrap();
@@ -49,7 +49,7 @@ pub const EXACT_COUNT_LIMIT_TOKENS: u64 = 20_000;
 
 /// How much of a tool output the model may see.
 ///
-/// Caps are given *before* the [`SERIALIZATION_BUFFER`]; see
+/// Caps are given *before* the `SERIALIZATION_BUFFER`; see
 /// [`Truncation::with_buffer`]. In configuration files it reads
 /// `{policy = "tokens", limit = 5000}`, `{policy = "bytes", limit = 20000}` or
 /// `{policy = "none"}`.
@@ -79,7 +79,7 @@ impl Default for Truncation {
 
 impl Truncation {
     /// The cap the model-visible copy actually gets: this cap ×
-    /// [`SERIALIZATION_BUFFER`], rounded.
+    /// `SERIALIZATION_BUFFER`, rounded.
     ///
     /// ```
     /// use agentmem::pipeline::guard::Truncation;
@@ -132,7 +132,7 @@ impl GuardPolicy {
     ///
     /// ```
     /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Guarded};
-    /// use agentmem::tokens::Encoding;
+    /// use agentmem::Encoding;
     /// let huge = "x\n".repeat(1_000_000);
     /// let dir = std::path::Path::new("/nonexistent");
     /// let guarded = guard_tool_output("c1", &huge, &GuardPolicy::off(), Encoding::O200kBase.tokenizer(), dir).unwrap();
@@ -150,7 +150,7 @@ impl GuardPolicy {
 ///
 /// ```
 /// use agentmem::pipeline::guard::{guard_tool_output, GuardPolicy, Guarded};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let dir = tempfile::tempdir().unwrap();
 /// let small = guard_tool_output("c1", "ok", &GuardPolicy::default(), Encoding::O200kBase.tokenizer(), dir.path()).unwrap();
 /// assert_eq!(small, Guarded::Unchanged);
@@ -163,6 +163,7 @@ pub enum Guarded {
     /// The model sees `content`: the head and tail of the output with a
     /// `Total output lines` header and a truncation marker.
     Truncated {
+        /// What the model sees.
         content: String,
         /// The size of the whole output, in tokens of the guard's tokenizer.
         original_tokens: u64,
@@ -171,7 +172,9 @@ pub enum Guarded {
     },
     /// The output was written to `path`; the model sees `preview`.
     Evicted {
+        /// What the model sees in its place.
         preview: String,
+        /// The file the whole output went to.
         path: PathBuf,
         /// The size of the whole output, in tokens of the guard's tokenizer.
         original_tokens: u64,

@@ -12,13 +12,13 @@ use crate::tokens::Tokenizer;
 const JOIN_SLACK_TOKENS: u64 = 2;
 
 /// The truncated copy of `content` the model sees under `policy`'s
-/// truncation (its cap × [`SERIALIZATION_BUFFER`](super::SERIALIZATION_BUFFER)); `None` when it fits or the
+/// truncation (its cap × `SERIALIZATION_BUFFER`); `None` when it fits or the
 /// policy is [`Truncation::None`]. Eviction is not considered here (see
 /// [`should_evict`](super::should_evict) and [`eviction_preview`](super::eviction_preview)); [`guard_tool_output`](super::guard_tool_output) does both.
 ///
 /// ```
 /// use agentmem::pipeline::guard::{truncate_for_model, GuardPolicy, Truncation};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// let output: String = (0..3_000).map(|i| format!("test case {i} passed\n")).collect();
 /// let cut = truncate_for_model(&output, &GuardPolicy::default(), tokenizer).unwrap();
@@ -51,7 +51,7 @@ pub fn truncate_for_model(
 ///
 /// ```
 /// use agentmem::pipeline::guard::truncate_middle_tokens;
-/// use agentmem::tokens::Encoding;
+/// use agentmem::Encoding;
 /// let tokenizer = Encoding::O200kBase.tokenizer();
 /// assert_eq!(truncate_middle_tokens("short", 100, tokenizer), None);
 ///

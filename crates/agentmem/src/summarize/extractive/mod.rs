@@ -38,7 +38,7 @@ use super::{SummarizeError, Summarizer, Summary, SummaryRequest};
 use sections::Extraction;
 
 /// The default window of [`ExtractiveSummarizer`], in tokens.
-pub const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
+pub(crate) const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
 
 /// The default summarizer: extractive, deterministic (same events, focus and
 /// budget → byte-identical output), no network. It can read a span of any
@@ -46,9 +46,8 @@ pub const DEFAULT_WINDOW_TOKENS: u64 = 100_000;
 /// [`super::summarize_hierarchical`] how to chunk.
 ///
 /// ```
-/// use agentmem::base::event::Event;
 /// use agentmem::summarize::{ExtractiveSummarizer, FactKind, Summarizer, SummaryRequest};
-/// use agentmem::tokens::Encoding;
+/// use agentmem::{Encoding, Event};
 ///
 /// let events = vec![
 ///     Event::user("Rename `cfg` to `config`. Never touch the public API.").with_id("u1"),

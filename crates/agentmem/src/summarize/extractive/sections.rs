@@ -13,9 +13,9 @@ use crate::base::event::{Event, TraceType};
 use crate::base::message::SUMMARY_PREFIX;
 use crate::summarize::fidelity::PendingScan;
 use crate::summarize::{
-    dedupe_key, is_summary_event, merge_facts, truncate_chars, Fact, FactKind, Focus, Summary,
-    SummaryRequest, COMMANDS, CONSTRAINTS, CRITICAL, DECISIONS, ERRORS, FILES, FOCUS_PREFIX, GOAL,
-    IN_PROGRESS_PREFIX, NEXT_STEPS, PROGRESS,
+    dedupe_key, is_summary_event, merge_facts, truncate_chars, FactKind, Focus, Summary,
+    SummaryFact, SummaryRequest, COMMANDS, CONSTRAINTS, CRITICAL, DECISIONS, ERRORS, FILES,
+    FOCUS_PREFIX, GOAL, IN_PROGRESS_PREFIX, NEXT_STEPS, PROGRESS,
 };
 
 pub(super) const GOAL_CHARS: usize = 400;
@@ -117,7 +117,7 @@ pub(super) struct Extraction<'r> {
     /// Events quoted: in the model's view and not previous summaries.
     view: Vec<(usize, &'r Event)>,
     priors: Vec<Summary>,
-    facts: Vec<Fact>,
+    facts: Vec<SummaryFact>,
 }
 
 impl<'r> Extraction<'r> {
@@ -361,7 +361,7 @@ impl<'r> Extraction<'r> {
                     } else {
                         FactKind::Constraint
                     };
-                    facts.push(Fact {
+                    facts.push(SummaryFact {
                         text,
                         kind,
                         confidence,
@@ -476,7 +476,7 @@ impl<'r> Extraction<'r> {
                 // "I'll read the file next" is a plan for the moment: it
                 // stays in the summary, out of long-term memory.
                 if strong && !event.id.is_empty() {
-                    facts.push(Fact {
+                    facts.push(SummaryFact {
                         text,
                         kind: FactKind::Decision,
                         confidence: 0.7,
@@ -692,7 +692,7 @@ impl<'r> Extraction<'r> {
             .collect()
     }
 
-    fn add_facts(&mut self, facts: Vec<Fact>) {
+    fn add_facts(&mut self, facts: Vec<SummaryFact>) {
         self.facts.extend(facts);
     }
 }

@@ -24,7 +24,7 @@ pub fn event_identifiers(event: &Event) -> Vec<String> {
 /// for the fidelity check) and a span is a megabyte of text: identifiers are
 /// remembered by event id and content, and the events not remembered are
 /// scanned on all cores.
-pub fn identifiers_of_each(events: &[&Event]) -> Vec<Vec<String>> {
+pub(crate) fn identifiers_of_each(events: &[&Event]) -> Vec<Vec<String>> {
     let pending = PendingScan::new(events);
     let scanned = pending.scan();
     pending.finish(scanned)

@@ -11,7 +11,7 @@
 //! deterministic, and tuned so plain English words never count.
 //!
 //! ```
-//! use agentmem::base::event::Event;
+//! use agentmem::Event;
 //! use agentmem::summarize::fidelity::check_fidelity;
 //!
 //! let span = [
@@ -33,18 +33,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::base::event::{Event, TraceType};
 use scanner::{is_number, ATTACHED_UNITS, SPACED_UNITS};
 
+pub use events::event_identifiers;
+pub(crate) use events::identifiers_of_each;
 pub(crate) use events::PendingScan;
-pub use events::{event_identifiers, identifiers_of_each};
-pub use scanner::{extract_identifiers, WELL_KNOWN_FILES};
+pub use scanner::extract_identifiers;
 
 /// Lookup hints listed at most; the rest are counted in a last line.
 pub const MAX_HINTS: usize = 40;
 /// Event ids listed per hint at most.
-pub const MAX_IDS_PER_HINT: usize = 5;
+pub(crate) const MAX_IDS_PER_HINT: usize = 5;
 
 /// An identifier of the compacted span that the new context lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissingIdentifier {
+    /// The identifier (a path, an id, a number, …).
     pub identifier: String,
     /// The events it appears in, in span order (an event without an id is
     /// named `@<index in the span>`).
@@ -84,7 +86,7 @@ impl FidelityReport {
     /// A `## Lookup hints` markdown section naming each missing identifier and
     /// the events to search for it, or `None` when nothing is missing. The
     /// first [`MAX_HINTS`] identifiers of [`FidelityReport::missing`] are
-    /// listed, each with at most [`MAX_IDS_PER_HINT`] event ids; a last line
+    /// listed, each with at most `MAX_IDS_PER_HINT` event ids; a last line
     /// counts the rest.
     ///
     /// ```
@@ -146,7 +148,7 @@ impl FidelityReport {
 /// written with or without the space (`512 MB` / `512MB`).
 ///
 /// ```
-/// use agentmem::base::event::Event;
+/// use agentmem::Event;
 /// use agentmem::summarize::check_fidelity;
 /// let span = [
 ///     Event::tool_error("c1", "error[E0425]: cannot find value `x`\n --> src/main.rs:4:5").with_id("ev_9"),

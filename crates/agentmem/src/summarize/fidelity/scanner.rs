@@ -87,7 +87,7 @@ pub(super) const NOT_FILES: &[&str] = &[
 ];
 
 /// File names without a telling extension that are still files.
-pub const WELL_KNOWN_FILES: &[&str] = &[
+pub(crate) const WELL_KNOWN_FILES: &[&str] = &[
     "Makefile",
     "Dockerfile",
     "Containerfile",

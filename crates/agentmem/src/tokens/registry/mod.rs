@@ -168,12 +168,19 @@ impl fmt::Display for ModelSource {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelInfo {
+    /// The provider (`openai`, `anthropic`, …).
     pub provider: String,
+    /// The model's canonical name.
     pub model: String,
+    /// The context window, in tokens.
     pub context_window: u64,
+    /// The most tokens a reply may have.
     pub max_output_tokens: u64,
+    /// Price of a million prompt tokens, in US dollars.
     pub input_usd_per_mtok: Option<f64>,
+    /// Price of a million output tokens, in US dollars.
     pub output_usd_per_mtok: Option<f64>,
+    /// Price of a million cached prompt tokens, in US dollars.
     pub cache_read_usd_per_mtok: Option<f64>,
     /// Where `context_window` came from.
     pub source: ModelSource,
@@ -289,15 +296,21 @@ fn default_max_output(context_window: u64) -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelOverride {
+    /// The model name the entry is for.
     pub model: String,
+    /// The context window, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The most tokens a reply may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    /// Price of a million prompt tokens, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_usd_per_mtok: Option<f64>,
+    /// Price of a million output tokens, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_usd_per_mtok: Option<f64>,
+    /// Price of a million cached prompt tokens, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_usd_per_mtok: Option<f64>,
 }

@@ -1,6 +1,7 @@
 use super::super::parse;
 use super::*;
-use agentmem::base::tool_interaction::{tool_interactions, ToolStatus};
+use agentmem::base::tool_interaction::tool_interactions;
+use agentmem::ToolStatus;
 
 fn kinds(imported: &Imported) -> Vec<TraceType> {
     imported.events.iter().map(|e| e.trace_type).collect()
