@@ -166,7 +166,7 @@ impl Config {
     }
 
     /// Reads one configuration file; a missing file is the empty configuration.
-    pub fn load_file(path: &Path) -> Result<Config> {
+    pub(crate) fn load_file(path: &Path) -> Result<Config> {
         let config: Config = match std::fs::read_to_string(path) {
             Ok(text) => toml::from_str(&text).map_err(|e| Error::Config {
                 path: path.display().to_string(),

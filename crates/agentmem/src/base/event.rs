@@ -95,7 +95,7 @@ impl TraceType {
 
     /// Whether events of this type change the session's working memory:
     /// the model sees their effect (the current state), never the events.
-    pub fn is_state_update(self) -> bool {
+    pub(crate) fn is_state_update(self) -> bool {
         match self {
             TraceType::WorkingMemory => true,
             TraceType::User
@@ -246,7 +246,7 @@ impl Event {
     ///
     /// Every field is named, so a field added to [`Event`] does not compile
     /// here until it is copied too.
-    pub fn with_content(&self, content: String) -> Event {
+    pub(crate) fn with_content(&self, content: String) -> Event {
         let Event {
             id,
             ts,
@@ -480,7 +480,7 @@ impl Event {
     }
 
     /// The working-memory update this event makes, if it is one.
-    pub fn state_update(&self) -> Option<&crate::base::state::StateUpdate> {
+    pub(crate) fn state_update(&self) -> Option<&crate::base::state::StateUpdate> {
         if self.trace_type.is_state_update() {
             self.working_memory.as_ref()
         } else {
@@ -518,7 +518,7 @@ impl Event {
     }
 
     /// Sets the source (builder style).
-    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+    pub(crate) fn with_source(mut self, source: impl Into<String>) -> Self {
         self.source_event = source.into();
         self
     }

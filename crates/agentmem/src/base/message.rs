@@ -80,7 +80,7 @@ impl Message {
     }
 
     /// The text parts joined by newlines.
-    pub fn joined_text(&self) -> String {
+    pub(crate) fn joined_text(&self) -> String {
         let texts: Vec<&str> = self
             .parts
             .iter()
@@ -152,7 +152,7 @@ pub enum PartRef<'a> {
 
 impl PartRef<'_> {
     /// The part as a message holds it.
-    pub fn to_part(&self) -> Part {
+    pub(crate) fn to_part(&self) -> Part {
         match self {
             PartRef::Text(text) => Part::Text(text.clone().into_owned()),
             PartRef::Image(url) => Part::Image((*url).to_owned()),
@@ -346,7 +346,7 @@ pub struct MessageRef<'a> {
 
 impl MessageRef<'_> {
     /// The message as renderers of values take it.
-    pub fn to_message(&self) -> Message {
+    pub(crate) fn to_message(&self) -> Message {
         Message {
             role: self.role,
             parts: self.parts.iter().map(PartRef::to_part).collect(),

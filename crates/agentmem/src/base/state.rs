@@ -84,7 +84,7 @@ impl StatePatch {
     }
 
     /// `document` with this patch applied; the document itself is untouched.
-    pub fn apply_to(&self, document: &Value) -> Result<Value> {
+    pub(crate) fn apply_to(&self, document: &Value) -> Result<Value> {
         let mut next = document.clone();
         match self.operations()? {
             None => json_patch::merge(&mut next, &self.patch),

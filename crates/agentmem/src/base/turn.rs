@@ -56,7 +56,7 @@ impl TurnTracker {
     }
 
     /// The number of the highest turn seen so far.
-    pub fn last_turn_number(&self) -> u64 {
+    pub(crate) fn last_turn_number(&self) -> u64 {
         self.last_number
     }
 

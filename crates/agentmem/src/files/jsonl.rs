@@ -598,7 +598,7 @@ impl AppendLog {
         self.write_encoded()
     }
 
-    /// Encodes `events` as the lines the next [`AppendLog::write_encoded`]
+    /// Encodes `events` as the lines the next `AppendLog::write_encoded`
     /// writes; [`AppendLog::pending`] says where they will go.
     pub fn encode(&mut self, events: &[Event]) {
         self.buffer.clear();
@@ -617,7 +617,7 @@ impl AppendLog {
     }
 
     /// Writes the encoded lines (see [`AppendLog::append`]).
-    pub fn write_encoded(&mut self) -> Result<()> {
+    pub(crate) fn write_encoded(&mut self) -> Result<()> {
         if self.buffer.is_empty() {
             return Ok(());
         }
@@ -650,7 +650,7 @@ impl AppendLog {
 
     /// Appends lines already encoded (by [`encode_lines`], or read from a log
     /// with [`lines_for`]) in one write, synced unless the durability is `os`.
-    pub fn append_encoded(&mut self, lines: &[u8]) -> Result<()> {
+    pub(crate) fn append_encoded(&mut self, lines: &[u8]) -> Result<()> {
         debug_assert!(lines.is_empty() || lines.ends_with(b"\n"));
         self.buffer.clear();
         self.buffer.extend_from_slice(lines);

@@ -113,19 +113,23 @@ impl SessionLock {
 
     /// The batch the previous writer recorded as under way when it stopped:
     /// cut short, unless the log it names reaches its end.
-    pub fn previous_batch(&self) -> Option<PendingBatch> {
+    pub(crate) fn previous_batch(&self) -> Option<PendingBatch> {
         self.previous_batch
     }
 
     /// Records `batch` as under way, before its lines are written; synced
     /// under [`Durability::Always`], so it holds across a power loss too.
-    pub fn record_batch(&mut self, batch: PendingBatch, durability: Durability) -> Result<()> {
+    pub(crate) fn record_batch(
+        &mut self,
+        batch: PendingBatch,
+        durability: Durability,
+    ) -> Result<()> {
         self.write_record(batch, durability)
     }
 
     /// Records that no batch is under way: the log was repaired (a batch
     /// cut short taken out) or replaced.
-    pub fn clear_batch(&mut self) -> Result<()> {
+    pub(crate) fn clear_batch(&mut self) -> Result<()> {
         self.previous_batch = None;
         self.write_record(NO_BATCH, Durability::Os)
     }

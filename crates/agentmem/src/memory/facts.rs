@@ -71,7 +71,7 @@ pub struct Fact {
 
 impl Fact {
     /// Whether the fact holds now (not superseded or retired).
-    pub fn is_current(&self) -> bool {
+    pub(crate) fn is_current(&self) -> bool {
         self.valid_to.is_none()
     }
 }
@@ -153,7 +153,7 @@ impl FactStore {
     }
 
     /// Adds several facts with one append to the store.
-    pub fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
+    pub(crate) fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let _lock = self.lock()?;
         self.add_all_locked(new)
     }
@@ -162,7 +162,7 @@ impl FactStore {
     /// events a near-identical fact already names is left out. A step that
     /// may run again after a crash (a compaction finished on open) adds
     /// each fact once.
-    pub fn add_all_once(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
+    pub(crate) fn add_all_once(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
         let _lock = self.lock()?;
         let known = self.with_loaded(|loaded| Ok(loaded.facts.clone()))?;
         let new = new

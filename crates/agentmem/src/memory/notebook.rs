@@ -49,7 +49,7 @@ impl Notebook {
     }
 
     /// The same notebook, redacting writes with `policy` (secrets always).
-    pub fn with_redaction(self, policy: RedactionPolicy) -> Notebook {
+    pub(crate) fn with_redaction(self, policy: RedactionPolicy) -> Notebook {
         Notebook {
             redaction: policy,
             ..self

@@ -36,7 +36,7 @@ impl CompactReason {
     /// the pipeline: one asked for folds even a short history and is applied
     /// even when it frees nothing (the report says so), while the pipeline's
     /// leave a history that would not shrink as it is, so they cannot loop.
-    pub fn is_asked_for(self) -> bool {
+    pub(crate) fn is_asked_for(self) -> bool {
         match self {
             CompactReason::Manual | CompactReason::FromRaw => true,
             CompactReason::Auto | CompactReason::Reactive => false,

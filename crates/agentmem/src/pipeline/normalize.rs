@@ -500,7 +500,7 @@ impl PairCheck {
     }
 
     /// Whether the events so far are intact and no call waits for its result.
-    pub fn is_intact(&self) -> bool {
+    pub(crate) fn is_intact(&self) -> bool {
         !self.broken && self.waiting.is_empty()
     }
 

@@ -256,7 +256,7 @@ pub struct PipelineSettings {
 
 impl PipelineSettings {
     /// These settings as a layer that sets every field.
-    pub fn as_layer(&self) -> ContextSettingsLayer {
+    pub(crate) fn as_layer(&self) -> ContextSettingsLayer {
         ContextSettingsLayer {
             strategy: Some(self.strategy),
             max_turns: self.max_turns,

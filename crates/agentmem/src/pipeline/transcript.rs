@@ -10,17 +10,16 @@
 //! active context is held in memory once.
 //!
 //! Counting is most of what a new event costs, and far below the trigger it
-//! decides nothing. So events the session appends join [counted later]: with
-//! an estimate from their bytes, and bounds on their count (see [`Bound`]). A
-//! check against a limit that the bounds show is met counts nothing; any
-//! other check, and anything that reshapes the view, counts them first. The
+//! decides nothing. So events the session appends join counted later
+//! (`Transcript::extend_counting_later`): with an estimate from their
+//! bytes, and bounds on their count (see [`Bound`]). A check against a
+//! limit that the bounds show is met counts nothing; any other check, and
+//! anything that reshapes the view, counts them first. The
 //! budget is checked with a bound no count can pass, so it always holds; the
 //! trigger with one calibrated on the densest text counted, so decisions are
 //! those of exact counts unless new text is denser than any before it. Only
 //! the reported figure is partly estimated, and says so
 //! ([`Transcript::estimated_tokens`]).
-//!
-//! [counted later]: Transcript::extend_counting_later
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -60,7 +59,7 @@ pub struct UsageAnchor {
 /// One event as the model sees it, with the tokens of its parts (message
 /// framing is added by [`measure`], since it depends on the neighbours).
 ///
-/// Change the event's content through [`ViewItem::replace_content`]: it
+/// Change the event's content through `ViewItem::replace_content`: it
 /// recounts the tokens and gives the item a new [`Revision`], so a render of
 /// the old content is never reused for the new.
 ///
@@ -92,7 +91,7 @@ impl ViewItem {
 
     /// Shows `content` instead of what the event showed: recounted, and a
     /// new revision.
-    pub fn replace_content(&mut self, content: String, tokenizer: Tokenizer) {
+    pub(crate) fn replace_content(&mut self, content: String, tokenizer: Tokenizer) {
         Arc::make_mut(&mut self.event).content = content;
         self.tokens = event_tokens(&self.event, tokenizer);
         self.revision = Revision::next();
@@ -279,20 +278,20 @@ impl Transcript {
 
     /// An empty transcript that counts and guards like this one and reuses
     /// what this one saw of the events it is given.
-    pub fn successor(&self) -> Transcript {
+    pub(crate) fn successor(&self) -> Transcript {
         let mut next = Transcript::new(self.encoding(), self.guard.clone());
         next.seen = self.seen.clone();
         next
     }
 
     /// Forgets what was seen of events no longer in the view.
-    pub fn forget_unseen(&mut self) {
+    pub(crate) fn forget_unseen(&mut self) {
         let present: HashSet<&str> = self.items.iter().map(|i| i.event.id.as_str()).collect();
         self.seen.retain(|id, _| present.contains(id.as_str()));
     }
 
     /// `event` as the model sees it: tool output cut or previewed by the guard.
-    pub fn view_of(&self, event: &Event) -> Event {
+    pub(crate) fn view_of(&self, event: &Event) -> Event {
         match self.remembered(event) {
             Some((viewed, _)) => Arc::unwrap_or_clone(viewed),
             None => model_view(event, &self.guard, self.tokenizer),
@@ -332,7 +331,7 @@ impl Transcript {
     /// estimated counts until a check needs them (see the module's docs).
     /// An event that reports usage is counted now, with all before it: the
     /// provider measured them, and an anchor is exact or useless.
-    pub fn extend_counting_later(&mut self, events: &[impl Shared]) {
+    pub(crate) fn extend_counting_later(&mut self, events: &[impl Shared]) {
         for event in events {
             self.push(event, Counting::Later);
         }
@@ -472,7 +471,7 @@ impl Transcript {
 
     /// Counts every item that has an estimate, and corrects the totals: then
     /// every figure is exact.
-    pub fn count_now(&mut self) {
+    pub(crate) fn count_now(&mut self) {
         for uncounted in std::mem::take(&mut self.uncounted) {
             let exact = event_tokens(&self.items[uncounted.index].event, self.tokenizer);
             self.learn_ratio(uncounted.bound, exact.total);
@@ -511,7 +510,7 @@ impl Transcript {
 
     /// Whether the view's total is below `limit`: shown by the `bound`s of
     /// the items not counted yet when they can, else by counting them.
-    pub fn is_below(&mut self, limit: u64, bound: Bound) -> bool {
+    pub(crate) fn is_below(&mut self, limit: u64, bound: Bound) -> bool {
         let slack = match bound {
             Bound::Certain => self.uncounted_slack.certain,
             Bound::Calibrated => self.uncounted_slack.calibrated,
@@ -525,7 +524,7 @@ impl Transcript {
 
     /// How many messages the view makes, kept as it grows: what
     /// `message_count` finds, without going over the view again.
-    pub fn message_count(&self) -> usize {
+    pub(crate) fn message_count(&self) -> usize {
         self.messages
     }
 
@@ -576,7 +575,7 @@ impl Transcript {
 
     /// Drops the usage anchor: usage reported before a compaction measured a
     /// context that no longer exists.
-    pub fn forget_anchor(&mut self) {
+    pub(crate) fn forget_anchor(&mut self) {
         self.anchor = None;
     }
 
@@ -585,7 +584,7 @@ impl Transcript {
     /// the totals from the item counts — no text is counted again. `shape`
     /// may drop, add and reorder items; it changes one's content only through
     /// [`ViewItem::replace_content`].
-    pub fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
+    pub(crate) fn reshape<R>(&mut self, shape: impl FnOnce(&mut Vec<ViewItem>) -> R) -> R {
         self.count_now();
         let result = shape(&mut self.items);
         self.total = measure(&self.items, self.tokenizer);
@@ -622,7 +621,7 @@ impl Transcript {
 
     /// The total the view would have had if no tier had shrunk it: what a
     /// compaction is measured against, since it rebuilds the view unshrunk.
-    pub fn unshrunk_total(&self) -> u64 {
+    pub(crate) fn unshrunk_total(&self) -> u64 {
         self.unshrunk
     }
 

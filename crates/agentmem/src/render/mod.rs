@@ -90,7 +90,7 @@ impl Target {
     /// Whether reasoning items go back to the model in this API: Responses
     /// takes reasoning items (encrypted content included), Anthropic takes
     /// signed thinking blocks; Chat Completions and Gemini take none.
-    pub fn sends_reasoning(self) -> bool {
+    pub(crate) fn sends_reasoning(self) -> bool {
         match self {
             Target::OpenAiResponses | Target::Anthropic => true,
             Target::OpenAiChat | Target::Gemini => false,

@@ -121,7 +121,7 @@ impl Payload {
     }
 
     /// How many entries the message list holds.
-    pub fn list_len(&self) -> usize {
+    pub(crate) fn list_len(&self) -> usize {
         let segments: usize = self.segments.iter().map(|s| s.len()).sum();
         self.frame.lead.len() + segments + self.closing.len()
     }

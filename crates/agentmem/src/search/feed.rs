@@ -68,7 +68,7 @@ impl IndexFeeder {
     /// [`HistoryIndex::has_memories_beyond`]), as the indexer found after the
     /// latest batch it finished; `None` before the first, or when it cannot
     /// read the index.
-    pub fn memories_beyond(&self) -> Option<bool> {
+    pub(crate) fn memories_beyond(&self) -> Option<bool> {
         match self.others.load(Ordering::Acquire) {
             OTHERS_ABSENT => Some(false),
             OTHERS_PRESENT => Some(true),

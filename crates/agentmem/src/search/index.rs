@@ -4,7 +4,7 @@
 //! agent's facts and episodic items.
 //!
 //! The index is derived data. Events are added when they are ingested;
-//! [`HistoryIndex::catch_up`] adds whatever a session's log holds that the
+//! `HistoryIndex::catch_up` adds whatever a session's log holds that the
 //! index lacks (events written before the index existed, or by a writer
 //! that crashed between its log and its index), so the index is never
 //! rebuilt from scratch. Losing the file loses nothing: it is rebuilt from
@@ -185,7 +185,7 @@ impl HistoryIndex {
 
     /// Opens the index in `agent_dir` for reading only, as it is: `None`
     /// when there is none. Nothing is created or changed.
-    pub fn open_read_only(agent_dir: &Path) -> Result<Option<HistoryIndex>> {
+    pub(crate) fn open_read_only(agent_dir: &Path) -> Result<Option<HistoryIndex>> {
         let path = agent_dir.join(INDEX_FILE);
         if !path.is_file() {
             return Ok(None);
@@ -224,7 +224,7 @@ impl HistoryIndex {
     /// [`HistoryIndex::add_events`] otherwise. A transaction writes a new
     /// segment of the full-text index and merges older ones, so many small
     /// runs cost several times what they cost together.
-    pub fn add_runs<'a>(
+    pub(crate) fn add_runs<'a>(
         &mut self,
         session: &str,
         runs: impl IntoIterator<Item = (u64, &'a [Event])>,
@@ -240,7 +240,7 @@ impl HistoryIndex {
 
     /// Adds the events of `history` (a session's full history, in order) that
     /// the index lacks. Returns how many were added.
-    pub fn catch_up(&mut self, session: &str, history: &[Event]) -> Result<usize> {
+    pub(crate) fn catch_up(&mut self, session: &str, history: &[Event]) -> Result<usize> {
         self.add_events(session, 0, history)
     }
 
@@ -259,7 +259,7 @@ impl HistoryIndex {
     }
 
     /// Removes a session's events from the index.
-    pub fn remove_session(&mut self, session: &str) -> Result<()> {
+    pub(crate) fn remove_session(&mut self, session: &str) -> Result<()> {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
         let tx = self.write_transaction().map_err(fail)?;
@@ -276,7 +276,7 @@ impl HistoryIndex {
     /// Replaces the indexed facts and episodes when `stamp` (of the files
     /// they were read from) differs from the one indexed; `load` is called
     /// only then.
-    pub fn sync_memories(
+    pub(crate) fn sync_memories(
         &mut self,
         stamp: &str,
         load: impl FnOnce() -> Result<Vec<MemoryDoc>>,
@@ -330,7 +330,7 @@ impl HistoryIndex {
     /// what other sessions left, or facts given by hand. Answered from the
     /// indexes alone, so a session alone with its own history pays nothing
     /// for recall.
-    pub fn has_memories_beyond(&self, session: &str) -> Result<bool> {
+    pub(crate) fn has_memories_beyond(&self, session: &str) -> Result<bool> {
         // Facts given by hand name no session.
         let unattributed: bool = self
             .conn
@@ -342,7 +342,7 @@ impl HistoryIndex {
 
     /// The speakers of indexed events whose names `text` holds, as whole
     /// words in any case (`What does Melanie's son like?` names `Melanie`).
-    pub fn speakers_named_in(&self, text: &str) -> Result<Vec<String>> {
+    pub(crate) fn speakers_named_in(&self, text: &str) -> Result<Vec<String>> {
         let words: Vec<String> = super::query::word_sequence(text).collect();
         let mut statement = self
             .conn
@@ -551,7 +551,12 @@ impl HistoryIndex {
 
     /// The events of `session` at positions `ord - radius ..= ord + radius`
     /// other than `ord` itself, as unscored candidates.
-    pub fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>> {
+    pub(crate) fn neighbours(
+        &self,
+        session: &str,
+        ord: u64,
+        radius: u64,
+    ) -> Result<Vec<Candidate>> {
         let mut statement = self
             .conn
             .prepare_cached(

@@ -150,7 +150,7 @@ impl HistoryIndex {
 
     /// How similar `query` (a vector of `model`) is to every document of
     /// `kinds` outside `exclude_session` that has a vector of that model.
-    pub fn similarities(
+    pub(crate) fn similarities(
         &self,
         model: &str,
         query: &[f32],
@@ -186,7 +186,7 @@ impl HistoryIndex {
 
     /// The documents in rows `docs`, as candidates without a BM25 score
     /// (a row deleted since, by another process, is left out).
-    pub fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
+    pub(crate) fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
         let mut statement = self
             .conn
             .prepare_cached(
@@ -209,7 +209,7 @@ impl HistoryIndex {
     /// Fails when vectors of `model` are stored with another length than
     /// `dimensions`: another model was given the same name, and its vectors
     /// and these are not comparable.
-    pub fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()> {
+    pub(crate) fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()> {
         let stored: Option<i64> = self
             .conn
             .prepare_cached("SELECT length(vector) FROM vectors WHERE model = ?1 LIMIT 1")

@@ -257,7 +257,7 @@ impl Session {
 
     /// Whether this handle writes the session (holds its lock), rather than
     /// reading it.
-    pub fn is_writer(&self) -> bool {
+    pub(crate) fn is_writer(&self) -> bool {
         self.log.is_writer()
     }
 

@@ -51,7 +51,7 @@ impl TokenCounts {
     }
 
     /// Takes `other` away from these counts.
-    pub fn sub(&mut self, other: TokenCounts) {
+    pub(crate) fn sub(&mut self, other: TokenCounts) {
         self.total = self.total.saturating_sub(other.total);
         self.tool_output = self.tool_output.saturating_sub(other.tool_output);
         self.reasoning = self.reasoning.saturating_sub(other.reasoning);

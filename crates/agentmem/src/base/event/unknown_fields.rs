@@ -43,7 +43,7 @@ impl UnknownFields {
     }
 
     /// Sets the field `key` to the JSON text `raw`, made compact.
-    pub fn insert_raw(&mut self, key: String, raw: Box<RawValue>) {
+    pub(crate) fn insert_raw(&mut self, key: String, raw: Box<RawValue>) {
         let raw = match compact(raw.get()) {
             Some(compacted) => {
                 RawValue::from_string(compacted).expect("compacting keeps JSON valid")
