@@ -55,17 +55,19 @@ pub(crate) struct MemoryInjector {
     embedder: Option<SharedEmbedder>,
     cache: Option<MemoryCache>,
     index: IndexReader,
+    /// What this session may do to the index.
+    index_use: IndexUse,
 }
 
 /// The session's read handle on the agent's search index.
 #[derive(Debug)]
 enum IndexReader {
     /// Opened at the first recall, as the session may use it.
-    Unopened(IndexUse),
-    Open(Box<HistoryIndex>, IndexUse),
+    Unopened,
+    Open(Box<HistoryIndex>),
     /// Opening failed (or a reader found none): recall falls back to the
     /// salience-ordered block.
-    Failed(IndexUse),
+    Failed,
 }
 
 /// What a session may do to the agent's search index when it recalls.
@@ -119,7 +121,8 @@ impl MemoryInjector {
             redaction,
             embedder,
             cache: None,
-            index: IndexReader::Unopened(index_use),
+            index: IndexReader::Unopened,
+            index_use,
         }
     }
 
@@ -256,7 +259,7 @@ impl MemoryInjector {
         let session = self.session.clone();
         let embedder = self.embedder.clone();
         let redaction = self.redaction;
-        let maintain = self.index_use() == IndexUse::Maintain;
+        let maintain = self.index_use == IndexUse::Maintain;
         let index = self.index_mut()?;
         if maintain {
             refresh_memories(index, &agent_dir).ok()?;
@@ -287,27 +290,19 @@ impl MemoryInjector {
 
     /// The agent's search index for reading, opened on first use; `None` once it failed.
     fn index_mut(&mut self) -> Option<&mut HistoryIndex> {
-        if let IndexReader::Unopened(index_use) = self.index {
-            let opened = match index_use {
+        if let IndexReader::Unopened = self.index {
+            let opened = match self.index_use {
                 IndexUse::Maintain => HistoryIndex::open(&self.agent_dir).ok(),
                 IndexUse::ReadAsIs => HistoryIndex::open_read_only(&self.agent_dir).ok().flatten(),
             };
             self.index = match opened {
-                Some(index) => IndexReader::Open(Box::new(index), index_use),
-                None => IndexReader::Failed(index_use),
+                Some(index) => IndexReader::Open(Box::new(index)),
+                None => IndexReader::Failed,
             };
         }
         match &mut self.index {
-            IndexReader::Open(index, _) => Some(index),
-            IndexReader::Unopened(_) | IndexReader::Failed(_) => None,
-        }
-    }
-
-    fn index_use(&self) -> IndexUse {
-        match self.index {
-            IndexReader::Unopened(index_use)
-            | IndexReader::Open(_, index_use)
-            | IndexReader::Failed(index_use) => index_use,
+            IndexReader::Open(index) => Some(index),
+            IndexReader::Unopened | IndexReader::Failed => None,
         }
     }
 }
