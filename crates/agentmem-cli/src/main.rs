@@ -1,20 +1,7 @@
-//! `agentmem`: the command-line face of the agentmem engine.
-//!
-//! A thin layer: each subcommand parses its arguments, calls the library, and
-//! prints the result for people (tables) or scripts (`--json`).
-
-mod cli;
-mod commands;
-mod eval;
-mod hints;
-mod measure;
-mod output;
-mod plot;
-mod progress;
+//! `agentmem`: the command-line face of the agentmem engine (see
+//! [`agentmem_cli::run`]).
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 /// The engine allocates a little for every event, message and rendered
 /// entry; mimalloc serves such small, short-lived blocks faster than the
@@ -26,20 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
-    let cli = cli::Cli::parse();
-    match commands::run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("agentmem: {error:#}");
-            if let Some(hint) = hints::for_chain(&error) {
-                eprintln!("agentmem: hint: {hint}");
-            }
-            match error.downcast_ref::<commands::InputRejected>() {
-                Some(_) => ExitCode::from(commands::INPUT_REJECTED_EXIT),
-                None => ExitCode::FAILURE,
-            }
-        }
-    }
+    agentmem_cli::run(std::env::args_os())
 }
 
 /// `agentmem … | head` should end quietly when `head` stops reading, as other

@@ -159,6 +159,17 @@ fn parse_answer(answer: &str, span: &[Event]) -> Result<Summary, SummarizeError>
     };
     let value: Value = serde_json::from_str(json)
         .map_err(|e| SummarizeError::Failed(format!("the summarizer's JSON is invalid: {e}")))?;
+    Ok(summary_from_json(&value, span))
+}
+
+/// The summary a JSON answer holds: `{"sections": {title: [bullet, …]},
+/// "facts": [{"text", "kind", "source_event_ids", "confidence"}]}`, the shape
+/// the summarizer's prompt asks a model for (and a summarizer written in
+/// another language may answer with). Sections other than the nine fixed
+/// ones are ignored, and so is a fact that does not name its kind
+/// (preference, decision or constraint) or names an event outside `span`;
+/// the summary covers every event of `span`.
+pub fn summary_from_json(value: &Value, span: &[Event]) -> Summary {
     let mut summary = Summary::empty();
     for (title, bullets) in &mut summary.sections {
         *bullets = value["sections"][title.as_str()]
@@ -178,7 +189,7 @@ fn parse_answer(answer: &str, span: &[Event]) -> Result<Summary, SummarizeError>
         .filter_map(|fact| fact_of(fact, &span_ids))
         .collect();
     summary.covered_event_ids = span.iter().map(|e| e.id.clone()).collect();
-    Ok(summary)
+    summary
 }
 
 /// A fact of the answer, if it names its kind and only events of the span.

@@ -490,36 +490,17 @@ impl Service {
     }
 
     fn search(&self, request: requests::Search) -> Result<Answer, ServiceError> {
-        let date = |text: Option<String>| -> Result<_, ServiceError> {
-            Ok(text
-                .as_deref()
-                .map(agentmem::search::parse_date)
-                .transpose()?)
-        };
-        let filter = SearchFilter {
-            session: request.session,
-            role: request.role.as_deref().map(SearchRole::parse).transpose()?,
-            since: date(request.since)?,
-            until: date(request.until)?,
-            limit: request
-                .limit
-                .map_or(agentmem::search::DEFAULT_SEARCH_LIMIT, |count| {
-                    usize::try_from(count.0).unwrap_or(usize::MAX)
-                }),
-        };
+        let filter = search_filter(&request)?;
         let hits = self.store.search(&self.agent, &request.query, &filter)?;
         reply(hits)
     }
 
     fn recall(&self, request: requests::Recall) -> Result<Answer, ServiceError> {
-        let budget = request
-            .budget
-            .map_or(DEFAULT_RECALL_BUDGET_TOKENS, |count| count.0);
-        let mut recall = RecallRequest::new(&request.query, budget);
-        recall.exclude_session = request.session;
-        let recalled = self
-            .store
-            .recall(&self.agent, &recall, Encoding::default().tokenizer())?;
+        let recalled = self.store.recall(
+            &self.agent,
+            &recall_request(request),
+            Encoding::default().tokenizer(),
+        )?;
         reply(recalled)
     }
 
@@ -718,9 +699,39 @@ fn reply(result: impl serde::Serialize) -> Result<Answer, ServiceError> {
     Ok(serde_json::value::to_raw_value(&result)?)
 }
 
+/// The engine's filter for a [`requests::Search`] (its query aside).
+pub fn search_filter(request: &requests::Search) -> Result<SearchFilter, agentmem::Error> {
+    let date = |text: &Option<String>| {
+        text.as_deref()
+            .map(agentmem::search::parse_date)
+            .transpose()
+    };
+    Ok(SearchFilter {
+        session: request.session.clone(),
+        role: request.role.as_deref().map(SearchRole::parse).transpose()?,
+        since: date(&request.since)?,
+        until: date(&request.until)?,
+        limit: request
+            .limit
+            .map_or(agentmem::search::DEFAULT_SEARCH_LIMIT, |count| {
+                usize::try_from(count.0).unwrap_or(usize::MAX)
+            }),
+    })
+}
+
+/// The engine's request for a [`requests::Recall`].
+pub fn recall_request(request: requests::Recall) -> RecallRequest {
+    let budget = request
+        .budget
+        .map_or(DEFAULT_RECALL_BUDGET_TOKENS, |count| count.0);
+    let mut recall = RecallRequest::new(&request.query, budget);
+    recall.exclude_session = request.session;
+    recall
+}
+
 /// The engine's request for a [`requests::Prepare`]: this call's settings
 /// as the top layer, over the session's and the agent's.
-fn prepare_request(request: requests::Prepare) -> Result<PrepareRequest, ServiceError> {
+pub fn prepare_request(request: requests::Prepare) -> Result<PrepareRequest, ServiceError> {
     let target = match &request.target {
         Some(name) => name.parse::<Target>().map_err(ServiceError::bad_request)?,
         None => Target::for_model(&request.model),
