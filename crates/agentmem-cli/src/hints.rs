@@ -26,7 +26,9 @@ pub fn for_error(error: &Error) -> Option<&'static str> {
 pub fn for_import_error(error: &ImportError) -> Option<&'static str> {
     match error {
         ImportError::UnknownFormat { .. } => Some("pass --format to name the format"),
-        ImportError::BadInput { .. } | ImportError::Io { .. } => None,
+        ImportError::BadInput { .. } | ImportError::BadShape { .. } | ImportError::Io { .. } => {
+            None
+        }
     }
 }
 

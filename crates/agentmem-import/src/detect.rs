@@ -42,6 +42,19 @@ const CODEX_LEGACY_ITEM_TYPES: [&str; 6] = [
     "custom_tool_call",
 ];
 
+/// Item types only the Responses API writes (a chat message has no `type`).
+const RESPONSES_ITEM_TYPES: [&str; 5] = [
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "custom_tool_call",
+    "web_search_call",
+];
+
+/// Content blocks only Anthropic messages hold.
+const ANTHROPIC_BLOCK_TYPES: [&str; 4] =
+    ["tool_use", "tool_result", "thinking", "redacted_thinking"];
+
 /// Claude Code line types that identify a session log on their own.
 const CLAUDE_LINE_TYPES: [&str; 4] = ["user", "assistant", "summary", "file-history-snapshot"];
 
@@ -95,7 +108,11 @@ fn document_format(document: &Value) -> Option<Format> {
 
 fn list_format(items: &[Value]) -> Option<Format> {
     let items = || items.iter().take(SNIFF).filter_map(Value::as_object);
-    if items().any(|item| item.contains_key("role")) {
+    if items().any(is_responses_item) {
+        Some(Format::OpenAiResponses)
+    } else if items().any(is_anthropic_message) {
+        Some(Format::AnthropicMessages)
+    } else if items().any(|item| item.contains_key("role")) {
         Some(Format::OpenAiMessages)
     } else if items().any(is_openhands_event) {
         Some(Format::OpenHands)
@@ -120,10 +137,39 @@ fn object_format(map: &Map<String, Value>) -> Option<Format> {
     if map.get("events").is_some_and(Value::is_array) {
         return Some(Format::OpenHands);
     }
-    map.get("messages")
+    ["messages", "input"]
+        .into_iter()
+        .filter_map(|key| map.get(key).and_then(Value::as_array))
+        .find_map(|messages| list_format(messages))
+        .filter(|format| {
+            matches!(
+                format,
+                Format::OpenAiMessages | Format::OpenAiResponses | Format::AnthropicMessages
+            )
+        })
+}
+
+/// A Responses API item: typed as one, or a message whose parts are
+/// Responses parts (`input_text`, `output_text`).
+fn is_responses_item(item: &Map<String, Value>) -> bool {
+    let typed = item
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| RESPONSES_ITEM_TYPES.contains(&kind));
+    typed || content_part_types(item).any(|kind| kind == "input_text" || kind == "output_text")
+}
+
+/// An Anthropic message: one whose content holds Anthropic-only blocks.
+fn is_anthropic_message(item: &Map<String, Value>) -> bool {
+    content_part_types(item).any(|kind| ANTHROPIC_BLOCK_TYPES.contains(&kind))
+}
+
+fn content_part_types(item: &Map<String, Value>) -> impl Iterator<Item = &str> {
+    item.get("content")
         .and_then(Value::as_array)
-        .and_then(|messages| list_format(messages))
-        .filter(|format| *format == Format::OpenAiMessages)
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.get("type").and_then(Value::as_str))
 }
 
 /// A SWE-agent history message (`role`, `message_type`) or trajectory step

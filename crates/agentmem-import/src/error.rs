@@ -15,6 +15,14 @@ pub enum ImportError {
         message: String,
     },
 
+    /// Messages or a response handed over live are not of the shape named.
+    #[error("cannot read {at} as {shape} input: {reason}")]
+    BadShape {
+        shape: crate::shape::Shape,
+        at: String,
+        reason: String,
+    },
+
     /// Neither the file's name nor its contents tell its format.
     #[error("cannot tell the format of {path} from its name or its contents; name the format: one of {known}")]
     UnknownFormat { path: String, known: String },

@@ -10,6 +10,14 @@ pub enum Format {
     /// A JSON list of OpenAI chat messages (`{role, content, tool_calls, tool_call_id}`),
     /// or an object holding one under `messages`.
     OpenAiMessages,
+    /// A JSON list of OpenAI Responses API items (`message`, `function_call`,
+    /// `function_call_output`, `reasoning`, …), or an object holding one
+    /// under `input`: an OpenAI Agents SDK session's items, say.
+    OpenAiResponses,
+    /// A JSON list of Anthropic messages (`{role, content}` with content
+    /// blocks), or a request object holding one under `messages` (and its
+    /// `system`).
+    AnthropicMessages,
     /// A Claude Code session log (`~/.claude/projects/<project>/<session>.jsonl`).
     ClaudeCode,
     /// A Codex CLI rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
@@ -23,9 +31,11 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 8] = [
         Format::Events,
         Format::OpenAiMessages,
+        Format::OpenAiResponses,
+        Format::AnthropicMessages,
         Format::ClaudeCode,
         Format::Codex,
         Format::SweAgent,
@@ -37,6 +47,8 @@ impl Format {
         match self {
             Format::Events => "events",
             Format::OpenAiMessages => "openai-messages",
+            Format::OpenAiResponses => "openai-responses",
+            Format::AnthropicMessages => "anthropic-messages",
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::SweAgent => "swe-agent",
@@ -63,7 +75,10 @@ impl Format {
     pub(crate) fn layout(self, text: &str) -> Layout {
         match self {
             Format::Events | Format::ClaudeCode | Format::Codex => Layout::Lines,
-            Format::OpenAiMessages | Format::SweAgent => Layout::Document,
+            Format::OpenAiMessages
+            | Format::OpenAiResponses
+            | Format::AnthropicMessages
+            | Format::SweAgent => Layout::Document,
             Format::OpenHands => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
                 Ok(_) => Layout::Document,
                 Err(_) => Layout::Lines,

@@ -15,9 +15,11 @@
 //! ```
 //!
 //! The layers, each using only those above it: [`utf8`] (input text decoded
-//! a line at a time) and [`ImportError`]; [`Format`] and [`Imported`]; the
+//! a line at a time), the provider shapes ([`native::Shape`]) and
+//! [`ImportError`]; [`Format`] and [`Imported`]; the
 //! helpers the formats share (`record`); the formats (`formats/`);
-//! [`detect_format`]; then [`read()`] and [`parse()`], and
+//! [`detect_format`]; then [`read()`] and [`parse()`]; [`native`], what an
+//! agent sends and gets back in those shapes, handed over live; and
 //! [`session_id_for`], which finds the session an import goes to in a
 //! [`Store`](agentmem::Store). The crate uses the engine (`agentmem`)
 //! and the engine never uses it.
@@ -30,8 +32,10 @@ mod error;
 mod format;
 mod formats;
 mod imported;
+pub mod native;
 mod read;
 mod record;
+mod shape;
 pub mod utf8;
 
 pub use destination::session_id_for;

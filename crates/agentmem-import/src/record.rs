@@ -62,3 +62,11 @@ pub(crate) fn stable_id(prefix: &str, position: usize, record: &str) -> String {
         agentmem::base::hash::fnv1a(record.as_bytes()) as u32
     )
 }
+
+/// `images` as an event's media, or none when there are none.
+pub(crate) fn media(images: Vec<String>) -> Option<agentmem::base::event::Media> {
+    (!images.is_empty()).then(|| agentmem::base::event::Media {
+        images,
+        ..Default::default()
+    })
+}

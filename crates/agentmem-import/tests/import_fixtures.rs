@@ -451,3 +451,77 @@ fn openai_messages() {
     assert_paired(name, &imported.events, &[]);
     assert!(with_usage(&imported).is_empty());
 }
+
+#[test]
+fn openai_responses_items() {
+    let name = "openai-responses.json";
+    let imported = import_fixture(name, Format::OpenAiResponses);
+    assert_counts(
+        name,
+        &imported,
+        &[
+            (TraceType::User, 2),
+            (TraceType::Reasoning, 1),
+            (TraceType::Assistant, 2),
+            (TraceType::ToolCall, 3),
+            (TraceType::ToolResult, 3),
+        ],
+    );
+    assert_paired(name, &imported.events, &[]);
+    let reasoning = &imported.events[1];
+    assert_eq!(reasoning.id, "rs_01");
+    assert_eq!(
+        reasoning.opaque.as_ref().unwrap()["encrypted_content"],
+        "gAAAAABo1"
+    );
+}
+
+#[test]
+fn anthropic_messages_request() {
+    let name = "anthropic-messages.json";
+    let imported = import_fixture(name, Format::AnthropicMessages);
+    assert_counts(
+        name,
+        &imported,
+        &[
+            (TraceType::System, 1),
+            (TraceType::User, 1),
+            (TraceType::Reasoning, 1),
+            (TraceType::Assistant, 2),
+            (TraceType::ToolCall, 2),
+            (TraceType::ToolResult, 2),
+        ],
+    );
+    assert_paired(name, &imported.events, &[]);
+    let failed: Vec<_> = tool_interactions(&imported.events)
+        .into_iter()
+        .filter(|pair| pair.status == ToolStatus::Error)
+        .map(|pair| pair.tool_call_id)
+        .collect();
+    assert_eq!(failed, ["toolu_02"]);
+}
+
+#[test]
+fn a_messages_file_that_grew_keeps_the_ids_of_what_it_held() {
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "tests",
+        "fixtures",
+        "anthropic-messages.json",
+    ]
+    .iter()
+    .collect();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut request: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let whole = import::parse(Format::AnthropicMessages, &path, &text).unwrap();
+    request["messages"].as_array_mut().unwrap().truncate(3);
+    let shorter = import::parse(Format::AnthropicMessages, &path, &request.to_string()).unwrap();
+    let ids = |imported: &Imported| {
+        imported
+            .events
+            .iter()
+            .map(|e| e.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&shorter)[..], ids(&whole)[..shorter.events.len()]);
+}

@@ -56,8 +56,9 @@ use agentmem::{Event, TraceType, Usage};
 use serde_json::Value;
 
 use super::openai_messages::{content_text, parse_arguments};
+use super::responses::{call_id, input_images, reasoning_event, str_of, web_search_events};
 use crate::imported::{Imported, Skipped};
-use crate::record::{json_object_line, stable_id, verbatim_reasoning};
+use crate::record::{json_object_line, stable_id};
 
 /// User messages starting with these are context Codex injects, not the user
 /// typing: as user events they would open turns the user never started.
@@ -533,22 +534,6 @@ fn is_injected(text: &str) -> bool {
         .any(|prefix| text.starts_with(prefix))
 }
 
-/// `input_image` parts of a message, as their URLs (usually data URIs).
-fn input_images(content: Option<&Value>) -> Vec<String> {
-    let Some(Value::Array(parts)) = content else {
-        return Vec::new();
-    };
-    parts
-        .iter()
-        .filter(|part| part.get("type").and_then(Value::as_str) == Some("input_image"))
-        .filter_map(|part| {
-            part.get("image_url")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .collect()
-}
-
 /// A tool output: a string, a list of content items, or `{content, success}`.
 /// A list (what `view_image` and MCP tools return) holds `input_text` parts,
 /// kept as the text, and `input_image` parts, kept in `media` as a message's
@@ -631,66 +616,6 @@ fn header_exit_code(text: &str) -> Option<i64> {
                 .or_else(|| line.strip_prefix("Process exited with code"))
                 .and_then(|code| code.trim().parse().ok())
         })
-}
-
-/// A web search the provider ran itself, as a `web_search` call (its action
-/// as the arguments) and its result. The rollout keeps the query but not
-/// what the search returned, so the result says what ran; the pair keeps the
-/// search visible to history and to the model without an unanswered call.
-/// Items without an id get one from their line.
-fn web_search_events(item: &Value, line_no: usize) -> Vec<Event> {
-    let call_id = match str_of(item, "id") {
-        "" => format!("web_search_{line_no}"),
-        id => id.to_owned(),
-    };
-    let action = item.get("action").cloned().unwrap_or(Value::Null);
-    let summary = web_search_summary(&action);
-    let result = match str_of(item, "status") {
-        "failed" => Event::tool_error(call_id.as_str(), format!("{summary} (failed)")),
-        _ => Event::tool_result(call_id.as_str(), summary),
-    };
-    vec![Event::tool_call(call_id, "web_search", action), result]
-}
-
-/// What a web search action did, in words.
-fn web_search_summary(action: &Value) -> String {
-    let url = str_of(action, "url");
-    match str_of(action, "type") {
-        "search" => match str_of(action, "query") {
-            "" => "searched the web".to_owned(),
-            query => format!("searched the web for {query:?}"),
-        },
-        "open_page" => format!("opened the page {url}"),
-        "find_in_page" => format!(
-            "searched the page {url} for {:?}",
-            str_of(action, "pattern")
-        ),
-        _ => "ran a web search".to_owned(),
-    }
-}
-
-/// Reasoning: the summary text (else the raw reasoning text) as content, the
-/// whole item in `opaque`.
-fn reasoning_event(item: &Value) -> Event {
-    let mut text = content_text(item.get("summary"));
-    if text.is_empty() {
-        text = content_text(item.get("content"));
-    }
-    verbatim_reasoning(&text, item)
-}
-
-fn call_id(item: &Value) -> Result<&str, String> {
-    match str_of(item, "call_id") {
-        "" => match str_of(item, "id") {
-            "" => Err(format!("a {} without a call_id", str_of(item, "type"))),
-            id => Ok(id),
-        },
-        id => Ok(id),
-    }
-}
-
-fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! becomes one assistant event (when it has text) and one tool call event per
 //! call; `{"role": "tool", "tool_call_id"}` becomes the tool result.
 
+use agentmem::base::event::Media;
 use agentmem::{Event, TraceType};
 use serde_json::Value;
 
@@ -25,40 +26,77 @@ pub(super) fn parse(text: &str) -> Result<Imported, String> {
         imported.records += 1;
         let position = index + 1;
         let record = message.to_string();
-        let id = |part: usize| stable_id("oai", position * 100 + part, &record);
-        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
-        let content = content_text(message.get("content"));
-        match role {
-            "system" | "developer" => imported.events.push(Event::system(content).with_id(id(0))),
-            "user" => imported.events.push(Event::user(content).with_id(id(0))),
-            "assistant" => {
-                if !content.is_empty() {
-                    imported
-                        .events
-                        .push(Event::assistant(content).with_id(id(0)));
-                }
-                let calls = message.get("tool_calls").and_then(Value::as_array);
-                for (i, call) in calls.into_iter().flatten().enumerate() {
-                    imported.events.push(tool_call(call).with_id(id(i + 1)));
+        match message_events(message) {
+            Ok(events) => {
+                let mut calls = 0;
+                for event in events {
+                    let part = match event.trace_type {
+                        TraceType::ToolCall => {
+                            calls += 1;
+                            calls
+                        }
+                        _ => 0,
+                    };
+                    let id = stable_id("oai", position * 100 + part, &record);
+                    imported.events.push(event.with_id(id));
                 }
             }
-            "tool" | "function" => {
-                let call_id = message
-                    .get("tool_call_id")
-                    .or_else(|| message.get("name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                imported
-                    .events
-                    .push(Event::tool_result(call_id, content).with_id(id(0)));
-            }
-            other => imported.skipped.push(Skipped::malformed(
-                position,
-                format!("unknown role {other:?}"),
-            )),
+            Err(reason) => imported.skipped.push(Skipped::malformed(position, reason)),
         }
     }
     Ok(imported)
+}
+
+/// The events of one chat message: its text as an event of its role (an
+/// assistant's only when it has text), then one event per tool call; or why
+/// it has none.
+pub(crate) fn message_events(message: &Value) -> Result<Vec<Event>, String> {
+    let content = content_text(message.get("content"));
+    let images = image_urls(message.get("content"));
+    let with_images = |mut event: Event| {
+        if !images.is_empty() {
+            event.media = Some(Media {
+                images: images.clone(),
+                ..Media::default()
+            });
+        }
+        event
+    };
+    let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+    let events = match role {
+        "system" | "developer" => vec![Event::system(content)],
+        "user" => vec![with_images(Event::user(content))],
+        "assistant" => {
+            let text = (!content.is_empty()).then(|| Event::assistant(content));
+            let calls = message.get("tool_calls").and_then(Value::as_array);
+            text.into_iter()
+                .chain(calls.into_iter().flatten().map(tool_call))
+                .collect()
+        }
+        "tool" | "function" => {
+            let call_id = message
+                .get("tool_call_id")
+                .or_else(|| message.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            vec![with_images(Event::tool_result(call_id, content))]
+        }
+        other => return Err(format!("unknown role {other:?}")),
+    };
+    Ok(events)
+}
+
+/// The `image_url` parts of a message's content, as their URLs.
+fn image_urls(content: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(parts)) = content else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter_map(|part| part.get("image_url"))
+        .filter_map(|image| image.get("url").or(Some(image)).and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
 }
 
 fn tool_call(call: &Value) -> Event {
@@ -74,7 +112,7 @@ fn tool_call(call: &Value) -> Event {
 }
 
 /// Arguments arrive as a JSON string; parse it, keep the raw text if it is not JSON.
-pub(super) fn parse_arguments(arguments: Option<&Value>) -> Value {
+pub(crate) fn parse_arguments(arguments: Option<&Value>) -> Value {
     match arguments {
         Some(Value::String(raw)) => agentmem::base::json::parse_within_nesting(raw)
             .unwrap_or_else(|| Value::String(raw.clone())),
@@ -84,7 +122,7 @@ pub(super) fn parse_arguments(arguments: Option<&Value>) -> Value {
 }
 
 /// Message content as text: a string, or the text parts of a list joined by newlines.
-pub(super) fn content_text(content: Option<&Value>) -> String {
+pub(crate) fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts

@@ -177,6 +177,23 @@ thread_local! {
 /// where it arrived as text (imported tool arguments), kept as that text.
 pub const MAX_NESTING: usize = 64;
 
+/// What kind of JSON value `value` is, in words for a message: `null`,
+/// `a boolean`, `a number`, `a string`, `a list`, `an object`.
+///
+/// ```
+/// assert_eq!(agentmem::base::json::kind_of(&serde_json::json!([1])), "a list");
+/// ```
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// How many levels of arrays and objects `value` nests (0 for a scalar).
 /// Walks without recursion, so any depth can be measured.
 ///

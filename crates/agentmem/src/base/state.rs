@@ -58,7 +58,7 @@ impl StatePatch {
                 return Err(Error::WorkingMemoryPatch {
                     message: format!(
                         "a patch is an object (JSON Merge Patch) or a list of operations (JSON Patch), not {}",
-                        type_name(other)
+                        crate::base::json::kind_of(other)
                     ),
                 })
             }
@@ -100,7 +100,7 @@ impl StatePatch {
             return Err(Error::WorkingMemoryPatch {
                 message: format!(
                     "the patch makes the document {}; working memory is a JSON object",
-                    type_name(&next)
+                    crate::base::json::kind_of(&next)
                 ),
             });
         }
@@ -160,15 +160,4 @@ pub fn hash_of(document: &Value) -> String {
         "{:016x}",
         crate::base::hash::fnv1a(document.to_string().as_bytes())
     )
-}
-
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
