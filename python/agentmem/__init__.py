@@ -20,6 +20,7 @@ from agentmem._aio import AsyncSession, AsyncStore
 from agentmem._native import (
     AgentmemError,
     BadQuery,
+    BadShape,
     CallbackError,
     ConfigError,
     Conflict,
@@ -49,7 +50,18 @@ from agentmem._native import (
     UnknownModel,
     __version__,
 )
-from agentmem._sync import Durability, Embedder, Prepared, Reranker, Session, Store, Summarizer, Target
+from agentmem._sync import (
+    Durability,
+    Embedder,
+    Format,
+    Prepared,
+    ProviderFormat,
+    Reranker,
+    Session,
+    Store,
+    Summarizer,
+    Target,
+)
 
 __all__ = [
     "Store",
@@ -58,6 +70,8 @@ __all__ = [
     "AsyncStore",
     "AsyncSession",
     "Target",
+    "Format",
+    "ProviderFormat",
     "Durability",
     "Summarizer",
     "Embedder",
@@ -70,6 +84,7 @@ __all__ = [
     "SchemaViolation",
     "InvalidSchema",
     "BadQuery",
+    "BadShape",
     "EditRefused",
     "NotAnOverflow",
     "UnknownModel",

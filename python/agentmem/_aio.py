@@ -12,7 +12,7 @@ import asyncio
 import os
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from agentmem._sync import Prepared, Session, Store, Target
+from agentmem._sync import Format, Prepared, ProviderFormat, Session, Store, Target
 
 __all__ = ["AsyncStore", "AsyncSession"]
 
@@ -48,9 +48,18 @@ class AsyncSession:
         """Whether :meth:`close` was called."""
         return self.sync.closed
 
-    async def ingest(self, events: Iterable[Mapping[str, Any]]) -> dict:
+    async def ingest(self, items: Iterable[Any] | Mapping[str, Any], format: Format = "agentmem") -> dict:
         """See :meth:`Session.ingest`."""
-        return await asyncio.to_thread(self.sync.ingest, list(events))
+        plain = items if isinstance(items, Mapping) else list(items)
+        return await asyncio.to_thread(self.sync.ingest, plain, format)
+
+    async def record(self, response: Any, format: ProviderFormat | None = None) -> dict:
+        """See :meth:`Session.record`."""
+        return await asyncio.to_thread(self.sync.record, response, format)
+
+    async def import_file(self, path: str | os.PathLike[str], format: str | None = None) -> dict:
+        """See :meth:`Session.import_file`."""
+        return await asyncio.to_thread(self.sync.import_file, path, format)
 
     async def prepare(self, model: str, target: Target | None = None, **settings: Any) -> Prepared:
         """See :meth:`Session.prepare` (the same keyword settings)."""

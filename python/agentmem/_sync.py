@@ -16,12 +16,18 @@ import os
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, Union
 
 from agentmem import _native
-from agentmem._shapes import json_default
+from agentmem._shapes import as_plain, json_default
 
 __all__ = ["Store", "Session", "Prepared"]
 
 Target = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 """The provider API a payload is rendered for."""
+
+ProviderFormat = Literal["openai-chat", "openai-responses", "anthropic"]
+"""A provider's shape of messages and responses: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
+
+Format = Literal["agentmem", "openai-chat", "openai-responses", "anthropic"]
+"""What :meth:`Session.ingest` is given: agentmem events, or a provider's messages."""
 
 Durability = Literal["always", "batch", "os"]
 """When appends reach the disk: fsync per event, per ingest call, or when the OS decides."""
@@ -114,20 +120,62 @@ class Session:
         """Whether :meth:`close` was called."""
         return self._native.closed
 
-    def ingest(self, events: Iterable[Mapping[str, Any]]) -> dict:
-        """Appends agentmem events, in order.
+    def ingest(self, items: Iterable[Any] | Mapping[str, Any], format: Format = "agentmem") -> dict:
+        """Appends events to the log, in order.
 
-        Each event is a dict of the event model (``trace_type``, ``content``,
+        With ``format="agentmem"`` (the default) ``items`` are agentmem
+        events: dicts of the event model (``trace_type``, ``content``,
         ``tool_call_id``, ``tool_name``, ``tool_args``, ``usage``, ...; see the
-        README's "The event model"); pydantic models and other objects with
-        ``model_dump()`` or ``to_dict()`` are accepted too. The whole batch is
-        checked before any of it is written: a bad event raises
-        :class:`agentmem.InvalidEvent` naming its position, and nothing is
+        README's "The event model"). With ``"openai-chat"``, ``"openai-responses"``
+        or ``"anthropic"`` they are what the agent sends its provider: Chat
+        Completions messages, Responses input items, Anthropic messages (a
+        list, one message, or a request body holding ``messages``/``input``;
+        an Anthropic ``system`` becomes a system event). Hand over each
+        message once: messages without an id of their own get a new one each
+        time. pydantic models and SDK objects are accepted wherever a dict is.
+
+        The whole batch is checked before any of it is written: a bad event
+        raises :class:`agentmem.InvalidEvent` (a bad message
+        :class:`agentmem.BadShape`) naming its position, and nothing is
         written. An event whose ``id`` the session already has is skipped.
 
         Returns ``{"appended", "duplicates", "evicted", "compaction_due"}``.
         """
-        return json.loads(self._native.ingest(_dumps(list(events))))
+        if format == "agentmem":
+            if isinstance(items, Mapping):
+                raise TypeError("ingest takes a list of events; wrap a single event in a list")
+            return json.loads(self._native.ingest(_dumps(list(items))))
+        plain = items if isinstance(items, Mapping) else list(items)
+        return json.loads(self._native.ingest_native(format, "messages", _dumps(plain)))
+
+    def record(self, response: Any, format: ProviderFormat | None = None) -> dict:
+        """Appends a model's response: what it said, its tool calls and reasoning, and its usage.
+
+        ``response`` is the provider SDK's response object or its dict: a
+        Chat Completions ``chat.completion``, a Responses ``response``, an
+        Anthropic ``message``; ``format`` is told from it when left out.
+        The usage the provider reported is kept on the last event, so the
+        next :meth:`prepare` measures the context from it. Recording the same
+        response twice adds nothing (its events keep the provider's ids).
+
+        Returns ``{"appended", "duplicates", "evicted", "compaction_due"}``.
+        """
+        plain = as_plain(response)
+        if not isinstance(plain, Mapping):
+            raise TypeError(f"record takes a response object or dict, not {type(response).__name__}")
+        shape = format or _response_format(plain)
+        return json.loads(self._native.ingest_native(shape, "response", _dumps(plain)))
+
+    def import_file(self, path: str | os.PathLike[str], format: str | None = None) -> dict:
+        """Imports a transcript file into this session, told from its name and contents when ``format`` is ``None``.
+
+        Formats: Claude Code, Codex CLI, SWE-agent, OpenHands, OpenAI
+        messages, OpenAI Responses, Anthropic messages, agentmem events (the
+        names ``agentmem import --help`` lists). Events keep stable ids, so
+        importing a file again adds only what is new. Returns
+        ``{"format", "records", "skipped", "appended", "duplicates", "evicted", "compaction_due"}``.
+        """
+        return json.loads(self._native.import_file(os.fspath(path), format))
 
     def prepare(
         self,
@@ -267,6 +315,21 @@ class Session:
     def close(self) -> None:
         """Writes pending metadata and releases the writer lock. Calling it again does nothing."""
         self._native.close()
+
+
+def _response_format(response: Mapping[str, Any]) -> ProviderFormat:
+    """The provider whose response ``response`` is, from its ``object`` or ``type``."""
+    kind = response.get("object") or response.get("type")
+    if kind == "chat.completion":
+        return "openai-chat"
+    if kind == "response":
+        return "openai-responses"
+    if kind == "message":
+        return "anthropic"
+    raise _native.BadShape(
+        f"cannot tell whose response this is (object/type {kind!r}); pass format="
+        '"openai-chat", "openai-responses" or "anthropic"'
+    )
 
 
 def _prepare_arguments(arguments: Mapping[str, Any]) -> dict:

@@ -38,6 +38,10 @@ pub(crate) enum BindingError {
     /// A value passed from Python is not what the call takes.
     #[error("{0}")]
     Input(String),
+    /// Messages, a response or a transcript file that cannot be read in
+    /// the shape or format named.
+    #[error(transparent)]
+    Import(#[from] agentmem_import::ImportError),
 }
 
 pub(crate) type BindingResult<T> = Result<T, BindingError>;
@@ -107,6 +111,12 @@ create_exception!(
     UnknownModel,
     InvalidInput,
     "A model name the registry does not know, where a known model was required."
+);
+create_exception!(
+    agentmem,
+    BadShape,
+    InvalidInput,
+    "Messages, a response or a transcript that are not of the provider shape or file format named; nothing was written."
 );
 create_exception!(
     agentmem,
@@ -237,6 +247,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         EditRefused,
         NotAnOverflow,
         UnknownModel,
+        BadShape,
         NotFound,
         SessionNotFound,
         TurnNotFound,
@@ -287,6 +298,7 @@ impl BindingError {
             BindingError::Request(_) | BindingError::Input(_) => InvalidInput::new_err(message),
             BindingError::UnknownModel { .. } => UnknownModel::new_err(message),
             BindingError::Closed { .. } => ReadOnlySession::new_err(message),
+            BindingError::Import(error) => import_exception(error, message),
         };
         let attributes: Vec<(&str, Py<PyAny>)> = match &self {
             BindingError::Engine(EngineError::WorkingMemoryConflict { expected, actual }) => {
@@ -325,6 +337,17 @@ where
         .into_pyobject(py)
         .map(|bound| bound.into_any().unbind())
         .unwrap_or_else(|_| py.None())
+}
+
+/// The exception class of each import error.
+fn import_exception(error: &agentmem_import::ImportError, message: String) -> PyErr {
+    use agentmem_import::ImportError;
+    match error {
+        ImportError::BadInput { .. }
+        | ImportError::BadShape { .. }
+        | ImportError::UnknownFormat { .. } => BadShape::new_err(message),
+        ImportError::Io { .. } => StorageError::new_err(message),
+    }
 }
 
 /// The exception class of each engine error: every variant decides here,

@@ -11,6 +11,8 @@ use agentmem::base::error::SchemaScope;
 use agentmem::pipeline::overflow::classify_provider_error;
 use agentmem::pipeline::tiers::Action;
 use agentmem::{CompactOptions, Event, PrepareRequest, Session, SessionId, StatePatch};
+use agentmem_import::native::Shape;
+use agentmem_import::Format;
 use agentmem_server::{replies, requests, service::prepare_request};
 use pyo3::prelude::*;
 use serde_json::value::RawValue;
@@ -95,6 +97,16 @@ impl NativeSession {
     }
 }
 
+/// What an ingest wrote, as the HTTP API's `append` answers it.
+fn appended(report: agentmem::IngestReport) -> BindingResult<String> {
+    json::write(&replies::Appended {
+        appended: report.appended,
+        duplicates: report.duplicates,
+        evicted: report.evicted,
+        compaction_due: report.compaction_due,
+    })
+}
+
 /// A prepared call as the HTTP API answers it.
 fn prepared_reply(prepared: &agentmem::Prepared) -> BindingResult<String> {
     json::write(&replies::PreparedReply {
@@ -135,14 +147,73 @@ impl NativeSession {
     /// before any of it is written. What was written (JSON).
     fn ingest(&self, py: Python<'_>, events: &str) -> PyResult<String> {
         self.with(py, |_, session| {
-            let events = read_events(events)?;
-            let report = session.ingest(events)?;
-            json::write(&replies::Appended {
-                appended: report.appended,
-                duplicates: report.duplicates,
-                evicted: report.evicted,
-                compaction_due: report.compaction_due,
-            })
+            appended(session.ingest(read_events(events)?)?)
+        })
+    }
+
+    /// Appends what the agent hands over in a provider's `shape`
+    /// (`openai-chat`, `openai-responses`, `anthropic`): with `Handover::Messages`, messages
+    /// or input items; with `Handover::Response`, a model's response, its usage kept
+    /// on the last event. What was written (JSON).
+    fn ingest_native(
+        &self,
+        py: Python<'_>,
+        shape: &str,
+        handover: &str,
+        value: &str,
+    ) -> PyResult<String> {
+        self.with(py, |_, session| {
+            let shape = Shape::from_name(shape).ok_or_else(|| {
+                BindingError::Input(format!(
+                    "unknown format {shape:?}; use one of: {}",
+                    Shape::names()
+                ))
+            })?;
+            let value: Value = json::read("the messages or response", value)?;
+            let events = match handover {
+                "messages" => agentmem_import::native::events_from_messages(shape, &value)?,
+                "response" => agentmem_import::native::events_from_response(shape, &value)?,
+                other => {
+                    return Err(BindingError::Input(format!(
+                        "handover is \"messages\" or \"response\", not {other:?}"
+                    )))
+                }
+            };
+            appended(session.ingest(events)?)
+        })
+    }
+
+    /// Imports a transcript file (Claude Code, Codex CLI, SWE-agent,
+    /// OpenHands, OpenAI messages, agentmem events; `format` detected when
+    /// `None`) into this session: `{"format", "records", "skipped",
+    /// "appended", "duplicates", "evicted", "compaction_due"}` (JSON).
+    #[pyo3(signature = (path, format=None))]
+    fn import_file(
+        &self,
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        format: Option<String>,
+    ) -> PyResult<String> {
+        self.with(py, |_, session| {
+            let format = match format.as_deref() {
+                None => None,
+                Some(name) => Some(Format::from_name(name).ok_or_else(|| {
+                    BindingError::Input(format!(
+                        "unknown format {name:?}; use one of: {}",
+                        Format::names()
+                    ))
+                })?),
+            };
+            let (format, imported) = agentmem_import::read(&path, format)?;
+            let records = imported.records;
+            let skipped = imported.skipped.len();
+            let report = session.ingest(imported.events)?;
+            let mut value: Value = serde_json::from_str(&appended(report)?)
+                .map_err(|error| BindingError::Input(error.to_string()))?;
+            value["format"] = format.name().into();
+            value["records"] = records.into();
+            value["skipped"] = skipped.into();
+            json::write(&value)
         })
     }
 
