@@ -90,6 +90,8 @@ def test_a_thread_waiting_on_a_busy_session_does_not_hold_the_gil(tmp_path: Path
     # holding the GIL, this thread could not run a line more.
     counted = sum(1 for _ in range(100_000))
     assert waiting.is_alive() and counted == 100_000
+    # Asking about the busy session does not wait for it while holding the GIL either.
+    assert not session.closed and "writable" in repr(session)
     gate.set()
     compacting.join()
     waiting.join()

@@ -5,6 +5,7 @@
 //! the interpreter released, so a thread waiting for it never holds up a
 //! Python callable the session is running.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentmem::base::error::SchemaScope;
@@ -40,6 +41,8 @@ pub(crate) struct NativeSession {
     access: Access,
     /// `None` once closed.
     open: Arc<Mutex<Option<Session>>>,
+    /// Set by `close`, read without waiting for the session.
+    closed: Arc<AtomicBool>,
 }
 
 impl NativeSession {
@@ -57,6 +60,7 @@ impl NativeSession {
             id: session.id().clone(),
             access,
             open: Arc::new(Mutex::new(Some(session))),
+            closed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -134,13 +138,11 @@ impl NativeSession {
         }
     }
 
-    /// Whether the session is closed.
+    /// Whether the session is closed; answered at once, even while
+    /// another thread's call is using the session.
     #[getter]
     fn closed(&self) -> bool {
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Appends agentmem events (a JSON list); the whole batch is checked
@@ -387,8 +389,10 @@ impl NativeSession {
     /// Closes the session: pending metadata written, the writer lock released.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let open = Arc::clone(&self.open);
+        let closed = Arc::clone(&self.closed);
         self.shared.run(py, move |_| {
             let session = open.lock().unwrap_or_else(PoisonError::into_inner).take();
+            closed.store(true, Ordering::Release);
             match session {
                 Some(session) => Ok(session.close()?),
                 None => Ok(()),
