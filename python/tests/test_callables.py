@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,29 @@ def test_a_raising_reranker_is_a_reranker_error(tmp_path: Path) -> None:
 def test_a_callable_must_be_callable(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="summarizer must be callable"):
         agentmem.Store(tmp_path, summarizer="gpt-4.1")  # type: ignore[arg-type]
+
+
+def test_a_python_summarizer_drafts_in_the_background(tmp_path: Path, long_session_events) -> None:
+    (tmp_path / "config.toml").write_text('[context]\ncompaction_timing = "background"\n')
+    threads: set[int] = set()
+
+    def summarize(request: dict) -> str:
+        threads.add(threading.get_ident())
+        return "## Goal\n- drafted off the agent's thread"
+
+    store = agentmem.Store(tmp_path, summarizer=summarize)
+    started = applied = 0
+    with store.create_session() as session:
+        turns: list[list[dict]] = []
+        for event in long_session_events:
+            if event["trace_type"] == "user" or not turns:
+                turns.append([])
+            turns[-1].append(event)
+        for turn in turns:
+            session.ingest(turn)
+            actions = session.prepare(model="gpt-4o", context_window=24_000, max_output_tokens=4_000, safety_margin=4_000).stats["actions"]
+            started += sum(1 for a in actions if a["action"] == "compaction_started")
+            applied += sum(1 for a in actions if a["action"] == "compacted")
+        assert started >= 1 and applied >= 1
+        assert threads and threading.get_ident() not in threads
+        assert "drafted off the agent's thread" in str(session.prepare(model="gpt-4o", context_window=24_000, max_output_tokens=4_000, safety_margin=4_000))
