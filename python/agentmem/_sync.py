@@ -420,7 +420,7 @@ class Store:
 
     def session(self, id: str) -> Session:
         """Session ``id`` open for writing, created when it does not exist."""
-        return Session(self, self._native.resume_session(id, True))
+        return Session(self, self._native.open_or_create(id))
 
     def read_session(self, id: str) -> Session:
         """An existing session open for reading only: no lock taken, never blocks a writer."""

@@ -174,16 +174,20 @@ impl NativeStore {
         Ok(NativeSession::new(&self.shared, session, Access::Write))
     }
 
-    /// An existing session, open for writing (its lock taken); with
-    /// `create`, a new one when there is none.
-    #[pyo3(signature = (id, create=false))]
-    fn resume_session(&self, py: Python<'_>, id: &str, create: bool) -> PyResult<NativeSession> {
+    /// An existing session, open for writing (its lock taken).
+    fn resume_session(&self, py: Python<'_>, id: &str) -> PyResult<NativeSession> {
         let session = self.shared.run(py, |shared| {
-            let id = session_id(id)?;
-            Ok(match create {
-                true => shared.store.open_or_create(&shared.agent, &id)?,
-                false => shared.store.open_session(&shared.agent, &id)?,
-            })
+            Ok(shared.store.open_session(&shared.agent, &session_id(id)?)?)
+        })?;
+        Ok(NativeSession::new(&self.shared, session, Access::Write))
+    }
+
+    /// Session `id` open for writing, created when it does not exist.
+    fn open_or_create(&self, py: Python<'_>, id: &str) -> PyResult<NativeSession> {
+        let session = self.shared.run(py, |shared| {
+            Ok(shared
+                .store
+                .open_or_create(&shared.agent, &session_id(id)?)?)
         })?;
         Ok(NativeSession::new(&self.shared, session, Access::Write))
     }
