@@ -196,3 +196,31 @@ def test_a_python_summarizer_drafts_in_the_background(tmp_path: Path, long_sessi
         assert started >= 1 and applied >= 1
         assert threads and threading.get_ident() not in threads
         assert "drafted off the agent's thread" in str(session.prepare(model="gpt-4o", context_window=24_000, max_output_tokens=4_000, safety_margin=4_000))
+
+
+def test_a_failing_callables_cause_is_never_another_threads(tmp_path: Path, long_session_events) -> None:
+    def summarize(request: dict) -> str:
+        raise ValueError(threading.current_thread().name)
+
+    store = agentmem.Store(tmp_path, summarizer=summarize)
+    causes: dict[str, list[str | None]] = {}
+
+    def worker(name: str) -> None:
+        with store.create_session(name) as session:
+            session.ingest(long_session_events[:120])
+            seen = causes.setdefault(name, [])
+            for _ in range(2):  # a third failure in a row would fall back to trimming
+                try:
+                    session.compact()
+                except agentmem.SummarizerError as error:
+                    seen.append(None if error.__cause__ is None else str(error.__cause__))
+
+    threads = [threading.Thread(target=worker, args=(f"w{n}",), name=f"w{n}") for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(causes) == ["w0", "w1", "w2", "w3"]
+    for name, seen in causes.items():
+        assert len(seen) == 2 and all(cause in (name, None) for cause in seen), (name, seen)
+    assert any(cause is not None for seen in causes.values() for cause in seen)

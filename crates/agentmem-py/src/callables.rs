@@ -8,6 +8,7 @@
 //! `__cause__` of the exception the caller sees.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::ThreadId;
 
 use agentmem::{
     Embedder, Error as EngineError, Event, Reranker, SummarizeError, Summarizer, Summary,
@@ -20,19 +21,29 @@ use serde_json::Value;
 use crate::errors::Seam;
 use crate::json;
 
-/// The last exception a seam's callable raised, kept for the error the
-/// caller sees.
+/// The last exception a seam's callable raised, with the thread it was
+/// raised on: a call that failed inline takes it back on its own thread, so
+/// a cause is never another thread's (when two threads fail at once, the
+/// earlier one goes without).
 #[derive(Debug, Default)]
-pub(crate) struct RaisedSlot(Mutex<Option<PyErr>>);
+pub(crate) struct RaisedSlot(Mutex<Option<(ThreadId, PyErr)>>);
 
 impl RaisedSlot {
     fn keep(&self, error: PyErr) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((std::thread::current().id(), error));
     }
 
-    /// The exception kept, taken out.
+    /// The exception this thread's call raised, taken out.
     pub(crate) fn take(&self) -> Option<PyErr> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.take() {
+            Some((thread, error)) if thread == std::thread::current().id() => Some(error),
+            other => {
+                *slot = other;
+                None
+            }
+        }
     }
 }
 
