@@ -11,6 +11,7 @@ mod measure;
 mod output;
 mod plot;
 mod progress;
+mod storage;
 
 use std::process::ExitCode;
 

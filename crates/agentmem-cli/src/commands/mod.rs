@@ -36,14 +36,25 @@ use crate::cli::{Cli, Command, Global};
 /// What every command works with: the store, the agent, the output mode.
 pub struct Context {
     pub store: Store,
+    /// The configured backend's sessions (the store's files by default).
+    pub storage: Box<dyn agentmem::Storage>,
     pub agent: AgentId,
     pub json: bool,
 }
 
 impl Context {
-    fn new(global: &Global) -> anyhow::Result<Context> {
+    fn new(global: &Global, command: &Command) -> anyhow::Result<Context> {
         let agent = AgentId::new(&global.agent)?;
         let mut config = Config::load(&global.dir)?;
+        if config.storage.backend != agentmem::Backend::Files {
+            if let Some(feature) = crate::storage::beyond_the_seam(command) {
+                return Err(agentmem::Error::NotOnBackend {
+                    feature,
+                    backend: config.storage.backend.name(),
+                }
+                .into());
+            }
+        }
         // From the command line, project memory files are looked for where
         // users keep them, unless the configuration names the folders.
         config
@@ -55,7 +66,9 @@ impl Context {
         if let Some(flag) = &global.durability {
             config.storage.durability = flag.parse::<Durability>().map_err(anyhow::Error::msg)?;
         }
+        let storage_settings = config.storage.clone();
         let store = Store::with_config(&global.dir, config);
+        let storage = crate::storage::open(&store, &storage_settings)?;
         // `[embedder]` of config.toml serves every recall: the CLI's, the
         // memory tools', the server's.
         let store = match reach_model::configured_embedder(&store)? {
@@ -69,6 +82,7 @@ impl Context {
         };
         Ok(Context {
             store,
+            storage,
             agent,
             json: global.json,
         })
@@ -144,7 +158,7 @@ impl std::error::Error for InputRejected {}
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    let ctx = Context::new(&cli.global)?;
+    let ctx = Context::new(&cli.global, &cli.command)?;
     match cli.command {
         Command::Ingest { session, ack } => ingest::run(&ctx, session.as_deref(), ack),
         Command::Import {

@@ -76,6 +76,18 @@ pub struct SessionMeta {
 }
 
 impl SessionMeta {
+    /// The description of a new, empty session of `agent`, made now.
+    pub fn new_session(agent: &AgentId, id: &SessionId) -> SessionMeta {
+        let now = now_ts();
+        SessionMeta {
+            id: id.to_string(),
+            agent_id: agent.to_string(),
+            created: now,
+            updated: now,
+            ..SessionMeta::default()
+        }
+    }
+
     /// Reads the meta file in `session_dir`.
     pub fn read(session_dir: &Path) -> Result<SessionMeta> {
         let path = session_dir.join(META_FILE);
