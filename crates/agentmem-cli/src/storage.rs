@@ -1,13 +1,14 @@
 //! Which storage backend the CLI and the service run on, and what the
 //! commands may do there: everything on files; on a database, what is
 //! behind the engine's storage seam (listing, describing, creating,
-//! forking and deleting sessions) and a clear
+//! forking and deleting sessions; ingesting events the write-time guard
+//! leaves whole, working-memory updates aside) and a clear
 //! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
 //! fallback to files.
 
 use agentmem::config::StorageConfig;
 use agentmem::storage::Backend;
-use agentmem::{Storage, Store};
+use agentmem::{Config, Encoding, Event, Storage, Store, TraceType};
 
 use crate::cli::{Command, SessionsCommand};
 
@@ -35,11 +36,38 @@ pub fn open(store: &Store, settings: &StorageConfig) -> agentmem::Result<Box<dyn
     }
 }
 
+/// Refuses, before anything of it is stored, a batch that needs what is not
+/// behind the seam on `backend`: working-memory updates, and tool outputs
+/// the write-time guard of `config` would evict.
+pub fn check_batch(batch: &[Event], backend: Backend, config: &Config) -> agentmem::Result<()> {
+    let guard = config.guard.clone().unwrap_or_default();
+    let tokenizer = Encoding::default().tokenizer();
+    for event in batch {
+        let feature = match event.trace_type {
+            TraceType::WorkingMemory => Some("working memory (a working_memory event)"),
+            TraceType::ToolResult
+                if agentmem::pipeline::guard::should_evict(&event.text(), &guard, tokenizer) =>
+            {
+                Some("evicting a large tool output (the write-time guard)")
+            }
+            _ => None,
+        };
+        if let Some(feature) = feature {
+            return Err(agentmem::Error::NotOnBackend {
+                feature,
+                backend: backend.name(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The feature `command` uses that is not behind the storage seam yet,
 /// if it uses one: refused on a backend other than files.
 pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
     match command {
-        Command::Sessions(
+        Command::Ingest { .. }
+        | Command::Sessions(
             SessionsCommand::List
             | SessionsCommand::Show { .. }
             | SessionsCommand::Create { .. }
@@ -50,7 +78,6 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Models { .. }
         | Command::Bench(_) => None,
         Command::Sessions(SessionsCommand::End { .. }) => Some("`sessions end` (episodic memory)"),
-        Command::Ingest { .. } => Some("`ingest` (the write-time guard and working memory)"),
         Command::Import { .. } => Some("`import` (the write-time guard and working memory)"),
         Command::Export { .. } => Some("`export`"),
         Command::Tools { .. } => Some("`tools`"),

@@ -54,6 +54,37 @@ pub const USER_TIMEOUT: Duration = Duration::from_secs(20);
 /// Longest a connection attempt may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The environment variable naming the database tests run against
+/// (`scripts/postgres run` sets it).
+pub const TEST_DATABASE_ENV: &str = "AGENTMEM_TEST_DATABASE_URL";
+/// Set to `1` (as CI does), a test that finds no test database fails
+/// instead of skipping.
+pub const REQUIRE_DATABASE_ENV: &str = "AGENTMEM_REQUIRE_POSTGRES";
+
+/// The database tests run against, from [`TEST_DATABASE_ENV`]. Without
+/// one, a test skips with a loud message on stderr, unless
+/// [`REQUIRE_DATABASE_ENV`] is `1`: then this panics, failing the test.
+pub fn test_database(test: &str) -> Option<agentmem::config::DatabaseUrl> {
+    match std::env::var(TEST_DATABASE_ENV) {
+        Ok(url) if !url.is_empty() => Some(agentmem::config::DatabaseUrl::new(url)),
+        _ => {
+            assert!(
+                std::env::var(REQUIRE_DATABASE_ENV).as_deref() != Ok("1"),
+                "{REQUIRE_DATABASE_ENV}=1 but {TEST_DATABASE_ENV} is not set: \
+                 run the tests through `scripts/postgres run`"
+            );
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "SKIPPED {test}: no PostgreSQL ({TEST_DATABASE_ENV} is not set); \
+                     run the tests through `scripts/postgres run` to test the postgres backend"
+                );
+            }
+            None
+        }
+    }
+}
+
 /// The backend's name in errors.
 const BACKEND: &str = "postgres";
 

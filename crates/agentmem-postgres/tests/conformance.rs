@@ -417,27 +417,10 @@ fn files() -> Option<Box<dyn Backend>> {
     }))
 }
 
-/// The database of `AGENTMEM_TEST_DATABASE_URL`. Without one the case
-/// skips, loudly, unless `AGENTMEM_REQUIRE_POSTGRES=1` (as in CI) makes
-/// that a failure.
+/// The database of `AGENTMEM_TEST_DATABASE_URL`, if there is one.
 fn postgres() -> Option<Box<dyn Backend>> {
-    match std::env::var("AGENTMEM_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(Box::new(Postgres {
-            url: DatabaseUrl::new(url),
-        })),
-        _ => {
-            assert!(
-                std::env::var("AGENTMEM_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "AGENTMEM_REQUIRE_POSTGRES=1 but AGENTMEM_TEST_DATABASE_URL is not set: \
-                 run the tests through `scripts/postgres run`"
-            );
-            eprintln!(
-                "SKIPPED: no PostgreSQL (AGENTMEM_TEST_DATABASE_URL is not set); \
-                 run `scripts/postgres run cargo test -p agentmem-postgres` to test the postgres backend"
-            );
-            None
-        }
-    }
+    let url = agentmem_postgres::test_database("the postgres backend's conformance case")?;
+    Some(Box::new(Postgres { url }))
 }
 
 every_case!(files_backend, files);
