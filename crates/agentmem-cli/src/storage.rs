@@ -76,7 +76,8 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         )
         | Command::Tokens { .. }
         | Command::Models { .. }
-        | Command::Bench(_) => None,
+        | Command::Bench(_)
+        | Command::Migrate(_) => None,
         Command::Sessions(SessionsCommand::End { .. }) => Some("`sessions end` (episodic memory)"),
         Command::Import { .. } => Some("`import` (the write-time guard and working memory)"),
         Command::Export { .. } => Some("`export`"),

@@ -147,3 +147,56 @@ fn a_wrong_password_is_reported_without_the_password() {
     assert!(stderr.contains(&format!("{user}:***@")), "{stderr}");
     assert!(!stderr.contains("not-the-Pa55word"), "{stderr}");
 }
+
+#[test]
+fn migrate_copies_a_data_directory_and_resumes() {
+    let Some(cli) = cli("migrate") else { return };
+    let on_files = Cli {
+        dir: tempfile::tempdir().unwrap(),
+        url: String::new(),
+        agent: cli.agent.clone(),
+    };
+    let transcript = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/claude-code-session.jsonl"
+    );
+    on_files.ok(&["import", transcript, "--session", "cc"], "");
+    on_files.ok(&["compact", "cc"], "");
+    on_files.ok(
+        &[
+            "sessions",
+            "fork",
+            "cc",
+            "--at-turn",
+            "2",
+            "--new-id",
+            "cc2",
+        ],
+        "",
+    );
+    let from = on_files.dir.path().to_str().unwrap();
+    let tally = |cli: &Cli| -> serde_json::Value {
+        serde_json::from_str(&cli.ok(&["--json", "migrate", "--from", from], "")).unwrap()
+    };
+    let first = tally(&cli);
+    assert_eq!(
+        (first["sessions"].as_u64(), first["copied"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let again = tally(&cli);
+    assert_eq!(again["already_there"], 2);
+    let list = |cli: &Cli| -> Vec<serde_json::Value> {
+        let mut listed: Vec<serde_json::Value> =
+            serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
+        for meta in &mut listed {
+            // The size of a files log; a database has none.
+            meta.as_object_mut().unwrap().remove("log_bytes");
+        }
+        listed
+    };
+    let (files_list, postgres_list) = (list(&on_files), list(&cli));
+    assert_eq!(files_list, postgres_list);
+    assert!(files_list
+        .iter()
+        .any(|m| m["archived_events"].as_u64() > Some(0)));
+}

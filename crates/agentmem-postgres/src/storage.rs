@@ -187,6 +187,19 @@ impl Storage for PgStorage {
         read_meta(&mut *self.reader(), agent, id)
     }
 
+    fn list_agents(&self) -> Result<Vec<AgentId>> {
+        let rows = self
+            .reader()
+            .query(
+                "SELECT DISTINCT agent_id FROM agentmem_sessions ORDER BY agent_id",
+                &[],
+            )
+            .map_err(|e| db_error("list agents", &e))?;
+        rows.iter()
+            .map(|row| AgentId::new(row.get::<_, String>(0)))
+            .collect()
+    }
+
     fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
         let rows = self
             .reader()

@@ -9,7 +9,7 @@ use agentmem::files::meta::{title_from, SessionMeta};
 use agentmem::files::snapshot::Snapshot;
 use agentmem::redact::RedactionPolicy;
 use agentmem::storage::batch::Assigner;
-use agentmem::storage::{Appended, CompactionCommit, SessionWriter};
+use agentmem::storage::{Appended, CompactionCommit, SessionWriter, SnapshotFields};
 use agentmem::{AgentId, Event, Result, SessionId, TraceType};
 use postgres::Client;
 
@@ -200,11 +200,14 @@ impl SessionWriter for PgWriter {
         let mut meta = self.meta.clone();
         meta.archived_events += moved as usize;
         meta.compactions_finished = meta.compactions_finished.max(commit.snapshot.compactions);
-        let snapshot = Snapshot {
-            active_first_id: first_kept.map(|(_, id)| id),
-            tail_events: (active - moved) as usize,
-            archived_events: Some(meta.archived_events),
-            ..commit.snapshot
+        let snapshot = match commit.fields {
+            SnapshotFields::FromTheMove => Snapshot {
+                active_first_id: first_kept.map(|(_, id)| id),
+                tail_events: (active - moved) as usize,
+                archived_events: Some(meta.archived_events),
+                ..commit.snapshot
+            },
+            SnapshotFields::AsGiven => commit.snapshot,
         };
         tx.execute(
             "UPDATE agentmem_sessions SET snapshot = $3, meta = $4 \
@@ -219,5 +222,18 @@ impl SessionWriter for PgWriter {
 
     fn meta(&self) -> SessionMeta {
         self.meta.clone()
+    }
+
+    fn adopt_meta(&mut self, source: &SessionMeta) -> Result<()> {
+        let mut meta = self.meta.clone();
+        meta.adopt(source);
+        self.client
+            .execute(
+                "UPDATE agentmem_sessions SET meta = $3 WHERE agent_id = $1 AND session_id = $2",
+                &[&self.agent.as_str(), &self.id.as_str(), &to_json(&meta)],
+            )
+            .map_err(|e| db_error("record a session's description", &e))?;
+        self.meta = meta;
+        Ok(())
     }
 }

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentmem::config::DatabaseUrl;
 use agentmem::files::snapshot::Snapshot;
-use agentmem::storage::{CompactionCommit, EventRange, SessionWriter, Storage};
+use agentmem::storage::copy::{copy_session, Copied};
+use agentmem::storage::{CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage};
 use agentmem::{AgentId, Durability, Error, Event, SessionId, Store};
 use agentmem_postgres::PgStorage;
 
@@ -208,6 +209,7 @@ fn a_compaction_commits_the_snapshot_and_the_archive_move_together(backend: &dyn
                 base: vec![summary.clone()],
                 ..Snapshot::default()
             },
+            fields: SnapshotFields::FromTheMove,
         })
         .unwrap();
     let snapshot = store.snapshot(&agent, &sid("s")).unwrap().unwrap();
@@ -274,6 +276,7 @@ fn a_fork_copies_through_its_turn(backend: &dyn Backend) {
                 compactions: 1,
                 ..Snapshot::default()
             },
+            fields: SnapshotFields::FromTheMove,
         })
         .unwrap();
     store
@@ -374,6 +377,71 @@ fn sessions_list_most_recent_first(backend: &dyn Backend) {
     assert!(store.list_sessions(&fresh_agent()).unwrap().is_empty());
 }
 
+fn a_copy_from_files_reads_back_the_same_and_resumes(backend: &dyn Backend) {
+    let (agent, target) = (fresh_agent(), backend.host());
+    let dir = tempfile::tempdir().unwrap();
+    let source = Store::open(dir.path(), Durability::Batch)
+        .unwrap()
+        .storage();
+    let mut writer = source.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()).unwrap();
+    writer
+        .commit_compaction(CompactionCommit {
+            archived: 2,
+            snapshot: Snapshot {
+                compactions: 1,
+                base: vec![with_id(Event::assistant("turn 1, summarized"), "sum")],
+                ..Snapshot::default()
+            },
+            fields: SnapshotFields::FromTheMove,
+        })
+        .unwrap();
+    drop(writer);
+    source
+        .fork_session(&agent, &sid("s"), Some("2"), &sid("f"))
+        .unwrap();
+    for id in ["s", "f"] {
+        assert!(
+            matches!(copy_session(&source, &*target, &agent, &sid(id)).unwrap(), Copied::Events(n) if n > 0)
+        );
+        assert_eq!(
+            copy_session(&source, &*target, &agent, &sid(id)).unwrap(),
+            Copied::AlreadyThere
+        );
+    }
+    let (from, to) = (
+        source.session_meta(&agent, &sid("f")).unwrap(),
+        target.session_meta(&agent, &sid("f")).unwrap(),
+    );
+    assert_eq!(
+        (to.forked_from, to.created, to.title),
+        (from.forked_from, from.created, from.title)
+    );
+    assert_eq!(
+        target.snapshot(&agent, &sid("s")).unwrap(),
+        source.snapshot(&agent, &sid("s")).unwrap()
+    );
+    // Events the source gained since are what a second run copies.
+    let mut writer = source.lock_session(&agent, &sid("s")).unwrap();
+    writer
+        .append(vec![with_id(Event::user("four"), "u4")])
+        .unwrap();
+    drop(writer);
+    assert_eq!(
+        copy_session(&source, &*target, &agent, &sid("s")).unwrap(),
+        Copied::Events(1)
+    );
+    assert_eq!(
+        target
+            .list_agents()
+            .unwrap()
+            .iter()
+            .filter(|a| **a == agent)
+            .count(),
+        1
+    );
+}
+
 /// Every case, run against the backend `make` gives (`None`: not available here).
 macro_rules! conformance {
     ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {
@@ -406,6 +474,7 @@ macro_rules! every_case {
                 a_delete_waits_for_no_writer_and_removes_everything,
                 one_writer_per_session_across_hosts_and_readers_never_wait,
                 sessions_list_most_recent_first,
+                a_copy_from_files_reads_back_the_same_and_resumes,
             ]
         );
     };

@@ -17,6 +17,7 @@ mod ingest;
 mod json_lines;
 mod mcp;
 mod memory;
+mod migrate;
 mod models;
 mod prepare;
 mod reach_model;
@@ -236,5 +237,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.store.durability(), ctx.json),
+        Command::Migrate(args) => migrate::run(&ctx, &args),
     }
 }

@@ -67,6 +67,7 @@
 //! from the configuration, the engine holding no network code.
 
 pub mod batch;
+pub mod copy;
 pub mod fork;
 
 use std::fmt;
@@ -156,9 +157,20 @@ pub struct Appended {
 pub struct CompactionCommit {
     /// How many events, from the start of the active log, move to the archive.
     pub archived: usize,
-    /// The new snapshot. The backend sets what follows from the move:
-    /// `active_first_id`, `tail_events` and `archived_events`.
+    /// The new snapshot.
     pub snapshot: Snapshot,
+    /// Who sets the snapshot's fields that follow from the move.
+    pub fields: SnapshotFields,
+}
+
+/// Who sets a committed snapshot's `active_first_id`, `tail_events` and
+/// `archived_events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotFields {
+    /// The backend, from the move it commits (a compaction).
+    FromTheMove,
+    /// Nobody: the snapshot is stored as given (a copy of another backend's).
+    AsGiven,
 }
 
 /// Where sessions are kept (see the module docs for what every backend
@@ -178,6 +190,9 @@ pub trait Storage: fmt::Debug + Send + Sync {
 
     /// The session's description, its counts as of now.
     fn session_meta(&self, agent: &AgentId, id: &SessionId) -> Result<SessionMeta>;
+
+    /// Every agent with a session, by id.
+    fn list_agents(&self) -> Result<Vec<AgentId>>;
 
     /// Every session of `agent`, most recently updated first.
     fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>>;
@@ -225,4 +240,9 @@ pub trait SessionWriter: fmt::Debug + Send {
 
     /// The session's description as this writer keeps it.
     fn meta(&self) -> SessionMeta;
+
+    /// Takes from `source` (the same session's description elsewhere) what
+    /// the log does not tell: when it was created and last changed, its
+    /// title, where it was forked from, its imports, the compactions finished.
+    fn adopt_meta(&mut self, source: &SessionMeta) -> Result<()>;
 }

@@ -15,7 +15,8 @@ use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
 use crate::session::{Access, SessionLog};
 use crate::storage::{
-    Appended, Backend, CompactionCommit, EventCount, EventRange, SessionWriter, Storage,
+    Appended, Backend, CompactionCommit, EventCount, EventRange, SessionWriter, SnapshotFields,
+    Storage,
 };
 
 /// The files backend: sessions as folders of JSONL logs under a [`Store`]'s
@@ -78,6 +79,21 @@ impl Storage for FilesStorage {
 
     fn session_meta(&self, agent: &AgentId, id: &SessionId) -> Result<SessionMeta> {
         self.store.session_meta(agent, id)
+    }
+
+    fn list_agents(&self) -> Result<Vec<AgentId>> {
+        let dir = self.store.root.join("agents");
+        let mut agents = Vec::new();
+        for entry in super::entries_of(&dir)? {
+            let Some(Ok(agent)) = entry.file_name().to_str().map(AgentId::new) else {
+                continue; // foreign entries
+            };
+            if entry.path().join("sessions").is_dir() {
+                agents.push(agent);
+            }
+        }
+        agents.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok(agents)
     }
 
     fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
@@ -169,11 +185,14 @@ impl SessionWriter for FilesWriter {
         let tail: Vec<Arc<Event>> = active[cut..].to_vec();
         let archived = self.log.archive_span(&span, &tail, 0)?;
         let archived_events = self.log.meta().archived_events + archived.fresh;
-        let snapshot = Snapshot {
-            active_first_id: tail.first().map(|e| e.id.clone()),
-            tail_events: tail.len(),
-            archived_events: Some(archived_events),
-            ..commit.snapshot
+        let snapshot = match commit.fields {
+            SnapshotFields::FromTheMove => Snapshot {
+                active_first_id: tail.first().map(|e| e.id.clone()),
+                tail_events: tail.len(),
+                archived_events: Some(archived_events),
+                ..commit.snapshot
+            },
+            SnapshotFields::AsGiven => commit.snapshot,
         };
         snapshot.write(&self.log.paths().dir)?;
         self.log
@@ -182,5 +201,9 @@ impl SessionWriter for FilesWriter {
 
     fn meta(&self) -> SessionMeta {
         self.log.meta().clone()
+    }
+
+    fn adopt_meta(&mut self, source: &SessionMeta) -> Result<()> {
+        self.log.adopt_meta(source)
     }
 }

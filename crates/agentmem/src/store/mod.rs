@@ -324,14 +324,8 @@ impl Store {
     /// Every session of `agent`, most recently updated first.
     pub fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
         let dir = self.sessions_dir(agent);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).io("list", &dir),
-        };
         let mut sessions = Vec::new();
-        for entry in entries {
-            let entry = entry.io("list", &dir)?;
+        for entry in entries_of(&dir)? {
             let name = entry.file_name();
             let Some(Ok(id)) = name.to_str().map(SessionId::new) else {
                 continue; // temporary or foreign entries
@@ -353,13 +347,7 @@ impl Store {
     /// one whose lock is free is abandoned.
     fn remove_abandoned_staging(&self, agent: &AgentId) -> Result<()> {
         let dir = self.sessions_dir(agent);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e).io("list", &dir),
-        };
-        for entry in entries {
-            let entry = entry.io("list", &dir)?;
+        for entry in entries_of(&dir)? {
             let name = entry.file_name();
             let staged = name
                 .to_str()
@@ -475,6 +463,15 @@ impl Store {
         fs::rename(&staging.dir, &target.dir).io("rename into place", &target.dir)?;
         crate::base::fs::sync_dir(&self.sessions_dir(agent))?;
         Ok(meta)
+    }
+}
+
+/// The entries of the folder `dir`; none when it does not exist.
+fn entries_of(dir: &Path) -> Result<Vec<fs::DirEntry>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries.map(|entry| entry.io("list", dir)).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).io("list", dir),
     }
 }
 
