@@ -200,3 +200,21 @@ fn migrate_copies_a_data_directory_and_resumes() {
         .iter()
         .any(|m| m["archived_events"].as_u64() > Some(0)));
 }
+
+#[test]
+fn commands_that_need_no_session_never_connect() {
+    let unreachable = Cli {
+        dir: tempfile::tempdir().unwrap(),
+        url: "postgres://agentmem:hunter2@127.0.0.1:1/agentmem".to_owned(),
+        agent: "default".to_owned(),
+    };
+    assert!(unreachable.ok(&["models", "gpt-4o"], "").contains("gpt-4o"));
+    let output = unreachable.run(&["sessions", "list"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("failed to connect to postgres://agentmem:***@127.0.0.1:1/agentmem"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

@@ -100,11 +100,11 @@ impl Destination {
             Some(id) => ctx.session_id(id)?,
             None => SessionId::generate(),
         };
-        if ctx.storage.backend() != Backend::Files {
-            let (writer, made) = match ctx.storage.lock_session(&ctx.agent, &id) {
+        if ctx.backend() != Backend::Files {
+            let (writer, made) = match ctx.storage()?.lock_session(&ctx.agent, &id) {
                 Ok(writer) => (writer, Made::Before),
                 Err(agentmem::Error::SessionNotFound { .. }) => {
-                    (ctx.storage.create_session(&ctx.agent, &id)?, Made::Now)
+                    (ctx.storage()?.create_session(&ctx.agent, &id)?, Made::Now)
                 }
                 Err(other) => return Err(other.into()),
             };
@@ -141,7 +141,7 @@ impl Destination {
             (Writer::Seam(writer), Made::Now) if writer.meta().events == 0 => {
                 let id = writer.id().clone();
                 drop(writer);
-                ctx.storage.delete_session(&ctx.agent, &id)?;
+                ctx.storage()?.delete_session(&ctx.agent, &id)?;
                 true
             }
             (Writer::Seam(_), Made::Now | Made::Before) => false,
@@ -182,7 +182,7 @@ fn flush(
             (report, ids.collect())
         }
         Writer::Seam(writer) => {
-            crate::storage::check_batch(batch, ctx.storage.backend(), ctx.store.config())?;
+            crate::storage::check_batch(batch, ctx.backend(), ctx.store.config())?;
             let appended = writer.append(std::mem::take(batch))?;
             let report = agentmem::IngestReport {
                 appended: appended.events.len(),

@@ -37,8 +37,9 @@ use crate::cli::{Cli, Command, Global};
 /// What every command works with: the store, the agent, the output mode.
 pub struct Context {
     pub store: Store,
-    /// The configured backend's sessions (the store's files by default).
-    pub storage: Box<dyn agentmem::Storage>,
+    /// The configured backend's sessions (the store's files by default),
+    /// reached on first use: a command that needs no session never connects.
+    storage: std::cell::OnceCell<Box<dyn agentmem::Storage>>,
     pub agent: AgentId,
     pub json: bool,
 }
@@ -67,9 +68,7 @@ impl Context {
         if let Some(flag) = &global.durability {
             config.storage.durability = flag.parse::<Durability>().map_err(anyhow::Error::msg)?;
         }
-        let storage_settings = config.storage.clone();
         let store = Store::with_config(&global.dir, config);
-        let storage = crate::storage::open(&store, &storage_settings)?;
         // `[embedder]` of config.toml serves every recall: the CLI's, the
         // memory tools', the server's.
         let store = match reach_model::configured_embedder(&store)? {
@@ -83,10 +82,24 @@ impl Context {
         };
         Ok(Context {
             store,
-            storage,
+            storage: std::cell::OnceCell::new(),
             agent,
             json: global.json,
         })
+    }
+
+    /// Which backend keeps the sessions.
+    pub fn backend(&self) -> agentmem::Backend {
+        self.store.config().storage.backend
+    }
+
+    /// The configured backend's sessions, connected to on first use.
+    pub fn storage(&self) -> agentmem::Result<&dyn agentmem::Storage> {
+        if let Some(storage) = self.storage.get() {
+            return Ok(&**storage);
+        }
+        let storage = crate::storage::open(&self.store, &self.store.config().storage)?;
+        Ok(&**self.storage.get_or_init(|| storage))
     }
 
     /// Parses a session id given on the command line.

@@ -10,11 +10,11 @@ use crate::output::{print_json, print_table};
 pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
     match command {
         SessionsCommand::List => list(ctx),
-        SessionsCommand::Show { id } => match ctx.storage.backend() {
+        SessionsCommand::Show { id } => match ctx.backend() {
             Backend::Files => show(ctx, &id),
             Backend::Postgres => {
                 let meta = ctx
-                    .storage
+                    .storage()?
                     .session_meta(&ctx.agent, &ctx.session_id(&id)?)?;
                 if ctx.json {
                     return print_json(&meta);
@@ -23,9 +23,9 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                 Ok(())
             }
         },
-        SessionsCommand::Create { id } if ctx.storage.backend() != Backend::Files => {
+        SessionsCommand::Create { id } if ctx.backend() != Backend::Files => {
             let id = id.map_or_else(|| Ok(SessionId::generate()), |id| ctx.session_id(&id))?;
-            let writer = ctx.storage.create_session(&ctx.agent, &id)?;
+            let writer = ctx.storage()?.create_session(&ctx.agent, &id)?;
             println!("{}", writer.id());
             Ok(())
         }
@@ -42,7 +42,7 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         } => {
             let new_id =
                 new_id.map_or_else(|| Ok(SessionId::generate()), |id| ctx.session_id(&id))?;
-            let meta = ctx.storage.fork_session(
+            let meta = ctx.storage()?.fork_session(
                 &ctx.agent,
                 &ctx.session_id(&id)?,
                 at_turn.as_deref(),
@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
             }
         }
         SessionsCommand::Delete { id } => {
-            ctx.storage
+            ctx.storage()?
                 .delete_session(&ctx.agent, &ctx.session_id(&id)?)?;
             eprintln!("agentmem: deleted session {id}");
             Ok(())
@@ -81,7 +81,7 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
 }
 
 fn list(ctx: &Context) -> anyhow::Result<()> {
-    let sessions = ctx.storage.list_sessions(&ctx.agent)?;
+    let sessions = ctx.storage()?.list_sessions(&ctx.agent)?;
     if ctx.json {
         return print_json(&sessions);
     }
