@@ -1,7 +1,7 @@
 //! Which storage backend the CLI and the service run on, and what the
 //! commands may do there: everything on files; on a database, what is
 //! behind the engine's storage seam (listing, describing, creating,
-//! forking and deleting sessions; ingesting events the write-time guard
+//! forking, deleting and exporting sessions; ingesting events the write-time guard
 //! leaves whole, working-memory updates aside) and a clear
 //! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
 //! fallback to files.
@@ -76,11 +76,11 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         )
         | Command::Tokens { .. }
         | Command::Models { .. }
+        | Command::Export { .. }
         | Command::Bench(_)
         | Command::Migrate(_) => None,
         Command::Sessions(SessionsCommand::End { .. }) => Some("`sessions end` (episodic memory)"),
         Command::Import { .. } => Some("`import` (the write-time guard and working memory)"),
-        Command::Export { .. } => Some("`export`"),
         Command::Tools { .. } => Some("`tools`"),
         Command::Context { .. } => Some("`context` (the context pipeline)"),
         Command::Prepare { .. } => Some("`prepare` (the context pipeline)"),

@@ -196,6 +196,17 @@ fn migrate_copies_a_data_directory_and_resumes() {
     };
     let (files_list, postgres_list) = (list(&on_files), list(&cli));
     assert_eq!(files_list, postgres_list);
+    // Each session's history exports byte for byte the same from both.
+    for id in ["cc", "cc2"] {
+        for format in ["events", "openai-messages"] {
+            let args = ["export", id, "--format", format];
+            assert_eq!(
+                on_files.ok(&args, ""),
+                cli.ok(&args, ""),
+                "{id} as {format}"
+            );
+        }
+    }
     assert!(files_list
         .iter()
         .any(|m| m["archived_events"].as_u64() > Some(0)));

@@ -256,6 +256,20 @@ impl Storage for PgStorage {
         read_lines(&mut *client, agent, id, Rows::Archived)
     }
 
+    fn full_history(&self, agent: &AgentId, id: &SessionId) -> Result<Vec<Event>> {
+        let mut client = self.reader();
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(|e| db_error("read a session's history", &e))?;
+        read_meta(&mut tx, agent, id)?;
+        let mut history = read_lines(&mut tx, agent, id, Rows::Archived)?;
+        history.extend(read_lines(&mut tx, agent, id, Rows::all_active())?);
+        Ok(history)
+    }
+
     fn snapshot(&self, agent: &AgentId, id: &SessionId) -> Result<Option<Snapshot>> {
         read_snapshot(&mut *self.reader(), agent, id)
     }

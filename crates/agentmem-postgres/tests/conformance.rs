@@ -225,6 +225,8 @@ fn a_compaction_commits_the_snapshot_and_the_archive_move_together(backend: &dyn
     assert_eq!(ids(&active), ["u3", "a3"]);
     let archived = store.archived_events(&agent, &sid("s")).unwrap();
     assert_eq!(ids(&archived), ["u1", "a1", "u2", "a2"]);
+    let history = store.full_history(&agent, &sid("s")).unwrap();
+    assert_eq!(ids(&history), ["u1", "a1", "u2", "a2", "u3", "a3"]);
     let count = store.event_count(&agent, &sid("s")).unwrap();
     assert_eq!((count.active, count.archived), (2, 4));
     // Archived ids stay known, also to the next writer.

@@ -207,6 +207,10 @@ pub trait Storage: fmt::Debug + Send + Sync {
     /// The archive: every event compactions moved out of the active log, in order.
     fn archived_events(&self, agent: &AgentId, id: &SessionId) -> Result<Vec<Event>>;
 
+    /// The whole raw history, read at one moment: the archive, then the
+    /// active log, each event once.
+    fn full_history(&self, agent: &AgentId, id: &SessionId) -> Result<Vec<Event>>;
+
     /// The session's compaction snapshot, if it was ever compacted.
     fn snapshot(&self, agent: &AgentId, id: &SessionId) -> Result<Option<Snapshot>>;
 

@@ -127,6 +127,10 @@ impl Storage for FilesStorage {
         Ok(jsonl::read_log(&paths.archive())?.events)
     }
 
+    fn full_history(&self, agent: &AgentId, id: &SessionId) -> Result<Vec<Event>> {
+        self.store.read_session(agent, id)?.full_history()
+    }
+
     fn snapshot(&self, agent: &AgentId, id: &SessionId) -> Result<Option<Snapshot>> {
         Ok(self.store.read_log(agent, id)?.1)
     }
