@@ -227,12 +227,7 @@ impl Storage for PgStorage {
         range: EventRange,
     ) -> Result<Vec<Event>> {
         let mut client = self.reader();
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(|e| db_error("read a session's events", &e))?;
+        let mut tx = one_moment(&mut client, "read a session's events")?;
         let count = read_counts(&mut tx, agent, id)?;
         let positions = range.positions(count.active);
         read_lines(
@@ -258,12 +253,7 @@ impl Storage for PgStorage {
 
     fn full_history(&self, agent: &AgentId, id: &SessionId) -> Result<Vec<Event>> {
         let mut client = self.reader();
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(|e| db_error("read a session's history", &e))?;
+        let mut tx = one_moment(&mut client, "read a session's history")?;
         read_meta(&mut tx, agent, id)?;
         let mut history = read_lines(&mut tx, agent, id, Rows::Archived)?;
         history.extend(read_lines(&mut tx, agent, id, Rows::all_active())?);
@@ -341,6 +331,16 @@ impl Storage for PgStorage {
             .map_err(|e| db_error("release a session's lock", &e));
         deleted.and(unlocked).map(|_| ())
     }
+}
+
+/// A read-only transaction that sees the database as it was when it began.
+fn one_moment<'a>(client: &'a mut Client, action: &str) -> Result<postgres::Transaction<'a>> {
+    client
+        .build_transaction()
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(|e| db_error(action, &e))
 }
 
 /// Whether inserted events go to the archive.
