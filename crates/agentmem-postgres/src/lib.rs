@@ -31,6 +31,7 @@ pub mod migrations;
 mod storage;
 mod writer;
 
+use std::io::Write as _;
 use std::time::Duration;
 
 pub use storage::PgStorage;
@@ -62,8 +63,8 @@ pub const TEST_DATABASE_ENV: &str = "AGENTMEM_TEST_DATABASE_URL";
 pub const REQUIRE_DATABASE_ENV: &str = "AGENTMEM_REQUIRE_POSTGRES";
 
 /// The database tests run against, from [`TEST_DATABASE_ENV`]. Without
-/// one, a test skips with a loud message on stderr, unless
-/// [`REQUIRE_DATABASE_ENV`] is `1`: then this panics, failing the test.
+/// one, a test skips with a loud message on stderr (once a test binary),
+/// unless [`REQUIRE_DATABASE_ENV`] is `1`: then this panics, failing the test.
 pub fn test_database(test: &str) -> Option<agentmem::config::DatabaseUrl> {
     match std::env::var(TEST_DATABASE_ENV) {
         Ok(url) if !url.is_empty() => Some(agentmem::config::DatabaseUrl::new(url)),
@@ -73,13 +74,17 @@ pub fn test_database(test: &str) -> Option<agentmem::config::DatabaseUrl> {
                 "{REQUIRE_DATABASE_ENV}=1 but {TEST_DATABASE_ENV} is not set: \
                  run the tests through `scripts/postgres run`"
             );
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!(
-                    "SKIPPED {test}: no PostgreSQL ({TEST_DATABASE_ENV} is not set); \
-                     run the tests through `scripts/postgres run` to test the postgres backend"
+            // Straight to the process's stderr, past the test harness's
+            // capture, once a test binary: a skip is seen.
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n*** SKIPPED {test} and every other postgres test of this binary: \
+                     no PostgreSQL ({TEST_DATABASE_ENV} is not set); run the tests through \
+                     `scripts/postgres run` to test the postgres backend ***\n"
                 );
-            }
+            });
             None
         }
     }
