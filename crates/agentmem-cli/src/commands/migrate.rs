@@ -5,7 +5,7 @@
 
 use agentmem::config::DatabaseUrl;
 use agentmem::storage::copy::{copy_session, Copied};
-use agentmem::{Config, SessionId, Storage, Store};
+use agentmem::{Backend, Config, SessionId, Storage, Store};
 use agentmem_postgres::PgStorage;
 use anyhow::Context as _;
 
@@ -38,7 +38,10 @@ pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
         .from
         .clone()
         .unwrap_or_else(|| ctx.store.root().to_path_buf());
-    let source = Store::with_config(&from_dir, Config::load(&from_dir)?);
+    let mut config = Config::load(&from_dir)?;
+    // The source is the directory's files, whatever the configuration's backend.
+    config.storage.backend = Backend::Files;
+    let source = Store::with_config(&from_dir, config);
     let url = match &args.to {
         Some(url) => DatabaseUrl::new(url.as_str()),
         None => ctx.store.config().storage.url.clone().context(

@@ -21,6 +21,7 @@ use crate::memory::recall::{Reranker, SharedReranker};
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};
+use crate::storage::Backend;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 
@@ -259,6 +260,7 @@ impl Store {
     /// Makes the folder of the new session `id` with its first `meta.json`;
     /// [`Error::SessionExists`] when there is one.
     fn make_session_dir(&self, agent: &AgentId, id: &SessionId) -> Result<SessionPaths> {
+        self.files_backend()?;
         let paths = self.session_paths(agent, id);
         let parent = self.sessions_dir(agent);
         crate::base::fs::create_dir_all(&parent).io("create", &parent)?;
@@ -298,7 +300,22 @@ impl Store {
         }
     }
 
+    /// `Ok` for a store whose sessions are in files. One configured for
+    /// another backend refuses to open, list or make sessions, rather than
+    /// keep them in files in its place (a program reaches that backend
+    /// through its storage crate; see [`crate::storage`]).
+    fn files_backend(&self) -> Result<()> {
+        match self.config.storage.backend {
+            Backend::Files => Ok(()),
+            other @ Backend::Postgres => Err(Error::NotOnBackend {
+                feature: "opening sessions with the engine's Store",
+                backend: other.name(),
+            }),
+        }
+    }
+
     fn existing(&self, agent: &AgentId, id: &SessionId) -> Result<SessionPaths> {
+        self.files_backend()?;
         let paths = self.session_paths(agent, id);
         if paths.dir.is_dir() {
             Ok(paths)
@@ -323,6 +340,7 @@ impl Store {
 
     /// Every session of `agent`, most recently updated first.
     pub fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
+        self.files_backend()?;
         let dir = self.sessions_dir(agent);
         let mut sessions = Vec::new();
         for entry in entries_of(&dir)? {
