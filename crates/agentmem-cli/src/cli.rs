@@ -198,6 +198,10 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Measure append throughput, session open time and import speed.
     Bench(BenchArgs),
+    /// Copy every session of a data directory into a PostgreSQL database
+    /// (what is behind the storage seam: logs, archives, snapshots,
+    /// descriptions), checking each copy; run again to resume.
+    Migrate(MigrateArgs),
 }
 
 /// `agentmem state ID`: shows the state unless one action is given.
@@ -254,6 +258,17 @@ pub enum MemoryCommand {
         #[arg(long)]
         expect_hash: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The database (`postgres://user:password@host/db`); default: `[storage] url`
+    /// or AGENTMEM_DATABASE_URL, which keep the password off the command line.
+    #[arg(long)]
+    pub to: Option<String>,
+    /// The data directory to copy from (default: --dir).
+    #[arg(long)]
+    pub from: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

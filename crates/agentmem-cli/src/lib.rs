@@ -13,6 +13,7 @@ mod measure;
 mod output;
 mod plot;
 mod progress;
+mod storage;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

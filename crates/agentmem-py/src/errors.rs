@@ -374,9 +374,11 @@ fn engine_exception(error: &EngineError, message: String) -> PyErr {
         EngineError::SessionLocked { .. } => SessionLocked::new_err(message),
         EngineError::ReadOnly { .. } => ReadOnlySession::new_err(message),
         EngineError::OverflowUnrecoverable { .. } => ContextOverflow::new_err(message),
-        EngineError::Config { .. } => ConfigError::new_err(message),
+        EngineError::Config { .. } | EngineError::NotOnBackend { .. } => {
+            ConfigError::new_err(message)
+        }
         EngineError::BadLine { .. } | EngineError::Index { .. } => CorruptData::new_err(message),
-        EngineError::Io { .. } => StorageError::new_err(message),
+        EngineError::Io { .. } | EngineError::Storage { .. } => StorageError::new_err(message),
         EngineError::Summarizer { .. } => SummarizerError::new_err(message),
         EngineError::Embedder { .. } => EmbedderError::new_err(message),
         EngineError::Reranker { .. } => RerankerError::new_err(message),

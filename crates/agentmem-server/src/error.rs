@@ -157,7 +157,9 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::Embedder { .. }
         | EngineError::Reranker { .. }
         | EngineError::Io { .. }
+        | EngineError::Storage { .. }
         | EngineError::Index { .. } => ErrorKind::Internal,
+        EngineError::NotOnBackend { .. } => ErrorKind::UnknownOperation,
     }
 }
 

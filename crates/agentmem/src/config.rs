@@ -6,6 +6,8 @@
 //! # <data dir>/config.toml
 //! [storage]
 //! durability = "always"   # always | batch | os
+//! backend = "files"       # files | postgres (with url = "postgres://user:password@host/db",
+//!                         # or AGENTMEM_DATABASE_URL, which selects postgres)
 //!
 //! [budget]                # also in agents/<id>/config.toml and <session dir>/config.toml
 //! safety_margin = 13000  # default: an eighth of the window, at most 13,000
@@ -64,6 +66,7 @@ use crate::memory::project::MemorySettings;
 use crate::pipeline::guard::GuardPolicy;
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::redact::RedactionPolicy;
+use crate::storage::Backend;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelOverride;
 
@@ -73,13 +76,89 @@ pub const CONFIG_FILE: &str = "config.toml";
 /// The environment variable that overrides the durability setting.
 pub(crate) const DURABILITY_ENV: &str = "AGENTMEM_DURABILITY";
 
+/// The environment variable that selects the PostgreSQL backend at its URL.
+pub const DATABASE_URL_ENV: &str = "AGENTMEM_DATABASE_URL";
+
 /// Storage settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {
-    /// How hard a write is pushed to disk before it returns.
+    /// How hard a write is pushed to disk before it returns (files backend).
     #[serde(default)]
     pub durability: Durability,
+    /// Where sessions are kept (see [`crate::storage`]).
+    #[serde(default)]
+    pub backend: Backend,
+    /// The database of a database backend (`postgres://user:password@host/db`).
+    #[serde(default)]
+    pub url: Option<DatabaseUrl>,
+}
+
+/// A database URL. It may hold a password, so it shows only with the
+/// password masked ([`DatabaseUrl::masked`]); [`DatabaseUrl::expose`]
+/// gives it whole, for connecting.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// The URL as given.
+    pub fn new(url: impl Into<String>) -> DatabaseUrl {
+        DatabaseUrl(url.into())
+    }
+
+    /// The whole URL, password included: for a database client, never for a message.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL with its password (in the user part, or a `password=`
+    /// parameter) replaced by `***`.
+    pub fn masked(&self) -> String {
+        mask_password(&self.0)
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DatabaseUrl({:?})", self.masked())
+    }
+}
+
+impl std::fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+/// `url` with the password of its user part and of any `password=`
+/// parameter replaced by `***` (a key-value connection string's
+/// `password=` too).
+fn mask_password(url: &str) -> String {
+    let mut masked = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            match authority.rsplit_once('@') {
+                Some((user, host)) => match user.split_once(':') {
+                    Some((name, _password)) => format!("{scheme}://{name}:***@{host}{path}"),
+                    None => url.to_owned(),
+                },
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    };
+    let mut from = 0;
+    while let Some(found) = masked[from..].to_ascii_lowercase().find("password=") {
+        let start = from + found + "password=".len();
+        let end = masked[start..]
+            .find(['&', ' '])
+            .map_or(masked.len(), |i| start + i);
+        masked.replace_range(start..end, "***");
+        from = start + 3;
+    }
+    masked
 }
 
 /// The whole configuration.
@@ -153,7 +232,8 @@ pub struct LlmSettings {
 
 impl Config {
     /// Reads `<data_dir>/config.toml` (defaults when it is absent), then applies
-    /// the environment (`DURABILITY_ENV`).
+    /// the environment (`DURABILITY_ENV`; [`DATABASE_URL_ENV`], which selects
+    /// the PostgreSQL backend at its URL).
     pub fn load(data_dir: &Path) -> Result<Config> {
         let mut config = Config::load_file(&data_dir.join(CONFIG_FILE))?;
         if let Ok(value) = std::env::var(DURABILITY_ENV) {
@@ -161,6 +241,12 @@ impl Config {
                 path: DURABILITY_ENV.to_owned(),
                 message,
             })?;
+        }
+        if let Ok(url) = std::env::var(DATABASE_URL_ENV) {
+            if !url.is_empty() {
+                config.storage.backend = Backend::Postgres;
+                config.storage.url = Some(DatabaseUrl::new(url));
+            }
         }
         Ok(config)
     }
@@ -186,6 +272,45 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn database_urls_show_without_their_password() {
+        for (url, shown) in [
+            (
+                "postgres://agent:s3cr%2Ft@db.example:5432/mem?sslmode=require",
+                "postgres://agent:***@db.example:5432/mem?sslmode=require",
+            ),
+            ("postgres://agent@db/mem", "postgres://agent@db/mem"),
+            (
+                "postgres://db/mem?user=a&password=hunter2&sslmode=disable",
+                "postgres://db/mem?user=a&password=***&sslmode=disable",
+            ),
+            (
+                "host=db user=a password=hunter2 dbname=m",
+                "host=db user=a password=*** dbname=m",
+            ),
+        ] {
+            let url = DatabaseUrl::new(url);
+            assert_eq!(url.masked(), shown);
+            assert_eq!(url.to_string(), shown);
+            assert!(
+                !format!("{url:?}").contains("hunter2") && !format!("{url:?}").contains("s3cr")
+            );
+        }
+    }
+
+    #[test]
+    fn the_backend_is_read_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[storage]\nbackend = \"postgres\"\nurl = \"postgres://a:b@h/d\"\n",
+        )
+        .unwrap();
+        let config = Config::load_file(&dir.path().join(CONFIG_FILE)).unwrap();
+        assert_eq!(config.storage.backend, Backend::Postgres);
+        assert_eq!(config.storage.url.unwrap().expose(), "postgres://a:b@h/d");
+    }
 
     #[test]
     fn a_durability_reads_back_from_its_name() {

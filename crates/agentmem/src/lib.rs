@@ -42,6 +42,8 @@
 //!   [`Prepared`], [`ContextStats`].
 //! - Targets and payloads: [`Target`], [`Payload`], [`ToolSchema`],
 //!   [`PromptCache`].
+//! - The storage seam: [`Storage`], [`SessionWriter`], [`Backend`], and the
+//!   files backend, [`FilesStorage`] (see [`storage`]).
 //! - Errors: [`Error`], [`Result`].
 //! - The seams an application plugs in: [`Summarizer`] (with [`Summary`],
 //!   [`SummaryRequest`], [`SummaryFact`], [`FactKind`], [`SummarizeError`]),
@@ -67,7 +69,7 @@
 //! 2. `session`: a session orchestrating its log, view, accounting, memory injector and working memory.
 //! 3. `memory`: long-term memory — `MEMORY.md`, project files, facts, episodes, recall and the injector.
 //! 4. `working`, `search`: the working memory's state and schema; the history index and its queries.
-//! 5. `files`: the on-disk formats — event logs, archive, locks, meta, snapshot, evicted outputs, paths, memory records.
+//! 5. `files`, `storage`: the on-disk formats — event logs, archive, locks, meta, snapshot, evicted outputs, paths, memory records; the storage seam every backend implements.
 //! 6. `pipeline`: the context pipeline, one pure stage per file (guard, pairs, tiers, compaction, measure).
 //! 7. `render`, `summarize`: provider payloads; extractive summaries and their fidelity checks.
 //! 8. `tokens`, `redact`: token counting, budgets and the model registry; redaction of secrets and personal data.
@@ -89,6 +91,7 @@ pub mod redact;
 pub mod render;
 pub mod search;
 pub mod session;
+pub mod storage;
 mod store;
 pub mod summarize;
 pub mod tokens;
@@ -99,7 +102,10 @@ pub mod working;
 pub use base::id::{AgentId, SessionId};
 pub use files::meta::SessionMeta;
 pub use session::{CompactOptions, IngestReport, Session};
-pub use store::Store;
+pub use store::{FilesStorage, Store};
+
+// The storage seam: where sessions are kept (files, or a database via an edge crate).
+pub use storage::{Backend, SessionWriter, Storage};
 
 // Events: what a session is fed, and the tool calls they pair into.
 pub use base::event::{Event, TraceType, Usage};

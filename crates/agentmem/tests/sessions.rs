@@ -214,3 +214,32 @@ fn a_stale_meta_is_rederived_from_the_log() {
     let meta = store.session_meta(&agent(), &id).unwrap();
     assert_eq!(meta.events, 1);
 }
+
+#[test]
+fn a_store_configured_for_another_backend_keeps_nothing_in_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = agentmem::Config::default();
+    config.storage.backend = agentmem::Backend::Postgres;
+    let store = Store::with_config(dir.path(), config);
+    let agent = agentmem::AgentId::default();
+    let id = agentmem::SessionId::new("s").unwrap();
+    let refused = |result: agentmem::Result<()>| {
+        let error = result.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::NotOnBackend {
+                    backend: "postgres",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    };
+    refused(store.create_session(&agent, Some(id.clone())).map(drop));
+    refused(store.open_or_create(&agent, &id).map(drop));
+    refused(store.read_session(&agent, &id).map(drop));
+    refused(store.list_sessions(&agent).map(drop));
+    refused(store.delete_session(&agent, &id));
+    assert!(!dir.path().join("agents").exists());
+}

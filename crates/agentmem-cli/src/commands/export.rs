@@ -3,14 +3,21 @@
 use std::io::Write;
 
 use agentmem::export::to_openai_messages;
+use agentmem::Backend;
 
 use super::Context;
 use crate::cli::ExportFormat;
 
 pub fn run(ctx: &Context, id: &str, format: ExportFormat) -> anyhow::Result<()> {
-    let session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
-    ctx.report_recoveries(&session);
-    let history = session.full_history()?;
+    let id = ctx.session_id(id)?;
+    let history = match ctx.backend() {
+        Backend::Files => {
+            let session = ctx.store.read_session(&ctx.agent, &id)?;
+            ctx.report_recoveries(&session);
+            session.full_history()?
+        }
+        Backend::Postgres => ctx.storage()?.full_history(&ctx.agent, &id)?,
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match format {
         ExportFormat::Events => {

@@ -11,7 +11,7 @@
 
 use std::io::{BufRead, Write};
 
-use agentmem::{Event, Session, SessionId};
+use agentmem::{Backend, Event, Session, SessionId, SessionWriter};
 
 use super::{Context, InputRejected, Stored};
 
@@ -21,7 +21,7 @@ const MAX_BATCH_EVENTS: usize = 1024;
 pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()> {
     let mut destination = Destination::open(ctx, session)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", destination.session.id())?;
+    writeln!(out, "{}", destination.writer.id())?;
     out.flush()?;
 
     let mut reader = std::io::BufReader::with_capacity(1 << 16, std::io::stdin());
@@ -43,7 +43,7 @@ pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()
         }
         let drained = reader.buffer().is_empty();
         if !batch.is_empty() && (eof || drained || batch.len() >= MAX_BATCH_EVENTS) {
-            let report = flush(&mut destination.session, &mut batch, ack, &mut out)?;
+            let report = flush(ctx, &mut destination.writer, &mut batch, ack, &mut out)?;
             appended += report.appended;
             duplicates += report.duplicates;
         }
@@ -67,8 +67,24 @@ pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()
 /// while stdin is read). One made for this input and left without an event
 /// is removed at the end: an input with no event makes no session.
 struct Destination {
-    session: Session,
+    writer: Writer,
     made: Made,
+}
+
+/// What appends the events: an engine session (files), or the storage
+/// seam's writer on another backend, which takes what is behind the seam.
+enum Writer {
+    Session(Box<Session>),
+    Seam(Box<dyn SessionWriter>),
+}
+
+impl Writer {
+    fn id(&self) -> &SessionId {
+        match self {
+            Writer::Session(session) => session.id(),
+            Writer::Seam(writer) => writer.id(),
+        }
+    }
 }
 
 /// Whether the session existed before this command.
@@ -84,6 +100,19 @@ impl Destination {
             Some(id) => ctx.session_id(id)?,
             None => SessionId::generate(),
         };
+        if ctx.backend() != Backend::Files {
+            let (writer, made) = match ctx.storage()?.lock_session(&ctx.agent, &id) {
+                Ok(writer) => (writer, Made::Before),
+                Err(agentmem::Error::SessionNotFound { .. }) => {
+                    (ctx.storage()?.create_session(&ctx.agent, &id)?, Made::Now)
+                }
+                Err(other) => return Err(other.into()),
+            };
+            return Ok(Destination {
+                writer: Writer::Seam(writer),
+                made,
+            });
+        }
         let (session, made) = match ctx.store.open_session(&ctx.agent, &id) {
             Ok(session) => (session, Made::Before),
             Err(agentmem::Error::SessionNotFound { .. }) => {
@@ -92,18 +121,30 @@ impl Destination {
             Err(other) => return Err(other.into()),
         };
         ctx.report_recoveries(&session);
-        Ok(Destination { session, made })
+        Ok(Destination {
+            writer: Writer::Session(Box::new(session)),
+            made,
+        })
     }
 
     /// Closes the session (removing it if this command made it for
     /// nothing); says whether there is one the input went to.
     fn close(self, ctx: &Context) -> anyhow::Result<Stored> {
-        let discarded = match self.made {
-            Made::Now => ctx.store.discard_if_empty(&ctx.agent, self.session)?,
-            Made::Before => {
-                self.session.close()?;
+        let discarded = match (self.writer, self.made) {
+            (Writer::Session(session), Made::Now) => {
+                ctx.store.discard_if_empty(&ctx.agent, *session)?
+            }
+            (Writer::Session(session), Made::Before) => {
+                session.close()?;
                 false
             }
+            (Writer::Seam(writer), Made::Now) if writer.meta().events == 0 => {
+                let id = writer.id().clone();
+                drop(writer);
+                ctx.storage()?.delete_session(&ctx.agent, &id)?;
+                true
+            }
+            (Writer::Seam(_), Made::Now | Made::Before) => false,
         };
         Ok(if discarded {
             Stored::Nothing
@@ -127,16 +168,33 @@ fn parse_line(line: &[u8], line_no: usize) -> Result<Option<Event>, String> {
 }
 
 fn flush(
-    session: &mut Session,
+    ctx: &Context,
+    writer: &mut Writer,
     batch: &mut Vec<Event>,
     ack: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<agentmem::IngestReport> {
-    let before = session.events().len();
-    let report = session.ingest(std::mem::take(batch))?;
+    let (report, ids): (_, Vec<String>) = match writer {
+        Writer::Session(session) => {
+            let before = session.events().len();
+            let report = session.ingest(std::mem::take(batch))?;
+            let ids = session.events()[before..].iter().map(|e| e.id.clone());
+            (report, ids.collect())
+        }
+        Writer::Seam(writer) => {
+            crate::storage::check_batch(batch, ctx.backend(), ctx.store.config())?;
+            let appended = writer.append(std::mem::take(batch))?;
+            let report = agentmem::IngestReport {
+                appended: appended.events.len(),
+                duplicates: appended.duplicates,
+                ..Default::default()
+            };
+            (report, appended.events.into_iter().map(|e| e.id).collect())
+        }
+    };
     if ack {
-        for event in &session.events()[before..] {
-            writeln!(out, "{}", event.id)?;
+        for id in ids {
+            writeln!(out, "{id}")?;
         }
         out.flush()?;
     }

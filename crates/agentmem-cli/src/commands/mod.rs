@@ -17,6 +17,7 @@ mod ingest;
 mod json_lines;
 mod mcp;
 mod memory;
+mod migrate;
 mod models;
 mod prepare;
 mod reach_model;
@@ -36,14 +37,26 @@ use crate::cli::{Cli, Command, Global};
 /// What every command works with: the store, the agent, the output mode.
 pub struct Context {
     pub store: Store,
+    /// The configured backend's sessions (the store's files by default),
+    /// reached on first use: a command that needs no session never connects.
+    storage: std::cell::OnceCell<Box<dyn agentmem::Storage>>,
     pub agent: AgentId,
     pub json: bool,
 }
 
 impl Context {
-    fn new(global: &Global) -> anyhow::Result<Context> {
+    fn new(global: &Global, command: &Command) -> anyhow::Result<Context> {
         let agent = AgentId::new(&global.agent)?;
         let mut config = Config::load(&global.dir)?;
+        if config.storage.backend != agentmem::Backend::Files {
+            if let Some(feature) = crate::storage::beyond_the_seam(command) {
+                return Err(agentmem::Error::NotOnBackend {
+                    feature,
+                    backend: config.storage.backend.name(),
+                }
+                .into());
+            }
+        }
         // From the command line, project memory files are looked for where
         // users keep them, unless the configuration names the folders.
         config
@@ -69,9 +82,24 @@ impl Context {
         };
         Ok(Context {
             store,
+            storage: std::cell::OnceCell::new(),
             agent,
             json: global.json,
         })
+    }
+
+    /// Which backend keeps the sessions.
+    pub fn backend(&self) -> agentmem::Backend {
+        self.store.config().storage.backend
+    }
+
+    /// The configured backend's sessions, connected to on first use.
+    pub fn storage(&self) -> agentmem::Result<&dyn agentmem::Storage> {
+        if let Some(storage) = self.storage.get() {
+            return Ok(&**storage);
+        }
+        let storage = crate::storage::open(&self.store, &self.store.config().storage)?;
+        Ok(&**self.storage.get_or_init(|| storage))
     }
 
     /// Parses a session id given on the command line.
@@ -144,7 +172,7 @@ impl std::error::Error for InputRejected {}
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    let ctx = Context::new(&cli.global)?;
+    let ctx = Context::new(&cli.global, &cli.command)?;
     match cli.command {
         Command::Ingest { session, ack } => ingest::run(&ctx, session.as_deref(), ack),
         Command::Import {
@@ -222,5 +250,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Replay(args) => replay::run(&ctx, &args),
         Command::Bench(args) => bench::run(&args, ctx.store.durability(), ctx.json),
+        Command::Migrate(args) => migrate::run(&ctx, &args),
     }
 }

@@ -1,7 +1,7 @@
 //! `agentmem sessions list|show|create|fork|end|delete`.
 
 use agentmem::base::event::format_ts;
-use agentmem::SessionMeta;
+use agentmem::{Backend, SessionId, SessionMeta};
 
 use super::Context;
 use crate::cli::SessionsCommand;
@@ -10,7 +10,25 @@ use crate::output::{print_json, print_table};
 pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
     match command {
         SessionsCommand::List => list(ctx),
-        SessionsCommand::Show { id } => show(ctx, &id),
+        SessionsCommand::Show { id } => match ctx.backend() {
+            Backend::Files => show(ctx, &id),
+            Backend::Postgres => {
+                let meta = ctx
+                    .storage()?
+                    .session_meta(&ctx.agent, &ctx.session_id(&id)?)?;
+                if ctx.json {
+                    return print_json(&meta);
+                }
+                print_meta(&meta);
+                Ok(())
+            }
+        },
+        SessionsCommand::Create { id } if ctx.backend() != Backend::Files => {
+            let id = id.map_or_else(|| Ok(SessionId::generate()), |id| ctx.session_id(&id))?;
+            let writer = ctx.storage()?.create_session(&ctx.agent, &id)?;
+            println!("{}", writer.id());
+            Ok(())
+        }
         SessionsCommand::Create { id } => {
             let id = id.map(|id| ctx.session_id(&id)).transpose()?;
             let session = ctx.store.create_session(&ctx.agent, id)?;
@@ -22,12 +40,13 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
             at_turn,
             new_id,
         } => {
-            let new_id = new_id.map(|id| ctx.session_id(&id)).transpose()?;
-            let meta = ctx.store.fork_session(
+            let new_id =
+                new_id.map_or_else(|| Ok(SessionId::generate()), |id| ctx.session_id(&id))?;
+            let meta = ctx.storage()?.fork_session(
                 &ctx.agent,
                 &ctx.session_id(&id)?,
                 at_turn.as_deref(),
-                new_id,
+                &new_id,
             )?;
             if ctx.json {
                 print_json(&meta)
@@ -53,7 +72,7 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
             }
         }
         SessionsCommand::Delete { id } => {
-            ctx.store
+            ctx.storage()?
                 .delete_session(&ctx.agent, &ctx.session_id(&id)?)?;
             eprintln!("agentmem: deleted session {id}");
             Ok(())
@@ -62,7 +81,7 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
 }
 
 fn list(ctx: &Context) -> anyhow::Result<()> {
-    let sessions = ctx.store.list_sessions(&ctx.agent)?;
+    let sessions = ctx.storage()?.list_sessions(&ctx.agent)?;
     if ctx.json {
         return print_json(&sessions);
     }

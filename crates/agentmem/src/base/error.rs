@@ -30,6 +30,26 @@ pub enum Error {
         pid: String,
     },
 
+    /// A storage backend (a database) failed or could not be reached.
+    #[error("the {backend} storage failed to {action}: {message}; check that it is reachable and that the configured URL and credentials are right")]
+    Storage {
+        /// The backend's name.
+        backend: &'static str,
+        /// What was being done.
+        action: String,
+        /// What went wrong (never holding a password).
+        message: String,
+    },
+
+    /// A feature that is not behind the storage seam yet, asked of a backend other than files.
+    #[error("{feature} is not available on the {backend} storage backend yet; use the files backend (`[storage] backend = \"files\"`) for it")]
+    NotOnBackend {
+        /// What was asked for.
+        feature: &'static str,
+        /// The backend's name.
+        backend: &'static str,
+    },
+
     /// No session has that id.
     #[error("session {session} of agent {agent} does not exist; list the agent's sessions to see the ids there are")]
     SessionNotFound {

@@ -16,7 +16,7 @@ pub fn turn_id(n: u64) -> String {
 }
 
 /// The number in a `turn_0001`-style id, if it has that shape.
-pub(crate) fn turn_number(turn_id: &str) -> Option<u64> {
+pub fn turn_number(turn_id: &str) -> Option<u64> {
     turn_id.strip_prefix("turn_")?.parse().ok()
 }
 

@@ -76,6 +76,31 @@ pub struct SessionMeta {
 }
 
 impl SessionMeta {
+    /// Takes from `source`, the same session's description elsewhere, what
+    /// its log does not tell: creation and update times, title, fork
+    /// origin, imports and the compactions finished.
+    pub fn adopt(&mut self, source: &SessionMeta) {
+        self.created = source.created;
+        self.updated = source.updated;
+        self.title = source.title.clone();
+        self.forked_from = source.forked_from.clone();
+        self.forked_at_turn = source.forked_at_turn.clone();
+        self.imports = source.imports.clone();
+        self.compactions_finished = self.compactions_finished.max(source.compactions_finished);
+    }
+
+    /// The description of a new, empty session of `agent`, made now.
+    pub fn new_session(agent: &AgentId, id: &SessionId) -> SessionMeta {
+        let now = now_ts();
+        SessionMeta {
+            id: id.to_string(),
+            agent_id: agent.to_string(),
+            created: now,
+            updated: now,
+            ..SessionMeta::default()
+        }
+    }
+
     /// Reads the meta file in `session_dir`.
     pub fn read(session_dir: &Path) -> Result<SessionMeta> {
         let path = session_dir.join(META_FILE);

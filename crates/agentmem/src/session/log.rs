@@ -479,6 +479,13 @@ impl SessionLog {
         self.write_meta()
     }
 
+    /// Takes what the log does not tell from `source` (see [`SessionMeta::adopt`]).
+    pub(crate) fn adopt_meta(&mut self, source: &SessionMeta) -> Result<()> {
+        self.require_writer()?;
+        self.meta.adopt(source);
+        self.write_meta()
+    }
+
     /// Writes pending meta changes and releases the writer lock.
     pub(crate) fn close(mut self) -> Result<()> {
         if self.meta_dirty {

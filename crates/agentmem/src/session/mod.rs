@@ -33,6 +33,7 @@ mod working;
 pub use crate::memory::injector::MEMORY_RECHECK_INTERVAL;
 pub use compaction::CompactOptions;
 pub(crate) use drafting::SharedSummarizer;
+pub(crate) use log::SessionLog;
 
 use std::sync::Arc;
 
@@ -56,7 +57,6 @@ use crate::tokens::registry::ModelRegistry;
 use crate::tokens::Encoding;
 use accounting::TokenAccounting;
 use compaction::Compactor;
-use log::SessionLog;
 use view::ModelView;
 use working::SessionWorkingMemory;
 

@@ -3,28 +3,30 @@
 //! agent's memories and history index. Its files' formats are in
 //! [`crate::files`].
 
-use std::borrow::Borrow;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::base::event::{now_ts, Event};
+use crate::base::event::Event;
 use crate::base::id::{AgentId, SessionId};
-use crate::base::turn::turn_number;
 use crate::config::{Config, CONFIG_FILE};
+use crate::files::jsonl;
 use crate::files::jsonl::Durability;
 use crate::files::meta::SessionMeta;
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
-use crate::files::{jsonl, meta};
 use crate::memory::recall::{Reranker, SharedReranker};
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::search::vectors::{Embedder, SharedEmbedder};
 use crate::session::{Access, ContextSettings, Session};
+use crate::storage::Backend;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
+
+mod files_storage;
+pub use files_storage::FilesStorage;
 
 /// A data directory holding agents and their sessions.
 #[derive(Debug, Clone)]
@@ -251,7 +253,15 @@ impl Store {
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
     pub fn create_session(&self, agent: &AgentId, id: Option<SessionId>) -> Result<Session> {
         let id = id.unwrap_or_else(SessionId::generate);
-        let paths = self.session_paths(agent, &id);
+        let paths = self.make_session_dir(agent, &id)?;
+        self.load(paths, agent, &id, Access::Write(self.durability))
+    }
+
+    /// Makes the folder of the new session `id` with its first `meta.json`;
+    /// [`Error::SessionExists`] when there is one.
+    fn make_session_dir(&self, agent: &AgentId, id: &SessionId) -> Result<SessionPaths> {
+        self.files_backend()?;
+        let paths = self.session_paths(agent, id);
         let parent = self.sessions_dir(agent);
         crate::base::fs::create_dir_all(&parent).io("create", &parent)?;
         match crate::base::fs::create_dir(&paths.dir) {
@@ -264,17 +274,10 @@ impl Store {
             }
             Err(e) => return Err(e).io("create", &paths.dir),
         }
-        let now = now_ts();
-        let meta = SessionMeta {
-            id: id.to_string(),
-            agent_id: agent.to_string(),
-            created: now,
-            updated: now,
-            ..SessionMeta::default()
-        };
+        let meta = SessionMeta::new_session(agent, id);
         meta.write(&paths.dir)?;
         crate::base::fs::sync_dir(&parent)?;
-        self.load(paths, agent, &id, Access::Write(self.durability))
+        Ok(paths)
     }
 
     /// Opens an existing session for writing (taking its lock).
@@ -297,7 +300,22 @@ impl Store {
         }
     }
 
+    /// `Ok` for a store whose sessions are in files. One configured for
+    /// another backend refuses to open, list or make sessions, rather than
+    /// keep them in files in its place (a program reaches that backend
+    /// through its storage crate; see [`crate::storage`]).
+    fn files_backend(&self) -> Result<()> {
+        match self.config.storage.backend {
+            Backend::Files => Ok(()),
+            other @ Backend::Postgres => Err(Error::NotOnBackend {
+                feature: "opening sessions with the engine's Store",
+                backend: other.name(),
+            }),
+        }
+    }
+
     fn existing(&self, agent: &AgentId, id: &SessionId) -> Result<SessionPaths> {
+        self.files_backend()?;
         let paths = self.session_paths(agent, id);
         if paths.dir.is_dir() {
             Ok(paths)
@@ -322,15 +340,10 @@ impl Store {
 
     /// Every session of `agent`, most recently updated first.
     pub fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
+        self.files_backend()?;
         let dir = self.sessions_dir(agent);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).io("list", &dir),
-        };
         let mut sessions = Vec::new();
-        for entry in entries {
-            let entry = entry.io("list", &dir)?;
+        for entry in entries_of(&dir)? {
             let name = entry.file_name();
             let Some(Ok(id)) = name.to_str().map(SessionId::new) else {
                 continue; // temporary or foreign entries
@@ -352,13 +365,7 @@ impl Store {
     /// one whose lock is free is abandoned.
     fn remove_abandoned_staging(&self, agent: &AgentId) -> Result<()> {
         let dir = self.sessions_dir(agent);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e).io("list", &dir),
-        };
-        for entry in entries {
-            let entry = entry.io("list", &dir)?;
+        for entry in entries_of(&dir)? {
             let name = entry.file_name();
             let staged = name
                 .to_str()
@@ -438,16 +445,13 @@ impl Store {
             });
         }
         let archived = jsonl::read_log(&original.paths().archive())?.events;
-        let cut = match at_turn {
-            Some(turn) => Some(resolve_turn(&original, &archived, turn)?),
-            None => None,
-        };
-        let fork = ForkedHistory::of(
-            &original,
+        let fork = crate::storage::fork::plan(
+            source,
+            original.events(),
             archived,
-            cut.as_deref(),
             Snapshot::read(&original.paths().dir)?,
-        );
+            at_turn,
+        )?;
         self.remove_abandoned_staging(agent)?;
         let staging = SessionPaths {
             dir: target
@@ -471,12 +475,7 @@ impl Store {
             &fork.active,
         )?;
         copy_schema(&original.paths().dir, &staging.dir)?;
-        let history: Vec<&Event> = fork.archive.iter().chain(&fork.active).collect();
-        let mut meta = meta::meta_for(&history, agent, &new_id, self.redaction());
-        meta.archived_events = fork.archive.len();
-        meta.compactions_finished = fork.snapshot.as_ref().map_or(0, |s| s.compactions);
-        meta.forked_from = Some(source.to_string());
-        meta.forked_at_turn = cut.or_else(|| history.last().map(|e| e.turn_id.clone()));
+        let mut meta = fork.meta(agent, source, &new_id, self.redaction());
         meta.log_bytes = fs::metadata(staging.raw_traces()).map_or(0, |m| m.len());
         meta.write(&staging.dir)?;
         fs::rename(&staging.dir, &target.dir).io("rename into place", &target.dir)?;
@@ -485,94 +484,13 @@ impl Store {
     }
 }
 
-/// Finds `turn` (`turn_0003` or `3`) in the session's history, archive
-/// included, or says which turns exist.
-fn resolve_turn(session: &Session, archived: &[Event], turn: &str) -> Result<String> {
-    let wanted = turn
-        .parse::<u64>()
-        .map(crate::base::turn::turn_id)
-        .unwrap_or_else(|_| turn.to_owned());
-    let mut history = archived.iter().chain(session.events().iter().map(|e| &**e));
-    if history.any(|e| e.turn_id == wanted) {
-        return Ok(wanted);
+/// The entries of the folder `dir`; none when it does not exist.
+fn entries_of(dir: &Path) -> Result<Vec<fs::DirEntry>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries.map(|entry| entry.io("list", dir)).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).io("list", dir),
     }
-    Err(Error::TurnNotFound {
-        session: session.id().to_string(),
-        turn: turn.to_owned(),
-        last: session
-            .events()
-            .last()
-            .map(|e| &**e)
-            .or(archived.last())
-            .map_or_else(|| "(none)".into(), |e| e.turn_id.clone()),
-    })
-}
-
-/// What a fork copies: the log, the archive and the summary of it, through
-/// the turn it is cut at.
-struct ForkedHistory {
-    active: Vec<Event>,
-    archive: Vec<Event>,
-    /// The original's summary of its archive, when the fork keeps all of
-    /// the archive; its long-term memory stays the original's to write.
-    snapshot: Option<Snapshot>,
-}
-
-impl ForkedHistory {
-    /// The fork of `original` (whose archive is `archived`) cut after
-    /// `cut`. A cut inside the archive keeps part of what the summary
-    /// stands for: those events go back to the fork's log, unsummarized,
-    /// and the fork compacts them when it needs to.
-    fn of(
-        original: &Session,
-        archived: Vec<Event>,
-        cut: Option<&str>,
-        snapshot: Option<Snapshot>,
-    ) -> ForkedHistory {
-        let active = events_through_turn(original.events(), cut);
-        let archive = events_through_turn(&archived, cut);
-        if archive.len() == archived.len() {
-            let snapshot = snapshot.map(|snapshot| Snapshot {
-                memory: None,
-                ..snapshot
-            });
-            ForkedHistory {
-                active,
-                archive,
-                snapshot,
-            }
-        } else {
-            ForkedHistory {
-                active: archive.into_iter().chain(active).collect(),
-                archive: Vec::new(),
-                snapshot: None,
-            }
-        }
-    }
-}
-
-/// The events that belong to `turn` or an earlier one (all of them without
-/// a turn), copied. Turn ids of a foreign shape are kept when they come
-/// before the first event of a later turn.
-fn events_through_turn(events: &[impl Borrow<Event>], turn: Option<&str>) -> Vec<Event> {
-    let events: Vec<&Event> = events.iter().map(Borrow::borrow).collect();
-    let Some(turn) = turn else {
-        return events.into_iter().cloned().collect();
-    };
-    let limit = turn_number(turn);
-    let first_later = events
-        .iter()
-        .position(|e| matches!((turn_number(&e.turn_id), limit), (Some(n), Some(l)) if n > l))
-        .unwrap_or(events.len());
-    events
-        .into_iter()
-        .enumerate()
-        .filter(|(i, e)| match (turn_number(&e.turn_id), limit) {
-            (Some(n), Some(l)) => n <= l,
-            _ => *i < first_later,
-        })
-        .map(|(_, e)| e.clone())
-        .collect()
 }
 
 fn write_log(path: &Path, events: &[Event]) -> Result<()> {

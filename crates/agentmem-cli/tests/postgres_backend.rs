@@ -1,0 +1,231 @@
+//! The CLI on the PostgreSQL backend (the database of
+//! `AGENTMEM_TEST_DATABASE_URL`, which `scripts/postgres run` provides):
+//! what is behind the storage seam works, the rest is refused by name,
+//! and the URL's password is never shown.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+struct Cli {
+    dir: tempfile::TempDir,
+    url: String,
+    agent: String,
+}
+
+impl Cli {
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--agent", &self.agent])
+            .args(args)
+            .env("AGENTMEM_DATABASE_URL", &self.url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str], stdin: &str) -> String {
+        let output = self.run(args, stdin);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+/// A data directory and an agent of its own for the test `name` (so tests
+/// share the database without meeting).
+fn cli(name: &str) -> Option<Cli> {
+    let url = agentmem_postgres::test_database(name)?;
+    Some(Cli {
+        dir: tempfile::tempdir().unwrap(),
+        url: url.expose().to_owned(),
+        agent: format!("{name}-{}", std::process::id()),
+    })
+}
+
+#[test]
+fn sessions_and_ingest_work_on_postgres_and_nothing_goes_to_files() {
+    let Some(cli) = cli("sessions-and-ingest") else {
+        return;
+    };
+    let events = concat!(
+        r#"{"trace_type":"user","content":"run the tests","id":"e1"}"#,
+        "\n",
+        r#"{"trace_type":"tool_call","tool_call_id":"c1","tool_name":"bash","tool_args":{"cmd":"cargo test"}}"#,
+        "\n",
+        r#"{"trace_type":"tool_result","tool_call_id":"c1","content":"ok","n":123456789012345678901234567890}"#,
+        "\n",
+    );
+    let acked = cli.ok(&["ingest", "--session", "demo", "--ack"], events);
+    assert_eq!(acked.lines().count(), 4, "the id, then one line per event");
+    // Idempotent by id: the same user event again is not appended.
+    cli.ok(
+        &["ingest", "--session", "demo"],
+        &events[..events.find('\n').unwrap() + 1],
+    );
+    let listed: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
+    assert_eq!(listed[0]["id"], "demo");
+    assert_eq!(listed[0]["events"], 3);
+    assert_eq!(listed[0]["title"], "run the tests");
+    cli.ok(&["sessions", "fork", "demo", "--new-id", "branch"], "");
+    let shown: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["--json", "sessions", "show", "branch"], "")).unwrap();
+    assert_eq!(shown["forked_from"], "demo");
+    cli.ok(&["sessions", "delete", "branch"], "");
+    assert!(!cli.ok(&["sessions", "list"], "").contains("branch"));
+    // Nothing of it is in the data directory.
+    assert!(!cli.dir.path().join("agents").exists());
+}
+
+#[test]
+fn what_is_not_behind_the_seam_is_refused_by_name() {
+    let Some(cli) = cli("refused") else { return };
+    cli.ok(
+        &["ingest", "--session", "s"],
+        "{\"trace_type\":\"user\",\"content\":\"hi\"}\n",
+    );
+    for args in [
+        &["prepare", "s", "--model", "gpt-4o"][..],
+        &["compact", "s"],
+        &["memory", "show"],
+    ] {
+        let output = cli.run(args, "");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains("is not available on the postgres storage backend yet"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let update = r#"{"trace_type":"working_memory","working_memory":{"kind":"merge_patch","patch":{"a":1}}}"#;
+    let output = cli.run(&["ingest", "--session", "s"], &format!("{update}\n"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("working memory"));
+    let listed: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
+    assert_eq!(
+        listed[0]["events"], 1,
+        "nothing of a refused batch is stored"
+    );
+}
+
+#[test]
+fn a_wrong_password_is_reported_without_the_password() {
+    let Some(mut cli) = cli("wrong-password") else {
+        return;
+    };
+    let (start, end) = (
+        cli.url.find("://").unwrap() + 3,
+        cli.url.rfind('@').unwrap(),
+    );
+    let user = cli.url[start..end].split(':').next().unwrap().to_owned();
+    cli.url = format!(
+        "{}{user}:not-the-Pa55word{}",
+        &cli.url[..start],
+        &cli.url[end..]
+    );
+    let output = cli.run(&["sessions", "list"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("password authentication failed"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("{user}:***@")), "{stderr}");
+    assert!(!stderr.contains("not-the-Pa55word"), "{stderr}");
+}
+
+#[test]
+fn migrate_copies_a_data_directory_and_resumes() {
+    let Some(cli) = cli("migrate") else { return };
+    let on_files = Cli {
+        dir: tempfile::tempdir().unwrap(),
+        url: String::new(),
+        agent: cli.agent.clone(),
+    };
+    let transcript = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/claude-code-session.jsonl"
+    );
+    on_files.ok(&["import", transcript, "--session", "cc"], "");
+    on_files.ok(&["compact", "cc"], "");
+    on_files.ok(
+        &[
+            "sessions",
+            "fork",
+            "cc",
+            "--at-turn",
+            "2",
+            "--new-id",
+            "cc2",
+        ],
+        "",
+    );
+    let from = on_files.dir.path().to_str().unwrap();
+    let tally = |cli: &Cli| -> serde_json::Value {
+        serde_json::from_str(&cli.ok(&["--json", "migrate", "--from", from], "")).unwrap()
+    };
+    let first = tally(&cli);
+    assert_eq!(
+        (first["sessions"].as_u64(), first["copied"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let again = tally(&cli);
+    assert_eq!(again["already_there"], 2);
+    let list = |cli: &Cli| -> Vec<serde_json::Value> {
+        let mut listed: Vec<serde_json::Value> =
+            serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
+        for meta in &mut listed {
+            // The size of a files log; a database has none.
+            meta.as_object_mut().unwrap().remove("log_bytes");
+        }
+        listed
+    };
+    let (files_list, postgres_list) = (list(&on_files), list(&cli));
+    assert_eq!(files_list, postgres_list);
+    // Each session's history exports byte for byte the same from both.
+    for id in ["cc", "cc2"] {
+        for format in ["events", "openai-messages"] {
+            let args = ["export", id, "--format", format];
+            assert_eq!(
+                on_files.ok(&args, ""),
+                cli.ok(&args, ""),
+                "{id} as {format}"
+            );
+        }
+    }
+    assert!(files_list
+        .iter()
+        .any(|m| m["archived_events"].as_u64() > Some(0)));
+}
+
+#[test]
+fn commands_that_need_no_session_never_connect() {
+    let unreachable = Cli {
+        dir: tempfile::tempdir().unwrap(),
+        url: "postgres://agentmem:hunter2@127.0.0.1:1/agentmem".to_owned(),
+        agent: "default".to_owned(),
+    };
+    assert!(unreachable.ok(&["models", "gpt-4o"], "").contains("gpt-4o"));
+    let output = unreachable.run(&["sessions", "list"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("failed to connect to postgres://agentmem:***@127.0.0.1:1/agentmem"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

@@ -1,0 +1,99 @@
+//! The schema, as versioned migrations: each runs once, in its own
+//! transaction, and is recorded in `agentmem_schema_migrations`. Servers
+//! that start at once take turns (a transaction-level advisory lock), so
+//! none applies a migration twice.
+
+use postgres::Client;
+
+use crate::db_error;
+
+/// One step of the schema.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Its number; applied in increasing order.
+    pub version: i32,
+    /// What it does.
+    pub name: &'static str,
+    /// Its statements.
+    pub sql: &'static str,
+}
+
+/// Every migration, oldest first. Never edit one that was released: add the next.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "sessions and their event logs",
+    sql: "
+        CREATE TABLE agentmem_sessions (
+            agent_id   text   NOT NULL,
+            session_id text   NOT NULL,
+            meta       text   NOT NULL,
+            snapshot   text,
+            next_seq   bigint NOT NULL DEFAULT 1,
+            PRIMARY KEY (agent_id, session_id)
+        );
+        CREATE TABLE agentmem_events (
+            agent_id   text    NOT NULL,
+            session_id text    NOT NULL,
+            seq        bigint  NOT NULL,
+            event_id   text    NOT NULL,
+            archived   boolean NOT NULL DEFAULT false,
+            line       text    NOT NULL,
+            PRIMARY KEY (agent_id, session_id, seq),
+            UNIQUE (agent_id, session_id, event_id),
+            FOREIGN KEY (agent_id, session_id)
+                REFERENCES agentmem_sessions (agent_id, session_id) ON DELETE CASCADE
+        );
+        CREATE INDEX agentmem_events_active
+            ON agentmem_events (agent_id, session_id, seq) WHERE NOT archived;
+    ",
+}];
+
+/// The advisory lock key migrators take turns on.
+const MIGRATION_LOCK: i64 = 0x6167_656e_746d_656d; // "agentmem"
+
+/// Applies the migrations `client`'s database lacks; returns the versions applied.
+pub fn migrate(client: &mut Client) -> agentmem::Result<Vec<i32>> {
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS agentmem_schema_migrations (
+                version    integer     PRIMARY KEY,
+                name       text        NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )",
+        )
+        .or_else(|e| match e.code() {
+            // Two servers creating it at once: the other one won.
+            Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => Ok(()),
+            _ => Err(e),
+        })
+        .map_err(|e| db_error("create the migrations table", &e))?;
+    let mut applied = Vec::new();
+    for migration in MIGRATIONS {
+        let action = format!("apply migration {} ({})", migration.version, migration.name);
+        let mut tx = client
+            .transaction()
+            .map_err(|e| db_error(action.clone(), &e))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(|e| db_error(action.clone(), &e))?;
+        let done = tx
+            .query_opt(
+                "SELECT 1 FROM agentmem_schema_migrations WHERE version = $1",
+                &[&migration.version],
+            )
+            .map_err(|e| db_error(action.clone(), &e))?
+            .is_some();
+        if done {
+            continue;
+        }
+        tx.batch_execute(migration.sql)
+            .map_err(|e| db_error(action.clone(), &e))?;
+        tx.execute(
+            "INSERT INTO agentmem_schema_migrations (version, name) VALUES ($1, $2)",
+            &[&migration.version, &migration.name],
+        )
+        .map_err(|e| db_error(action.clone(), &e))?;
+        tx.commit().map_err(|e| db_error(action, &e))?;
+        applied.push(migration.version);
+    }
+    Ok(applied)
+}

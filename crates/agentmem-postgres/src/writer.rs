@@ -1,0 +1,239 @@
+//! A session's one writer on PostgreSQL: a connection of its own, holding
+//! the session's advisory lock, through which every write goes, so a
+//! writer whose connection died (and with it the lock) writes nothing more.
+
+use std::collections::HashSet;
+
+use agentmem::base::turn::turn_number;
+use agentmem::files::meta::{title_from, SessionMeta};
+use agentmem::files::snapshot::Snapshot;
+use agentmem::redact::RedactionPolicy;
+use agentmem::storage::batch::Assigner;
+use agentmem::storage::{Appended, CompactionCommit, SessionWriter, SnapshotFields};
+use agentmem::{AgentId, Event, Result, SessionId, TraceType};
+use postgres::Client;
+
+use crate::db_error;
+use crate::storage::{insert_events, read_lines, read_meta, to_json, Archived, Rows};
+
+/// The writer of one session (see the module docs).
+pub(crate) struct PgWriter {
+    client: Client,
+    agent: AgentId,
+    id: SessionId,
+    redaction: RedactionPolicy,
+    meta: SessionMeta,
+    /// The seq the next appended event gets.
+    next_seq: i64,
+    assigner: Assigner,
+}
+
+impl std::fmt::Debug for PgWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgWriter")
+            .field("agent", &self.agent)
+            .field("id", &self.id)
+            .field("next_seq", &self.next_seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgWriter {
+    /// The writer of `id` on `client`, which holds the session's lock.
+    pub(crate) fn open(
+        mut client: Client,
+        agent: AgentId,
+        id: SessionId,
+        redaction: RedactionPolicy,
+    ) -> Result<PgWriter> {
+        let meta = read_meta(&mut client, &agent, &id)?;
+        let active = read_lines(&mut client, &agent, &id, Rows::all_active())?;
+        let next_seq: i64 = client
+            .query_one(
+                "SELECT next_seq FROM agentmem_sessions WHERE agent_id = $1 AND session_id = $2",
+                &[&agent.as_str(), &id.as_str()],
+            )
+            .map_err(|e| db_error("open a session for writing", &e))?
+            .get(0);
+        Ok(PgWriter {
+            assigner: Assigner::new(&active),
+            client,
+            agent,
+            id,
+            redaction,
+            meta,
+            next_seq,
+        })
+    }
+
+    /// The ids among `named` the session holds, active or archived.
+    fn held(&mut self, named: Vec<String>) -> Result<HashSet<String>> {
+        if named.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let rows = self
+            .client
+            .query(
+                "SELECT event_id FROM agentmem_events \
+                 WHERE agent_id = $1 AND session_id = $2 AND event_id = ANY($3)",
+                &[&self.agent.as_str(), &self.id.as_str(), &named],
+            )
+            .map_err(|e| db_error("look up event ids", &e))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    /// The description once `fresh` is appended.
+    fn meta_with(&self, fresh: &[Event]) -> SessionMeta {
+        let mut meta = self.meta.clone();
+        for event in fresh {
+            if event.trace_type == TraceType::User {
+                meta.turns = match turn_number(&event.turn_id) {
+                    Some(number) => meta.turns.max(number as usize),
+                    None => meta.turns + 1,
+                };
+                if meta.title.is_none() {
+                    meta.title = Some(title_from(&event.content, self.redaction));
+                }
+            }
+        }
+        if let (Some(first), Some(last)) = (fresh.first(), fresh.last()) {
+            // Imported history can predate the session: it started when its first event did.
+            meta.created = meta.created.min(first.ts);
+            meta.updated = meta.updated.max(last.ts);
+        }
+        meta.events += fresh.len();
+        meta
+    }
+
+    /// Stores `fresh` and the description it makes, in one transaction.
+    fn store(&mut self, fresh: &[Event], meta: &SessionMeta) -> Result<()> {
+        let next_seq = self.next_seq + fresh.len() as i64;
+        let mut tx = self
+            .client
+            .transaction()
+            .map_err(|e| db_error("append events", &e))?;
+        insert_events(
+            &mut tx,
+            &self.agent,
+            &self.id,
+            self.next_seq,
+            fresh,
+            Archived::No,
+        )?;
+        tx.execute(
+            "UPDATE agentmem_sessions SET meta = $3, next_seq = $4 \
+             WHERE agent_id = $1 AND session_id = $2",
+            &[
+                &self.agent.as_str(),
+                &self.id.as_str(),
+                &to_json(meta),
+                &next_seq,
+            ],
+        )
+        .map_err(|e| db_error("append events", &e))?;
+        tx.commit().map_err(|e| db_error("append events", &e))?;
+        self.next_seq = next_seq;
+        Ok(())
+    }
+}
+
+impl SessionWriter for PgWriter {
+    fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    fn append(&mut self, events: Vec<Event>) -> Result<Appended> {
+        let held = self.held(Assigner::named_ids(&events))?;
+        let admitted = Assigner::admit(events, &held)?;
+        let mut fresh = admitted.fresh;
+        if fresh.is_empty() {
+            return Ok(Appended {
+                events: fresh,
+                duplicates: admitted.duplicates,
+            });
+        }
+        let before = self.assigner.assign(&mut fresh);
+        let meta = self.meta_with(&fresh);
+        if let Err(error) = self.store(&fresh, &meta) {
+            self.assigner.restore(before);
+            return Err(error);
+        }
+        self.meta = meta;
+        Ok(Appended {
+            events: fresh,
+            duplicates: admitted.duplicates,
+        })
+    }
+
+    fn commit_compaction(&mut self, commit: CompactionCommit) -> Result<()> {
+        let action = "commit a compaction";
+        let (agent, id) = (self.agent.as_str(), self.id.as_str());
+        let mut tx = self
+            .client
+            .transaction()
+            .map_err(|e| db_error(action, &e))?;
+        let active: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM agentmem_events \
+                 WHERE agent_id = $1 AND session_id = $2 AND NOT archived",
+                &[&agent, &id],
+            )
+            .map_err(|e| db_error(action, &e))?
+            .get(0);
+        let moved = (commit.archived as i64).min(active);
+        let first_kept = tx
+            .query_opt(
+                "SELECT seq, event_id FROM agentmem_events \
+                 WHERE agent_id = $1 AND session_id = $2 AND NOT archived \
+                 ORDER BY seq OFFSET $3 LIMIT 1",
+                &[&agent, &id, &moved],
+            )
+            .map_err(|e| db_error(action, &e))?
+            .map(|row| (row.get::<_, i64>(0), row.get::<_, String>(1)));
+        let below = first_kept.as_ref().map_or(i64::MAX, |(seq, _)| *seq);
+        tx.execute(
+            "UPDATE agentmem_events SET archived = true \
+             WHERE agent_id = $1 AND session_id = $2 AND NOT archived AND seq < $3",
+            &[&agent, &id, &below],
+        )
+        .map_err(|e| db_error(action, &e))?;
+        let mut meta = self.meta.clone();
+        meta.archived_events += moved as usize;
+        meta.compactions_finished = meta.compactions_finished.max(commit.snapshot.compactions);
+        let snapshot = match commit.fields {
+            SnapshotFields::FromTheMove => Snapshot {
+                active_first_id: first_kept.map(|(_, id)| id),
+                tail_events: (active - moved) as usize,
+                archived_events: Some(meta.archived_events),
+                ..commit.snapshot
+            },
+            SnapshotFields::AsGiven => commit.snapshot,
+        };
+        tx.execute(
+            "UPDATE agentmem_sessions SET snapshot = $3, meta = $4 \
+             WHERE agent_id = $1 AND session_id = $2",
+            &[&agent, &id, &to_json(&snapshot), &to_json(&meta)],
+        )
+        .map_err(|e| db_error(action, &e))?;
+        tx.commit().map_err(|e| db_error(action, &e))?;
+        self.meta = meta;
+        Ok(())
+    }
+
+    fn meta(&self) -> SessionMeta {
+        self.meta.clone()
+    }
+
+    fn adopt_meta(&mut self, source: &SessionMeta) -> Result<()> {
+        let mut meta = self.meta.clone();
+        meta.adopt(source);
+        self.client
+            .execute(
+                "UPDATE agentmem_sessions SET meta = $3 WHERE agent_id = $1 AND session_id = $2",
+                &[&self.agent.as_str(), &self.id.as_str(), &to_json(&meta)],
+            )
+            .map_err(|e| db_error("record a session's description", &e))?;
+        self.meta = meta;
+        Ok(())
+    }
+}

@@ -1,0 +1,498 @@
+//! The storage seam's conformance suite: one source of cases, run against
+//! the files backend and the PostgreSQL backend (on the database in
+//! `AGENTMEM_TEST_DATABASE_URL`, which `scripts/postgres run` provides).
+//!
+//! Each backend is a [`Backend`]: hosts that share one store (two `Store`s
+//! on one data directory; two connections to one database), and a way to
+//! kill a writer's hold the way its death would.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentmem::config::DatabaseUrl;
+use agentmem::files::snapshot::Snapshot;
+use agentmem::storage::copy::{copy_session, Copied};
+use agentmem::storage::{CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage};
+use agentmem::{AgentId, Durability, Error, Event, SessionId, Store};
+use agentmem_postgres::PgStorage;
+
+/// A backend under test.
+trait Backend {
+    /// A new host on the backend's shared store.
+    fn host(&self) -> Box<dyn Storage>;
+    /// Ends `writer`'s hold on its session as the death of its process
+    /// would, and hands back what is left of it (if anything).
+    fn kill_holder(&self, writer: Box<dyn SessionWriter>) -> Option<Box<dyn SessionWriter>>;
+}
+
+struct Files {
+    dir: tempfile::TempDir,
+}
+
+impl Backend for Files {
+    fn host(&self) -> Box<dyn Storage> {
+        Box::new(
+            Store::open(self.dir.path(), Durability::Batch)
+                .unwrap()
+                .storage(),
+        )
+    }
+
+    /// A dead process's `lock` file is unlocked by its kernel, as dropping
+    /// the writer unlocks it here.
+    fn kill_holder(&self, writer: Box<dyn SessionWriter>) -> Option<Box<dyn SessionWriter>> {
+        drop(writer);
+        None
+    }
+}
+
+struct Postgres {
+    url: DatabaseUrl,
+}
+
+impl Backend for Postgres {
+    fn host(&self) -> Box<dyn Storage> {
+        Box::new(PgStorage::connect(&self.url, Default::default()).unwrap())
+    }
+
+    /// Terminates the holder's server connection (`pg_terminate_backend`),
+    /// as the server does to a dead client's; the writer object lives on.
+    fn kill_holder(&self, writer: Box<dyn SessionWriter>) -> Option<Box<dyn SessionWriter>> {
+        let mut admin = postgres::Client::connect(self.url.expose(), postgres::NoTls).unwrap();
+        let killed = admin
+            .query(
+                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+                   AND l.classid::bigint = (hashtextextended($1, 0) >> 32) & 4294967295 \
+                   AND l.objid::bigint = hashtextextended($1, 0) & 4294967295",
+                &[&format!(
+                    "agentmem session {}/{}",
+                    AGENT_OF.with(|a| a.borrow().clone()),
+                    writer.id()
+                )],
+            )
+            .unwrap();
+        assert_eq!(killed.len(), 1, "one connection held the lock");
+        Some(writer)
+    }
+}
+
+std::thread_local! {
+    /// The agent the running case works in (each case has its own, so
+    /// cases share one database without meeting).
+    static AGENT_OF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn fresh_agent() -> AgentId {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!(
+        "conf-{}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    AGENT_OF.with(|a| *a.borrow_mut() = name.clone());
+    AgentId::new(name).unwrap()
+}
+
+fn sid(id: &str) -> SessionId {
+    SessionId::new(id).unwrap()
+}
+
+fn with_id(mut event: Event, id: &str) -> Event {
+    event.id = id.to_owned();
+    event
+}
+
+fn ids(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.id.as_str()).collect()
+}
+
+/// Three turns: a user message and an answer each, ids `u1`, `a1`, ….
+fn three_turns() -> Vec<Event> {
+    (1..=3)
+        .flat_map(|n| {
+            [
+                with_id(Event::user(format!("question {n}")), &format!("u{n}")),
+                with_id(Event::assistant(format!("answer {n}")), &format!("a{n}")),
+            ]
+        })
+        .collect()
+}
+
+fn appends_are_idempotent_by_id_and_kept_in_order(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    let first = writer.append(three_turns()[..4].to_vec()).unwrap();
+    assert_eq!((first.events.len(), first.duplicates), (4, 0));
+    assert_eq!(first.events[2].turn_id, "turn_0002");
+    assert_eq!(first.events[3].seq, 2);
+    // A retry of the last two, and the rest: only the rest is new.
+    let again = writer.append(three_turns()[2..].to_vec()).unwrap();
+    assert_eq!((again.events.len(), again.duplicates), (2, 2));
+    // Ids repeated inside a batch count once; events without an id get one.
+    let batch = vec![
+        with_id(Event::user("four"), "u4"),
+        with_id(Event::assistant("four again"), "u4"),
+        Event::assistant("no id"),
+    ];
+    let third = writer.append(batch).unwrap();
+    assert_eq!((third.events.len(), third.duplicates), (2, 1));
+    assert!(third.events[1].id.starts_with("ev_"));
+    let read = store
+        .read_events(&agent, &sid("s"), EventRange::All)
+        .unwrap();
+    assert_eq!(ids(&read)[..7], ["u1", "a1", "u2", "a2", "u3", "a3", "u4"]);
+    assert_eq!(read[7].content, "no id");
+    let meta = store.session_meta(&agent, &sid("s")).unwrap();
+    assert_eq!((meta.events, meta.turns), (8, 4));
+    assert_eq!(meta.title.as_deref(), Some("question 1"));
+    // A new writer (after this one) knows the ids too.
+    drop(writer);
+    let mut writer = store.lock_session(&agent, &sid("s")).unwrap();
+    let retry = writer.append(three_turns()).unwrap();
+    assert_eq!((retry.events.len(), retry.duplicates), (0, 6));
+}
+
+fn ranges_and_tails_read_by_position(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()).unwrap();
+    let read = |range| store.read_events(&agent, &sid("s"), range).unwrap();
+    assert_eq!(
+        ids(&read(EventRange::Span { start: 1, end: 4 })),
+        ["a1", "u2", "a2"]
+    );
+    assert_eq!(ids(&read(EventRange::Span { start: 5, end: 99 })), ["a3"]);
+    assert!(read(EventRange::Span { start: 9, end: 12 }).is_empty());
+    assert_eq!(ids(&read(EventRange::Tail(2))), ["u3", "a3"]);
+    assert_eq!(read(EventRange::Tail(60)).len(), 6);
+    let count = store.event_count(&agent, &sid("s")).unwrap();
+    assert_eq!((count.active, count.archived), (6, 0));
+}
+
+fn a_bad_or_interrupted_batch_stores_nothing(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()[..2].to_vec()).unwrap();
+    let orphan = Event::tool_result("", "a result without its call id");
+    let bad = vec![with_id(Event::user("kept out"), "x1"), orphan];
+    assert!(matches!(
+        writer.append(bad),
+        Err(Error::InvalidEvent { index: 1, .. })
+    ));
+    assert_eq!(store.event_count(&agent, &sid("s")).unwrap().active, 2);
+    // The holder dies: what it still tries to append is stored nowhere,
+    // and the next writer finds the log as it was.
+    if let Some(mut dead) = backend.kill_holder(writer) {
+        assert!(dead.append(three_turns()[2..].to_vec()).is_err());
+    }
+    let mut next = store.lock_session(&agent, &sid("s")).unwrap();
+    assert_eq!(store.event_count(&agent, &sid("s")).unwrap().active, 2);
+    let resumed = next.append(three_turns()).unwrap();
+    assert_eq!((resumed.events.len(), resumed.duplicates), (4, 2));
+    assert_eq!(resumed.events[0].turn_id, "turn_0002");
+}
+
+fn a_compaction_commits_the_snapshot_and_the_archive_move_together(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()).unwrap();
+    let summary = with_id(Event::assistant("turns 1 and 2, summarized"), "sum1");
+    writer
+        .commit_compaction(CompactionCommit {
+            archived: 4,
+            snapshot: Snapshot {
+                compactions: 1,
+                base: vec![summary.clone()],
+                ..Snapshot::default()
+            },
+            fields: SnapshotFields::FromTheMove,
+        })
+        .unwrap();
+    let snapshot = store.snapshot(&agent, &sid("s")).unwrap().unwrap();
+    assert_eq!(snapshot.base, [summary]);
+    assert_eq!(snapshot.active_first_id.as_deref(), Some("u3"));
+    assert_eq!(
+        (snapshot.tail_events, snapshot.archived_events),
+        (2, Some(4))
+    );
+    let active = store
+        .read_events(&agent, &sid("s"), EventRange::All)
+        .unwrap();
+    assert_eq!(ids(&active), ["u3", "a3"]);
+    let archived = store.archived_events(&agent, &sid("s")).unwrap();
+    assert_eq!(ids(&archived), ["u1", "a1", "u2", "a2"]);
+    let history = store.full_history(&agent, &sid("s")).unwrap();
+    assert_eq!(ids(&history), ["u1", "a1", "u2", "a2", "u3", "a3"]);
+    let count = store.event_count(&agent, &sid("s")).unwrap();
+    assert_eq!((count.active, count.archived), (2, 4));
+    // Archived ids stay known, also to the next writer.
+    drop(writer);
+    let mut writer = store.lock_session(&agent, &sid("s")).unwrap();
+    let retry = writer.append(three_turns()).unwrap();
+    assert_eq!((retry.events.len(), retry.duplicates), (0, 6));
+    let more = writer
+        .append(vec![with_id(Event::user("four"), "u4")])
+        .unwrap();
+    assert_eq!(more.events[0].turn_id, "turn_0004");
+    let meta = store.session_meta(&agent, &sid("s")).unwrap();
+    assert_eq!((meta.events, meta.archived_events), (7, 4));
+}
+
+fn a_fork_copies_through_its_turn(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()).unwrap();
+    let meta = store
+        .fork_session(&agent, &sid("s"), Some("2"), &sid("f"))
+        .unwrap();
+    assert_eq!(meta.forked_from.as_deref(), Some("s"));
+    assert_eq!(meta.forked_at_turn.as_deref(), Some("turn_0002"));
+    let forked = store
+        .read_events(&agent, &sid("f"), EventRange::All)
+        .unwrap();
+    assert_eq!(ids(&forked), ["u1", "a1", "u2", "a2"]);
+    assert!(matches!(
+        store.fork_session(&agent, &sid("s"), None, &sid("f")),
+        Err(Error::SessionExists { .. })
+    ));
+    assert!(matches!(
+        store.fork_session(&agent, &sid("s"), Some("9"), &sid("g")),
+        Err(Error::TurnNotFound { .. })
+    ));
+    // The two share nothing afterwards.
+    let mut fork_writer = store.lock_session(&agent, &sid("f")).unwrap();
+    fork_writer
+        .append(vec![with_id(Event::user("only in the fork"), "x")])
+        .unwrap();
+    assert_eq!(store.event_count(&agent, &sid("s")).unwrap().active, 6);
+    assert_eq!(store.event_count(&agent, &sid("f")).unwrap().active, 5);
+    // A fork of a compacted session keeps its archive and snapshot.
+    writer
+        .commit_compaction(CompactionCommit {
+            archived: 2,
+            snapshot: Snapshot {
+                compactions: 1,
+                ..Snapshot::default()
+            },
+            fields: SnapshotFields::FromTheMove,
+        })
+        .unwrap();
+    store
+        .fork_session(&agent, &sid("s"), None, &sid("h"))
+        .unwrap();
+    assert_eq!(
+        ids(&store.archived_events(&agent, &sid("h")).unwrap()),
+        ["u1", "a1"]
+    );
+    assert_eq!(
+        store
+            .snapshot(&agent, &sid("h"))
+            .unwrap()
+            .unwrap()
+            .compactions,
+        1
+    );
+}
+
+fn a_delete_waits_for_no_writer_and_removes_everything(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()).unwrap();
+    store.create_session(&agent, &sid("t")).unwrap();
+    let other_host = backend.host();
+    assert!(matches!(
+        other_host.delete_session(&agent, &sid("s")),
+        Err(Error::SessionLocked { .. })
+    ));
+    drop(writer);
+    other_host.delete_session(&agent, &sid("s")).unwrap();
+    assert!(matches!(
+        store.session_meta(&agent, &sid("s")),
+        Err(Error::SessionNotFound { .. })
+    ));
+    let listed: Vec<String> = store
+        .list_sessions(&agent)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(listed, ["t"]);
+    // Its id is free again, with nothing of the old session in it.
+    store.create_session(&agent, &sid("s")).unwrap();
+    assert_eq!(store.event_count(&agent, &sid("s")).unwrap().active, 0);
+}
+
+fn one_writer_per_session_across_hosts_and_readers_never_wait(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut writer = store.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()[..2].to_vec()).unwrap();
+    let second_host = backend.host();
+    let refused = second_host.lock_session(&agent, &sid("s")).unwrap_err();
+    assert!(matches!(refused, Error::SessionLocked { .. }), "{refused}");
+    assert!(
+        refused.to_string().contains("session s is locked by pid"),
+        "{refused}"
+    );
+    assert!(matches!(
+        store.create_session(&agent, &sid("s")),
+        Err(Error::SessionExists { .. })
+    ));
+    assert!(matches!(
+        second_host.lock_session(&agent, &sid("nope")),
+        Err(Error::SessionNotFound { .. })
+    ));
+    // Readers read while the writer holds the session, and see what it committed.
+    writer.append(three_turns()[2..4].to_vec()).unwrap();
+    let read = second_host
+        .read_events(&agent, &sid("s"), EventRange::All)
+        .unwrap();
+    assert_eq!(read.len(), 4);
+    assert_eq!(second_host.list_sessions(&agent).unwrap()[0].events, 4);
+    // Other sessions are not held.
+    second_host.create_session(&agent, &sid("t")).unwrap();
+    // The holder dies: the lock is free again for another host.
+    let leftover = backend.kill_holder(writer);
+    let mut taken = second_host.lock_session(&agent, &sid("s")).unwrap();
+    taken.append(three_turns()).unwrap();
+    drop(leftover);
+    assert_eq!(store.event_count(&agent, &sid("s")).unwrap().active, 6);
+}
+
+fn sessions_list_most_recent_first(backend: &dyn Backend) {
+    let (agent, store) = (fresh_agent(), backend.host());
+    let mut old = store.create_session(&agent, &sid("old")).unwrap();
+    let mut new = store.create_session(&agent, &sid("new")).unwrap();
+    let mut early = Event::user("early");
+    early.ts = 1_000.0;
+    let mut late = Event::user("late");
+    late.ts = 2_000_000_000.0;
+    old.append(vec![early]).unwrap();
+    new.append(vec![late]).unwrap();
+    let listed = store.list_sessions(&agent).unwrap();
+    let order: Vec<&str> = listed.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(order, ["new", "old"]);
+    assert_eq!(listed[1].created, 1_000.0);
+    assert!(store.list_sessions(&fresh_agent()).unwrap().is_empty());
+}
+
+fn a_copy_from_files_reads_back_the_same_and_resumes(backend: &dyn Backend) {
+    let (agent, target) = (fresh_agent(), backend.host());
+    let dir = tempfile::tempdir().unwrap();
+    let source = Store::open(dir.path(), Durability::Batch)
+        .unwrap()
+        .storage();
+    let mut writer = source.create_session(&agent, &sid("s")).unwrap();
+    writer.append(three_turns()).unwrap();
+    writer
+        .commit_compaction(CompactionCommit {
+            archived: 2,
+            snapshot: Snapshot {
+                compactions: 1,
+                base: vec![with_id(Event::assistant("turn 1, summarized"), "sum")],
+                ..Snapshot::default()
+            },
+            fields: SnapshotFields::FromTheMove,
+        })
+        .unwrap();
+    drop(writer);
+    source
+        .fork_session(&agent, &sid("s"), Some("2"), &sid("f"))
+        .unwrap();
+    for id in ["s", "f"] {
+        assert!(
+            matches!(copy_session(&source, &*target, &agent, &sid(id)).unwrap(), Copied::Events(n) if n > 0)
+        );
+        assert_eq!(
+            copy_session(&source, &*target, &agent, &sid(id)).unwrap(),
+            Copied::AlreadyThere
+        );
+    }
+    let (from, to) = (
+        source.session_meta(&agent, &sid("f")).unwrap(),
+        target.session_meta(&agent, &sid("f")).unwrap(),
+    );
+    assert_eq!(
+        (to.forked_from, to.created, to.title),
+        (from.forked_from, from.created, from.title)
+    );
+    assert_eq!(
+        target.snapshot(&agent, &sid("s")).unwrap(),
+        source.snapshot(&agent, &sid("s")).unwrap()
+    );
+    // Events the source gained since are what a second run copies.
+    let mut writer = source.lock_session(&agent, &sid("s")).unwrap();
+    writer
+        .append(vec![with_id(Event::user("four"), "u4")])
+        .unwrap();
+    drop(writer);
+    assert_eq!(
+        copy_session(&source, &*target, &agent, &sid("s")).unwrap(),
+        Copied::Events(1)
+    );
+    assert_eq!(
+        target
+            .list_agents()
+            .unwrap()
+            .iter()
+            .filter(|a| **a == agent)
+            .count(),
+        1
+    );
+}
+
+/// Every case, run against the backend `make` gives (`None`: not available here).
+macro_rules! conformance {
+    ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {
+        mod $backend {
+            use super::*;
+            $(
+                #[test]
+                fn $case() {
+                    let make: fn() -> Option<Box<dyn Backend>> = $make;
+                    if let Some(backend) = make() {
+                        super::$case(&*backend);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! every_case {
+    ($backend:ident, $make:expr) => {
+        conformance!(
+            $backend,
+            $make,
+            [
+                appends_are_idempotent_by_id_and_kept_in_order,
+                ranges_and_tails_read_by_position,
+                a_bad_or_interrupted_batch_stores_nothing,
+                a_compaction_commits_the_snapshot_and_the_archive_move_together,
+                a_fork_copies_through_its_turn,
+                a_delete_waits_for_no_writer_and_removes_everything,
+                one_writer_per_session_across_hosts_and_readers_never_wait,
+                sessions_list_most_recent_first,
+                a_copy_from_files_reads_back_the_same_and_resumes,
+            ]
+        );
+    };
+}
+
+fn files() -> Option<Box<dyn Backend>> {
+    Some(Box::new(Files {
+        dir: tempfile::tempdir().unwrap(),
+    }))
+}
+
+/// The database of `AGENTMEM_TEST_DATABASE_URL`, if there is one.
+fn postgres() -> Option<Box<dyn Backend>> {
+    let url = agentmem_postgres::test_database("the postgres backend's conformance case")?;
+    Some(Box::new(Postgres { url }))
+}
+
+every_case!(files_backend, files);
+every_case!(postgres_backend, postgres);
