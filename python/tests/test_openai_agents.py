@@ -349,6 +349,7 @@ def test_memory_from_earlier_sessions_is_injected_and_can_be_turned_off(data_dir
 
 def test_the_filter_refuses_a_run_without_this_session(data_dir: Path) -> None:
     session = AgentmemSession("other", store=data_dir)
+    session.add([{"role": "user", "content": "an earlier question"}])
     with ModelServer(calls_per_turn=0) as server:
         agent = agent_for(server)
         with pytest.raises(RunNotInSession):
@@ -400,3 +401,58 @@ def test_the_example_runs_and_a_second_run_continues_the_conversation(data_dir: 
     assert "run_tests(package)" in last["instructions"]
     for body in bodies:
         assert_pairs_intact(body["input"])
+
+
+def test_streamed_runs_and_chat_completions_models_keep_every_item(data_dir: Path) -> None:
+    from agents import OpenAIChatCompletionsModel
+
+    session = AgentmemSession("streamed", store=data_dir, memory="off", **BUDGET)
+    with ModelServer(calls_per_turn=2) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="test")
+        streamed_agent = agent_for(server)
+        chat_agent = Agent(name="chat", tools=[read_log], model=OpenAIChatCompletionsModel("gpt-4.1", client))
+        config = RunConfig(call_model_input_filter=session.input_filter())
+
+        async def run() -> None:
+            for i in range(3):
+                result = Runner.run_streamed(streamed_agent, f"streamed {i}", session=session, run_config=config)
+                async for _ in result.stream_events():
+                    pass
+            # Chat Completions items carry the SDK's placeholder id: each must still be kept.
+            for i in range(2):
+                await Runner.run(chat_agent, f"chat {i}", session=session, run_config=config)
+
+        asyncio.run(run())
+        responses = server.bodies("/responses")
+        chats = server.bodies("/chat/completions")
+    assert len(responses) == 9 and len(chats) == 6
+    assert all(request_tokens(body) <= INPUT_BUDGET for body in responses)
+    assert all(count_tokens(body["messages"]) + count_tokens(body.get("tools") or []) <= INPUT_BUDGET for body in chats)
+    for body in chats:
+        answered = {m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"}
+        called = {c["id"] for m in body["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []}
+        assert answered == called
+    history = session.history()
+    assert len(history) == 5 * 6
+    assert [e["content"] for e in history if e["trace_type"] == "assistant"][-2:] == ["Done. (chat 0)", "Done. (chat 1)"]
+    session.close()
+
+
+def test_a_pop_after_an_evicted_output_keeps_its_full_text(data_dir: Path) -> None:
+    huge = "\n".join(f"row {i}: " + "lorem ipsum " * 8 for i in range(2_500))
+    session = AgentmemSession("evicted", store=data_dir, strategy="none", memory="off")
+    session.add(
+        [
+            {"role": "user", "content": "dump the table"},
+            {"type": "function_call", "id": "fc_9", "call_id": "call_9", "name": "dump", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_9", "output": huge},
+            {"type": "message", "id": "msg_9", "role": "assistant", "content": [{"type": "output_text", "text": "Dumped."}]},
+        ]
+    )
+    assert session.agentmem_session.events()[2].get("tool_result_ref")
+    assert texts([session.pop()]) == ["Dumped."]
+    current = session.agentmem_session.events()
+    assert [e["trace_type"] for e in current] == ["user", "tool_call", "tool_result"]
+    assert current[2]["content"] == huge
+    assert session.agentmem_session.evicted("call_9", 0, 1)["total_lines"] == 2_500
+    session.close()

@@ -229,7 +229,10 @@ class AgentmemSession:
         self._tail_turns: int | None = None
         self._shaped_by: str | None = None
         self._session = self._store.session(self._revision_id(self._revision))
-        self._last_item: tuple | None = None
+        newest = [event for event in self._session.events() if _is_item_event(event)][-1:]
+        self._last_item: tuple | None = _item_key(_item_of(_events_of_newest_item(newest))) if newest else None
+        self.last_stats: dict | None = None
+        """The engine's statistics of the last view prepared (``context_tokens``, ``input_budget``, ``actions``, ...)."""
 
     def __repr__(self) -> str:
         return f"<AgentmemSession {self.session_id!r} revision {self._revision} in {self._store.path!r}>"
@@ -338,7 +341,7 @@ class AgentmemSession:
             popped = _events_of_newest_item(events)
             kept = events[: len(events) - len(popped)]
             self._new_revision(kept, note=f"retracted: {_describe(popped)}")
-            self._last_item = None
+            self._last_item = _item_key(_item_of(_events_of_newest_item(kept))) if kept else None
             return _item_of(popped)
 
     def clear(self) -> None:
@@ -409,7 +412,8 @@ class AgentmemSession:
         if settings.memory is not None:
             arguments["memory"] = settings.memory
         prepared = self._session.prepare(self.model, "openai-responses", **arguments)
-        items = list(prepared["input"])
+        items = _sdk_items(prepared["input"])
+        self.last_stats = prepared.stats
         if strategy == "summarizing" and settings.context_limit is not None:
             if _turns_since_summary(items) > settings.context_limit:
                 # Just past the trigger: the engine summarizes under the
@@ -419,7 +423,8 @@ class AgentmemSession:
                 prepared = self._session.prepare(
                     self.model, "openai-responses", **dict(arguments, trigger_ratio=min(ratio, 1.0))
                 )
-                items = list(prepared["input"])
+                items = _sdk_items(prepared["input"])
+                self.last_stats = prepared.stats
         if strategy == "trimming":
             turns = settings.max_turns or settings.keep_last_n_turns
             if turns is not None:
@@ -471,23 +476,35 @@ class AgentmemSession:
         tools: list[dict],
         request: ContextSettings,
     ) -> tuple[str | None, list[dict]]:
-        if run_input:
-            newest = _item_key(_plain_item(run_input[-1], len(run_input) - 1))
-            if newest != self._last_item:
-                raise RunNotInSession(
-                    "the model input's newest item was not added to this session; run the agent with "
-                    "session=<this session> so the SDK adds every item before the next model call"
-                )
+        """The run's next model input: the fitted view, then what the SDK has not added yet.
+
+        A streamed run adds the turn's input after its first model call, so
+        the items after the session's newest one are sent as they are.
+        """
+        plain = [_plain_item(item, index) for index, item in enumerate(run_input)]
+        keys = [_item_key(item) for item in plain]
         with self._lock:
+            if self._last_item is None:
+                unsaved = plain
+            elif self._last_item in keys:
+                unsaved = plain[len(keys) - keys[::-1].index(self._last_item) :]
+            else:
+                raise RunNotInSession(
+                    "the model input does not hold this session's newest item; run the agent with "
+                    "session=<this session> so the SDK adds the run's items to it"
+                )
             prepared, items = self._prepare(self.settings(request), system=instructions, tools=tools or None)
-        return prepared.get("instructions") or instructions, items
+        return prepared.get("instructions") or instructions, items + unsaved
 
     def _new_revision(self, events: list[dict], note: str) -> None:
         """Moves the conversation to a new revision holding ``events``; the old one keeps all and gets ``note``."""
         number = self._revision + 1
         new_id = self._revision_id(number)
+        # Turns and order are the new log's to assign; an evicted output's
+        # file is the old session's, and the event carries its full text.
         copied = [
-            {key: value for key, value in event.items() if key not in ("turn_id", "seq", "ts")} for event in events
+            {key: value for key, value in event.items() if key not in ("turn_id", "seq", "tool_result_ref")}
+            for event in events
         ]
         successor = self._store.create_session(new_id)
         try:
@@ -574,9 +591,10 @@ def _item_key(item: Mapping[str, Any]) -> tuple:
     kind = item.get("type") or ("message" if "role" in item else "")
     if item.get("call_id"):
         return (kind, item["call_id"])
-    if item.get("id"):
-        return (kind, item["id"])
-    return (kind, item.get("role"), json.dumps(item.get("content"), sort_keys=True))
+    if kind == "message":
+        # A prepared view's messages carry no ids: their words tell them apart.
+        return (kind, item.get("role"), _text(item.get("content")))
+    return (kind, item.get("id"))
 
 
 def _ingest_items(session: agentmem.Session, items: list[dict]) -> dict:
@@ -689,6 +707,21 @@ def _describe(events: list[dict]) -> str:
 
 
 # The view.
+
+
+def _sdk_items(items: list[dict]) -> list[dict]:
+    """A prepared view's items as every SDK model reads them.
+
+    The view's assistant messages carry no item id, and the SDK's Chat
+    Completions converter reads an assistant message without one only in
+    the easy shape (text content), which the Responses API takes too.
+    """
+    return [
+        {"type": "message", "role": "assistant", "content": _text(item["content"])}
+        if item.get("role") == "assistant" and "id" not in item and isinstance(item.get("content"), list)
+        else item
+        for item in items
+    ]
 
 
 def _is_user(item: Mapping[str, Any]) -> bool:
