@@ -45,7 +45,13 @@ constructor's arguments, and a setting nobody chose is off (strategy
 a new *revision* (an agentmem session named ``<session_id>.r<n>``) holding
 the view without the popped item (or nothing, after a clear), and the
 revision before it keeps every event and gets a ``retracted``/``cleared``
-note, so :meth:`AgentmemSession.history` still shows what was popped.
+note, so :meth:`AgentmemSession.history` still shows what was popped. A new
+revision starts from the raw events (a summary of the old one is made again
+when the budget calls for it).
+
+A streamed run adds its input to the session only after the first model
+call; until then the filter sends the fitted view followed by those items
+as they are.
 """
 
 from __future__ import annotations
