@@ -1,0 +1,1 @@
+"""Adapters of agentmem to agent frameworks, one module each, imported on their own so every framework stays optional."""
