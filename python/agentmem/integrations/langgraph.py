@@ -41,6 +41,7 @@ from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequenc
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.store.base import (
@@ -253,7 +254,7 @@ class AgentmemMiddleware(AgentMiddleware):
 
     # langgraph.prebuilt.create_react_agent
 
-    def pre_model_hook(self, state: Any, config: Mapping[str, Any]) -> dict:
+    def pre_model_hook(self, state: Any, config: RunnableConfig) -> dict:
         """``create_react_agent(…, pre_model_hook=middleware.pre_model_hook)``.
 
         Persists the state's new messages and returns the fitted view as
@@ -270,7 +271,7 @@ class AgentmemMiddleware(AgentMiddleware):
         )
         return {"llm_input_messages": view}
 
-    def post_model_hook(self, state: Any, config: Mapping[str, Any]) -> dict:
+    def post_model_hook(self, state: Any, config: RunnableConfig) -> dict:
         """``create_react_agent(…, post_model_hook=middleware.post_model_hook)``: persists the
         model's answer at once (with its usage), not at the next call. Changes no state."""
         session = self.session(_thread_of(config))

@@ -1,0 +1,328 @@
+"""The LangGraph / LangChain adapter on real runs: agents built with the
+frameworks from PyPI, a real store on disk, and the loopback model server
+playing a tool-using model through langchain-openai's ChatOpenAI.
+
+What the model server received is checked request by request: it fits the
+budget (counted with o200k_base by the server's own counter, margin printed),
+every tool call has its result and no result lacks its call, and the memory
+(MEMORY.md, recalled facts, the compaction summary) is there when it should
+be. What agentmem kept is checked against the graph's state: every message,
+in full, never trimmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph", reason="python/tests/requirements-langgraph.txt is not installed")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langchain_openai import ChatOpenAI  # noqa: E402
+from langgraph.store.base import Item  # noqa: E402
+
+import agentmem  # noqa: E402
+from agentmem.integrations.langchain import (  # noqa: E402
+    AgentmemChatMessageHistory,
+    events_from_messages,
+    messages_from_events,
+)
+from agentmem.integrations.langgraph import AgentmemMiddleware, AgentmemStore, NoSession  # noqa: E402
+from conftest import REPO  # noqa: E402
+from model_server import ModelServer, count_tokens  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "python" / "langgraph_agent.py"
+
+BUDGET = {"context_window": 6000, "max_output_tokens": 1000, "safety_margin": 500}
+"""A small window, so a few turns of big tool outputs compact: 4,500 tokens of input."""
+INPUT_BUDGET = 6000 - 1000 - 500
+
+
+class VaryingModelServer(ModelServer):
+    """The loopback model, calling its tool with fresh arguments each time, as a real model
+    reading different files would (the same arguments again would be snipped as repeats)."""
+
+    def _decide(self, tools: list[dict], results_since_user: int, last_user: str) -> tuple[str, Any]:
+        kind, what = super()._decide(tools, results_since_user, last_user)
+        if kind == "call":
+            name, arguments = what
+            fresh = {key: f"{value}-{self._next_id('arg')}" if isinstance(value, str) else value for key, value in arguments.items()}
+            what = (name, fresh)
+        return kind, what
+
+
+@tool
+def read_log(name: str) -> str:
+    """Read a build log."""
+    return "\n".join(f"{name} line {i}: compiling module m{i} ok, warning W{i:04d}" for i in range(120))
+
+
+def tool_pairs_intact(messages: list[dict]) -> None:
+    """Every tool call of an assistant message is answered right after it, once, and no tool
+    message answers a call that was not made (OpenAI Chat Completions' rule)."""
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        assert message["role"] != "tool", f"a tool result without its call at {index}: {message}"
+        calls = [call["id"] for call in message.get("tool_calls") or []]
+        index += 1
+        answered = []
+        while index < len(messages) and messages[index]["role"] == "tool":
+            answered.append(messages[index]["tool_call_id"])
+            index += 1
+        assert sorted(answered) == sorted(calls), f"calls {calls} answered by {answered}"
+
+
+def request_text(body: dict) -> str:
+    return json.dumps(body["messages"], ensure_ascii=False)
+
+
+def test_a_create_agent_graph_runs_compacts_and_keeps_every_message(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    store.write_memory("- The CI runner of this project is called ci-runner-7.")
+    with AgentmemStore(store) as memory:
+        memory.put(("project",), "flaky", {"memory": "The flaky test is test_parser_unicode in crates/parser."})
+
+    states = []
+    with VaryingModelServer(calls_per_turn=3) as server, AgentmemMiddleware(store, **BUDGET) as context:
+        model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
+        agent = create_agent(model, [read_log], system_prompt="You fix builds.", middleware=[context])
+        config = {"configurable": {"thread_id": "build-fix"}}
+        messages: list = []
+        turns = [f"turn {n}: what does the build log say?" for n in range(9)] + ["Which test is flaky?"]
+        starts = []
+        for text in turns:
+            starts.append(len(server.bodies()))
+            state = agent.invoke({"messages": messages + [HumanMessage(text)]}, config)
+            messages = state["messages"]
+            states.append(state)
+        bodies = server.bodies("/chat/completions")
+
+    # The agent ran to the end: each turn answered in text after its three tool calls.
+    assert isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+    assert messages[-1].text == "Done. (Which test is flaky?)"
+    assert sum(isinstance(m, ToolMessage) for m in messages) == 3 * len(turns)
+
+    # Every request fits the budget and keeps its tool pairs.
+    sizes = [count_tokens(body["messages"]) + count_tokens(body.get("tools") or []) for body in bodies]
+    margin = INPUT_BUDGET - max(sizes)
+    print(f"\n{len(bodies)} requests, largest {max(sizes)} tokens of {INPUT_BUDGET}: margin {margin}")
+    assert margin >= 0
+    for body in bodies:
+        tool_pairs_intact(body["messages"])
+    # ... while the graph's state holds everything: far more than any request.
+    full = count_tokens([m.content for m in messages])
+    assert full > 3 * INPUT_BUDGET
+
+    # The memory is in the requests: MEMORY.md in every system prompt, the recalled fact when
+    # the user asks about it, and the summary once the session compacted.
+    assert all("ci-runner-7" in body["messages"][0]["content"] for body in bodies)
+    last_turn = bodies[starts[-1] :]
+    assert last_turn and all("test_parser_unicode" in request_text(body) for body in last_turn)
+    compacted = [body for body in bodies if "[SUMMARY OF EARLIER CONVERSATION]" in request_text(body)]
+    assert compacted and bodies[-1] in compacted
+
+    # The durable history holds every message of the state, in order and in full.
+    meta = store.session_meta("build-fix")
+    assert meta["compactions_finished"] >= 1 and meta["archived_events"] > 0
+    with store.read_session("build-fix") as session:
+        events = session.events()
+    expected = events_from_messages(messages)
+    assert [e["id"] for e in events] == [e["id"] for e in expected]
+    kept = ("trace_type", "content", "tool_call_id", "tool_name", "tool_args")
+    assert [[e.get(k) or "" for k in kept] for e in events] == [[e.get(k) or "" for k in kept] for e in expected]
+    results = [e for e in events if e["trace_type"] == "tool_result"]
+    assert all(len(e["content"].splitlines()) == 120 for e in results)
+    assert any(e.get("usage", {}).get("prompt_tokens") for e in events)
+
+
+def test_a_second_process_resumes_the_thread_without_a_checkpointer(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    environment = dict(os.environ, PYTHONPATH=str(REPO / "python"), OPENAI_API_KEY="test")
+    with ModelServer(calls_per_turn=1) as server:
+        command = [sys.executable, str(EXAMPLE), "--dir", str(data), "--thread", "t", "--base-url", server.base_url]
+        command += ["--model", "gpt-4o", "--context-window", "8000"]
+        first = subprocess.run(command + ["where is the README?", "and the examples?"], env=environment, capture_output=True, text=True, timeout=300)
+        assert first.returncode == 0, first.stderr
+        asked_first = len(server.bodies())
+        second = subprocess.run(command + ["what did I ask first?"], env=environment, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr
+        bodies = server.bodies()
+
+    lines = [json.loads(line) for line in first.stdout.splitlines()]
+    assert [line["answer"] for line in lines[:2]] == ["Done. (where is the README?)", "Done. (and the examples?)"]
+    assert all(line["context_tokens"] <= line["input_budget"] for line in lines[:2])
+    # The second process started from an empty graph state, yet its model saw the first's turns.
+    resumed = bodies[asked_first]
+    users = [m["content"] for m in resumed["messages"] if m["role"] == "user"]
+    assert users == ["where is the README?", "and the examples?", "what did I ask first?"]
+    tool_pairs_intact(resumed["messages"])
+    summary = json.loads(second.stdout.splitlines()[-1])
+    assert summary["session"] == "t" and summary["events"] == json.loads(first.stdout.splitlines()[-1])["events"] + 4
+
+
+def test_create_react_agent_takes_the_pre_model_hook(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of create_agent
+        from langgraph.prebuilt import create_react_agent
+
+    store = agentmem.Store(tmp_path / "data")
+    with VaryingModelServer(calls_per_turn=3) as server:
+        hook = AgentmemMiddleware(store, model="gpt-4o", system="You fix builds.", tools=[read_log], **BUDGET)
+        model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            agent = create_react_agent(
+                model, [read_log], pre_model_hook=hook.pre_model_hook, post_model_hook=hook.post_model_hook
+            )
+        config = {"configurable": {"thread_id": "react"}}
+        messages: list = []
+        for n in range(10):
+            state = agent.invoke({"messages": messages + [("user", f"turn {n}: check the log")]}, config)
+            messages = state["messages"]
+        bodies = server.bodies()
+        hook.close()
+
+    assert messages[-1].text == "Done. (turn 9: check the log)"
+    sizes = [count_tokens(body["messages"]) + count_tokens(body["tools"]) for body in bodies]
+    print(f"\ncreate_react_agent: largest request {max(sizes)} of {INPUT_BUDGET} tokens")
+    assert max(sizes) <= INPUT_BUDGET
+    for body in bodies:
+        assert body["messages"][0] == {"role": "system", "content": "You fix builds."}
+        tool_pairs_intact(body["messages"])
+    # The state kept every message in full; the model got the fitted view (llm_input_messages).
+    assert all(len(m.content.splitlines()) == 120 for m in messages if isinstance(m, ToolMessage))
+    assert count_tokens(bodies[-1]["messages"]) < count_tokens([m.content for m in messages]) / 3
+    assert store.session_meta("react")["compactions_finished"] >= 1
+    with store.read_session("react") as session:
+        assert [e["id"] for e in session.events()] == [e["id"] for e in events_from_messages(messages)]
+
+
+def test_the_async_agent_and_the_missing_thread(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    with ModelServer(calls_per_turn=1) as server, AgentmemMiddleware(store, **BUDGET) as context:
+        model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
+        agent = create_agent(model, [read_log], middleware=[context])
+
+        async def run() -> dict:
+            config = {"configurable": {"thread_id": "async"}}
+            await agent.ainvoke({"messages": [("user", "first")]}, config)
+            return await agent.ainvoke({"messages": [("user", "second")]}, config)
+
+        state = asyncio.run(run())
+        assert [m.text for m in state["messages"]] == ["second", "", state["messages"][2].text, "Done. (second)"]
+        last = server.bodies()[-1]["messages"]
+        assert [m["content"] for m in last if m["role"] == "user"] == ["first", "second"]
+        with pytest.raises(NoSession, match="thread_id"):
+            agent.invoke({"messages": [("user", "no thread")]})
+    with store.read_session("async") as session:
+        assert len(session.events()) == 8
+
+
+def test_the_store_puts_gets_and_searches_by_recall(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    with AgentmemStore(store) as memory:
+        memory.put(("users", "alice"), "food", {"memory": "Alice likes pizza with olives", "stars": 5})
+        memory.put(("users", "alice"), "code", {"memory": "Alice writes Rust and Python", "stars": 3})
+        memory.put(("users", "bob"), "food", {"memory": "Bob likes sushi", "stars": 4})
+        memory.put(("users", "bob"), "pin", {"memory": "the door code"}, index=False)
+        for n in range(30):
+            memory.put(("notes",), f"n{n}", {"memory": f"note {n} about deployment window {n}"})
+
+        item = memory.get(("users", "alice"), "food")
+        assert isinstance(item, Item) and item.value == {"memory": "Alice likes pizza with olives", "stars": 5}
+        assert memory.get(("users", "alice"), "nothing") is None
+
+        # Search is agentmem's recall, top-k: the relevant item first, never more than the limit.
+        found = memory.search(("users",), query="who likes pizza?", limit=2)
+        assert [(i.namespace, i.key) for i in found][0] == (("users", "alice"), "food")
+        assert len(found) <= 2 and found[0].score > 0
+        assert len(memory.search(("notes",), query="deployment window", limit=5)) == 5
+        assert [i.key for i in memory.search(("users", "bob"), query="sushi")] == ["food"]
+        assert memory.search(("users",), query="door code") == []  # index=False: not recalled
+        # Without a query: the namespace's items that pass the filter, newest first.
+        assert [i.key for i in memory.search(("users",), filter={"stars": {"$gte": 4}})] == ["food", "food"]
+        assert {i.key for i in memory.search(("users", "bob"))} == {"food", "pin"}
+        assert memory.list_namespaces(prefix=("users",)) == [("users", "alice"), ("users", "bob")]
+        assert memory.list_namespaces(suffix=("bob",)) == [("users", "bob")]
+        assert memory.list_namespaces(max_depth=1) == [("notes",), ("users",)]
+
+        # The items are agentmem facts: an update supersedes (the old one kept), a delete retires.
+        memory.put(("users", "alice"), "food", {"memory": "Alice likes pasta now"})
+        assert memory.get(("users", "alice"), "food").value == {"memory": "Alice likes pasta now"}
+        facts = store.facts(all=True)
+        assert {"Alice likes pizza with olives", "Alice likes pasta now"} <= {f["fact"] for f in facts}
+        assert "Alice likes pizza with olives" not in {f["fact"] for f in store.facts()}
+        memory.delete(("users", "bob"), "food")
+        assert memory.get(("users", "bob"), "food") is None
+        assert "Bob likes sushi" not in {f["fact"] for f in store.facts()}
+
+        async def async_calls() -> Any:
+            await memory.aput(("users", "carol"), "tea", {"memory": "Carol drinks green tea"})
+            return await memory.asearch(("users",), query="green tea", limit=1)
+
+        assert [i.key for i in asyncio.run(async_calls())] == ["tea"]
+        with pytest.raises(ValueError):
+            memory.put(("users", ""), "k", {"memory": "x"})
+
+    # Another process reads the same items (the index session is released on close).
+    script = textwrap.dedent(
+        f"""
+        import agentmem
+        from agentmem.integrations.langgraph import AgentmemStore
+        with AgentmemStore(agentmem.Store({str(tmp_path / "data")!r})) as memory:
+            print(memory.get(("users", "carol"), "tea").value["memory"])
+            print(len(memory.search(("notes",), query="deployment", limit=3)))
+        """
+    )
+    environment = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    other = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.split() == ["Carol", "drinks", "green", "tea", "3"]
+
+
+def test_the_chat_message_history_keeps_everything_and_clears_the_view(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    conversation = [
+        SystemMessage("You fix builds."),
+        HumanMessage("run the tests"),
+        AIMessage(
+            "Running them.",
+            tool_calls=[
+                {"name": "bash", "args": {"cmd": "cargo test"}, "id": "c1"},
+                {"name": "bash", "args": {"cmd": "cargo clippy"}, "id": "c2"},
+            ],
+            usage_metadata={"input_tokens": 120, "output_tokens": 9, "total_tokens": 129},
+        ),
+        ToolMessage("test result: ok", tool_call_id="c1"),
+        ToolMessage("error[E0425]", tool_call_id="c2", status="error"),
+        AIMessage([{"type": "text", "text": "Clippy fails with E0425."}]),
+    ]
+    with AgentmemChatMessageHistory(store, "chat") as history:
+        history.add_messages(conversation)
+        history.add_messages(conversation)  # the same messages again: stored once
+        again = history.messages
+        assert [type(m) for m in again] == [type(m) for m in conversation]
+        assert [m.id for m in again] == [m.id for m in conversation]
+        assert again[2].tool_calls == conversation[2].tool_calls and again[2].usage_metadata["input_tokens"] == 120
+        assert again[4].status == "error" and again[5].content == conversation[5].content
+        history.clear()
+        assert history.messages == []
+        history.add_messages([HumanMessage("start over")])
+        assert [m.text for m in history.messages] == ["start over"]
+        events = history.session.events()
+    assert len(events) == 8 + 1 + 1  # the audit keeps the 8 events of the 6 messages, the clear, the new one
+    assert messages_from_events(events)[1].text == "run the tests"
+    with AgentmemChatMessageHistory(store, "chat") as reopened:
+        assert [m.text for m in reopened.messages] == ["start over"]
