@@ -13,6 +13,7 @@ in full, never trimmed.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import subprocess
@@ -60,6 +61,42 @@ class VaryingModelServer(ModelServer):
             fresh = {key: f"{value}-{self._next_id('arg')}" if isinstance(value, str) else value for key, value in arguments.items()}
             what = (name, fresh)
         return kind, what
+
+
+class SmallWindowModelServer(VaryingModelServer):
+    """The loopback model with a hard window: a request over ``window`` tokens is refused
+    with OpenAI's own context_length_exceeded error (HTTP 400), as a provider does."""
+
+    def __init__(self, window: int, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.window = window
+        self.refused: list[int] = []
+
+    def _handler(self):
+        server, base = self, super()._handler()
+
+        class Refusing(base):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:
+                data = self.rfile.read(int(self.headers.get("content-length", "0")))
+                body = json.loads(data or b"{}")
+                size = count_tokens(body.get("messages", [])) + count_tokens(body.get("tools") or [])
+                if size <= server.window:
+                    self.rfile = io.BytesIO(data)
+                    return super().do_POST()
+                server.refused.append(size)
+                message = (
+                    f"This model's maximum context length is {server.window} tokens. However, your messages "
+                    f"resulted in {size} tokens. Please reduce the length of the messages."
+                )
+                error = {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+                reply = json.dumps(error).encode()
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+        return Refusing
 
 
 @tool
@@ -207,6 +244,31 @@ def test_create_react_agent_takes_the_pre_model_hook(tmp_path: Path) -> None:
     assert store.session_meta("react")["compactions_finished"] >= 1
     with store.read_session("react") as session:
         assert [e["id"] for e in session.events()] == [e["id"] for e in events_from_messages(messages)]
+
+
+def test_a_refused_call_is_compacted_and_made_again(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    # agentmem believes in a 12,000-token window; the provider takes 3,500 tokens at most.
+    budget = {"context_window": 12_000, "max_output_tokens": 1000, "safety_margin": 500}
+    with SmallWindowModelServer(3500, calls_per_turn=3) as server, AgentmemMiddleware(store, **budget) as context:
+        model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test", max_retries=0)
+        agent = create_agent(model, [read_log], middleware=[context])
+        config = {"configurable": {"thread_id": "overflow"}}
+        for n in range(4):
+            state = agent.invoke({"messages": [("user", f"turn {n}: read the logs")]}, config)
+        answered = server.bodies()
+
+    assert state["messages"][-1].text == "Done. (turn 3: read the logs)"
+    assert server.refused, "the provider never refused a call: the test proves nothing"
+    # Each refused call was made again and answered: four calls a turn, none missing.
+    assert len(answered) == 4 * 4
+    print(f"\n{len(server.refused)} call refused ({server.refused[0]} tokens of 3,500), {len(answered)} answered")
+    for body in answered:
+        tool_pairs_intact(body["messages"])
+    # The refusal taught the middleware the provider's window: later calls fit it from the start.
+    assert len(server.refused) == 1
+    with store.read_session("overflow") as session:
+        assert sum(e["trace_type"] == "tool_result" for e in session.events()) == 12
 
 
 def test_the_async_agent_and_the_missing_thread(tmp_path: Path) -> None:

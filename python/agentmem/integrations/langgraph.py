@@ -16,8 +16,10 @@ Two pieces, each over a real :class:`agentmem.Store`:
   kept. The graph's state keeps its messages as they are; only the model
   sees the fitted view (``llm_input_messages`` for the hook, the request's
   messages for the middleware). When the provider still refuses a call as
-  too long, the session is compacted and the call made once more
-  (agentmem's overflow recovery).
+  too long (a model whose real window is smaller than the registry says),
+  the middleware has agentmem recover (compact, then trim under the window
+  the refusal names) and makes the call once more; the session's later
+  calls keep to that window.
 - :class:`AgentmemStore`: a LangGraph ``BaseStore`` over agentmem's
   long-term memory, for ``create_agent(store=…)`` and any graph's
   ``store``: items become agentmem facts, recalled into the agent's
@@ -127,6 +129,7 @@ class AgentmemMiddleware(AgentMiddleware):
         self._lock = threading.Lock()
         self._sessions: dict[str, agentmem.Session] = {}
         self._stored: dict[str, set[str]] = {}
+        self._windows: dict[str, int] = {}
         self.last_stats: dict[str, dict] = {}
         """The stats of the last view prepared for each session (tokens, budget, actions)."""
 
@@ -169,7 +172,9 @@ class AgentmemMiddleware(AgentMiddleware):
         """
         session = self.session(thread_id)
         self.persist(session, messages)
-        prepared = session.prepare(model=model, target="openai-chat", system=system, tools=tools, **self.settings)
+        prepared = session.prepare(
+            model=model, target="openai-chat", system=system, tools=tools, **self._settings_of(session)
+        )
         self.last_stats[session.id] = prepared.stats
         return convert_to_messages(prepared["messages"])
 
@@ -190,17 +195,24 @@ class AgentmemMiddleware(AgentMiddleware):
         session = self.session(thread_id)
         try:
             prepared = session.recover_overflow(
-                body, model, "openai-chat", status=status, system=system, tools=tools, **self.settings
+                body, model, "openai-chat", status=status, system=system, tools=tools, **self._settings_of(session)
             )
         except agentmem.NotAnOverflow:
             raise error from None
         self.last_stats[session.id] = prepared.stats
+        # The window the engine read from the refusal (in its own count) holds for the
+        # session's later calls too, so they fit the provider from the start.
+        self._windows[session.id] = prepared.stats["budget"]["context_window"]
         return convert_to_messages(prepared["messages"])
+
+    def _settings_of(self, session: agentmem.Session) -> dict:
+        window = self._windows.get(session.id)
+        return self.settings if window is None else {**self.settings, "context_window": window}
 
     def close(self) -> None:
         """Releases every session this middleware opened."""
         with self._lock:
-            sessions, self._sessions, self._stored = list(self._sessions.values()), {}, {}
+            sessions, self._sessions, self._stored, self._windows = list(self._sessions.values()), {}, {}, {}
         for session in sessions:
             session.close()
 
