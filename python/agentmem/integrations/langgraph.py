@@ -130,6 +130,7 @@ class AgentmemMiddleware(AgentMiddleware):
         self._sessions: dict[str, agentmem.Session] = {}
         self._stored: dict[str, set[str]] = {}
         self._windows: dict[str, int] = {}
+        self._views: dict[str, tuple[list[dict], list[BaseMessage]]] = {}
         self.last_stats: dict[str, dict] = {}
         """The stats of the last view prepared for each session (tokens, budget, actions)."""
 
@@ -176,7 +177,21 @@ class AgentmemMiddleware(AgentMiddleware):
             model=model, target="openai-chat", system=system, tools=tools, **self._settings_of(session)
         )
         self.last_stats[session.id] = prepared.stats
-        return convert_to_messages(prepared["messages"])
+        return self._view(session.id, prepared["messages"])
+
+    def _view(self, session_id: str, payload: list[dict]) -> list[BaseMessage]:
+        """``payload``'s messages as LangChain messages. A view repeats the one before it from
+        its start (agentmem keeps the prefix stable for the providers' caches), so the
+        messages of the common prefix are reused and only the rest converted."""
+        before, converted = self._views.get(session_id, ([], []))
+        same = 0
+        for old, new in zip(before, payload):
+            if old != new:
+                break
+            same += 1
+        view = converted[:same] + convert_to_messages(payload[same:])
+        self._views[session_id] = (payload, view)
+        return list(view)
 
     def recover(
         self,
@@ -203,7 +218,7 @@ class AgentmemMiddleware(AgentMiddleware):
         # The window the engine read from the refusal (in its own count) holds for the
         # session's later calls too, so they fit the provider from the start.
         self._windows[session.id] = prepared.stats["budget"]["context_window"]
-        return convert_to_messages(prepared["messages"])
+        return self._view(session.id, prepared["messages"])
 
     def _settings_of(self, session: agentmem.Session) -> dict:
         window = self._windows.get(session.id)
@@ -212,7 +227,8 @@ class AgentmemMiddleware(AgentMiddleware):
     def close(self) -> None:
         """Releases every session this middleware opened."""
         with self._lock:
-            sessions, self._sessions, self._stored, self._windows = list(self._sessions.values()), {}, {}, {}
+            sessions = list(self._sessions.values())
+            self._sessions, self._stored, self._windows, self._views = {}, {}, {}, {}
         for session in sessions:
             session.close()
 
