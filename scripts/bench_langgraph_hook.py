@@ -81,7 +81,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=2, help="tool calls a turn")
     parser.add_argument("--model", default="gpt-4o")
     parser.add_argument("--context-window", type=int, default=32_000)
-    parser.add_argument("--durability", choices=["always", "batch", "os"], default="batch", help="when appends reach the disk")
+    parser.add_argument(
+        "--durability", choices=["always", "batch", "os"], default="batch", help="when appends reach the disk"
+    )
     arguments = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as data, NumberingModelServer(calls_per_turn=arguments.calls) as server:
@@ -94,7 +96,9 @@ def main() -> int:
             messages: list = []
             started = time.perf_counter()
             for turn in range(arguments.turns):
-                state = agent.invoke({"messages": messages + [("user", f"turn {turn}: what does the log say?")]}, config)
+                state = agent.invoke(
+                    {"messages": messages + [("user", f"turn {turn}: what does the log say?")]}, config
+                )
                 messages = state["messages"]
             wall = time.perf_counter() - started
             meta = store.session_meta("bench")

@@ -37,7 +37,9 @@ def read_file(path: str) -> str:
     if target.is_file() and ROOT in target.parents:
         return target.read_text(encoding="utf-8", errors="replace")
     folder = target if target.is_dir() and (target == ROOT or ROOT in target.parents) else ROOT
-    listing = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in folder.iterdir() if not entry.name.startswith("."))
+    listing = sorted(
+        entry.name + ("/" if entry.is_dir() else "") for entry in folder.iterdir() if not entry.name.startswith(".")
+    )
     return f"{path} is not a file of the repository; {folder.relative_to(ROOT) or '.'} holds:\n" + "\n".join(listing)
 
 
@@ -53,9 +55,15 @@ def main() -> int:
 
     store = agentmem.Store(arguments.dir)
     memory = AgentmemStore(store)
-    model = ChatOpenAI(model=arguments.model, base_url=arguments.base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
+    model = ChatOpenAI(
+        model=arguments.model, base_url=arguments.base_url, api_key=os.environ.get("OPENAI_API_KEY", "none")
+    )
     window = arguments.context_window
-    budget = {} if window is None else {"context_window": window, "max_output_tokens": window // 8, "safety_margin": window // 16}
+    budget = (
+        {}
+        if window is None
+        else {"context_window": window, "max_output_tokens": window // 8, "safety_margin": window // 16}
+    )
     with AgentmemMiddleware(store, **budget) as context, memory:
         agent = create_agent(
             model,
@@ -76,7 +84,9 @@ def main() -> int:
             }
             print(json.dumps(line), flush=True)
         meta = store.session_meta(arguments.thread)
-        print(json.dumps({"session": meta["id"], "events": meta["events"], "compactions": meta["compactions_finished"]}))
+        print(
+            json.dumps({"session": meta["id"], "events": meta["events"], "compactions": meta["compactions_finished"]})
+        )
     return 0
 
 

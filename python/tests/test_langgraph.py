@@ -58,19 +58,25 @@ class VaryingModelServer(ModelServer):
         kind, what = super()._decide(tools, results_since_user, last_user)
         if kind == "call":
             name, arguments = what
-            fresh = {key: f"{value}-{self._next_id('arg')}" if isinstance(value, str) else value for key, value in arguments.items()}
+            fresh = {
+                key: f"{value}-{self._next_id('arg')}" if isinstance(value, str) else value
+                for key, value in arguments.items()
+            }
             what = (name, fresh)
         return kind, what
 
 
-class SmallWindowModelServer(VaryingModelServer):
-    """The loopback model with a hard window: a request over ``window`` tokens is refused
-    with OpenAI's own context_length_exceeded error (HTTP 400), as a provider does."""
+class RefusingModelServer(VaryingModelServer):
+    """The loopback model refusing what :meth:`refusal` says, with the provider's status and
+    error body, as a provider does."""
 
-    def __init__(self, window: int, **settings: Any) -> None:
+    def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
-        self.window = window
         self.refused: list[int] = []
+
+    def refusal(self, size: int) -> tuple[int, dict] | None:
+        """The HTTP status and error of a request of ``size`` tokens, or ``None`` to answer it."""
+        raise NotImplementedError
 
     def _handler(self):
         server, base = self, super()._handler()
@@ -80,23 +86,48 @@ class SmallWindowModelServer(VaryingModelServer):
                 data = self.rfile.read(int(self.headers.get("content-length", "0")))
                 body = json.loads(data or b"{}")
                 size = count_tokens(body.get("messages", [])) + count_tokens(body.get("tools") or [])
-                if size <= server.window:
+                refusal = server.refusal(size)
+                if refusal is None:
                     self.rfile = io.BytesIO(data)
                     return super().do_POST()
                 server.refused.append(size)
-                message = (
-                    f"This model's maximum context length is {server.window} tokens. However, your messages "
-                    f"resulted in {size} tokens. Please reduce the length of the messages."
-                )
-                error = {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
-                reply = json.dumps(error).encode()
-                self.send_response(400)
+                status, error = refusal
+                reply = json.dumps({"error": error}).encode()
+                self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
 
         return Refusing
+
+
+class SmallWindowModelServer(RefusingModelServer):
+    """A hard window: a request over ``window`` tokens gets OpenAI's context_length_exceeded."""
+
+    def __init__(self, window: int, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.window = window
+
+    def refusal(self, size: int) -> tuple[int, dict] | None:
+        if size <= self.window:
+            return None
+        message = (
+            f"This model's maximum context length is {self.window} tokens. However, your messages "
+            f"resulted in {size} tokens. Please reduce the length of the messages."
+        )
+        return 400, {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+
+
+class WrongKeyModelServer(RefusingModelServer):
+    """Every request refused for a bad API key (HTTP 401)."""
+
+    def refusal(self, size: int) -> tuple[int, dict] | None:
+        return 401, {
+            "message": "Incorrect API key provided.",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
 
 
 @tool
@@ -190,10 +221,18 @@ def test_a_second_process_resumes_the_thread_without_a_checkpointer(tmp_path: Pa
     with ModelServer(calls_per_turn=1) as server:
         command = [sys.executable, str(EXAMPLE), "--dir", str(data), "--thread", "t", "--base-url", server.base_url]
         command += ["--model", "gpt-4o", "--context-window", "8000"]
-        first = subprocess.run(command + ["where is the README?", "and the examples?"], env=environment, capture_output=True, text=True, timeout=300)
+        first = subprocess.run(
+            command + ["where is the README?", "and the examples?"],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert first.returncode == 0, first.stderr
         asked_first = len(server.bodies())
-        second = subprocess.run(command + ["what did I ask first?"], env=environment, capture_output=True, text=True, timeout=300)
+        second = subprocess.run(
+            command + ["what did I ask first?"], env=environment, capture_output=True, text=True, timeout=300
+        )
         assert second.returncode == 0, second.stderr
         bodies = server.bodies()
 
@@ -269,6 +308,20 @@ def test_a_refused_call_is_compacted_and_made_again(tmp_path: Path) -> None:
     assert len(server.refused) == 1
     with store.read_session("overflow") as session:
         assert sum(e["trace_type"] == "tool_result" for e in session.events()) == 12
+
+
+def test_another_refusal_reaches_the_caller_and_the_history_stays(tmp_path: Path) -> None:
+    import openai
+
+    store = agentmem.Store(tmp_path / "data")
+    with WrongKeyModelServer() as server, AgentmemMiddleware(store, **BUDGET) as context:
+        model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="wrong", max_retries=0)
+        agent = create_agent(model, [read_log], middleware=[context])
+        with pytest.raises(openai.AuthenticationError):
+            agent.invoke({"messages": [("user", "read the logs")]}, {"configurable": {"thread_id": "denied"}})
+    assert len(server.refused) == 1  # not retried: a bad key is no overflow
+    with store.read_session("denied") as session:
+        assert [(e["trace_type"], e["content"]) for e in session.events()] == [("user", "read the logs")]
 
 
 def test_the_async_agent_and_the_missing_thread(tmp_path: Path) -> None:

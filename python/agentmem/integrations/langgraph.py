@@ -46,6 +46,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -67,8 +68,13 @@ __all__ = ["AgentmemMiddleware", "AgentmemStore", "NoSession"]
 
 
 class NoSession(ValueError):
-    """The middleware cannot tell which agentmem session a run belongs to: run the graph with
-    ``config={"configurable": {"thread_id": …}}``, or give ``AgentmemMiddleware(session=…)``."""
+    """The middleware cannot tell which agentmem session a run belongs to."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no agentmem session for this run: run the graph with "
+            "config={'configurable': {'thread_id': ...}}, or give AgentmemMiddleware(store, session=...)"
+        )
 
 
 class AgentmemMiddleware(AgentMiddleware):
@@ -140,7 +146,7 @@ class AgentmemMiddleware(AgentMiddleware):
         """The open agentmem session of ``thread_id`` (the current run's thread when left out)."""
         session_id = self.session_id or thread_id or _current_thread()
         if session_id is None:
-            raise NoSession(NoSession.__doc__)
+            raise NoSession()
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
@@ -248,6 +254,8 @@ class AgentmemMiddleware(AgentMiddleware):
         view = self.fit(request.messages, system=system, tools=tools, model=model)
         try:
             response = handler(_with_view(request, view))
+        except GraphBubbleUp:  # LangGraph's own control flow (interrupts), not the provider's
+            raise
         except Exception as error:  # the provider's refusal, whatever its client's class
             view = self.recover(error, system=system, tools=tools, model=model)
             response = handler(_with_view(request, view))
@@ -265,6 +273,8 @@ class AgentmemMiddleware(AgentMiddleware):
         )
         try:
             response = await handler(_with_view(request, view))
+        except GraphBubbleUp:
+            raise
         except Exception as error:
             view = await asyncio.to_thread(
                 self.recover, error, system=system, tools=tools, model=model, thread_id=thread_id
@@ -352,9 +362,7 @@ def _model_name(model: Any) -> str:
         name = getattr(model, attribute, None)
         if isinstance(name, str) and name:
             return name
-    raise ValueError(
-        f"cannot read a model name from {type(model).__name__}: give AgentmemMiddleware(store, model='…')"
-    )
+    raise ValueError(f"cannot read a model name from {type(model).__name__}: give AgentmemMiddleware(store, model='…')")
 
 
 def _tool_schema(tool: Any) -> dict:
@@ -625,9 +633,7 @@ def _matches(value: Any, wanted: Any) -> bool:
     if isinstance(wanted, Mapping):
         if any(name.startswith("$") for name in wanted):
             return all(_compare(value, operator, operand) for operator, operand in wanted.items())
-        return isinstance(value, Mapping) and all(
-            _matches(value.get(name), inner) for name, inner in wanted.items()
-        )
+        return isinstance(value, Mapping) and all(_matches(value.get(name), inner) for name, inner in wanted.items())
     return value == wanted
 
 
