@@ -3,7 +3,8 @@
     python examples/python/langgraph_agent.py --dir .agentmem --thread demo "what is in README.md?"
 
 Each message comes from the command line (or stdin, one a line); the agent
-reads files of this repository with its tools, and agentmem keeps every
+reads files of this repository with its tool, keeps notes in MEMORY.md and
+searches its past conversations with agentmem's, and agentmem keeps every
 message on disk, fits each model call into the budget and compacts older
 turns. Run it again with the same ``--thread``: the model sees the whole
 conversation, though this process starts with an empty graph state.
@@ -64,7 +65,7 @@ def main() -> int:
         if window is None
         else {"context_window": window, "max_output_tokens": window // 8, "safety_margin": window // 16}
     )
-    with AgentmemMiddleware(store, **budget) as context, memory:
+    with AgentmemMiddleware(store, toolset="memory", **budget) as context, memory:
         agent = create_agent(
             model,
             [read_file],

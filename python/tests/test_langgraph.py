@@ -255,7 +255,7 @@ def test_create_react_agent_takes_the_pre_model_hook(tmp_path: Path) -> None:
 
     store = agentmem.Store(tmp_path / "data")
     with VaryingModelServer(calls_per_turn=3) as server:
-        hook = AgentmemMiddleware(store, model="gpt-4o", system="You fix builds.", tools=[read_log], **BUDGET)
+        hook = AgentmemMiddleware(store, model="gpt-4o", system="You fix builds.", counted_tools=[read_log], **BUDGET)
         model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -322,6 +322,54 @@ def test_another_refusal_reaches_the_caller_and_the_history_stays(tmp_path: Path
     assert len(server.refused) == 1  # not retried: a bad key is no overflow
     with store.read_session("denied") as session:
         assert [(e["trace_type"], e["content"]) for e in session.events()] == [("user", "read the logs")]
+
+
+@tool
+def dump_table(table: str) -> str:
+    """Dump a database table."""
+    return "\n".join(f"row {i}: {table} id={i} status=active owner=user{i % 97}@example.org" for i in range(2500))
+
+
+def test_the_memory_toolset_writes_memory_and_reads_evicted_outputs(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    config = {"configurable": {"thread_id": "tools"}}
+    with AgentmemMiddleware(store, toolset="memory") as context:
+        names = [t.name for t in context.tools]
+        assert names == [
+            "read_memory",
+            "write_memory",
+            "update_memory",
+            "search_conversation_history",
+            "read_evicted_output",
+        ]
+        with ModelServer(calls_per_turn=1, tool="write_memory") as server:
+            model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
+            agent = create_agent(model, [dump_table], middleware=[context])
+            agent.invoke({"messages": [("user", "remember this")]}, config)
+            offered = {t["function"]["name"] for t in server.bodies()[0]["tools"]}
+            assert offered == {"dump_table", *names}
+            assert "content-value" in store.read_memory()["content"]
+            server.tool = "dump_table"
+            state = agent.invoke({"messages": [("user", "dump the users table")]}, config)
+            last = server.bodies()[-1]["messages"]
+        # MEMORY.md, written by the model in the turn before, is in the system prompt now.
+        assert "content-value" in last[0]["content"]
+        # The 2,500-line output was evicted: the model saw a preview, the log keeps it whole.
+        call_id = next(m for m in state["messages"] if isinstance(m, ToolMessage)).tool_call_id
+        preview = next(m["content"] for m in last if m.get("tool_call_id") == call_id)
+        assert len(preview.splitlines()) < 30 and "read_evicted_output" in preview
+        with store.read_session("tools") as session:
+            kept = next(
+                e for e in session.events() if e.get("tool_call_id") == call_id and e["trace_type"] == "tool_result"
+            )
+        assert len(kept["content"].splitlines()) == 2500
+
+        read = context.tools[-1].invoke({"call_id": call_id, "offset": 100, "limit": 3}, config)
+        assert read.startswith("row 100: table-value id=100") and "of 2500" in read
+        assert context.tools[-1].invoke({"call_id": "nope"}, config).startswith("No such output")
+        found = context.tools[3].invoke({"query": "users table"}, config)
+        assert found.splitlines()[0] == "[tools turn_0002 user] dump the [users] [table]"  # hits in brackets
+        assert context.tools[2].invoke({"old_text": "absent", "new_text": "x"}, config).startswith("Not changed")
 
 
 def test_the_async_agent_and_the_missing_thread(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, Sequenc
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
@@ -64,7 +65,7 @@ from langgraph.store.base.embed import get_text_at_path
 import agentmem
 from agentmem.integrations.langchain import events_from_messages
 
-__all__ = ["AgentmemMiddleware", "AgentmemStore", "NoSession"]
+__all__ = ["AgentmemMiddleware", "AgentmemStore", "NoSession", "memory_tools"]
 
 
 class NoSession(ValueError):
@@ -87,8 +88,12 @@ class AgentmemMiddleware(AgentMiddleware):
     the system prompt for :meth:`pre_model_hook` (``create_react_agent``'s
     ``prompt`` would come after the fitted view, beside agentmem's own system
     message: give it here instead); the middleware takes the agent's
-    ``system_prompt`` from the request. ``tools`` are the tool schemas the
-    hook counts against the budget (the middleware counts the request's).
+    ``system_prompt`` from the request. ``toolset="memory"`` gives the agent
+    agentmem's tools (see :func:`memory_tools`): ``create_agent`` adds them by
+    itself; for ``create_react_agent`` pass ``[*your_tools,
+    *middleware.tools]``. ``counted_tools`` are the tools of a
+    ``create_react_agent`` graph, which the hook counts against the budget
+    (the middleware counts the request's).
     ``session`` pins every run to one agentmem session instead of its
     thread. The remaining settings are :meth:`agentmem.Session.prepare`'s and
     win over the store's ``config.toml`` for these calls.
@@ -104,7 +109,8 @@ class AgentmemMiddleware(AgentMiddleware):
         *,
         model: str | None = None,
         system: str | None = None,
-        tools: Sequence[Any] = (),
+        toolset: Literal["none", "memory"] = "none",
+        counted_tools: Sequence[Any] = (),
         session: str | None = None,
         strategy: Literal["auto", "none", "trim", "summarize", "placeholder"] | None = None,
         memory: Literal["on", "off"] | None = None,
@@ -114,11 +120,12 @@ class AgentmemMiddleware(AgentMiddleware):
         trigger_ratio: float | None = None,
     ) -> None:
         super().__init__()
-        self.tools = []  # the middleware adds no tools of its own to the agent
         self.store = store
         self.model = model
         self.system = system
-        self.tool_schemas = [_tool_schema(tool) for tool in tools]
+        self.tools = memory_tools(self) if toolset == "memory" else []
+        """The tools the middleware adds to a ``create_agent`` agent (``toolset="memory"``)."""
+        self.tool_schemas = [_tool_schema(tool) for tool in [*counted_tools, *self.tools]]
         self.session_id = session
         self.settings = {
             key: value
@@ -315,6 +322,59 @@ class AgentmemMiddleware(AgentMiddleware):
         session = self.session(_thread_of(config))
         self.persist(session, _state_messages(state)[-1:])
         return {}
+
+
+def memory_tools(middleware: AgentmemMiddleware) -> list[BaseTool]:
+    """agentmem's tools for the agent's model, over the middleware's store and the run's session:
+
+    - ``read_memory``, ``write_memory(content)``, ``update_memory(old_text, new_text)``:
+      the agent's MEMORY.md, which is in every system prompt;
+    - ``search_conversation_history(query, limit)``: the agent's whole history, every session
+      and what compaction archived, ranked by relevance;
+    - ``read_evicted_output(call_id, offset, limit)``: a page of a tool output too big for
+      the context (the model saw its first and last lines and the call id).
+
+    A refused edit (text not found, found twice) or an unknown call id is the tool's answer,
+    with what to do, so the model can correct itself.
+    """
+    store = middleware.store
+
+    def read_memory() -> str:
+        """Read your long-term memory notebook (MEMORY.md)."""
+        return store.read_memory()["content"] or "(MEMORY.md is empty)"
+
+    def write_memory(content: str) -> str:
+        """Append lines to your long-term memory notebook (MEMORY.md): facts worth keeping across sessions."""
+        store.write_memory(content)
+        return "Saved to MEMORY.md."
+
+    def update_memory(old_text: str, new_text: str) -> str:
+        """Replace text that occurs exactly once in MEMORY.md with new text."""
+        try:
+            store.update_memory(old_text, new_text)
+        except agentmem.EditRefused as refused:
+            return f"Not changed: {refused}"
+        return "MEMORY.md updated."
+
+    def search_conversation_history(query: str, limit: int = 5) -> str:
+        """Search everything said in this and earlier conversations, including what was compacted away."""
+        hits = store.search(query, limit=max(1, min(limit, 20)))
+        if not hits:
+            return f"Nothing in the history matches {query!r}."
+        return "\n".join(f"[{hit['session']} {hit['turn_id']} {hit['role']}] {hit['excerpt']}" for hit in hits)
+
+    def read_evicted_output(call_id: str, offset: int = 0, limit: int = 200) -> str:
+        """Read lines of a tool output that was too big for the context, by its tool call id."""
+        try:
+            page = middleware.session().evicted(call_id, offset, max(1, min(limit, 1000)))
+        except agentmem.EvictedNotFound as missing:
+            return f"No such output: {missing}"
+        more = f"\n(lines {offset}-{offset + page['lines_returned']} of {page['total_lines']}"
+        more += f"; read on from offset {offset + page['lines_returned']})" if page["has_more"] else ")"
+        return page["text"] + more
+
+    functions = (read_memory, write_memory, update_memory, search_conversation_history, read_evicted_output)
+    return [StructuredTool.from_function(function) for function in functions]
 
 
 def _with_view(request: ModelRequest, view: list[BaseMessage]) -> ModelRequest:
