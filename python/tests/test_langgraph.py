@@ -414,6 +414,9 @@ def test_the_store_puts_gets_and_searches_by_recall(tmp_path: Path) -> None:
         assert len(memory.search(("notes",), query="deployment window", limit=5)) == 5
         assert [i.key for i in memory.search(("users", "bob"), query="sushi")] == ["food"]
         assert memory.search(("users",), query="door code") == []  # index=False: not recalled
+        # The index is no memory of the agent's: recall and history search see the facts alone.
+        assert store.list_sessions() == [] and store.search("door code") == []
+        assert "door code" not in json.dumps(store.recall("the door code"))
         # Without a query: the namespace's items that pass the filter, newest first.
         assert [i.key for i in memory.search(("users",), filter={"stars": {"$gte": 4}})] == ["food", "food"]
         assert {i.key for i in memory.search(("users", "bob"))} == {"food", "pin"}

@@ -464,10 +464,13 @@ class AgentmemStore(BaseStore):
       two items of the same text share one fact. ``put(…, index=False)``
       makes no fact.
     - **in the index**, the working memory of one agentmem session
-      (``index_session``, default ``langgraph-store``): namespace, key, the
+      (``index_session``, default ``langgraph-store``) of an agent of its own
+      (``index_agent``, default ``<agent>.langgraph-store``, so the index never
+      shows in the agent's recall or history search): namespace, key, the
       value exactly as given, the fact's id, created and updated times.
       ``get`` reads it; every change is a versioned, durable update
-      (``agentmem state langgraph-store --history`` lists them).
+      (``agentmem --agent default.langgraph-store state langgraph-store
+      --history`` lists them).
 
     ``search(prefix, query=…)`` is agentmem's recall for the query, top-k
     (BM25, recency and salience, and your embedder when the store has one),
@@ -483,8 +486,18 @@ class AgentmemStore(BaseStore):
     :meth:`close`: one process writes a store's items at a time.
     """
 
-    def __init__(self, store: agentmem.Store, *, index_session: str = "langgraph-store", recall_budget: int = 2000):
+    def __init__(
+        self,
+        store: agentmem.Store,
+        *,
+        index_agent: str | None = None,
+        index_session: str = "langgraph-store",
+        recall_budget: int = 2000,
+    ):
         self.store = store
+        # The index lives under an agent of its own, so its updates never show in the agent's
+        # recall, history search or sessions: only the facts do.
+        self.index = agentmem.Store(store.path, agent=index_agent or f"{store.agent}.langgraph-store")
         self.index_session = index_session
         self.recall_budget = recall_budget
         self._lock = threading.Lock()
@@ -495,7 +508,7 @@ class AgentmemStore(BaseStore):
         written once, at the end, as one versioned update."""
         with self._lock:
             if self._session is None:
-                self._session = self.store.session(self.index_session)
+                self._session = self.index.session(self.index_session)
             state = self._session.state()
             work = _Batch(self.store, state["document"].get("items", {}))
             results = [work.run(op, self.recall_budget) for op in ops]
