@@ -492,3 +492,14 @@ def test_the_chat_message_history_keeps_everything_and_clears_the_view(tmp_path:
     assert messages_from_events(events)[1].text == "run the tests"
     with AgentmemChatMessageHistory(store, "chat") as reopened:
         assert [m.text for m in reopened.messages] == ["start over"]
+
+
+def test_a_message_without_an_id_is_stored_once(tmp_path: Path) -> None:
+    store = agentmem.Store(tmp_path / "data")
+    with AgentmemMiddleware(store, session="plain") as context:
+        for _ in range(3):  # another middleware injecting the same message, id-less, at each call
+            view = context.fit([HumanMessage("keep answers short")], system=None, tools=[], model="gpt-4o")
+        assert [m.text for m in view] == ["keep answers short"]
+        context.fit([HumanMessage("keep answers short"), HumanMessage("now?")], system=None, tools=[], model="gpt-4o")
+    with store.read_session("plain") as session:
+        assert [e["content"] for e in session.events()] == ["keep answers short", "now?"]

@@ -30,11 +30,28 @@ The session of a run is its ``thread_id`` (``config={"configurable":
 keep the messages' ids, so a message handed over again is stored once, and a
 later process that runs the same thread, even without a checkpointer, gives
 the model the whole conversation from agentmem.
+
+Quick start::
+
+    import agentmem
+    from langchain.agents import create_agent
+    from agentmem.integrations.langgraph import AgentmemMiddleware, AgentmemStore
+
+    store = agentmem.Store(".agentmem")
+    with AgentmemMiddleware(store, toolset="memory") as context, AgentmemStore(store) as memory:
+        agent = create_agent("openai:gpt-4.1", tools, middleware=[context], store=memory)
+        agent.invoke({"messages": [("user", "fix the build")]}, {"configurable": {"thread_id": "build"}})
+        print(context.last_stats["build"]["context_tokens"])   # what the model got, of its budget
+
+``create_react_agent(model, tools, pre_model_hook=context.pre_model_hook)``
+with ``AgentmemMiddleware(store, model="gpt-4.1", system=…, counted_tools=tools)``
+does the same for graphs built the older way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import uuid
@@ -97,6 +114,11 @@ class AgentmemMiddleware(AgentMiddleware):
     ``session`` pins every run to one agentmem session instead of its
     thread. The remaining settings are :meth:`agentmem.Session.prepare`'s and
     win over the store's ``config.toml`` for these calls.
+
+    The model's view is built from the session, not from the graph's state:
+    other middleware that rewrites the state's messages (LangChain's
+    summarization, trimming) changes what the graph keeps, not what the model
+    sees; agentmem's own strategies do that part (``strategy=``).
 
     Sessions are opened for writing on first use and held until
     :meth:`close` (or the end of a ``with`` block), so one process runs a
@@ -163,12 +185,22 @@ class AgentmemMiddleware(AgentMiddleware):
             return session
 
     def persist(self, session: agentmem.Session, messages: Iterable[BaseMessage]) -> None:
-        """Appends the messages the session does not hold yet, in order, as one batch."""
+        """Appends the messages the session does not hold yet, in order, as one batch.
+
+        The graph's state gives every message an id; one without (put in by another
+        middleware for one call) gets an id derived from its content, so handing it
+        over again at every call stores it once.
+        """
         stored = self._stored[session.id]
-        new = [message for message in messages if message.id is None or message.id not in stored]
+        new = []
+        for message in messages:
+            if message.id is None:
+                message.id = _content_id(message)
+            if message.id not in stored:
+                new.append(message)
         if new:
             session.ingest(events_from_messages(new))
-            stored.update(message.id for message in new if message.id is not None)
+            stored.update(message.id for message in new)
 
     def fit(
         self,
@@ -397,6 +429,13 @@ def _answer_messages(response: Any) -> list[BaseMessage]:
         if message.id is None:
             message.id = f"lc-run-{uuid.uuid4()}"
     return messages
+
+
+def _content_id(message: BaseMessage) -> str:
+    tool_calls = [call.get("id") for call in getattr(message, "tool_calls", None) or []]
+    identity = [message.type, message.content, tool_calls, getattr(message, "tool_call_id", None)]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+    return f"lc-content-{digest[:32]}"
 
 
 def _state_messages(state: Any) -> list[BaseMessage]:
