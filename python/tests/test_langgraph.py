@@ -29,6 +29,7 @@ pytest.importorskip("langgraph", reason="python/tests/requirements-langgraph.txt
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
+from langchain.tools import ToolRuntime  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.store.base import Item  # noqa: E402
@@ -503,3 +504,29 @@ def test_a_message_without_an_id_is_stored_once(tmp_path: Path) -> None:
         context.fit([HumanMessage("keep answers short"), HumanMessage("now?")], system=None, tools=[], model="gpt-4o")
     with store.read_session("plain") as session:
         assert [e["content"] for e in session.events()] == ["keep answers short", "now?"]
+
+
+def test_the_graphs_store_feeds_the_memory_other_threads_recall(tmp_path: Path) -> None:
+    @tool
+    def save_preference(preference: str, runtime: ToolRuntime) -> str:
+        """Save what the user prefers, for every later conversation."""
+        runtime.store.put(("prefs", "user-1"), "style", {"memory": f"The user prefers {preference} in reviews"})
+        return "saved"
+
+    store = agentmem.Store(tmp_path / "data")
+    with (
+        ModelServer(calls_per_turn=1) as server,
+        AgentmemMiddleware(store) as context,
+        AgentmemStore(store) as memory,
+    ):
+        model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
+        agent = create_agent(model, [save_preference], middleware=[context], store=memory)
+        agent.invoke({"messages": [("user", "remember my review style")]}, {"configurable": {"thread_id": "a"}})
+        assert memory.get(("prefs", "user-1"), "style").value == {
+            "memory": "The user prefers preference-value in reviews"
+        }
+        saved = len(server.bodies())
+        agent.invoke({"messages": [("user", "how do I like reviews?")]}, {"configurable": {"thread_id": "b"}})
+        later = server.bodies()[saved:]
+    # Thread b is a new session: the sentence reaches its model only as a recalled fact.
+    assert later and all("The user prefers preference-value in reviews" in request_text(body) for body in later)
