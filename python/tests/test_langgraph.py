@@ -335,13 +335,16 @@ def test_the_memory_toolset_writes_memory_and_reads_evicted_outputs(tmp_path: Pa
     store = agentmem.Store(tmp_path / "data")
     config = {"configurable": {"thread_id": "tools"}}
     with AgentmemMiddleware(store, toolset="memory") as context:
-        names = [t.name for t in context.tools]
+        tools = {t.name: t for t in context.tools}
+        names = list(tools)
         assert names == [
             "read_memory",
             "write_memory",
             "update_memory",
             "search_conversation_history",
             "read_evicted_output",
+            "get_working_memory",
+            "update_working_memory",
         ]
         with ModelServer(calls_per_turn=1, tool="write_memory") as server:
             model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test")
@@ -365,12 +368,25 @@ def test_the_memory_toolset_writes_memory_and_reads_evicted_outputs(tmp_path: Pa
             )
         assert len(kept["content"].splitlines()) == 2500
 
-        read = context.tools[-1].invoke({"call_id": call_id, "offset": 100, "limit": 3}, config)
+        read = tools["read_evicted_output"].invoke({"call_id": call_id, "offset": 100, "limit": 3}, config)
         assert read.startswith("row 100: table-value id=100") and "of 2500" in read
-        assert context.tools[-1].invoke({"call_id": "nope"}, config).startswith("No such output")
-        found = context.tools[3].invoke({"query": "users table"}, config)
+        assert tools["read_evicted_output"].invoke({"call_id": "nope"}, config).startswith("No such output")
+        found = tools["search_conversation_history"].invoke({"query": "users table"}, config)
         assert found.splitlines()[0] == "[tools turn_0002 user] dump the [users] [table]"  # hits in brackets
-        assert context.tools[2].invoke({"old_text": "absent", "new_text": "x"}, config).startswith("Not changed")
+        assert tools["update_memory"].invoke({"old_text": "absent", "new_text": "x"}, config).startswith("Not changed")
+
+        # Working memory: changed by the tool, refused when stale, in the model's next view.
+        update = tools["update_working_memory"]
+        assert update.invoke({"patch": {"plan": ["dump", "review"]}, "expected_version": 0}, config).endswith("1.")
+        assert update.invoke({"patch": {"plan": []}, "expected_version": 0}, config).startswith("Not changed")
+        assert json.loads(tools["get_working_memory"].invoke({}, config)) == {
+            "version": 1,
+            "document": {"plan": ["dump", "review"]},
+        }
+        view = context.fit([], system=None, tools=[], model="gpt-4o", thread_id="tools")
+        assert "# Working memory (version 1)" in "".join(m.text for m in view)
+        report = context.compact("the users table", thread_id="tools")
+        assert report["applied"] is True and report["focus"] == "the users table"
 
 
 def test_the_async_agent_and_the_missing_thread(tmp_path: Path) -> None:

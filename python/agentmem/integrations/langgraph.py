@@ -269,6 +269,12 @@ class AgentmemMiddleware(AgentMiddleware):
         window = self._windows.get(session.id)
         return self.settings if window is None else {**self.settings, "context_window": window}
 
+    def compact(self, focus: str | None = None, thread_id: str | None = None) -> dict:
+        """Compacts the thread's session now (``/compact [focus]``): older turns folded into a
+        summary that favours ``focus``, their events archived. The report: tokens before and
+        after, ..."""
+        return self.session(thread_id).compact(focus)
+
     def close(self) -> None:
         """Releases every session this middleware opened."""
         with self._lock:
@@ -364,9 +370,11 @@ def memory_tools(middleware: AgentmemMiddleware) -> list[BaseTool]:
     - ``search_conversation_history(query, limit)``: the agent's whole history, every session
       and what compaction archived, ranked by relevance;
     - ``read_evicted_output(call_id, offset, limit)``: a page of a tool output too big for
-      the context (the model saw its first and last lines and the call id).
+      the context (the model saw its first and last lines and the call id);
+    - ``get_working_memory``, ``update_working_memory(patch, expected_version)``: the
+      session's task state, shown to the model at every call and kept through compaction.
 
-    A refused edit (text not found, found twice) or an unknown call id is the tool's answer,
+    A refused edit (text not found, found twice, a stale version) or an unknown call id is the tool's answer,
     with what to do, so the model can correct itself.
     """
     store = middleware.store
@@ -405,7 +413,29 @@ def memory_tools(middleware: AgentmemMiddleware) -> list[BaseTool]:
         more += f"; read on from offset {offset + page['lines_returned']})" if page["has_more"] else ")"
         return page["text"] + more
 
-    functions = (read_memory, write_memory, update_memory, search_conversation_history, read_evicted_output)
+    def get_working_memory() -> str:
+        """Read this task's working memory: the JSON state you keep (plan, files, findings) and its version."""
+        state = middleware.session().state()
+        return json.dumps({"version": state["version"], "document": state["document"]}, ensure_ascii=False)
+
+    def update_working_memory(patch: dict | list, expected_version: int | None = None) -> str:
+        """Change this task's working memory with a JSON Merge Patch (an object; null removes a field) or a
+        JSON Patch (a list of operations); with expected_version, only if nobody changed it since."""
+        try:
+            updated = middleware.session().update_state(patch, expected_version=expected_version)
+        except (agentmem.StaleVersion, agentmem.InvalidPatch, agentmem.SchemaViolation) as refused:
+            return f"Not changed: {refused}"
+        return f"Working memory is at version {updated['version']}."
+
+    functions = (
+        read_memory,
+        write_memory,
+        update_memory,
+        search_conversation_history,
+        read_evicted_output,
+        get_working_memory,
+        update_working_memory,
+    )
     return [StructuredTool.from_function(function) for function in functions]
 
 
