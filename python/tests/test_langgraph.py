@@ -546,3 +546,19 @@ def test_the_graphs_store_feeds_the_memory_other_threads_recall(tmp_path: Path) 
         later = server.bodies()[saved:]
     # Thread b is a new session: the sentence reaches its model only as a recalled fact.
     assert later and all("The user prefers preference-value in reviews" in request_text(body) for body in later)
+
+
+def test_the_history_reads_a_session_written_by_other_tools(tmp_path: Path, long_session_events: list[dict]) -> None:
+    from langchain_core.messages import convert_to_openai_messages
+
+    store = agentmem.Store(tmp_path / "data")
+    with store.create_session("imported") as session:
+        session.ingest(long_session_events[:400])
+    with AgentmemChatMessageHistory(store, "imported") as history:
+        messages = history.messages
+    kinds = {e["trace_type"] for e in long_session_events[:400]}
+    assert {"user", "assistant", "tool_call", "tool_result"} <= kinds
+    assert sum(isinstance(m, ToolMessage) for m in messages) == sum(
+        e["trace_type"] == "tool_result" for e in long_session_events[:400]
+    )
+    tool_pairs_intact(convert_to_openai_messages(messages))

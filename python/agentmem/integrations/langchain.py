@@ -163,8 +163,10 @@ def messages_from_events(events: Iterable[Mapping[str, Any]]) -> list[BaseMessag
     AI message's text and tool calls together again, usage included); events
     from elsewhere are grouped as the renderers group them: an assistant text
     and the tool calls after it, in one turn, are one ``AIMessage``.
-    Summaries, working-memory updates and other bookkeeping events have no
-    message and are left out.
+    A tool result that came after a later message (a user's word while the tool
+    ran) is placed right after its call, as every provider requires. Summaries,
+    working-memory updates and other bookkeeping events have no message and
+    are left out.
     """
     messages: list[BaseMessage] = []
     open_ai: tuple[str, str] | None = None  # (turn, base id) of the AI message tool calls may join
@@ -188,23 +190,36 @@ def messages_from_events(events: Iterable[Mapping[str, Any]]) -> list[BaseMessag
         elif kind == "tool_result":
             status = "error" if event.get("tool_error") else "success"
             text = content if content != "" else _result_text(event)
-            messages.append(
-                ToolMessage(
-                    content=text,
-                    tool_call_id=event.get("tool_call_id", ""),
-                    name=event.get("tool_name"),
-                    status=status,
-                    id=event.get("id"),
-                )
+            result = ToolMessage(
+                content=text,
+                tool_call_id=event.get("tool_call_id", ""),
+                name=event.get("tool_name"),
+                status=status,
+                id=event.get("id"),
             )
+            messages.insert(_answer_position(messages, result.tool_call_id), result)
         elif kind in ("assistant", "tool_call"):
-            message = AIMessage(content=content if kind == "assistant" else "", id=base)
+            message = AIMessage(content=content if kind == "assistant" else "", id=base or event.get("id"))
             if kind == "tool_call":
                 message.tool_calls.append(_tool_call(event))
             _attach_usage(message, event)
             messages.append(message)
             open_ai = (event.get("turn_id"), base)
     return messages
+
+
+def _answer_position(messages: list[BaseMessage], call_id: str) -> int:
+    """Where the result of ``call_id`` goes: after its call's AI message and the results already
+    there, so a result that came after a later message (a user's word while the tool ran)
+    still answers its call, as every provider requires."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage) and any(call["id"] == call_id for call in message.tool_calls):
+            index += 1
+            while index < len(messages) and isinstance(messages[index], ToolMessage):
+                index += 1
+            return index
+    return len(messages)
 
 
 def _base_id(event: Mapping[str, Any]) -> str | None:
