@@ -1,1 +1,2 @@
-"""Adapters of agentmem to agent frameworks, one module each, imported on their own so every framework stays optional."""
+"""Adapters of agentmem for agent frameworks, one module each (imported on its own, so each
+framework stays an optional dependency)."""
