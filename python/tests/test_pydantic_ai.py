@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pydantic_ai")
+pytest.importorskip("pydantic_ai", reason="python/tests/requirements-pydantic_ai.txt is not installed")
 
 from model_server import ModelServer, count_tokens  # noqa: E402
 from pydantic_ai import Agent  # noqa: E402
@@ -242,6 +242,64 @@ def test_a_plain_history_processor_persists_the_final_answer_on_the_next_call(st
         ("assistant", "Done. (first question)"),
         ("user", "second question"),
     ]
+
+
+def test_broken_tool_pairs_are_repaired_in_the_view_and_kept_as_they_were_in_the_log(store: agentmem.Store) -> None:
+    memory = AgentmemHistoryProcessor(store.session("broken"), model="gpt-4o")
+    history = [
+        ModelRequest(parts=[UserPromptPart("read both files")]),
+        ModelResponse(parts=[ToolCallPart("read_file", {"path": "a"}, tool_call_id="c1"), ToolCallPart("read_file", {"path": "b"}, tool_call_id="c2")]),
+        # The run was interrupted: c2 never answered; a stray return answers a call nobody made.
+        ModelRequest(parts=[ToolReturnPart("read_file", "contents of a", tool_call_id="c1"), ToolReturnPart("read_file", "stray", tool_call_id="c9")]),
+        ModelResponse(parts=[TextPart("I read a.")]),
+        ModelRequest(parts=[UserPromptPart("and now?")]),
+    ]
+    view = _run(memory(_NoRun(), history))
+    memory.close()
+
+    returns = [(p.tool_call_id, p.content) for m in view for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert [call_id for call_id, _ in returns] == ["c1", "c2"]
+    assert returns[1][1].startswith("aborted")
+    assert isinstance(view[-1], ModelRequest) and view[-1].parts[-1].content == "and now?"
+    # The log keeps what happened, the stray return too; only the view is repaired.
+    logged = [(e["trace_type"], e.get("tool_call_id")) for e in store.read_session("broken").events()]
+    assert logged == [("user", None), ("tool_call", "c1"), ("tool_call", "c2"), ("tool_result", "c1"), ("tool_result", "c9"), ("assistant", None), ("user", None)]
+
+
+def test_a_failed_compaction_writes_nothing_twice_and_is_tried_again(tmp_path: Path) -> None:
+    calls = []
+
+    def flaky_summarizer(request: dict) -> str:
+        calls.append(request["focus"])
+        if len(calls) == 1:
+            raise RuntimeError("the summarizing model is down")
+        return "## Goal\n- ship the parser"
+
+    store = agentmem.Store(tmp_path / "data", summarizer=flaky_summarizer)
+    memory = AgentmemHistoryProcessor(store.session("flaky"), model="gpt-4o")
+    history = [
+        ModelRequest(parts=[UserPromptPart("fix the parser")]),
+        ModelResponse(parts=[TextPart("fixed")]),
+        ModelRequest(parts=[UserPromptPart("now the lexer")]),
+    ]
+    memory.request_compact("the parser")
+    with pytest.raises(agentmem.SummarizerError) as failed:
+        _run(memory(_NoRun(), history))
+    assert isinstance(failed.value.__cause__, RuntimeError)
+    assert len(store.read_session("flaky").events()) == 3  # appended once, before the compaction failed
+
+    view = _run(memory(_NoRun(), history))  # the same history again, as a retried run sends it
+    memory.close()
+    assert calls == ["the parser", "the parser"]
+    assert memory.last_usage.compacted is Compaction.REQUESTED
+    assert any("ship the parser" in str(p.content) for m in view for p in m.parts)
+    assert len(store.read_session("flaky").events()) == 3
+
+
+class _NoRun:
+    """What the processor reads of a RunContext, outside a run: no tools."""
+
+    tool_manager = None
 
 
 def test_messages_become_events_part_by_part() -> None:

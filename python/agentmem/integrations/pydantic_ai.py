@@ -171,6 +171,7 @@ class AgentmemHistoryProcessor:
         }
         self._on_usage = on_usage
         self._system: list[str] = []
+        self._view = ViewBuilder(self._session.id)
         self._compact_focus: _CompactRequest | None = None
         self.last_usage: ContextUsage | None = None
         """The usage of the latest prepared call, or ``None`` before the first."""
@@ -182,19 +183,21 @@ class AgentmemHistoryProcessor:
 
     async def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """Persists what is new in ``messages``, then returns the view to send, inside the budget."""
-        await self._persist(messages)
-        compaction = Compaction.NONE
-        if self._compact_focus is not None:
-            focus, self._compact_focus = self._compact_focus.focus, None
-            await self._session.compact(focus)
-            compaction = Compaction.REQUESTED
-        prepared = await self._session.prepare(
-            self._model or ctx.model.model_name,
-            _VIEW_TARGET,
-            system="\n\n".join(self._system) or None,
-            tools=_tool_schemas(ctx),
+        events, fresh = self._new_events(messages)
+        request, self._compact_focus = self._compact_focus, None
+        arguments = {
+            "system": "\n\n".join(self._system) or None,
+            "tools": _tool_schemas(ctx),
             **self._settings,
-        )
+        }
+        # One hop to a worker thread for the engine's whole step: append, compact if asked, prepare.
+        try:
+            prepared = await asyncio.to_thread(self._step, events, fresh, request, self._model or ctx.model.model_name, arguments)
+        except BaseException:
+            if self._compact_focus is None:
+                self._compact_focus = request  # asked for, not done: the next call tries again
+            raise
+        compaction = Compaction.NONE if request is None else Compaction.REQUESTED
         stats = prepared.stats
         if compaction is Compaction.NONE and any(action.get("action") == "compacted" for action in stats["actions"]):
             compaction = Compaction.AUTOMATIC
@@ -210,7 +213,7 @@ class AgentmemHistoryProcessor:
             outcome = self._on_usage(usage)
             if inspect.isawaitable(outcome):
                 await outcome
-        return view_to_messages(prepared["messages"], self._session.id)
+        return self._view.messages(prepared["messages"])
 
     def request_compact(self, focus: str | None = None) -> None:
         """Compacts before the next model call, whatever the usage; ``focus`` is what the summary should favour.
@@ -239,8 +242,30 @@ class AgentmemHistoryProcessor:
         """Releases the session's writer lock (from synchronous code)."""
         self._session.sync.close()
 
+    def _step(
+        self, events: list[dict], fresh: list[tuple[ModelMessage, list[str]]], request: "_CompactRequest | None", model: str, arguments: dict
+    ) -> agentmem.Prepared:
+        session = self._session.sync
+        self._append(events, fresh)
+        if request is not None:
+            session.compact(request.focus)
+        return session.prepare(model, _VIEW_TARGET, **arguments)
+
     async def _persist(self, messages: list[ModelMessage]) -> int:
         """Ingests the unmarked messages as one batch, then marks them; the number of events appended."""
+        events, fresh = self._new_events(messages)
+        await asyncio.to_thread(self._append, events, fresh)
+        return len(events)
+
+    def _append(self, events: list[dict], fresh: list[tuple[ModelMessage, list[str]]]) -> None:
+        """Appends the events (all or none), then marks their messages as held."""
+        if events:
+            self._session.sync.ingest(events)
+        for message, ids in fresh:
+            _mark(message, {"session": self._session.id, "events": ids})
+
+    def _new_events(self, messages: list[ModelMessage]) -> tuple[list[dict], list[tuple[ModelMessage, list[str]]]]:
+        """The events of the messages not marked as this session's yet, and which message made which."""
         events: list[dict] = []
         fresh: list[tuple[ModelMessage, list[str]]] = []
         session_id = self._session.id
@@ -256,11 +281,7 @@ class AgentmemHistoryProcessor:
                 converted = response_events(message)
             events.extend(converted)
             fresh.append((message, [event["id"] for event in converted]))
-        if events:
-            await self._session.ingest(events)
-        for message, ids in fresh:
-            _mark(message, {"session": session_id, "events": ids})
-        return len(events)
+        return events, fresh
 
 
 @dataclass(frozen=True)
@@ -499,48 +520,76 @@ def _mark(message: ModelMessage, mark: dict) -> None:
 # The prepared view (Chat Completions messages) -> pydantic-ai messages.
 
 
-def view_to_messages(chat: list[dict], session_id: str) -> list[ModelMessage]:
-    """pydantic-ai messages for a prepared chat view, each marked as built from session ``session_id``.
+class ViewBuilder:
+    """pydantic-ai messages for prepared chat views, each marked as built from one session.
 
-    System, user and tool messages in a row become one ``ModelRequest``;
-    each assistant message a ``ModelResponse``; the compaction summary a
-    ``CompactionPart``.
+    System, user and tool messages in a row become one ``ModelRequest``; each
+    assistant message a ``ModelResponse``; the compaction summary a
+    ``CompactionPart``. Between two model calls most of the view stays as it
+    was, so the messages built for the last view are reused where the chat
+    messages they came from are the same (and only the last view's are kept).
     """
-    tool_names: dict[str, str] = {}
-    messages: list[ModelMessage] = []
-    request_parts: list[Any] = []
-    mark = {_MARK: {"session": session_id, "view": True}}
 
-    def close_request() -> None:
-        if request_parts:
-            messages.append(ModelRequest(parts=list(request_parts), metadata=dict(mark)))
-            request_parts.clear()
+    def __init__(self, session_id: str) -> None:
+        self._mark = {_MARK: {"session": session_id, "view": True}}
+        self._built: dict[tuple, ModelMessage] = {}
 
-    for message in chat:
-        role = message["role"]
-        content = message.get("content")
-        if role == "assistant":
-            close_request()
-            parts: list[Any] = []
-            if content:
-                parts.append(TextPart(_chat_text(content)))
-            for call in message.get("tool_calls") or []:
-                function = call["function"]
-                tool_names[call["id"]] = function["name"]
-                parts.append(ToolCallPart(function["name"], function["arguments"], tool_call_id=call["id"]))
-            messages.append(ModelResponse(parts=parts, metadata=dict(mark)))
-        elif role == "tool":
-            call_id = message["tool_call_id"]
-            request_parts.append(ToolReturnPart(tool_names.get(call_id, ""), _chat_text(content), tool_call_id=call_id))
-        elif role == "user":
-            text = _chat_text(content)
-            request_parts.append(CompactionPart(text) if text.startswith(SUMMARY_PREFIX) else UserPromptPart(text))
-        elif role in ("system", "developer"):
-            request_parts.append(SystemPromptPart(_chat_text(content)))
-        else:
-            raise ValueError(f"agentmem prepared a chat message with role {role!r}, which this adapter does not map")
-    close_request()
-    return messages
+    def messages(self, chat: list[dict]) -> list[ModelMessage]:
+        """The pydantic-ai messages of the chat view ``chat``."""
+        tool_names: dict[str, str] = {}
+        built: dict[tuple, ModelMessage] = {}
+        messages: list[ModelMessage] = []
+        pending: list[tuple] = []
+
+        def reuse_or_build(key: tuple, build: Callable[[], ModelMessage]) -> None:
+            message = self._built.get(key) if key not in built else None
+            if message is None:
+                message = build()
+            built[key] = message
+            messages.append(message)
+
+        def close_request() -> None:
+            if pending:
+                keys = tuple(pending)
+                reuse_or_build(keys, lambda: ModelRequest(parts=[_request_part(key) for key in keys], metadata=dict(self._mark)))
+                pending.clear()
+
+        for message in chat:
+            role = message["role"]
+            text = _chat_text(message.get("content"))
+            if role == "assistant":
+                close_request()
+                calls = tuple(
+                    (call["id"], call["function"]["name"], call["function"]["arguments"]) for call in message.get("tool_calls") or []
+                )
+                for call_id, name, _ in calls:
+                    tool_names[call_id] = name
+                reuse_or_build(("assistant", text, calls), lambda: ModelResponse(parts=_response_parts(text, calls), metadata=dict(self._mark)))
+            elif role == "tool":
+                call_id = message["tool_call_id"]
+                pending.append(("tool", text, call_id, tool_names.get(call_id, "")))
+            elif role in ("user", "system", "developer"):
+                pending.append((role, text))
+            else:
+                raise ValueError(f"agentmem prepared a chat message with role {role!r}, which this adapter does not map")
+        close_request()
+        self._built = built
+        return messages
+
+
+def _request_part(key: tuple) -> Any:
+    role, text = key[0], key[1]
+    if role == "tool":
+        return ToolReturnPart(key[3], text, tool_call_id=key[2])
+    if role == "user":
+        return CompactionPart(text) if text.startswith(SUMMARY_PREFIX) else UserPromptPart(text)
+    return SystemPromptPart(text)
+
+
+def _response_parts(text: str, calls: tuple) -> list[Any]:
+    parts: list[Any] = [TextPart(text)] if text else []
+    parts.extend(ToolCallPart(name, arguments, tool_call_id=call_id) for call_id, name, arguments in calls)
+    return parts
 
 
 def _chat_text(content: str | list | None) -> str:
