@@ -7,7 +7,10 @@ process, each on its own copy of the conversation, as an agent drives them:
 append the turn's messages (the user prompt, each tool call and its return,
 the reply) to the history the processor returned last time, then run the
 processor once, as before the next model call. Timed: the processor call
-(persisting, counting, compacting, building the view), nothing else.
+(persisting, counting, compacting, building the view), nothing else; for
+agentmem also split into the engine's step (append, compact, prepare, the
+payload's JSON across; on a worker thread) and the adapter's own work
+(converting messages to events and the view back to messages, the thread hop).
 
 - agentmem: ``AgentmemHistoryProcessor`` over a session on disk (durability
   ``--durability``: "batch", the default, fsyncs each call's appends; "os",
@@ -161,6 +164,17 @@ async def run(turns: list[list[dict]], durability: str) -> dict:
     processor = AgentmemHistoryProcessor(
         store.create_session("bench"), model="gpt-4o", context_window=BUDGET, max_output_tokens=0, safety_margin=0
     )
+    engine: list[float] = []
+    step = processor._step
+
+    def timed_step(*arguments):  # noqa: ANN002
+        started = time.perf_counter()
+        try:
+            return step(*arguments)
+        finally:
+            engine.append((time.perf_counter() - started) * 1000)
+
+    processor._step = timed_step  # the engine's part of each call: append, compact, prepare, JSON across
     counter = memo_counter()
     middleware = Middleware(max_tokens=BUDGET, token_counter=counter, messages_path=str(folder / "messages.json"))
     context = _NoTools()
@@ -189,7 +203,14 @@ async def run(turns: list[list[dict]], durability: str) -> dict:
     return {
         "turns": len(turns),
         "durability": durability,
-        "agentmem": figures(ours) | {"over_budget": over_ours, "compactions": compactions_ours, "input_budget": usage.input_budget},
+        "agentmem": figures(ours)
+        | {
+            "engine_p50_ms": round(statistics.median(engine), 3),
+            "adapter_p50_ms": round(statistics.median(o - e for o, e in zip(ours, engine)), 3),
+            "over_budget": over_ours,
+            "compactions": compactions_ours,
+            "input_budget": usage.input_budget,
+        },
         "middleware": figures(theirs) | {"over_budget": over_theirs, "compactions": middleware.compression_count},
         "p50_ratio": statistics.median(theirs) / statistics.median(ours),
     }

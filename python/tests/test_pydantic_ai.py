@@ -158,6 +158,9 @@ def test_a_tool_using_agent_runs_to_compaction_inside_the_budget_and_keeps_every
         if not page["has_more"]:
             break
     assert "".join(pages).rstrip("\n") == outputs[huge]
+    # The agent's way back: the read_evicted_output tool pages through it and says where to go on.
+    first_page = _run(AgentmemToolset(store, session=reader).read_evicted_output(call_id))
+    assert first_page.startswith(outputs[huge].splitlines()[0]) and "read on with offset=200]" in first_page
 
     # The durable history holds every item, whole: nothing trimmed, nothing twice.
     events = store.read_session("long-run").events()
@@ -169,6 +172,8 @@ def test_a_tool_using_agent_runs_to_compaction_inside_the_budget_and_keeps_every
     assert sorted(e["content"] for e in by_type["tool_result"]) == sorted(outputs.values())
     calls = [e["tool_call_id"] for e in by_type["tool_call"]]
     assert len(calls) == len(set(calls)) == 2 * len(prompts)
+    # The server numbered its arguments, so no call repeats another (which the engine would snip).
+    assert len({e["tool_args"]["path"] for e in by_type["tool_call"]}) == len(calls)
     assert {e["tool_call_id"] for e in by_type["tool_result"]} == set(calls)
     assert len(events) == 6 * len(prompts)
     # The provider's usage is on the log, for the engine to anchor its counts on.
