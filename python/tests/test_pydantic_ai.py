@@ -232,6 +232,26 @@ def test_the_memory_tools_edit_memory_md_and_search_the_whole_history(store: age
     assert refused.startswith("Memory not changed:")
 
 
+def test_a_streamed_run_is_kept_whole_with_the_usage_of_each_response(store: agentmem.Store) -> None:
+    memory = AgentmemHistoryProcessor(store.session("streamed"))
+    with ModelServer(calls_per_turn=1, tool="read_file", arguments="numbered") as server:
+        agent = coding_agent(server, memory, {})
+
+        async def stream() -> str:
+            async with agent.run_stream("stream the answer") as run:
+                return await run.get_output()
+
+        output = _run(stream())
+        assert all(body["stream"] for body in server.bodies("/chat/completions"))
+    memory.close()
+    assert output == "Done. (stream the answer)"
+    events = store.read_session("streamed").events()
+    assert [e["trace_type"] for e in events] == ["user", "tool_call", "tool_result", "assistant"]
+    # Each response's usage, as the server reported it, on its last event.
+    assert [e["usage"]["completion_tokens"] > 0 for e in events if e.get("usage")] == [True, True]
+    assert [e["trace_type"] for e in events if e.get("usage")] == ["tool_call", "assistant"]
+
+
 def test_a_plain_history_processor_persists_the_final_answer_on_the_next_call(store: agentmem.Store) -> None:
     memory = AgentmemHistoryProcessor(store.session("plain"))
     with ModelServer(calls_per_turn=0) as server:

@@ -142,6 +142,15 @@ class AgentmemHistoryProcessor:
     Register it with ``Agent(..., capabilities=[processor.capability()])``, or
     as a plain history processor with ``ProcessHistory(processor)`` (then a
     run's final answer is persisted by the next call, or by :meth:`persist`).
+
+    What the budget counts: the system prompt (``system_prompt=``, kept by the
+    processor and sent through the engine), MEMORY.md and recalled memory,
+    the history and the run step's tool schemas. pydantic-ai sends
+    ``instructions=`` beside the history; they are counted through the
+    prompt size the provider reports for each response (recorded by the
+    capability), so from the second model call on.
+
+    One processor serves one session and one run at a time.
     """
 
     def __init__(
