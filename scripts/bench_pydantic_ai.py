@@ -225,6 +225,8 @@ def figures(ms: list[float]) -> dict:
         "last_100_mean_ms": round(statistics.fmean(ms[-100:]), 3),
         "first_100_median_ms": round(statistics.median(ms[:100]), 3),
         "last_100_median_ms": round(statistics.median(ms[-100:]), 3),
+        # The median of each tenth of the run, to see where the cost grows and where it stops.
+        "median_by_tenth_ms": [round(statistics.median(ms[i * len(ms) // 10 : (i + 1) * len(ms) // 10]), 2) for i in range(10)],
     }
 
 
