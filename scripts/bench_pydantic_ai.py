@@ -12,7 +12,8 @@ agentmem also split into the engine's step (append, compact, prepare, the
 payload's JSON across; on a worker thread) and the adapter's own work
 (converting messages to events and the view back to messages, the thread hop).
 
-- agentmem: ``AgentmemHistoryProcessor`` over a session on disk (durability
+- agentmem: ``AgentmemHistoryProcessor`` (``--engine-calls``: the engine on a
+  worker thread, the default, or in the event loop) over a session on disk (durability
   ``--durability``: "batch", the default, fsyncs each call's appends; "os",
   like messages.json here, leaves it to the OS), a 128,000-token input
   budget, the engine's exact o200k_base counting and its default
@@ -29,7 +30,7 @@ Over budget: agentmem's view by the engine's own count (``context_tokens`` >
     pip install agentmem-engine pydantic-ai-slim==2.68.0 tiktoken==0.14.0 \\
         "summarization-pydantic-ai[hybrid]==0.1.0"       # pydantic-ai-middleware 0.2.4
     python3 ../shared/bench/workload.py --turns 200 --seed 1 --out /tmp/workload-200.jsonl
-    python3 scripts/bench_pydantic_ai.py /tmp/workload-200.jsonl [--turns N] [--durability os]
+    python3 scripts/bench_pydantic_ai.py /tmp/workload-200.jsonl [--turns N] [--durability os] [--engine-calls in-event-loop]
 
 pydantic-ai-middleware 0.2.4 (the middleware's base class) imports a module
 pydantic-ai 2 no longer has (``pydantic_ai.builtin_tools``) from its package's
@@ -149,9 +150,9 @@ class _NoTools:
     model = None
 
 
-async def run(turns: list[list[dict]], durability: str) -> dict:
+async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> dict:
     import agentmem
-    from agentmem.integrations.pydantic_ai import AgentmemHistoryProcessor
+    from agentmem.integrations.pydantic_ai import AgentmemHistoryProcessor, EngineCalls
 
     middleware_class = load_middleware_class()
 
@@ -162,7 +163,12 @@ async def run(turns: list[list[dict]], durability: str) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-pydantic-ai-"))
     store = agentmem.Store(folder / "agentmem", durability=durability)
     processor = AgentmemHistoryProcessor(
-        store.create_session("bench"), model="gpt-4o", context_window=BUDGET, max_output_tokens=0, safety_margin=0
+        store.create_session("bench"),
+        model="gpt-4o",
+        context_window=BUDGET,
+        max_output_tokens=0,
+        safety_margin=0,
+        engine_calls=EngineCalls(engine_calls),
     )
     engine: list[float] = []
     step = processor._step
@@ -203,6 +209,7 @@ async def run(turns: list[list[dict]], durability: str) -> dict:
     return {
         "turns": len(turns),
         "durability": durability,
+        "engine_calls": engine_calls,
         "agentmem": figures(ours)
         | {
             "engine_p50_ms": round(statistics.median(engine), 3),
@@ -234,11 +241,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", help="a JSONL file written by ../shared/bench/workload.py")
     parser.add_argument("--turns", type=int, help="only the first N turns")
+    parser.add_argument(
+        "--engine-calls", choices=["worker-thread", "in-event-loop"], default="worker-thread", help="the processor's (default: worker-thread)"
+    )
     parser.add_argument("--durability", choices=["always", "batch", "os"], default="batch", help="agentmem's (default: batch)")
     arguments = parser.parse_args()
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", offline_cache())
     turns = turns_of(arguments.workload)[: arguments.turns]
-    print(json.dumps(asyncio.run(run(turns, arguments.durability)), indent=2))
+    print(json.dumps(asyncio.run(run(turns, arguments.durability, arguments.engine_calls)), indent=2))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from agentmem.integrations.pydantic_ai import (  # noqa: E402
     AgentmemToolset,
     Compaction,
     ContextUsage,
+    EngineCalls,
     request_events,
     response_events,
 )
@@ -232,8 +233,9 @@ def test_the_memory_tools_edit_memory_md_and_search_the_whole_history(store: age
     assert refused.startswith("Memory not changed:")
 
 
-def test_a_streamed_run_is_kept_whole_with_the_usage_of_each_response(store: agentmem.Store) -> None:
-    memory = AgentmemHistoryProcessor(store.session("streamed"))
+@pytest.mark.parametrize("engine_calls", list(EngineCalls))
+def test_a_streamed_run_is_kept_whole_with_the_usage_of_each_response(store: agentmem.Store, engine_calls: EngineCalls) -> None:
+    memory = AgentmemHistoryProcessor(store.session("streamed"), engine_calls=engine_calls)
     with ModelServer(calls_per_turn=1, tool="read_file", arguments="numbered") as server:
         agent = coding_agent(server, memory, {})
 

@@ -77,6 +77,8 @@ __all__ = [
     "AgentmemCapability",
     "AgentmemToolset",
     "ContextUsage",
+    "Compaction",
+    "EngineCalls",
     "SUMMARY_PREFIX",
 ]
 
@@ -122,6 +124,15 @@ class Compaction(enum.Enum):
     """:meth:`AgentmemHistoryProcessor.request_compact` asked for it."""
 
 
+class EngineCalls(enum.Enum):
+    """Where the processor runs the engine's step (append, compact, prepare) during a run."""
+
+    WORKER_THREAD = "worker-thread"
+    """On a worker thread (``asyncio.to_thread``): the event loop serves other tasks meanwhile."""
+    IN_EVENT_LOOP = "in-event-loop"
+    """In the event loop's own thread: no thread hop per model call, the loop waits for the engine (milliseconds)."""
+
+
 UsageCallback = Callable[[ContextUsage], Union[None, Awaitable[None]]]
 """``on_usage(usage)``: called before each model call with the context's :class:`ContextUsage`; may be async."""
 
@@ -137,7 +148,9 @@ class AgentmemHistoryProcessor:
     by default); ``context_window``, ``max_output_tokens``, ``safety_margin``,
     ``trigger_ratio`` and ``strategy`` override the engine's settings for it
     (see :meth:`agentmem.Session.prepare`). ``on_usage`` gets a
-    :class:`ContextUsage` before every model call.
+    :class:`ContextUsage` before every model call. ``engine_calls`` says
+    whether the engine works on a worker thread (the default) or in the event
+    loop's thread (one agent per process: saves a thread hop per call).
 
     Register it with ``Agent(..., capabilities=[processor.capability()])``, or
     as a plain history processor with ``ProcessHistory(processor)`` (then a
@@ -164,7 +177,9 @@ class AgentmemHistoryProcessor:
         trigger_ratio: float | None = None,
         strategy: Literal["auto", "none", "trim", "summarize", "placeholder"] | None = None,
         on_usage: UsageCallback | None = None,
+        engine_calls: EngineCalls = EngineCalls.WORKER_THREAD,
     ) -> None:
+        self._engine_calls = engine_calls
         self._session = session if isinstance(session, agentmem.AsyncSession) else agentmem.AsyncSession(session)
         self._model = model
         self._settings = {
@@ -199,9 +214,14 @@ class AgentmemHistoryProcessor:
             "tools": _tool_schemas(ctx),
             **self._settings,
         }
-        # One hop to a worker thread for the engine's whole step: append, compact if asked, prepare.
+        # The engine's whole step in one call: append, compact if asked, prepare.
+        step = (events, fresh, request, self._model or ctx.model.model_name, arguments)
         try:
-            prepared = await asyncio.to_thread(self._step, events, fresh, request, self._model or ctx.model.model_name, arguments)
+            match self._engine_calls:
+                case EngineCalls.WORKER_THREAD:
+                    prepared = await asyncio.to_thread(self._step, *step)
+                case EngineCalls.IN_EVENT_LOOP:
+                    prepared = self._step(*step)
         except BaseException:
             if self._compact_focus is None:
                 self._compact_focus = request  # asked for, not done: the next call tries again
