@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 
 def _tiktoken_offline() -> None:
@@ -92,10 +92,20 @@ class ModelServer:
     context manager. ``requests`` holds every body received, in order, as
     ``(path, body)``."""
 
-    def __init__(self, calls_per_turn: int = 1, tool: str | None = None, answer: str = "Done."):
+    def __init__(
+        self,
+        calls_per_turn: int = 1,
+        tool: str | None = None,
+        answer: str = "Done.",
+        arguments: Literal["same", "numbered"] = "same",
+    ):
         self.calls_per_turn = calls_per_turn
         self.tool = tool
         self.answer = answer
+        self.arguments = arguments
+        """``same``: every call of a tool gets the same sample arguments; ``numbered``:
+        each string argument ends with the call's number, so no two calls repeat."""
+        self._calls = 0
         self.requests: list[tuple[str, dict]] = []
         self._lock = threading.Lock()
         self._counter = 0
@@ -171,7 +181,12 @@ class ModelServer:
     def _decide(self, tools: list[dict], results_since_user: int, last_user: str) -> tuple[str, Any]:
         if tools and results_since_user < self.calls_per_turn:
             tool = next((t for t in tools if _tool_name(t) == self.tool), tools[0])
-            return "call", (_tool_name(tool), _sample_arguments(_tool_schema(tool)))
+            arguments = _sample_arguments(_tool_schema(tool))
+            if self.arguments == "numbered":
+                with self._lock:
+                    self._calls += 1
+                    arguments = {k: f"{v}-{self._calls}" if isinstance(v, str) else v for k, v in arguments.items()}
+            return "call", (_tool_name(tool), arguments)
         return "answer", f"{self.answer} ({last_user[:60]})"
 
     def _chat(self, body: dict) -> dict:
