@@ -281,7 +281,7 @@ def test_get_items_limit_is_the_newest_items_without_orphan_outputs(data_dir: Pa
 
 def test_a_bad_item_writes_nothing(data_dir: Path) -> None:
     session = AgentmemSession("bad", store=data_dir)
-    with pytest.raises(UnreadableItem, match="item 1 of the batch"):
+    with pytest.raises(UnreadableItem, match="message 1"):
         session.add([{"role": "user", "content": "hello"}, {"type": "function_call_output", "output": "no call id"}])
     with pytest.raises(UnreadableItem, match="item 0 of the batch is a str"):
         session.add(["hello"])

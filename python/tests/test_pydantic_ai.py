@@ -359,7 +359,7 @@ def test_a_second_process_resumes_the_session_and_sees_its_history(tmp_path: Pat
     data = tmp_path / "data"
     with ModelServer(calls_per_turn=1, tool="list_files") as server:
         env = dict(os.environ, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(sys.path)
 
         def example(*args: str) -> list[dict]:
             run = subprocess.run(

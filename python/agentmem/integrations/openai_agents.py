@@ -607,6 +607,8 @@ def _ingest_items(session: agentmem.Session, items: list[dict]) -> dict:
     """Appends Responses items: through the engine's own reader when it has one, else as events read here."""
     try:
         return session.ingest(items, format="openai-responses")  # type: ignore[call-arg]
+    except agentmem.BadShape as error:
+        raise UnreadableItem(str(error)) from error
     except TypeError as error:
         if "format" not in str(error):
             raise
