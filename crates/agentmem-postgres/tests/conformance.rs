@@ -588,6 +588,44 @@ fn the_engine_loop_is_the_same_on_both_backends() {
     assert_eq!(engine_loop(&*postgres), on_files);
 }
 
+/// A session on PostgreSQL refuses what still keeps its state in files
+/// (working memory, evicting a large tool output, ending into episodic
+/// memory), keeps nothing of a refused batch, and writes no file.
+#[test]
+fn a_session_on_postgres_refuses_what_keeps_files_and_writes_none() {
+    let Some(postgres) = postgres() else { return };
+    let (agent, settings) = (fresh_agent(), postgres.settings());
+    let storage: std::sync::Arc<dyn Storage> = postgres.host().into();
+    let mut session = settings
+        .create_session_in(&storage, &agent, Some(sid("r")))
+        .unwrap();
+    session.ingest(three_turns()).unwrap();
+    let not_on_backend = |error: Error| {
+        matches!(
+            error,
+            Error::NotOnBackend {
+                backend: "postgres",
+                ..
+            }
+        )
+    };
+    assert!(not_on_backend(session.end().unwrap_err()));
+    let patch = agentmem::StatePatch::from_json(serde_json::json!({"task": "x"})).unwrap();
+    assert!(not_on_backend(
+        session.update_working_memory(patch, None).unwrap_err()
+    ));
+    let huge = vec![
+        Event::tool_call("c9", "cat", serde_json::json!({"path": "big.log"})),
+        Event::tool_result("c9", "line of a very large log file\n".repeat(20_000)),
+    ];
+    assert!(not_on_backend(session.ingest(huge).unwrap_err()));
+    assert_eq!(session.events().len(), 6, "nothing of a refused batch");
+    drop(session);
+    assert_eq!(storage.event_count(&agent, &sid("r")).unwrap().active, 6);
+    let files: Vec<_> = std::fs::read_dir(settings.root()).unwrap().collect();
+    assert!(files.is_empty(), "no file written: {files:?}");
+}
+
 /// Every case, run against the backend `make` gives (`None`: not available here).
 macro_rules! conformance {
     ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {
