@@ -2,7 +2,8 @@
 //! commands may do there: everything on files; on a database, what is
 //! behind the engine's storage seam (listing, describing, creating,
 //! forking, deleting and exporting sessions; ingesting events the write-time guard
-//! leaves whole, working-memory updates aside) and a clear
+//! leaves whole, working-memory updates aside; `context`, `prepare` and
+//! `compact`, without long-term memory) and a clear
 //! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
 //! fallback to files.
 
@@ -77,14 +78,15 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Tokens { .. }
         | Command::Models { .. }
         | Command::Export { .. }
+        | Command::Context { .. }
+        | Command::Prepare { .. }
+        | Command::Compact { .. }
+        | Command::Serve(_)
         | Command::Bench(_)
         | Command::Migrate(_) => None,
         Command::Sessions(SessionsCommand::End { .. }) => Some("`sessions end` (episodic memory)"),
         Command::Import { .. } => Some("`import` (the write-time guard and working memory)"),
         Command::Tools { .. } => Some("`tools`"),
-        Command::Context { .. } => Some("`context` (the context pipeline)"),
-        Command::Prepare { .. } => Some("`prepare` (the context pipeline)"),
-        Command::Compact { .. } => Some("`compact` (episodic and semantic memory)"),
         Command::Evicted { .. } => Some("`evicted` (evicted tool outputs)"),
         Command::Memory(_) => Some("`memory` (MEMORY.md)"),
         Command::State(_) => Some("`state` (working memory)"),
@@ -94,7 +96,6 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         Command::Eval(_) => Some("`eval`"),
         Command::Chat(_) => Some("`chat`"),
         Command::Mcp { .. } => Some("`mcp` (the memory tools)"),
-        Command::Serve(_) => Some("`serve` (the service's session operations)"),
         Command::Replay(_) => Some("`replay`"),
     }
 }

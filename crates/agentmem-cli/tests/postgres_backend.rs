@@ -1,10 +1,15 @@
 //! The CLI on the PostgreSQL backend (the database of
 //! `AGENTMEM_TEST_DATABASE_URL`, which `scripts/postgres run` provides):
-//! what is behind the storage seam works, the rest is refused by name,
-//! and the URL's password is never shown.
+//! what is behind the storage seam works (the session commands, the
+//! context pipeline, `serve`), the rest is refused by name, and the URL's
+//! password is never shown.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+mod common;
 
 struct Cli {
     dir: tempfile::TempDir,
@@ -99,8 +104,8 @@ fn what_is_not_behind_the_seam_is_refused_by_name() {
         "{\"trace_type\":\"user\",\"content\":\"hi\"}\n",
     );
     for args in [
-        &["prepare", "s", "--model", "gpt-4o"][..],
-        &["compact", "s"],
+        &["sessions", "end", "s"][..],
+        &["tools", "s"],
         &["memory", "show"],
     ] {
         let output = cli.run(args, "");
@@ -228,4 +233,164 @@ fn commands_that_need_no_session_never_connect() {
         "{stderr}"
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+/// Four coding turns as NDJSON, with ids.
+fn four_turns() -> String {
+    (1..=4)
+        .flat_map(|n| {
+            [
+                json!({"id": format!("u{n}"), "trace_type": "user", "content": format!("step {n}: run the suite and fix FooError{n}")}),
+                json!({"id": format!("c{n}"), "trace_type": "tool_call", "tool_call_id": format!("call{n}"), "tool_name": "bash", "tool_args": {"cmd": "cargo test"}}),
+                json!({"id": format!("r{n}"), "trace_type": "tool_result", "tool_call_id": format!("call{n}"), "content": format!("test t{n} ... ok\n").repeat(30)}),
+                json!({"id": format!("a{n}"), "trace_type": "assistant", "content": format!("FooError{n} is fixed in src/m{n}.rs.")}),
+            ]
+        })
+        .map(|event| format!("{event}\n"))
+        .collect()
+}
+
+#[test]
+fn prepare_context_and_compact_run_on_postgres() {
+    let Some(cli) = cli("pipeline") else { return };
+    cli.ok(&["ingest", "--session", "p"], &four_turns());
+    let prepared: Value =
+        serde_json::from_str(&cli.ok(&["prepare", "p", "--model", "gpt-4o"], "")).unwrap();
+    let messages = prepared["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 16, "{prepared}");
+    assert!(messages[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("FooError1"));
+    let context: Value =
+        serde_json::from_str(&cli.ok(&["--json", "context", "p", "--model", "gpt-4o"], ""))
+            .unwrap();
+    assert!(context["context_tokens"].as_u64().unwrap() > 0, "{context}");
+    let report: Value =
+        serde_json::from_str(&cli.ok(&["--json", "compact", "p", "--keep-turns", "1"], ""))
+            .unwrap();
+    assert_eq!(report["applied"], true, "{report}");
+    let shown: Value =
+        serde_json::from_str(&cli.ok(&["--json", "sessions", "show", "p"], "")).unwrap();
+    assert_eq!(shown["events"], 16, "{shown}");
+    let exported = cli.ok(&["export", "p", "--format", "events"], "");
+    assert_eq!(
+        exported.lines().count(),
+        16,
+        "the archive and the active log, each event once"
+    );
+    // After the compaction the context holds the summary, not the
+    // compacted tool outputs, and the turns kept raw.
+    let prepared: Value =
+        serde_json::from_str(&cli.ok(&["prepare", "p", "--model", "gpt-4o"], "")).unwrap();
+    let text = prepared["messages"].to_string();
+    assert!(text.contains("SUMMARY OF EARLIER CONVERSATION"), "{text}");
+    assert!(
+        text.contains("test t4 ... ok") && !text.contains("test t1 ... ok"),
+        "{text}"
+    );
+    assert!(
+        !cli.dir.path().join("agents").exists(),
+        "nothing went to files"
+    );
+}
+
+/// `agentmem serve` on `cli`'s database.
+fn serve(cli: &Cli) -> common::PgServer {
+    common::serve_on_database(cli.dir.path(), &cli.url, &cli.agent)
+}
+
+/// Sends `body` (GET when `None`) to `path`; the status and the JSON answer.
+fn call(base: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{base}{path}");
+    let mut response = match body {
+        None => agent.get(&url).call().unwrap(),
+        Some(body) => agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(body.to_string())
+            .unwrap(),
+    };
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+#[test]
+fn serve_on_postgres_answers_append_prepare_compact_and_events() {
+    let Some(cli) = cli("serve") else { return };
+    let server = serve(&cli);
+    let base = server.base.clone();
+    let events: Vec<Value> = four_turns()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let (status, _) = call(&base, "/v1/sessions", Some(json!({"session": "web"})));
+    assert_eq!(status, 201);
+    let (status, appended) = call(
+        &base,
+        "/v1/sessions/web/events",
+        Some(json!({"events": events[..12]})),
+    );
+    assert_eq!(
+        (status, appended["appended"].clone()),
+        (200, json!(12)),
+        "{appended}"
+    );
+    // A retry of an acknowledged batch, with the rest: only the rest is new.
+    let (_, appended) = call(
+        &base,
+        "/v1/sessions/web/events",
+        Some(json!({"events": events})),
+    );
+    assert_eq!(
+        (appended["appended"].clone(), appended["duplicates"].clone()),
+        (json!(4), json!(12))
+    );
+    let (status, prepared) = call(
+        &base,
+        "/v1/sessions/web/prepare",
+        Some(json!({"model": "gpt-4o"})),
+    );
+    assert_eq!(status, 200, "{prepared}");
+    assert_eq!(
+        prepared["payload"]["messages"].as_array().unwrap().len(),
+        16
+    );
+    let (status, report) = call(&base, "/v1/sessions/web/compact", Some(json!({})));
+    assert_eq!(
+        (status, report["applied"].clone()),
+        (200, json!(true)),
+        "{report}"
+    );
+    let (status, page) = call(&base, "/v1/sessions/web/events", None);
+    assert_eq!(status, 200, "{page}");
+    let ids: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    let sent: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, sent, "every event once, in order, archive included");
+    let (status, refused) = call(&base, "/v1/memory", None);
+    assert_ne!(status, 200);
+    assert!(
+        refused
+            .to_string()
+            .contains("not available on the postgres storage backend"),
+        "{refused}"
+    );
+    drop(server);
+    // Another process reads what the service wrote.
+    let listed: Value = serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
+    assert_eq!(listed[0]["events"], 16);
+    assert!(
+        !cli.dir.path().join("agents").exists(),
+        "nothing went to files"
+    );
 }

@@ -14,7 +14,7 @@ use agentmem::{AgentId, Event, Result, SessionId, TraceType};
 use postgres::Client;
 
 use crate::db_error;
-use crate::storage::{insert_events, read_lines, read_meta, to_json, Archived, Rows};
+use crate::storage::{insert_events, lock_key, read_lines, read_meta, to_json, Archived, Rows};
 
 /// The writer of one session (see the module docs).
 pub(crate) struct PgWriter {
@@ -134,6 +134,20 @@ impl PgWriter {
         tx.commit().map_err(|e| db_error("append events", &e))?;
         self.next_seq = next_seq;
         Ok(())
+    }
+}
+
+impl Drop for PgWriter {
+    /// Releases the session's lock before the connection closes: the
+    /// server frees a closed connection's locks only once its backend
+    /// process has ended, so a writer opened right after this one is
+    /// dropped would otherwise find the session still locked. Best effort:
+    /// on a dead connection the lock is gone already.
+    fn drop(&mut self) {
+        let _ = self.client.execute(
+            "SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+            &[&lock_key(&self.agent, &self.id)],
+        );
     }
 }
 

@@ -19,6 +19,9 @@ use agentmem_postgres::PgStorage;
 trait Backend {
     /// A new host on the backend's shared store.
     fn host(&self) -> Box<dyn Storage>;
+    /// The store engine sessions on the backend take their settings from
+    /// (for files, the store whose folders keep them).
+    fn settings(&self) -> Store;
     /// Ends `writer`'s hold on its session as the death of its process
     /// would, and hands back what is left of it (if anything).
     fn kill_holder(&self, writer: Box<dyn SessionWriter>) -> Option<Box<dyn SessionWriter>>;
@@ -30,11 +33,11 @@ struct Files {
 
 impl Backend for Files {
     fn host(&self) -> Box<dyn Storage> {
-        Box::new(
-            Store::open(self.dir.path(), Durability::Batch)
-                .unwrap()
-                .storage(),
-        )
+        Box::new(self.settings().storage())
+    }
+
+    fn settings(&self) -> Store {
+        Store::open(self.dir.path(), Durability::Batch).unwrap()
     }
 
     /// A dead process's `lock` file is unlocked by its kernel, as dropping
@@ -47,11 +50,17 @@ impl Backend for Files {
 
 struct Postgres {
     url: DatabaseUrl,
+    /// Where sessions on the database would be kept in files: stays empty.
+    dir: tempfile::TempDir,
 }
 
 impl Backend for Postgres {
     fn host(&self) -> Box<dyn Storage> {
         Box::new(PgStorage::connect(&self.url, Default::default()).unwrap())
+    }
+
+    fn settings(&self) -> Store {
+        Store::open(self.dir.path(), Durability::Batch).unwrap()
     }
 
     /// Terminates the holder's server connection (`pg_terminate_backend`),
@@ -444,6 +453,179 @@ fn a_copy_from_files_reads_back_the_same_and_resumes(backend: &dyn Backend) {
     );
 }
 
+/// Ten turns of a coding agent: a question, a tool call and its result,
+/// an answer; ids and times fixed, so two backends store the same events.
+fn coding_turns(turns: std::ops::Range<usize>) -> Vec<Event> {
+    turns
+        .flat_map(|n| {
+            let call = format!("call_{n}");
+            let output = format!("test_{n} ... ok\n").repeat(40);
+            [
+                Event::user(format!("turn {n}: run test suite {n} and fix what fails")),
+                Event::tool_call(
+                    &call,
+                    "bash",
+                    serde_json::json!({"cmd": format!("cargo test -p crate{n}")}),
+                ),
+                Event::tool_result(&call, output),
+                Event::assistant(format!(
+                    "Suite {n} passes; FooError{n} in src/lib{n}.rs is fixed."
+                )),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(move |(k, event)| Event {
+                ts: 1_700_000_000.0 + (n * 4 + k) as f64,
+                ..with_id(event, &format!("e{n}-{k}"))
+            })
+        })
+        .collect()
+}
+
+/// What the engine loop leaves on a backend, as a reader reads it back.
+#[derive(Debug, PartialEq)]
+struct LoopRecord {
+    /// Each stored event: id, turn, seq, content.
+    archive: Vec<(String, String, u64, String)>,
+    active: Vec<(String, String, u64, String)>,
+    /// The snapshot's base and the move it records.
+    base: Vec<String>,
+    moved: (Option<String>, usize, Option<usize>, u64),
+    /// The last context prepared, as a fresh reader prepares it.
+    payload: serde_json::Value,
+}
+
+fn rows(events: &[Event]) -> Vec<(String, String, u64, String)> {
+    events
+        .iter()
+        .map(|e| (e.id.clone(), e.turn_id.clone(), e.seq, e.content.clone()))
+        .collect()
+}
+
+/// Runs the engine's loop on `backend` (ingest, prepare before each call,
+/// a compaction, more turns) and reads the session back: a new reader sees
+/// what the writer saw, and the record is the same on every backend.
+fn engine_loop(backend: &dyn Backend) -> LoopRecord {
+    use agentmem::session::Access;
+    use agentmem::{CompactOptions, PrepareRequest, Target};
+    let (agent, settings) = (fresh_agent(), backend.settings());
+    let storage: std::sync::Arc<dyn Storage> = backend.host().into();
+    let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
+    let mut session = settings
+        .create_session_in(&storage, &agent, Some(sid("loop")))
+        .unwrap();
+    for turn in coding_turns(0..8).chunks(4) {
+        let report = session.ingest(turn.to_vec()).unwrap();
+        assert_eq!((report.appended, report.duplicates), (4, 0));
+        session.prepare(&request).unwrap();
+    }
+    // A retry after a lost acknowledgement stores nothing twice.
+    assert_eq!(session.ingest(coding_turns(7..8)).unwrap().duplicates, 4);
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied, "{report:?}");
+    // Sent again once compacted away: known from the archive.
+    assert_eq!(session.ingest(coding_turns(0..1)).unwrap().duplicates, 4);
+    session.ingest(coding_turns(8..10)).unwrap();
+    let seen = session.prepare(&request).unwrap().payload.to_value();
+    let (seen_events, seen_history) = (session.view_events(), session.full_history().unwrap());
+    session.close().unwrap();
+
+    let reader = settings
+        .open_session_in(&storage, &agent, &sid("loop"), Access::Read)
+        .unwrap();
+    assert_eq!(rows(&reader.view_events()), rows(&seen_events));
+    assert_eq!(rows(&reader.full_history().unwrap()), rows(&seen_history));
+    let mut writer = settings
+        .open_session_in(
+            &storage,
+            &agent,
+            &sid("loop"),
+            Access::Write(Durability::Batch),
+        )
+        .unwrap();
+    let payload = writer.prepare(&request).unwrap().payload.to_value();
+    assert_eq!(
+        payload, seen,
+        "a reopened session prepares what the live one did"
+    );
+    drop(writer);
+
+    let host = backend.host();
+    let snapshot = host.snapshot(&agent, &sid("loop")).unwrap().unwrap();
+    let active = host
+        .read_events(&agent, &sid("loop"), EventRange::All)
+        .unwrap();
+    let count = host.event_count(&agent, &sid("loop")).unwrap();
+    assert_eq!(
+        (count.active, count.archived),
+        (active.len(), 40 - active.len())
+    );
+    LoopRecord {
+        archive: rows(&host.archived_events(&agent, &sid("loop")).unwrap()),
+        active: rows(&active),
+        base: snapshot.base.iter().map(|e| e.content.clone()).collect(),
+        moved: (
+            snapshot.active_first_id,
+            snapshot.tail_events,
+            snapshot.archived_events,
+            snapshot.compactions,
+        ),
+        payload,
+    }
+}
+
+fn the_engine_loop_reads_back_as_the_session_saw_it(backend: &dyn Backend) {
+    let record = engine_loop(backend);
+    assert_eq!(record.archive.len() + record.active.len(), 40);
+    assert_eq!(record.moved.3, 1);
+}
+
+/// The engine loop leaves the same record on PostgreSQL as on files.
+#[test]
+fn the_engine_loop_is_the_same_on_both_backends() {
+    let Some(postgres) = postgres() else { return };
+    let on_files = engine_loop(&*files().unwrap());
+    assert_eq!(engine_loop(&*postgres), on_files);
+}
+
+/// A session on PostgreSQL refuses what still keeps its state in files
+/// (working memory, evicting a large tool output, ending into episodic
+/// memory), keeps nothing of a refused batch, and writes no file.
+#[test]
+fn a_session_on_postgres_refuses_what_keeps_files_and_writes_none() {
+    let Some(postgres) = postgres() else { return };
+    let (agent, settings) = (fresh_agent(), postgres.settings());
+    let storage: std::sync::Arc<dyn Storage> = postgres.host().into();
+    let mut session = settings
+        .create_session_in(&storage, &agent, Some(sid("r")))
+        .unwrap();
+    session.ingest(three_turns()).unwrap();
+    let not_on_backend = |error: Error| {
+        matches!(
+            error,
+            Error::NotOnBackend {
+                backend: "postgres",
+                ..
+            }
+        )
+    };
+    assert!(not_on_backend(session.end().unwrap_err()));
+    let patch = agentmem::StatePatch::from_json(serde_json::json!({"task": "x"})).unwrap();
+    assert!(not_on_backend(
+        session.update_working_memory(patch, None).unwrap_err()
+    ));
+    let huge = vec![
+        Event::tool_call("c9", "cat", serde_json::json!({"path": "big.log"})),
+        Event::tool_result("c9", "line of a very large log file\n".repeat(20_000)),
+    ];
+    assert!(not_on_backend(session.ingest(huge).unwrap_err()));
+    assert_eq!(session.events().len(), 6, "nothing of a refused batch");
+    drop(session);
+    assert_eq!(storage.event_count(&agent, &sid("r")).unwrap().active, 6);
+    let files: Vec<_> = std::fs::read_dir(settings.root()).unwrap().collect();
+    assert!(files.is_empty(), "no file written: {files:?}");
+}
+
 /// Every case, run against the backend `make` gives (`None`: not available here).
 macro_rules! conformance {
     ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {
@@ -477,6 +659,7 @@ macro_rules! every_case {
                 one_writer_per_session_across_hosts_and_readers_never_wait,
                 sessions_list_most_recent_first,
                 a_copy_from_files_reads_back_the_same_and_resumes,
+                the_engine_loop_reads_back_as_the_session_saw_it,
             ]
         );
     };
@@ -491,7 +674,10 @@ fn files() -> Option<Box<dyn Backend>> {
 /// The database of `AGENTMEM_TEST_DATABASE_URL`, if there is one.
 fn postgres() -> Option<Box<dyn Backend>> {
     let url = agentmem_postgres::test_database("the postgres backend's conformance case")?;
-    Some(Box::new(Postgres { url }))
+    Some(Box::new(Postgres {
+        url,
+        dir: tempfile::tempdir().unwrap(),
+    }))
 }
 
 every_case!(files_backend, files);

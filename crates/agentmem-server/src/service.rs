@@ -7,6 +7,15 @@
 //! interleave their writes, while requests on different sessions run in
 //! parallel.
 //!
+//! The sessions are kept by the store's files, or by another backend behind
+//! the engine's storage seam ([`Service::with_storage`], e.g. PostgreSQL,
+//! which several services on several hosts share). There, the session
+//! operations run as on files (create, list, resume, append, events,
+//! prepare, compact, fork, delete); what is not behind the seam yet (the
+//! agent's long-term memory, search and recall, working memory, the memory
+//! tools, ending a session into episodic memory) is refused with the
+//! engine's `NotOnBackend` error, never kept in files instead.
+//!
 //! ```
 //! use agentmem::{Store, Durability};
 //! use agentmem_server::service::{Op, Service};
@@ -39,6 +48,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use agentmem::base::error::SchemaScope;
+use agentmem::session::Access;
+use agentmem::storage::{Backend, Storage};
 use agentmem::StatePatch;
 
 use crate::error::{ErrorKind, ServiceError};
@@ -169,6 +180,9 @@ pub type SessionSetup = Box<dyn Fn(&mut Session) + Send + Sync>;
 /// The engine behind every transport: one store, one agent, open sessions.
 pub struct Service {
     store: Store,
+    /// Where the sessions are kept: the store's files unless
+    /// [`Service::with_storage`] said otherwise.
+    storage: Arc<dyn Storage>,
     agent: AgentId,
     open: Mutex<HashMap<SessionId, Slot>>,
     metrics: Metrics,
@@ -179,11 +193,32 @@ impl Service {
     /// A service over `store` for `agent`; nothing is opened yet.
     pub fn new(store: Store, agent: AgentId) -> Service {
         Service {
+            storage: Arc::new(store.storage()),
             store,
             agent,
             open: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
             setup: None,
+        }
+    }
+
+    /// The same service, its sessions kept by `storage` (the store still
+    /// gives their settings).
+    pub fn with_storage(mut self, storage: Arc<dyn Storage>) -> Service {
+        self.storage = storage;
+        self
+    }
+
+    /// `Ok` when the sessions are kept in files; `feature`, which keeps
+    /// its state in the store's files, is refused on another backend.
+    fn in_files(&self, feature: &'static str) -> Result<(), ServiceError> {
+        match self.storage.backend() {
+            Backend::Files => Ok(()),
+            other @ Backend::Postgres => Err(agentmem::Error::NotOnBackend {
+                feature,
+                backend: other.name(),
+            }
+            .into()),
         }
     }
 
@@ -224,9 +259,21 @@ impl Service {
 
     /// Runs an operation whose arguments are read.
     pub fn run(&self, request: Request) -> Result<Answer, ServiceError> {
+        let beyond_the_seam = match &request {
+            Request::Search(_) | Request::Recall(_) => Some("searching the history (the index)"),
+            Request::ReadMemory | Request::AppendMemory(_) | Request::ReplaceMemory(_) => {
+                Some("MEMORY.md")
+            }
+            Request::Facts(_) | Request::RememberFact(_) => Some("facts (semantic memory)"),
+            Request::Tool(_) => Some("the memory tools"),
+            _ => None,
+        };
+        if let Some(feature) = beyond_the_seam {
+            self.in_files(feature)?;
+        }
         match request {
             Request::CreateSession(request) => self.create_session(request),
-            Request::Sessions => reply(self.store.list_sessions(&self.agent)?),
+            Request::Sessions => reply(self.storage.list_sessions(&self.agent)?),
             Request::ResumeSession(request) => self.resume_session(request),
             Request::Fork(request) => self.fork(request),
             Request::DeleteSession(request) => self.delete_session(request),
@@ -295,7 +342,10 @@ impl Service {
 
     fn create_session(&self, request: requests::CreateSession) -> Result<Answer, ServiceError> {
         let id = request.session.map(SessionId::new).transpose()?;
-        let session = self.set_up(self.store.create_session(&self.agent, id)?);
+        let session = self.set_up(
+            self.store
+                .create_session_in(&self.storage, &self.agent, id)?,
+        );
         let id = session.id().clone();
         let meta = session.current_meta();
         *lock(&self.slot(&id)) = Some(session);
@@ -381,9 +431,10 @@ impl Service {
         // Held so no write to the source lands halfway through the copy.
         let slot = self.slot(&source);
         let _source = lock(&slot);
+        let new_id = new_id.unwrap_or_else(SessionId::generate);
         let meta =
-            self.store
-                .fork_session(&self.agent, &source, request.at_turn.as_deref(), new_id)?;
+            self.storage
+                .fork_session(&self.agent, &source, request.at_turn.as_deref(), &new_id)?;
         reply(meta)
     }
 
@@ -394,7 +445,7 @@ impl Service {
         if let Some(session) = open.take() {
             session.close()?;
         }
-        self.store.delete_session(&self.agent, &id)?;
+        self.storage.delete_session(&self.agent, &id)?;
         lock(&self.open).remove(&id);
         reply(replies::Deleted {
             deleted: id.as_str().to_owned(),
@@ -458,7 +509,9 @@ impl Service {
     /// The session opened read-only from its files: no lock taken, no wait
     /// for the request that holds it open, nothing written.
     fn read_only(&self, id: &SessionId) -> Result<Session, ServiceError> {
-        Ok(self.store.read_session(&self.agent, id)?)
+        Ok(self
+            .store
+            .open_session_in(&self.storage, &self.agent, id, Access::Read)?)
     }
 
     fn compact(&self, request: requests::Compact) -> Result<Answer, ServiceError> {
@@ -597,7 +650,12 @@ impl Service {
         let mut open = lock(&slot);
         let session = match open.as_mut() {
             Some(session) => session,
-            None => match self.store.open_session(&self.agent, id) {
+            None => match self.store.open_session_in(
+                &self.storage,
+                &self.agent,
+                id,
+                Access::Write(self.store.durability()),
+            ) {
                 Ok(session) => open.insert(self.set_up(session)),
                 Err(error) => {
                     drop(open);

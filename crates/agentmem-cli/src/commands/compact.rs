@@ -12,7 +12,7 @@ pub fn run(
     from_raw: bool,
     keep_turns: Option<usize>,
 ) -> anyhow::Result<()> {
-    let mut session = ctx.store.open_session(&ctx.agent, &ctx.session_id(id)?)?;
+    let mut session = ctx.write_session(&ctx.session_id(id)?)?;
     ctx.report_recoveries(&session);
     let mut options = CompactOptions {
         focus,

@@ -14,7 +14,7 @@ use crate::output::thousands;
 const BAR_WIDTH: usize = 40;
 
 pub fn run(ctx: &Context, id: &str, args: &ModelArgs) -> anyhow::Result<()> {
-    let mut session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
+    let mut session = ctx.read_session(&ctx.session_id(id)?)?;
     ctx.report_recoveries(&session);
     let request = super::prepare::request_for(&session, args)?;
     ctx.warn_if_unknown_model(&request.model);

@@ -39,7 +39,7 @@ pub struct Context {
     pub store: Store,
     /// The configured backend's sessions (the store's files by default),
     /// reached on first use: a command that needs no session never connects.
-    storage: std::cell::OnceCell<Box<dyn agentmem::Storage>>,
+    storage: std::cell::OnceCell<std::sync::Arc<dyn agentmem::Storage>>,
     pub agent: AgentId,
     pub json: bool,
 }
@@ -95,11 +95,40 @@ impl Context {
 
     /// The configured backend's sessions, connected to on first use.
     pub fn storage(&self) -> agentmem::Result<&dyn agentmem::Storage> {
+        Ok(&**self.shared_storage()?)
+    }
+
+    /// The configured backend's sessions, as sessions opened on it hold them.
+    pub fn shared_storage(&self) -> agentmem::Result<&std::sync::Arc<dyn agentmem::Storage>> {
         if let Some(storage) = self.storage.get() {
-            return Ok(&**storage);
+            return Ok(storage);
         }
         let storage = crate::storage::open(&self.store, &self.store.config().storage)?;
-        Ok(&**self.storage.get_or_init(|| storage))
+        Ok(self.storage.get_or_init(|| storage.into()))
+    }
+
+    /// Opens the session `id` on the configured backend, for writing
+    /// (taking its lock) or for reading.
+    pub fn open_session(
+        &self,
+        id: &SessionId,
+        access: agentmem::session::Access,
+    ) -> agentmem::Result<agentmem::Session> {
+        self.store
+            .open_session_in(self.shared_storage()?, &self.agent, id, access)
+    }
+
+    /// Opens the session `id` on the configured backend for writing.
+    pub fn write_session(&self, id: &SessionId) -> agentmem::Result<agentmem::Session> {
+        self.open_session(
+            id,
+            agentmem::session::Access::Write(self.store.durability()),
+        )
+    }
+
+    /// Opens the session `id` on the configured backend for reading.
+    pub fn read_session(&self, id: &SessionId) -> agentmem::Result<agentmem::Session> {
+        self.open_session(id, agentmem::session::Access::Read)
     }
 
     /// Parses a session id given on the command line.

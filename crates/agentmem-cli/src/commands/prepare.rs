@@ -33,13 +33,13 @@ pub fn run(
     // while another process writes the session, read-only (and said so).
     let id = ctx.session_id(id)?;
     let opened = match output {
-        Output::DryRun => ctx.store.read_session(&ctx.agent, &id),
-        Output::Payload | Output::PayloadAndStats => ctx.store.open_session(&ctx.agent, &id),
+        Output::DryRun => ctx.read_session(&id),
+        Output::Payload | Output::PayloadAndStats => ctx.write_session(&id),
     };
     let mut session = match opened {
         Err(agentmem::Error::SessionLocked { pid, .. }) => {
             eprintln!("agentmem: session {id} is being written by pid {pid}; preparing read-only (no compaction is saved)");
-            ctx.store.read_session(&ctx.agent, &id)?
+            ctx.read_session(&id)?
         }
         other => other?,
     };

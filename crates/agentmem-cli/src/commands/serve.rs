@@ -20,7 +20,8 @@ use crate::cli::ServeArgs;
 
 pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
     let setup = summarizer_setup(&ctx, args)?;
-    let mut service = Service::new(ctx.store, ctx.agent);
+    let storage = Arc::clone(ctx.shared_storage()?);
+    let mut service = Service::new(ctx.store, ctx.agent).with_storage(storage);
     if let Some(setup) = setup {
         service = service.with_session_setup(setup);
     }

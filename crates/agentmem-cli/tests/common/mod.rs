@@ -124,3 +124,48 @@ pub fn in_terminal(dir: &Path, args: &[String], input: &str) -> String {
     );
     String::from_utf8_lossy(&shown).into_owned()
 }
+
+/// `agentmem serve` on the database of `url` over HTTP on a free loopback
+/// port, killed when dropped.
+pub struct PgServer {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `agentmem --dir DIR --agent AGENT serve` with
+/// `AGENTMEM_DATABASE_URL` set to `url`, once it listens.
+pub fn serve_on_database(dir: &Path, url: &str, agent: &str) -> PgServer {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentmem"))
+        .arg("--dir")
+        .arg(dir)
+        .args(["--agent", agent, "serve", "--addr", "127.0.0.1:0"])
+        .env("AGENTMEM_DATABASE_URL", url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut server = PgServer {
+        child,
+        base: String::new(),
+    };
+    let mut lines = BufReader::new(stderr).lines();
+    for line in lines.by_ref() {
+        if let Some(addr) = line.unwrap().split("listening on ").nth(1) {
+            server.base = addr.trim().to_owned();
+            // What it says later is read, so it never writes to a closed pipe.
+            std::thread::spawn(move || lines.for_each(drop));
+            return server;
+        }
+    }
+    panic!("serve ended without listening");
+}

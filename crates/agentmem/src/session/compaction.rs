@@ -26,7 +26,6 @@ use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome}
 use super::{BeforeCompactionHook, CompactionHook, Session, SharedSummarizer};
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::event::{now_ts, Event, TraceType};
-use crate::files::jsonl;
 use crate::files::records::EpisodicItem;
 use crate::files::records::{NewFact, Provenance, Trust};
 use crate::files::snapshot::{CompactionMemory, Snapshot};
@@ -452,7 +451,7 @@ impl Session {
     /// session is as it was.
     pub fn compact_from_raw(&mut self, options: &CompactOptions) -> Result<CompactReport> {
         self.log.require_writer()?;
-        let archived = jsonl::read_log(&self.log.paths().archive())?.events;
+        let archived = self.log.archived_events()?;
         let active = self.log.events();
         let mut history: Vec<Arc<Event>> = Vec::with_capacity(archived.len() + active.len());
         let mut seen = HashSet::with_capacity(archived.len());
@@ -599,7 +598,9 @@ impl Session {
         if snapshot.compactions <= self.log.meta().compactions_finished {
             return Ok(());
         }
-        if let Some(memory) = &snapshot.memory {
+        // Long-term memory is not behind the storage seam yet: on a
+        // database the episode and facts stay in the committed snapshot.
+        if let Some(memory) = snapshot.memory.as_ref().filter(|_| self.log.in_folder()) {
             append_episode_once(&self.settings.agent_dir, &memory.episode)?;
             FactStore::new(&self.settings.agent_dir, self.settings.redaction)
                 .add_all_once(memory.facts.clone())?;
@@ -619,26 +620,21 @@ impl Session {
         memory: CompactionMemory,
     ) -> Result<()> {
         let archived_prefix = self.compactor.archived_prefix;
-        let archived = self.log.archive_span(span, &tail, archived_prefix)?;
-        let archived_events = self
-            .log
-            .meta()
-            .archived_events
-            .saturating_add(archived.fresh);
-        let snapshot = Snapshot {
-            compactions: number,
-            created: now_ts(),
-            active_first_id: tail.first().map(|e| e.id.clone()),
-            tail_events: tail.len(),
-            base,
-            report: serde_json::to_value(report).unwrap_or_default(),
-            working_memory: Some(self.working.mark()),
-            archived_events: Some(archived_events),
-            memory: Some(memory),
-        };
-        snapshot.write(&self.log.paths().dir)?;
-        self.log
-            .replace_with_tail(&archived.tail_lines, tail, archived_events)?;
+        let (first_kept, tail_events) = (tail.first().map(|e| e.id.clone()), tail.len());
+        let working_memory = Some(self.working.mark());
+        let snapshot =
+            self.log
+                .commit_compaction(span, tail, archived_prefix, |archived_events| Snapshot {
+                    compactions: number,
+                    created: now_ts(),
+                    active_first_id: first_kept,
+                    tail_events,
+                    base,
+                    report: serde_json::to_value(report).unwrap_or_default(),
+                    working_memory,
+                    archived_events: Some(archived_events),
+                    memory: Some(memory),
+                })?;
         self.view.set_snapshot(snapshot);
         self.leave_compaction_in_memory()
     }
@@ -659,6 +655,8 @@ impl Session {
     /// ```
     pub fn end(&mut self) -> Result<Option<EpisodicItem>> {
         self.log.require_writer()?;
+        self.log
+            .require_folder("ending a session (episodic memory)")?;
         let said = |e: &Event| matches!(e.trace_type, TraceType::User | TraceType::Assistant);
         if !self.log.events().iter().any(|e| said(e)) {
             return Ok(None);

@@ -1,11 +1,17 @@
-//! One session's durable record: its files and description (`meta.json`),
-//! the active log's events and every id the session holds, the writer that
-//! appends to the log (holding the lock), what was repaired when it was
-//! opened, and the indexer fed as the log grows.
+//! One session's durable record: its description, the active log's events
+//! and every id the session holds, the writer that appends to the log
+//! (holding the lock), what was repaired when it was opened, and the
+//! indexer fed as the log grows.
 //!
-//! Opening repairs what a crash left (a batch cut short, a torn last line,
-//! bad lines, a compaction interrupted after its commit, archive lines of
-//! one interrupted before it); appending takes a batch all or nothing.
+//! The record is kept in one of two places ([`Keeping`]): the session's
+//! folder, written by this module (`meta.json` and the JSONL logs), or a
+//! backend behind the storage seam ([`crate::storage`]), written through
+//! its [`SessionWriter`] and read through its [`Storage`].
+//!
+//! Opening a folder repairs what a crash left (a batch cut short, a torn
+//! last line, bad lines, a compaction interrupted after its commit, archive
+//! lines of one interrupted before it); appending takes a batch all or
+//! nothing, on either keeping.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -27,6 +33,7 @@ use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
 use crate::redact::RedactionPolicy;
 use crate::search::IndexFeeder;
+use crate::storage::{CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage};
 
 /// How often, at most, appends refresh `meta.json` (it is also written on close).
 const META_REFRESH_INTERVAL: Duration = Duration::from_secs(2);
@@ -47,9 +54,25 @@ pub(crate) struct SessionLog {
     ids: KnownIds,
     turns: TurnTracker,
     event_ids: EventIds,
-    writer: Option<Writer>,
+    keeping: Keeping,
     recoveries: Vec<Recovery>,
-    indexing: Indexing,
+}
+
+/// Where the session's record is kept, and this handle's hold on it.
+#[derive(Debug)]
+enum Keeping {
+    /// The session's folder, in today's files (see [`crate::files`]).
+    Folder {
+        /// A writer's append handle and lock; `None` for a reader.
+        writer: Option<Writer>,
+        indexing: Indexing,
+    },
+    /// A backend behind the storage seam (a database).
+    Seam {
+        storage: Arc<dyn Storage>,
+        /// The session's one writer; `None` for a reader.
+        writer: Option<Box<dyn SessionWriter>>,
+    },
 }
 
 /// The writer's hold on the session: the append handle and the lock.
@@ -167,7 +190,29 @@ impl SessionLog {
             }
             (Access::Write(_) | Access::Read, _) => None,
         };
-        let mut log = SessionLog {
+        let keeping = Keeping::Folder {
+            writer,
+            indexing: Indexing::Idle { agent_dir },
+        };
+        let mut log =
+            SessionLog::holding(events, ids, paths, (agent, id), redaction, meta, keeping);
+        log.recoveries = recoveries;
+        log.refresh_meta_counts();
+        Ok((log, snapshot))
+    }
+
+    /// The log of `events` (their ids `ids`) of the session `(agent, id)`,
+    /// kept as `keeping` says.
+    fn holding(
+        events: Vec<Event>,
+        ids: foldhash::HashSet<String>,
+        paths: SessionPaths,
+        (agent, id): (AgentId, SessionId),
+        redaction: RedactionPolicy,
+        meta: SessionMeta,
+        keeping: Keeping,
+    ) -> SessionLog {
+        SessionLog {
             turns: TurnTracker::from_events(&events),
             events: events.into_iter().map(Arc::new).collect(),
             ids: KnownIds {
@@ -182,11 +227,42 @@ impl SessionLog {
             meta,
             meta_dirty: false,
             meta_written: Instant::now(),
-            writer,
-            recoveries,
-            indexing: Indexing::Idle { agent_dir },
+            keeping,
+            recoveries: Vec::new(),
+        }
+    }
+
+    /// Opens the log of a session kept behind the storage seam: as its
+    /// writer when `writer` is given (it holds the session's lock), else as
+    /// a reader. `paths` names where the files backend would keep it; on
+    /// the seam nothing is read or written there.
+    pub(crate) fn on_seam(
+        storage: Arc<dyn Storage>,
+        writer: Option<Box<dyn SessionWriter>>,
+        paths: SessionPaths,
+        agent: AgentId,
+        id: SessionId,
+        redaction: RedactionPolicy,
+    ) -> Result<(SessionLog, Option<Snapshot>)> {
+        // The events before the snapshot: a compaction committed between
+        // the two reads shows as events the snapshot already moved, which
+        // are left out below, never as events missing.
+        let events = storage.read_events(&agent, &id, EventRange::All)?;
+        let snapshot = storage.snapshot(&agent, &id)?;
+        let events = match snapshot.as_ref().and_then(|s| s.active_first_id.as_ref()) {
+            Some(first) => match events.iter().position(|e| &e.id == first) {
+                Some(start) => events[start..].to_vec(),
+                None => events,
+            },
+            None => events,
         };
-        log.refresh_meta_counts();
+        let meta = match &writer {
+            Some(writer) => writer.meta(),
+            None => storage.session_meta(&agent, &id)?,
+        };
+        let ids = events.iter().map(|e| e.id.clone()).collect();
+        let keeping = Keeping::Seam { storage, writer };
+        let log = SessionLog::holding(events, ids, paths, (agent, id), redaction, meta, keeping);
         Ok((log, snapshot))
     }
 
@@ -232,23 +308,53 @@ impl SessionLog {
 
     /// Whether this handle writes the log (holds its lock).
     pub(crate) fn is_writer(&self) -> bool {
-        self.writer.is_some()
+        match &self.keeping {
+            Keeping::Folder { writer, .. } => writer.is_some(),
+            Keeping::Seam { writer, .. } => writer.is_some(),
+        }
     }
 
     /// `Ok` for a writer; a reader may not change the session.
     pub(crate) fn require_writer(&self) -> Result<()> {
-        match self.writer {
-            Some(_) => Ok(()),
-            None => Err(Error::ReadOnly {
+        if self.is_writer() {
+            Ok(())
+        } else {
+            Err(Error::ReadOnly {
                 session: self.id.to_string(),
+            })
+        }
+    }
+
+    /// `Ok` when the session is kept in its folder; `feature`, which keeps
+    /// its state in files beside the log, is refused on the storage seam
+    /// ([`Error::NotOnBackend`]) rather than written to files there.
+    pub(crate) fn require_folder(&self, feature: &'static str) -> Result<()> {
+        match &self.keeping {
+            Keeping::Folder { .. } => Ok(()),
+            Keeping::Seam { storage, .. } => Err(Error::NotOnBackend {
+                feature,
+                backend: storage.backend().name(),
             }),
+        }
+    }
+
+    /// Whether the session is kept in its folder (not behind the storage seam).
+    pub(crate) fn in_folder(&self) -> bool {
+        matches!(self.keeping, Keeping::Folder { .. })
+    }
+
+    /// The archive: every event compactions moved out of the active log.
+    pub(crate) fn archived_events(&self) -> Result<Vec<Event>> {
+        match &self.keeping {
+            Keeping::Folder { .. } => Ok(jsonl::read_log(&self.paths.archive())?.events),
+            Keeping::Seam { storage, .. } => storage.archived_events(&self.agent, &self.id),
         }
     }
 
     /// The whole raw history: archived events first, then the active log.
     /// An event found twice (a compaction interrupted after archiving) is given once.
     pub(crate) fn full_history(&self) -> Result<Vec<Event>> {
-        let mut history = jsonl::read_log(&self.paths.archive())?.events;
+        let mut history = self.archived_events()?;
         history.extend(self.events.iter().map(|e| Event::clone(e)));
         let mut seen = HashSet::with_capacity(history.len());
         history.retain(|e| seen.insert(e.id.clone()));
@@ -261,9 +367,18 @@ impl SessionLog {
         if self.ids.archive == ArchivedIds::Read {
             return Ok(());
         }
-        self.ids
-            .ids
-            .extend(archive::archived_ids(&self.paths.archive())?);
+        match &self.keeping {
+            Keeping::Folder { .. } => self
+                .ids
+                .ids
+                .extend(archive::archived_ids(&self.paths.archive())?),
+            Keeping::Seam { storage, .. } => self.ids.ids.extend(
+                storage
+                    .archived_events(&self.agent, &self.id)?
+                    .into_iter()
+                    .map(|e| e.id),
+            ),
+        }
         self.ids.archive = ArchivedIds::Read;
         Ok(())
     }
@@ -308,10 +423,34 @@ impl SessionLog {
     /// Returns the events appended, as the log now holds them.
     pub(crate) fn append(&mut self, mut fresh: Vec<Event>) -> Result<&[Arc<Event>]> {
         self.require_writer()?;
+        if let Keeping::Seam {
+            writer: Some(writer),
+            ..
+        } = &mut self.keeping
+        {
+            // The backend assigns what the events left empty, as the engine does.
+            let mut stored = writer.append(fresh)?.events;
+            let meta = writer.meta();
+            for event in &mut stored {
+                self.turns.assign(event);
+            }
+            let before = self.events.len();
+            self.remember(stored);
+            // The backend stored the description with the events.
+            self.meta = meta;
+            self.meta_dirty = false;
+            return Ok(&self.events[before..]);
+        }
         for event in &mut fresh {
             self.assign(event);
         }
-        let writer = self.writer.as_mut().expect("checked above");
+        let Keeping::Folder {
+            writer: Some(writer),
+            ..
+        } = &mut self.keeping
+        else {
+            unreachable!("a writer, checked above, not on the seam");
+        };
         if let Err(error) = writer.append(&fresh) {
             // None of the batch is in the log: the turns are as they were.
             self.turns = TurnTracker::from_events(self.events.iter().map(|e| &**e));
@@ -326,7 +465,12 @@ impl SessionLog {
     /// Hands the lines the log just appended, the events not yet
     /// remembered, to the background indexer.
     fn feed_index(&mut self) {
-        let Some(writer) = &self.writer else {
+        let first_ord = (self.meta.archived_events + self.events.len()) as u64;
+        let Keeping::Folder {
+            writer: Some(writer),
+            indexing,
+        } = &mut self.keeping
+        else {
             return;
         };
         let lines = writer.log.appended();
@@ -334,20 +478,27 @@ impl SessionLog {
             return;
         }
         let lines = lines.to_vec();
-        let first_ord = (self.meta.archived_events + self.events.len()) as u64;
-        if let Indexing::Idle { agent_dir } = &self.indexing {
-            self.indexing = Indexing::Feeding(IndexFeeder::start(agent_dir.clone()));
+        if let Indexing::Idle { agent_dir } = indexing {
+            *indexing = Indexing::Feeding(IndexFeeder::start(agent_dir.clone()));
         }
-        if let Indexing::Feeding(feeder) = &self.indexing {
+        if let Indexing::Feeding(feeder) = indexing {
             feeder.add(self.id.as_str(), first_ord, lines);
         }
     }
 
-    /// The indexer the log feeds, once something was appended.
+    /// The indexer the log feeds, once something was appended (never on
+    /// the seam: the search index is not behind it yet).
     pub(crate) fn feeder(&self) -> Option<&IndexFeeder> {
-        match &self.indexing {
-            Indexing::Idle { .. } => None,
-            Indexing::Feeding(feeder) => Some(feeder),
+        match &self.keeping {
+            Keeping::Folder {
+                indexing: Indexing::Feeding(feeder),
+                ..
+            } => Some(feeder),
+            Keeping::Folder {
+                indexing: Indexing::Idle { .. },
+                ..
+            }
+            | Keeping::Seam { .. } => None,
         }
     }
 
@@ -391,12 +542,51 @@ impl SessionLog {
         self.meta_dirty = true;
     }
 
+    /// Commits a compaction: `span` (the first of the active log's events,
+    /// after the `archived_prefix` the archive already holds) moves to the
+    /// archive, the active log becomes `tail`, and the snapshot `make`
+    /// builds (given how many events the archive then holds) becomes the
+    /// session's, which is returned. In the folder these are the
+    /// crash-safe steps of `compaction.rs`; on the seam, the writer's one
+    /// commit ([`SessionWriter::commit_compaction`]).
+    pub(crate) fn commit_compaction(
+        &mut self,
+        span: &[Event],
+        tail: Vec<Arc<Event>>,
+        archived_prefix: usize,
+        make: impl FnOnce(usize) -> Snapshot,
+    ) -> Result<Snapshot> {
+        self.require_writer()?;
+        if let Keeping::Seam {
+            writer: Some(writer),
+            ..
+        } = &mut self.keeping
+        {
+            let moved = span.len() - archived_prefix.min(span.len());
+            let snapshot = make(self.meta.archived_events.saturating_add(moved));
+            writer.commit_compaction(CompactionCommit {
+                archived: moved,
+                snapshot: snapshot.clone(),
+                fields: SnapshotFields::AsGiven,
+            })?;
+            self.meta = writer.meta();
+            self.events = tail;
+            return Ok(snapshot);
+        }
+        let archived = self.archive_span(span, &tail, archived_prefix)?;
+        let archived_events = self.meta.archived_events.saturating_add(archived.fresh);
+        let snapshot = make(archived_events);
+        snapshot.write(&self.paths.dir)?;
+        self.replace_with_tail(&archived.tail_lines, tail, archived_events)?;
+        Ok(snapshot)
+    }
+
     /// Takes `span` (the first of the active log's events, after the
     /// `archived_prefix` the archive already holds) into the archive.
     /// The lines are the log's own, encoded afresh only when the log does
     /// not hold the active events one a line (it always does unless edited
     /// by hand).
-    pub(crate) fn archive_span(
+    fn archive_span(
         &self,
         span: &[Event],
         tail: &[Arc<Event>],
@@ -426,7 +616,7 @@ impl SessionLog {
 
     /// Replaces the active log by `tail` (its lines `tail_lines`) once a
     /// compaction committed, the archive now holding `archived_events`.
-    pub(crate) fn replace_with_tail(
+    fn replace_with_tail(
         &mut self,
         tail_lines: &[u8],
         tail: Vec<Arc<Event>>,
@@ -443,7 +633,13 @@ impl SessionLog {
     /// Reopens the append handle after the log file was replaced; no batch
     /// is under way in the new one.
     fn reopen(&mut self) -> Result<()> {
-        let writer = self.writer.as_mut().expect("callers check for a writer");
+        let Keeping::Folder {
+            writer: Some(writer),
+            ..
+        } = &mut self.keeping
+        else {
+            unreachable!("callers check for a writer in the folder");
+        };
         let durability = writer.log.durability();
         writer.log = AppendLog::open(&self.paths.raw_traces(), durability)?;
         writer.lock.clear_batch()
@@ -509,15 +705,22 @@ impl SessionLog {
     }
 
     fn log_bytes(&self) -> u64 {
-        match &self.writer {
-            Some(writer) => writer.log.len(),
-            None => std::fs::metadata(self.paths.raw_traces()).map_or(0, |m| m.len()),
+        match &self.keeping {
+            Keeping::Folder {
+                writer: Some(writer),
+                ..
+            } => writer.log.len(),
+            Keeping::Folder { writer: None, .. } => {
+                std::fs::metadata(self.paths.raw_traces()).map_or(0, |m| m.len())
+            }
+            Keeping::Seam { .. } => 0,
         }
     }
 
-    /// Writes `meta.json` when its counts are not those of the log as it is.
+    /// Writes `meta.json` when its counts are not those of the log as it
+    /// is (on the seam the backend keeps them with every write).
     pub(crate) fn write_meta_if_stale(&mut self) -> Result<()> {
-        if self.meta.log_bytes != self.log_bytes() {
+        if self.in_folder() && self.meta.log_bytes != self.log_bytes() {
             self.write_meta()?;
         }
         Ok(())
@@ -533,8 +736,20 @@ impl SessionLog {
     }
 
     fn write_meta(&mut self) -> Result<()> {
-        self.meta.log_bytes = self.log_bytes();
-        self.meta.write(&self.paths.dir)?;
+        match &mut self.keeping {
+            Keeping::Folder { .. } => {
+                self.meta.log_bytes = self.log_bytes();
+                self.meta.write(&self.paths.dir)?;
+            }
+            Keeping::Seam {
+                writer: Some(writer),
+                ..
+            } => {
+                writer.adopt_meta(&self.meta)?;
+                self.meta = writer.meta();
+            }
+            Keeping::Seam { writer: None, .. } => return self.require_writer(),
+        }
         self.meta_dirty = false;
         self.meta_written = Instant::now();
         Ok(())
@@ -543,7 +758,7 @@ impl SessionLog {
 
 impl Drop for SessionLog {
     fn drop(&mut self) {
-        if self.writer.is_some() && self.meta_dirty {
+        if self.is_writer() && self.meta_dirty {
             // Best effort: a stale meta is detected by its log size and re-derived.
             let _ = self.write_meta();
         }

@@ -21,6 +21,15 @@
 //!   archive.
 //!
 //! [`Session::prepare`] (in `prepare.rs`) shapes the view for a model call.
+//!
+//! A session is kept in its folder (the files backend) or behind the
+//! storage seam ([`Session::on_seam`], a database): the core loop —
+//! ingest, prepare, compact, the events — is the same on both. What still
+//! keeps its state in files beside the log is refused on the seam with
+//! [`crate::Error::NotOnBackend`], never written to files there: working
+//! memory, evicting large tool outputs, ending a session into episodic
+//! memory; and no long-term memory is injected into its contexts (a
+//! compaction's episode and facts stay in its snapshot).
 
 mod accounting;
 mod compaction;
@@ -157,6 +166,45 @@ impl Session {
             log.is_writer(),
         )?;
         log.add_recoveries(replay_recoveries);
+        Session::assemble(log, snapshot, working, settings)
+    }
+
+    /// Opens a session kept behind the storage seam: as its writer with
+    /// the `writer` [`Storage::create_session`] or [`Storage::lock_session`]
+    /// gave (it holds the session's lock), else as a reader. `paths` names
+    /// where the files backend would keep it; nothing is written there.
+    ///
+    /// [`Storage::create_session`]: crate::storage::Storage::create_session
+    /// [`Storage::lock_session`]: crate::storage::Storage::lock_session
+    pub fn on_seam(
+        storage: Arc<dyn crate::storage::Storage>,
+        writer: Option<Box<dyn crate::storage::SessionWriter>>,
+        paths: SessionPaths,
+        agent: AgentId,
+        id: SessionId,
+        settings: ContextSettings,
+    ) -> Result<Session> {
+        let backend = storage.backend().name();
+        let (log, snapshot) =
+            SessionLog::on_seam(storage, writer, paths, agent, id, settings.redaction)?;
+        let working = SessionWorkingMemory::on_seam(
+            log.paths(),
+            settings.agent_dir.clone(),
+            snapshot.as_ref(),
+            log.events(),
+            backend,
+        )?;
+        Session::assemble(log, snapshot, working, settings)
+    }
+
+    /// The session of `log`'s record, its parts built around it.
+    fn assemble(
+        log: SessionLog,
+        snapshot: Option<Snapshot>,
+        working: SessionWorkingMemory,
+        settings: ContextSettings,
+    ) -> Result<Session> {
+        let agent_dir = settings.agent_dir.clone();
         let mut accounting = TokenAccounting::new(Arc::clone(&settings.registry));
         accounting.observe(log.events());
         let injector = MemoryInjector::new(
@@ -291,9 +339,21 @@ impl Session {
     pub fn ingest(&mut self, events: Vec<Event>) -> Result<IngestReport> {
         let admitted = self.log.admit(events)?;
         let mut fresh = admitted.fresh;
+        if !self.log.in_folder()
+            && fresh
+                .iter()
+                .any(|e| e.trace_type == TraceType::WorkingMemory)
+        {
+            self.log
+                .require_folder("working memory (a working_memory event)")?;
+        }
         let working = self.working.stage(&mut fresh, &admitted.batch_index)?;
         // Eviction writes files and may fail: before any state changes.
-        let evicted = evict_large_outputs(&mut fresh, self.log.paths(), &self.settings.guard)?;
+        let evicted = if self.log.in_folder() {
+            evict_large_outputs(&mut fresh, self.log.paths(), &self.settings.guard)?
+        } else {
+            refuse_eviction(&fresh, &self.settings.guard, &self.log)?
+        };
         self.accounting.pair_usage_with_last_prepare(
             &mut fresh,
             self.log.events().len(),
@@ -359,6 +419,19 @@ impl Session {
     fn view_in(&mut self, encoding: Encoding) -> &mut Transcript {
         self.view.in_encoding(encoding, self.log.events())
     }
+}
+
+/// Refuses a batch with a tool output over the eviction threshold of
+/// `guard` for a session kept behind the storage seam, where evicted
+/// outputs are not yet; `Ok(0)` (nothing evicted) otherwise.
+fn refuse_eviction(fresh: &[Event], guard: &GuardPolicy, log: &SessionLog) -> Result<usize> {
+    let tokenizer = Encoding::default().tokenizer();
+    if fresh.iter().any(|e| {
+        e.trace_type == TraceType::ToolResult && guard::should_evict(&e.text(), guard, tokenizer)
+    }) {
+        log.require_folder("evicting a large tool output (the write-time guard)")?;
+    }
+    Ok(0)
 }
 
 /// Writes tool outputs over the eviction threshold of `guard` to

@@ -80,6 +80,31 @@ impl SessionWorkingMemory {
         Ok((working, recoveries))
     }
 
+    /// The working memory of a session kept behind the storage seam, where
+    /// working memory is not yet: empty, and refused
+    /// ([`Error::NotOnBackend`] on `backend`) for a session whose log or
+    /// snapshot records a state, rather than shown empty.
+    pub(crate) fn on_seam(
+        paths: &SessionPaths,
+        agent_dir: PathBuf,
+        snapshot: Option<&Snapshot>,
+        events: &[Arc<Event>],
+        backend: &'static str,
+    ) -> Result<SessionWorkingMemory> {
+        if cache::last_recorded(snapshot, events).is_some_and(|mark| mark.version > 0) {
+            return Err(Error::NotOnBackend {
+                feature: "a session with working memory",
+                backend,
+            });
+        }
+        Ok(SessionWorkingMemory {
+            paths: paths.clone(),
+            agent_dir,
+            state: WorkingMemory::default(),
+            section: None,
+        })
+    }
+
     /// The current state.
     pub(crate) fn state(&self) -> &WorkingMemory {
         &self.state
@@ -237,6 +262,7 @@ impl Session {
 
     /// The schema updates must keep to: the session's own, else the agent's.
     pub fn working_memory_schema(&self) -> Result<Option<StateSchema>> {
+        self.log.require_folder("working memory")?;
         self.working.schema()
     }
 
@@ -251,6 +277,7 @@ impl Session {
         expected_version: Option<u64>,
     ) -> Result<&WorkingMemory> {
         self.log.require_writer()?;
+        self.log.require_folder("working memory")?;
         let update = self.working.update_for(patch, expected_version)?;
         self.ingest(vec![Event::working_memory(update).with_source("engine")])?;
         Ok(self.working.state())
@@ -267,12 +294,14 @@ impl Session {
         schema: Option<Value>,
     ) -> Result<()> {
         self.log.require_writer()?;
+        self.log.require_folder("working memory")?;
         self.working.set_schema(scope, schema)
     }
 
     /// Every version of the working memory, oldest first, each with the
     /// event that made it (archived updates included).
     pub fn working_memory_history(&self) -> Result<Vec<StateVersion>> {
+        self.log.require_folder("working memory")?;
         self.working
             .history(self.view.snapshot(), self.log.events())
     }

@@ -42,19 +42,31 @@
 //! pipeline, what a compaction keeps and summarizes, recall's scoring.
 //! Those run the same over every backend.
 //!
+//! # The live session on the seam
+//!
+//! A [`crate::Session`] opened on a backend ([`crate::Store::open_session_in`],
+//! [`crate::Store::create_session_in`]) keeps its log through the backend's
+//! [`SessionWriter`] and reads through its [`Storage`]: ingest, prepare,
+//! compaction (its snapshot and archive move are one
+//! [`SessionWriter::commit_compaction`]) and the events work the same on
+//! every backend. On files the session keeps writing its folder with the
+//! log code it always had, so the format, the crash recovery and the cost
+//! of a turn there are unchanged.
+//!
 //! # Not yet behind the seam
 //!
-//! This first part covers a session's core record. The agent's long-term
-//! memory (MEMORY.md, project notes, facts, episodic items), working
-//! memory's cached state and schema, evicted tool outputs and the search
-//! index and vectors still live in files under the data directory; they
-//! join the seam as further traits of the same shape (an agent-level
-//! `MemoryStorage` beside [`Storage`], with compare-and-swap where the
-//! files use `memory.lock`), and the compaction commit grows to carry the
-//! episodic and semantic items so a database commits them in the same
-//! transaction. Until then a program that opens a non-files backend gets
-//! [`crate::Error::NotOnBackend`] for those features, never a silent
-//! fallback to files.
+//! The agent's long-term memory (MEMORY.md, project notes, facts, episodic
+//! items), working memory's cached state and schema, evicted tool outputs
+//! and the search index and vectors still live in files under the data
+//! directory; they join the seam as further traits of the same shape (an
+//! agent-level `MemoryStorage` beside [`Storage`], with compare-and-swap
+//! where the files use `memory.lock`), and the compaction commit grows to
+//! carry the episodic and semantic items so a database commits them in the
+//! same transaction (until then a compaction on another backend keeps them
+//! in its snapshot). Until then a program that opens a non-files backend
+//! gets [`crate::Error::NotOnBackend`] for those features, never a silent
+//! fallback to files, and a session there has no long-term memory injected
+//! into its contexts.
 //!
 //! # How a backend is chosen
 //!

@@ -182,25 +182,21 @@ impl SessionWriter for FilesWriter {
     /// open after a crash from here on finishes the move), and the active
     /// log replaced by the tail.
     fn commit_compaction(&mut self, commit: CompactionCommit) -> Result<()> {
-        self.log.require_writer()?;
         let active = self.log.events();
         let cut = commit.archived.min(active.len());
         let span: Vec<Event> = active[..cut].iter().map(|e| Event::clone(e)).collect();
         let tail: Vec<Arc<Event>> = active[cut..].to_vec();
-        let archived = self.log.archive_span(&span, &tail, 0)?;
-        let archived_events = self.log.meta().archived_events + archived.fresh;
-        let snapshot = match commit.fields {
+        let (first_kept, tail_events) = (tail.first().map(|e| e.id.clone()), tail.len());
+        let make = |archived_events| match commit.fields {
             SnapshotFields::FromTheMove => Snapshot {
-                active_first_id: tail.first().map(|e| e.id.clone()),
-                tail_events: tail.len(),
+                active_first_id: first_kept,
+                tail_events,
                 archived_events: Some(archived_events),
                 ..commit.snapshot
             },
             SnapshotFields::AsGiven => commit.snapshot,
         };
-        snapshot.write(&self.log.paths().dir)?;
-        self.log
-            .replace_with_tail(&archived.tail_lines, tail, archived_events)
+        self.log.commit_compaction(&span, tail, 0, make).map(drop)
     }
 
     fn meta(&self) -> SessionMeta {

@@ -26,6 +26,7 @@ use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 
 mod files_storage;
+mod on_seam;
 pub use files_storage::FilesStorage;
 
 /// A data directory holding agents and their sessions.

@@ -122,7 +122,10 @@ fn is_recorded_since_compaction(
 }
 
 /// The version and hash of the last update the session recorded, if any.
-fn last_recorded(snapshot: Option<&Snapshot>, active: &[impl Borrow<Event>]) -> Option<StateMark> {
+pub(crate) fn last_recorded(
+    snapshot: Option<&Snapshot>,
+    active: &[impl Borrow<Event>],
+) -> Option<StateMark> {
     let in_log = active
         .iter()
         .rev()
