@@ -9,9 +9,15 @@ session returns its whole history, which is then trimmed by whole turns
 (oldest first) until it fits, counting o200k_base tokens with tiktoken, each
 text's count cached (``--counting memo``, the stronger baseline) or
 recounted every turn (``exact``). agentmem's session returns its fitted view
-(strategy ``auto``), its appends synced to disk per ``add_items`` as SQLite
-syncs each commit (``--durability os`` leaves that to the OS). The two alternate which goes first each turn, in one
-process; reading the workload is not timed.
+(strategy ``auto``). ``--durability default`` keeps each system's own
+default: agentmem syncs its appends to disk per ``add_items`` (``batch``), as
+the SDK's SQLite (WAL, ``synchronous=FULL``) syncs each commit;
+``--durability os`` leaves that to the operating system in both
+(agentmem's ``os``, SQLite's ``synchronous=OFF``). The two alternate which
+goes first each turn, in one process; reading the workload is not timed.
+The slowest agentmem turns are listed with what the engine did in them;
+``--compaction-timing background`` drafts agentmem's compactions on a thread
+of their own (applied by the next turn's view).
 
     python3 scripts/bench_openai_agents.py                 # 200 turns
     python3 scripts/bench_openai_agents.py --turns 2000    # the long run (minutes)
@@ -124,26 +130,38 @@ def trim_to_budget(items: list, counter: Counter) -> list:
     return items[cut:]
 
 
-async def replay(turns: list[list[dict]], folder: Path, counting: str, durability: str) -> dict:
+async def replay(turns: list[list[dict]], folder: Path, counting: str, durability: str, timing: str) -> dict:
     from agents import SQLiteSession
 
     import agentmem
     from agentmem.integrations.openai_agents import AgentmemSession
 
-    store = agentmem.Store(folder / "agentmem", durability=durability)
-    ours = AgentmemSession("bench", store=store, model="gpt-4o", strategy="auto", **BUDGET)
-    sdk = SQLiteSession("bench", db_path=folder / "sdk.sqlite")
+    class UnsyncedSQLiteSession(SQLiteSession):
+        """The SDK's session with SQLite's syncs left to the OS (``synchronous=OFF``)."""
+
+        @staticmethod
+        def _configure_connection(conn) -> None:
+            SQLiteSession._configure_connection(conn)
+            conn.execute("PRAGMA synchronous=OFF")
+
+    store = agentmem.Store(folder / "agentmem", durability="os" if durability == "os" else "batch")
+    ours = AgentmemSession(
+        "bench", store=store, model="gpt-4o", strategy="auto", compaction_timing=timing, **BUDGET
+    )
+    sdk = (UnsyncedSQLiteSession if durability == "os" else SQLiteSession)("bench", db_path=folder / "sdk.sqlite")
     counter = Counter(memo=counting == "memo")
     audit = Counter(memo=True)
     times: dict[str, list[float]] = {"agentmem": [], "sdk": []}
     over: dict[str, int] = {"agentmem": 0, "sdk": 0}
     largest: dict[str, int] = {"agentmem": 0, "sdk": 0}
+    actions: list[list[str]] = []
 
     async def agentmem_turn(items: list[dict]) -> None:
         start = time.perf_counter()
         await ours.add_items(items)
         await ours.get_items()
         times["agentmem"].append(time.perf_counter() - start)
+        actions.append([action["action"] for action in ours.last_stats["actions"]])
         tokens = ours.last_stats["context_tokens"]
         largest["agentmem"] = max(largest["agentmem"], tokens)
         over["agentmem"] += tokens > ours.last_stats["input_budget"]
@@ -164,7 +182,12 @@ async def replay(turns: list[list[dict]], folder: Path, counting: str, durabilit
     history = len(ours.history())
     ours.close()
     sdk.close()
-    return {"times": times, "over": over, "largest": largest, "history_events": history}
+    slowest = sorted(range(len(times["agentmem"])), key=times["agentmem"].__getitem__)[-5:][::-1]
+    slow_turns = [
+        {"turn": turn + 1, "ms": round(times["agentmem"][turn] * 1000, 3), "engine_actions": actions[turn]}
+        for turn in slowest
+    ]
+    return {"times": times, "over": over, "largest": largest, "history_events": history, "slowest": slow_turns}
 
 
 def figures(seconds: list[float]) -> dict:
@@ -185,26 +208,36 @@ def main() -> None:
     parser.add_argument("--counting", choices=["memo", "exact"], default="memo", help="the SDK side's token counting")
     parser.add_argument(
         "--durability",
-        choices=["batch", "os"],
-        default="batch",
-        help="agentmem's: fsync each add_items (batch, like SQLite's commit) or leave it to the OS",
+        choices=["default", "os"],
+        default="default",
+        help="both systems': each its own default (a sync per add_items) or syncs left to the OS",
+    )
+    parser.add_argument(
+        "--compaction-timing",
+        choices=["inline", "background"],
+        default="inline",
+        help="agentmem's: compactions drafted in the turn that finds them due, or on a thread while the next runs",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-openai-agents-") as folder:
         turns = workload_turns(args.turns, args.seed, Path(folder))
-        result = asyncio.run(replay(turns, Path(folder), args.counting, args.durability))
+        result = asyncio.run(
+            replay(turns, Path(folder), args.counting, args.durability, args.compaction_timing)
+        )
     ours, sdk = figures(result["times"]["agentmem"]), figures(result["times"]["sdk"])
     report = {
         "turns": args.turns,
         "seed": args.seed,
         "input_budget": INPUT_BUDGET,
         "sdk_counting": args.counting,
-        "agentmem_durability": args.durability,
+        "durability": args.durability,
+        "agentmem_compaction_timing": args.compaction_timing,
         "agentmem": ours | {"over_budget": result["over"]["agentmem"], "largest_tokens": result["largest"]["agentmem"]},
         "sdk_sqlite_trimming": sdk | {"over_budget": result["over"]["sdk"], "largest_tokens": result["largest"]["sdk"]},
         "p50_ratio": round(sdk["p50_ms"] / ours["p50_ms"], 1),
         "p99_ratio": round(sdk["p99_ms"] / ours["p99_ms"], 1),
         "agentmem_history_events": result["history_events"],
+        "agentmem_slowest_turns": result["slowest"],
     }
     print(json.dumps(report, indent=2))
 

@@ -66,6 +66,13 @@ class Prepared(dict):
     ``client.responses.create(**prepared)``, ``anthropic.messages.create(**prepared)``);
     :attr:`stats` says how it stands against the budget (tokens counted, the
     input budget, the trigger, what was cut or compacted).
+
+    The dict and its message list (``messages``, ``input`` or ``contents``)
+    are new on every call: add to them or replace fields freely. The
+    entries *inside* the list are shared with the payloads of the session's
+    later calls (a turn already sent is not converted again), so treat them
+    as read-only: copy an entry before changing it
+    (``dict(entry)``, or ``copy.deepcopy`` for its nested parts).
     """
 
     stats: dict
@@ -192,6 +199,7 @@ class Session:
         max_output_tokens: int | None = None,
         safety_margin: int | None = None,
         trigger_ratio: float | None = None,
+        compaction_timing: Literal["inline", "background"] | None = None,
     ) -> Prepared:
         """The request body for the next call to ``model``, inside its budget.
 
@@ -200,12 +208,15 @@ class Session:
         "parameters"}`` or in the provider's own tool shape. The other
         settings win over the session's and the agent's ``config.toml`` for
         this call. When the context is past its trigger, older tool output
-        is cut and, if needed, the session is compacted first (durably).
+        is cut and, if needed, the session is compacted first (durably);
+        with ``compaction_timing="background"`` the compaction is drafted on
+        a thread of its own while the model answers, this call sends the
+        context as it is (it still fits the budget) and the next call
+        applies it.
 
         Returns a :class:`Prepared`: the payload dict, with ``.stats``.
         """
-        reply = json.loads(self._native.prepare(_dumps(_prepare_arguments(locals()))))
-        return Prepared(reply["payload"], reply["stats"])
+        return Prepared(*self._native.prepare(_dumps(_prepare_arguments(locals()))))
 
     def recover_overflow(
         self, error_body: str, model: str, target: Target | None = None, *, status: int = 400, **settings: Any
@@ -220,8 +231,7 @@ class Session:
         :class:`agentmem.ContextOverflow` when it still does not fit.
         """
         arguments = _prepare_arguments({"model": model, "target": target, **settings})
-        reply = json.loads(self._native.recover_overflow(_dumps(arguments), status, error_body))
-        return Prepared(reply["payload"], reply["stats"])
+        return Prepared(*self._native.recover_overflow(_dumps(arguments), status, error_body))
 
     def context(
         self,

@@ -218,7 +218,7 @@ def test_a_create_agent_graph_runs_compacts_and_keeps_every_message(tmp_path: Pa
 
 def test_a_second_process_resumes_the_thread_without_a_checkpointer(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), OPENAI_API_KEY="test")
+    environment = dict(os.environ, OPENAI_API_KEY="test")
     with ModelServer(calls_per_turn=1) as server:
         command = [sys.executable, str(EXAMPLE), "--dir", str(data), "--thread", "t", "--base-url", server.base_url]
         command += ["--model", "gpt-4o", "--context-window", "8000"]
@@ -469,7 +469,7 @@ def test_the_store_puts_gets_and_searches_by_recall(tmp_path: Path) -> None:
             print(len(memory.search(("notes",), query="deployment", limit=3)))
         """
     )
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    environment = dict(os.environ)
     other = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=120)
     assert other.returncode == 0, other.stderr
     assert other.stdout.split() == ["Carol", "drinks", "green", "tea", "3"]

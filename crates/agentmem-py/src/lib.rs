@@ -7,6 +7,7 @@
 mod callables;
 mod errors;
 mod json;
+mod payload;
 mod session;
 mod store;
 

@@ -16,12 +16,15 @@ use agentmem_import::native::Shape;
 use agentmem_import::Format;
 use agentmem_server::{replies, requests, service::prepare_request};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::PyDict;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::callables::SharedSummarizer;
 use crate::errors::{BindingError, BindingResult};
 use crate::json;
+use crate::payload::SegmentCache;
 use crate::store::StoreShared;
 
 /// How the session was opened.
@@ -43,6 +46,9 @@ pub(crate) struct NativeSession {
     open: Arc<Mutex<Option<Session>>>,
     /// Set by `close`, read without waiting for the session.
     closed: Arc<AtomicBool>,
+    /// The Python objects of the latest prepared payload's segments; only
+    /// ever taken with the interpreter attached.
+    segments: Mutex<SegmentCache>,
 }
 
 impl NativeSession {
@@ -61,6 +67,7 @@ impl NativeSession {
             access,
             open: Arc::new(Mutex::new(Some(session))),
             closed: Arc::new(AtomicBool::new(false)),
+            segments: Mutex::default(),
         }
     }
 
@@ -99,7 +106,24 @@ impl NativeSession {
         shared.check_model(&request.model)?;
         prepare_request(request).map_err(|error| BindingError::Request(error.message))
     }
+
+    /// `prepared` as Python objects (the payload dict, the stats dict),
+    /// reusing the objects built for segments an earlier call had.
+    fn objects<'py>(
+        &self,
+        py: Python<'py>,
+        prepared: &agentmem::Prepared,
+    ) -> PyResult<Objects<'py>> {
+        let mut cache = self
+            .segments
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner);
+        cache.convert(py, &prepared.payload, &prepared.stats)
+    }
 }
+
+/// A prepared call as Python objects: the payload dict and the stats dict.
+type Objects<'py> = (Bound<'py, PyDict>, Bound<'py, PyAny>);
 
 /// What an ingest wrote, as the HTTP API's `append` answers it.
 fn appended(report: agentmem::IngestReport) -> BindingResult<String> {
@@ -219,9 +243,21 @@ impl NativeSession {
         })
     }
 
-    /// The payload for the next model call and its stats (JSON), for the
-    /// HTTP API's `prepare` arguments (JSON, without `session`).
-    fn prepare(&self, py: Python<'_>, arguments: &str) -> PyResult<String> {
+    /// The payload for the next model call and its stats (a dict each),
+    /// for the HTTP API's `prepare` arguments (JSON, without `session`).
+    /// The payload dict and its list are new on every call; the list's
+    /// entries are shared with later calls' payloads (read-only).
+    fn prepare<'py>(&self, py: Python<'py>, arguments: &str) -> PyResult<Objects<'py>> {
+        let prepared = self.with(py, |shared, session| {
+            let request = self.prepare_request(shared, arguments, "prepare")?;
+            Ok(session.prepare(&request)?)
+        })?;
+        self.objects(py, &prepared)
+    }
+
+    /// `prepare`, answered as the HTTP API's reply body (JSON text), for a
+    /// caller that forwards it as it is.
+    fn prepare_json(&self, py: Python<'_>, arguments: &str) -> PyResult<String> {
         self.with(py, |shared, session| {
             let request = self.prepare_request(shared, arguments, "prepare")?;
             prepared_reply(&session.prepare(&request)?)
@@ -229,19 +265,20 @@ impl NativeSession {
     }
 
     /// A prepare after the provider refused the last call as too long:
-    /// compacts and trims until the context fits (JSON).
-    fn recover_overflow(
+    /// compacts and trims until the context fits (as `prepare` answers).
+    fn recover_overflow<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         arguments: &str,
         status: u16,
         error_body: &str,
-    ) -> PyResult<String> {
-        self.with(py, |shared, session| {
+    ) -> PyResult<Objects<'py>> {
+        let prepared = self.with(py, |shared, session| {
             let request = self.prepare_request(shared, arguments, "recover_overflow")?;
             let error = classify_provider_error(status, error_body);
-            prepared_reply(&session.recover_from_overflow(&error, &request)?)
-        })
+            Ok(session.recover_from_overflow(&error, &request)?)
+        })?;
+        self.objects(py, &prepared)
     }
 
     /// Where the session stands against a model's budget, as `agentmem

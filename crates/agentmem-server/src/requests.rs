@@ -7,7 +7,7 @@
 //! Each type's JSON Schema (its doc comments are the fields' descriptions)
 //! is what `/openapi.json` documents the operation's fields with.
 
-use agentmem::pipeline::strategy::{MemoryInjection, Strategy};
+use agentmem::pipeline::strategy::{CompactionTiming, MemoryInjection, Strategy};
 use agentmem::Event;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -198,6 +198,12 @@ pub struct Prepare {
     #[serde(default)]
     #[schemars(with = "Option<schemas::StrategyName>")]
     pub strategy: Option<Strategy>,
+    /// When an automatic compaction is drafted, for this call: `inline` (in
+    /// the prepare that finds it due) or `background` (on a thread of its
+    /// own while the model answers, applied by the next prepare).
+    #[serde(default)]
+    #[schemars(with = "Option<schemas::CompactionTimingName>")]
+    pub compaction_timing: Option<CompactionTiming>,
     /// Whether long-term memory (MEMORY.md, project files, what earlier
     /// sessions left) is injected, for this call (over the session's and the
     /// agent's [context] memory).

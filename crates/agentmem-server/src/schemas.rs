@@ -91,6 +91,12 @@ shape!(
 );
 
 shape!(
+    /// When an automatic compaction is drafted: `inline` or `background`.
+    CompactionTimingName,
+    |_g| json_schema!({"type": "string", "enum": ["inline", "background"]})
+);
+
+shape!(
     /// Whether long-term memory is injected: `on` or `off`, or a boolean.
     MemorySwitch,
     |_g| json_schema!({"enum": ["on", "off", true, false]})

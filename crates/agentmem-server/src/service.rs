@@ -807,6 +807,7 @@ pub fn prepare_request(request: requests::Prepare) -> Result<PrepareRequest, Ser
         .map(|tool| ToolSchema::from_json(tool).map_err(ServiceError::bad_request))
         .collect::<Result<_, _>>()?;
     prepare.context.strategy = request.strategy;
+    prepare.context.compaction_timing = request.compaction_timing;
     prepare.context.memory = request.memory;
     prepare.budget = BudgetSettings {
         context_window: request.context_window.map(|count| count.0),

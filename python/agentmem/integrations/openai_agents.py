@@ -59,7 +59,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import operator
 import os
+import re
 import threading
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
@@ -177,7 +179,11 @@ class AgentmemSession:
     is given). ``model`` is the model the view is fitted for (its window
     and tokenizer come from agentmem's registry; ``context_window``,
     ``max_output_tokens``, ``safety_margin`` and ``trigger_ratio`` override
-    the budget). ``strategy``, ``max_turns``, ``keep_last_n_turns``,
+    the budget). ``compaction_timing="background"`` drafts a due compaction
+    on a thread of its own while the model answers: the view that finds it
+    due is sent as it is (still inside the budget) and the next one applies
+    it, so a compaction does not stall the call that triggers it.
+    ``strategy``, ``max_turns``, ``keep_last_n_turns``,
     ``context_limit`` and ``memory`` are the agent layer of the settings.
     ``session_settings`` is the SDK's own (its ``limit``).
 
@@ -204,6 +210,7 @@ class AgentmemSession:
         max_output_tokens: int | None = None,
         safety_margin: int | None = None,
         trigger_ratio: float | None = None,
+        compaction_timing: Literal["inline", "background"] | None = None,
         session_settings: "SessionSettings | Mapping[str, Any] | None" = None,
     ) -> None:
         if isinstance(store, agentmem.Store):
@@ -230,7 +237,10 @@ class AgentmemSession:
             )
             if value is not None
         }
+        self._compaction_timing = compaction_timing
         self._lock = threading.RLock()
+        self._sdk_view = _SdkView()
+        self._resolved: ContextSettings | None = None
         self._revision = _latest_revision(self._store, session_id)
         self._tail_turns: int | None = None
         self._shaped_by: str | None = None
@@ -285,12 +295,16 @@ class AgentmemSession:
         layer = _layer(strategy, settings)
         resolved = layer.over(self._agent_layer).over(_NONE).checked()
         self._conversation_layer = layer
+        self._resolved = None
         return resolved
 
     def settings(self, request: ContextSettings | None = None) -> ContextSettings:
         """The settings a call with ``request`` works with: request > conversation > agent > none."""
-        layer = request or ContextSettings()
-        return layer.over(self._conversation_layer).over(self._agent_layer).over(_NONE).checked()
+        if request is None:
+            if self._resolved is None:
+                self._resolved = self.settings(ContextSettings())
+            return self._resolved
+        return request.over(self._conversation_layer).over(self._agent_layer).over(_NONE).checked()
 
     def input_filter(self, strategy: Strategy | None = None, **settings: Any):
         """A ``RunConfig(call_model_input_filter=…)`` refitting the input before every model call of a run.
@@ -334,7 +348,10 @@ class AgentmemSession:
         if not plain:
             return {"appended": 0, "duplicates": 0, "evicted": 0, "compaction_due": False}
         with self._lock:
-            report = _ingest_items(self._session, plain)
+            try:
+                report = self._session.ingest(plain, format="openai-responses")
+            except agentmem.BadShape as error:
+                raise _unreadable(error) from error
             self._last_item = _item_key(plain[-1])
         return report
 
@@ -417,8 +434,10 @@ class AgentmemSession:
         arguments: dict[str, Any] = dict(self._budget, strategy=_ENGINE_STRATEGY[strategy], system=system, tools=tools)
         if settings.memory is not None:
             arguments["memory"] = settings.memory
+        if self._compaction_timing is not None:
+            arguments["compaction_timing"] = self._compaction_timing
         prepared = self._session.prepare(self.model, "openai-responses", **arguments)
-        items = _sdk_items(prepared["input"])
+        items = self._sdk_view.of(prepared["input"])
         self.last_stats = prepared.stats
         if strategy == "summarizing" and settings.context_limit is not None:
             if _turns_since_summary(items) > settings.context_limit:
@@ -429,7 +448,7 @@ class AgentmemSession:
                 prepared = self._session.prepare(
                     self.model, "openai-responses", **dict(arguments, trigger_ratio=min(ratio, 1.0))
                 )
-                items = _sdk_items(prepared["input"])
+                items = self._sdk_view.of(prepared["input"])
                 self.last_stats = prepared.stats
         if strategy == "trimming":
             turns = settings.max_turns or settings.keep_last_n_turns
@@ -603,49 +622,11 @@ def _item_key(item: Mapping[str, Any]) -> tuple:
     return (kind, item.get("id"))
 
 
-def _ingest_items(session: agentmem.Session, items: list[dict]) -> dict:
-    """Appends Responses items: through the engine's own reader when it has one, else as events read here."""
-    try:
-        return session.ingest(items, format="openai-responses")  # type: ignore[call-arg]
-    except agentmem.BadShape as error:
-        raise UnreadableItem(str(error)) from error
-    except TypeError as error:
-        if "format" not in str(error):
-            raise
-    return session.ingest([event for index, item in enumerate(items) for event in _events_of_item(item, index)])
-
-
-def _events_of_item(item: dict, index: int) -> list[dict]:
-    """The agentmem events of one Responses item (for an engine without ``ingest(format=…)``)."""
-    kind = item.get("type") or ("message" if "role" in item else "")
-    identity = {"id": item["id"]} if item.get("id") else {}
-    if kind == "message":
-        role = item.get("role")
-        trace_type = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}.get(role)
-        if trace_type is None:
-            raise UnreadableItem(f"item {index} of the batch is a message with unknown role {role!r}")
-        text = _text(item.get("content"))
-        return [dict(identity, trace_type=trace_type, content=text)] if text.strip() else []
-    if kind == "function_call":
-        if not item.get("call_id"):
-            raise UnreadableItem(f"item {index} of the batch is a function_call without a call_id")
-        try:
-            arguments = json.loads(item.get("arguments") or "{}")
-        except json.JSONDecodeError:
-            arguments = item.get("arguments")
-        return [
-            dict(identity, trace_type="tool_call", tool_call_id=item["call_id"], tool_name=item.get("name", ""), tool_args=arguments)
-        ]
-    if kind == "function_call_output":
-        if not item.get("call_id"):
-            raise UnreadableItem(f"item {index} of the batch is a function_call_output without a call_id")
-        return [dict(identity, trace_type="tool_result", tool_call_id=item["call_id"], content=_text(item.get("output")))]
-    if kind == "reasoning":
-        return [dict(identity, trace_type="reasoning", content=_text(item.get("summary")), opaque=item)]
-    raise UnreadableItem(
-        f"item {index} of the batch is a {kind or 'typeless'} item, which this agentmem-engine cannot read; "
-        "install an agentmem-engine whose Session.ingest takes format='openai-responses'"
-    )
+def _unreadable(error: agentmem.BadShape) -> UnreadableItem:
+    """The engine's refusal of a batch's item, named as the batch's item."""
+    position = re.search(r"message (\d+)", str(error))
+    where = f"item {position.group(1)} of the batch" if position else "an item of the batch"
+    return UnreadableItem(f"{where} cannot be read, so none of the batch was written: {error}")
 
 
 def _text(content: Any) -> str:
@@ -717,19 +698,42 @@ def _describe(events: list[dict]) -> str:
 # The view.
 
 
-def _sdk_items(items: list[dict]) -> list[dict]:
-    """A prepared view's items as every SDK model reads them.
+def _sdk_item(item: dict) -> dict:
+    """A prepared view's item as every SDK model reads it.
 
     The view's assistant messages carry no item id, and the SDK's Chat
     Completions converter reads an assistant message without one only in
     the easy shape (text content), which the Responses API takes too.
     """
-    return [
-        {"type": "message", "role": "assistant", "content": _text(item["content"])}
-        if item.get("role") == "assistant" and "id" not in item and isinstance(item.get("content"), list)
-        else item
-        for item in items
-    ]
+    if item.get("role") == "assistant" and "id" not in item and isinstance(item.get("content"), list):
+        return {"type": "message", "role": "assistant", "content": _text(item["content"])}
+    return item
+
+
+class _SdkView:
+    """A prepared view's items as the SDK reads them (:func:`_sdk_item`), each converted once.
+
+    The engine hands each prepared call the same item objects for the turns
+    it had already prepared (read-only, shared between calls), so an item
+    seen in the previous view keeps its conversion: the common prefix is
+    found by identity in C (``map(operator.is_, …)``), and the items after
+    it are looked up by identity (a compaction keeps the newest turns'
+    objects). The previous view's items are held, so their ids stay theirs.
+    """
+
+    def __init__(self) -> None:
+        self._items: list[dict] = []
+        self._converted: list[dict] = []
+
+    def of(self, items: list[dict]) -> list[dict]:
+        same = list(map(operator.is_, self._items, items))
+        kept = same.index(False) if False in same else len(same)
+        converted = self._converted[:kept]
+        if kept < len(items):
+            seen = {id(item): sdk for item, sdk in zip(self._items[kept:], self._converted[kept:])}
+            converted += [seen.get(id(item)) or _sdk_item(item) for item in items[kept:]]
+        self._items, self._converted = items, converted
+        return list(converted)
 
 
 def _is_user(item: Mapping[str, Any]) -> bool:

@@ -10,9 +10,9 @@ mod openai_chat;
 mod openai_responses;
 mod payload;
 
-pub use payload::Payload;
 pub use payload::Segment;
 pub(crate) use payload::SegmentList;
+pub use payload::{Parts, Payload};
 
 use std::fmt;
 use std::str::FromStr;
@@ -432,6 +432,26 @@ mod tests {
 
     const LIVE: &str = "# Working memory (version 2)";
 
+    /// The body rebuilt from its parts, as a binding builds it.
+    fn from_parts(parts: &Parts<'_>) -> Value {
+        let mut list: Vec<Value> = parts.lead.to_vec();
+        for segment in parts.segments {
+            for entry in segment.entries() {
+                list.push(serde_json::from_str(entry.get()).expect("an entry is JSON"));
+            }
+        }
+        if let (Some(last), Some(slot)) = (parts.last_entry, list.last_mut()) {
+            *slot = serde_json::from_str(last.get()).expect("an entry is JSON");
+        }
+        list.extend(parts.closing.iter().cloned());
+        let mut keys: Vec<&str> = parts.fields.keys().map(String::as_str).collect();
+        keys.insert(parts.fields_before_list(), parts.list_key);
+        assert!(keys.windows(2).all(|pair| pair[0] < pair[1]), "{keys:?}");
+        let mut body = parts.fields.clone();
+        body.insert(parts.list_key.to_owned(), Value::Array(list));
+        Value::Object(body)
+    }
+
     fn body(target: Target, messages: &[Message]) -> Value {
         let request = RenderRequest {
             model: "a-model",
@@ -443,10 +463,16 @@ mod tests {
             live_context: Some(LIVE),
         };
         let whole = render(target, &request);
-        let joined = Payload::render(target, &request).to_value();
+        let payload = Payload::render(target, &request);
+        let joined = payload.to_value();
         assert_eq!(
             whole, joined,
             "{target}: a payload ends its list as a render does"
+        );
+        assert_eq!(
+            from_parts(&payload.parts()),
+            joined,
+            "{target}: a payload's parts make its body"
         );
         whole
     }

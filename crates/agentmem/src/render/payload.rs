@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{raw_entries, Frame, Place, Target};
 use crate::base::message::MessageRef;
@@ -51,6 +51,11 @@ impl Segment {
     /// Whether the segment renders to no entries at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The segment's list entries, each as its JSON text.
+    pub fn entries(&self) -> &[Box<RawValue>] {
+        &self.entries
     }
 }
 
@@ -115,6 +120,21 @@ impl Payload {
         )
     }
 
+    /// The body taken apart, for a caller that builds its own objects from
+    /// it (a language binding) and keeps what it built for each segment: a
+    /// segment the next call shares is the same `Arc`, so it need not be
+    /// built again.
+    pub fn parts(&self) -> Parts<'_> {
+        Parts {
+            fields: &self.frame.head,
+            list_key: self.frame.list_key,
+            lead: &self.frame.lead,
+            segments: &self.segments,
+            last_entry: self.closed_last.as_deref(),
+            closing: &self.closing,
+        }
+    }
+
     /// The body as a JSON value (built once, then cloned).
     pub fn to_value(&self) -> Value {
         self.value().clone()
@@ -133,23 +153,50 @@ impl Payload {
     }
 }
 
+/// A [`Payload`]'s body in the order it is written (see [`Payload::parts`]):
+/// the fields before the message list, the list, the fields after it. The
+/// list is `lead`, then every segment's entries (the last of them replaced
+/// by `last_entry` when there is one), then `closing`.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts<'a> {
+    /// The body's fields other than the list, in the order they are written.
+    pub fields: &'a Map<String, Value>,
+    /// The list's field (`messages`, `input` or `contents`).
+    pub list_key: &'static str,
+    /// The list's entries before the segments' (Chat Completions' system message).
+    pub lead: &'a [Value],
+    /// The segments, in order; one shared with an earlier payload is the same `Arc`.
+    pub segments: &'a [Arc<Segment>],
+    /// The segments' last entry as this body sends it, when the list's end changes it.
+    pub last_entry: Option<&'a RawValue>,
+    /// The list's entries after the segments' (the live context's, for some APIs).
+    pub closing: &'a [Value],
+}
+
+impl Parts<'_> {
+    /// How many of [`Parts::fields`] are written before the list (a body
+    /// writes its fields in key order, the list among them).
+    pub fn fields_before_list(&self) -> usize {
+        self.fields
+            .keys()
+            .take_while(|key| key.as_str() <= self.list_key)
+            .count()
+    }
+}
+
 impl Serialize for Payload {
     /// The body's fields in key order (as a [`Value`] object writes them),
     /// the message list streamed from its segments.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let frame = &self.frame;
-        let list = List(self);
-        let mut map = serializer.serialize_map(Some(frame.head.len() + 1))?;
-        let mut list_written = false;
-        for (key, value) in &frame.head {
-            if !list_written && key.as_str() > frame.list_key {
-                map.serialize_entry(frame.list_key, &list)?;
-                list_written = true;
-            }
+        let parts = self.parts();
+        let before = parts.fields_before_list();
+        let mut map = serializer.serialize_map(Some(parts.fields.len() + 1))?;
+        for (key, value) in parts.fields.iter().take(before) {
             map.serialize_entry(key, value)?;
         }
-        if !list_written {
-            map.serialize_entry(frame.list_key, &list)?;
+        map.serialize_entry(parts.list_key, &List(self))?;
+        for (key, value) in parts.fields.iter().skip(before) {
+            map.serialize_entry(key, value)?;
         }
         map.end()
     }
