@@ -51,14 +51,14 @@
 
 use std::collections::HashMap;
 
-use agentmem::base::event::{parse_rfc3339, Media, REPLACES_HISTORY_TAG};
+use agentmem::base::event::{parse_rfc3339, REPLACES_HISTORY_TAG};
 use agentmem::{Event, TraceType, Usage};
 use serde_json::Value;
 
 use super::openai_messages::{content_text, parse_arguments};
 use super::responses::{call_id, input_images, reasoning_event, str_of, web_search_events};
 use crate::imported::{Imported, Skipped};
-use crate::record::{json_object_line, stable_id};
+use crate::record::{json_object_line, media, stable_id};
 
 /// User messages starting with these are context Codex injects, not the user
 /// typing: as user events they would open turns the user never started.
@@ -518,12 +518,7 @@ fn role_event(role: &str, text: String, images: Vec<String>) -> Mapped {
         "developer" | "system" => Event::system(text),
         other => return Err(format!("a message with unknown role {other:?}")),
     };
-    if !images.is_empty() {
-        event.media = Some(Media {
-            images,
-            ..Media::default()
-        });
-    }
+    event.media = media(images);
     Ok(vec![event])
 }
 
@@ -558,12 +553,7 @@ fn output_event(item: &Value) -> Mapped {
     } else {
         Event::tool_result(call_id, text)
     };
-    if !images.is_empty() {
-        event.media = Some(Media {
-            images,
-            ..Media::default()
-        });
-    }
+    event.media = media(images);
     Ok(vec![event])
 }
 

@@ -4,12 +4,11 @@
 //! becomes one assistant event (when it has text) and one tool call event per
 //! call; `{"role": "tool", "tool_call_id"}` becomes the tool result.
 
-use agentmem::base::event::Media;
 use agentmem::{Event, TraceType};
 use serde_json::Value;
 
 use crate::imported::{Imported, Skipped};
-use crate::record::stable_id;
+use crate::record::{media, stable_id};
 
 pub(super) fn parse(text: &str) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -54,12 +53,7 @@ pub(crate) fn message_events(message: &Value) -> Result<Vec<Event>, String> {
     let content = content_text(message.get("content"));
     let images = image_urls(message.get("content"));
     let with_images = |mut event: Event| {
-        if !images.is_empty() {
-            event.media = Some(Media {
-                images: images.clone(),
-                ..Media::default()
-            });
-        }
+        event.media = media(images.clone());
         event
     };
     let role = message.get("role").and_then(Value::as_str).unwrap_or("");
