@@ -537,6 +537,15 @@ pub enum ExportFormat {
     OpenaiMessages,
 }
 
+/// What the write-time guard does with tool outputs over its eviction threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LargeOutputs {
+    /// Evict them to a file, leaving a placeholder (the default policy).
+    Evict,
+    /// Truncate them, as outputs under the threshold are.
+    Truncate,
+}
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Events appended per durability mode (always is measured on a tenth of them).
@@ -583,8 +592,15 @@ pub struct BenchArgs {
     /// prepare (not timed): what a background compaction overlaps with.
     #[arg(long, default_value_t = 0)]
     pub model_latency_ms: u64,
+    /// What the workload's write-time guard does with tool outputs over its
+    /// eviction threshold: evict them to a file (the default setting), or
+    /// truncate them as it does smaller ones (the way to run the workload on
+    /// postgres, where eviction is not available yet).
+    #[arg(long, default_value = "evict")]
+    pub large_outputs: LargeOutputs,
     /// Load-test the HTTP API: concurrent clients on separate sessions,
-    /// then on one shared session, over loopback.
+    /// then on one shared session, over loopback, against `agentmem serve`
+    /// processes on the configured backend.
     #[arg(long)]
     pub serve: bool,
     /// Concurrent clients of the --serve load test.
@@ -593,6 +609,11 @@ pub struct BenchArgs {
     /// Turns each --serve client appends and prepares, per phase.
     #[arg(long, default_value_t = 50)]
     pub turns: usize,
+    /// With --serve: how many `agentmem serve` processes share the
+    /// clients, one run per number given (several need the postgres
+    /// backend: they share its database).
+    #[arg(long, num_args = 1.., default_value = "1", requires = "serve")]
+    pub servers: Vec<usize>,
     /// Skip the storage benchmarks (append, open, import).
     #[arg(long)]
     pub skip_storage: bool,

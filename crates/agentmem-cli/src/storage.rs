@@ -30,9 +30,10 @@ pub fn open(store: &Store, settings: &StorageConfig) -> agentmem::Result<Box<dyn
                     ),
                 })?;
             let redaction = store.config().redaction.unwrap_or_default();
-            Ok(Box::new(agentmem_postgres::PgStorage::connect(
-                url, redaction,
-            )?))
+            Ok(Box::new(
+                agentmem_postgres::PgStorage::connect(url, redaction)?
+                    .with_durability(store.durability()),
+            ))
         }
     }
 }

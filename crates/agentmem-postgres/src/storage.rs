@@ -9,7 +9,7 @@ use agentmem::files::meta::SessionMeta;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::redact::RedactionPolicy;
 use agentmem::storage::{Backend, EventCount, EventRange, SessionWriter, Storage};
-use agentmem::{AgentId, Error, Event, Result, SessionId};
+use agentmem::{AgentId, Durability, Error, Event, Result, SessionId};
 use postgres::{Client, GenericClient, NoTls};
 
 use crate::writer::PgWriter;
@@ -20,6 +20,8 @@ pub struct PgStorage {
     config: postgres::Config,
     url: DatabaseUrl,
     redaction: RedactionPolicy,
+    /// What a writer's commit waits for (see [`PgStorage::with_durability`]).
+    durability: Durability,
     /// Where reads, creations, forks and deletes go; writers have their own.
     reader: Mutex<Client>,
 }
@@ -56,8 +58,23 @@ impl PgStorage {
             config,
             url: url.clone(),
             redaction,
+            durability: Durability::default(),
             reader: Mutex::new(reader),
         })
+    }
+
+    /// Writers opened from now on commit with `durability`, as PostgreSQL's
+    /// `synchronous_commit` on their connection: `always` and `batch` set it
+    /// `on` (an append returns once its transaction is flushed to the
+    /// server's write-ahead log on disk; one transaction holds the whole
+    /// batch, so a batch cut short leaves none of it, in either mode);
+    /// `os` sets it `off` (an append returns before that flush: it survives
+    /// this process's crash, but a crash of the database server or its host
+    /// may lose the last appends, up to three times the server's
+    /// `wal_writer_delay`, 600 ms by default; never half a batch).
+    pub fn with_durability(mut self, durability: Durability) -> PgStorage {
+        self.durability = durability;
+        self
     }
 
     /// The database, its password masked.
@@ -77,19 +94,29 @@ impl PgStorage {
         client
             .batch_execute(&format!(
                 "SET tcp_keepalives_idle = {}; SET tcp_keepalives_interval = {}; \
-                 SET tcp_keepalives_count = {}; SET tcp_user_timeout = {}",
+                 SET tcp_keepalives_count = {}; SET tcp_user_timeout = {}; \
+                 SET synchronous_commit = {}",
                 crate::KEEPALIVE_IDLE.as_secs(),
                 crate::KEEPALIVE_INTERVAL.as_secs(),
                 crate::KEEPALIVE_COUNT,
                 crate::USER_TIMEOUT.as_millis(),
+                synchronous_commit(self.durability),
             ))
-            .map_err(|e| db_error("set the writer connection's keepalives", &e))?;
+            .map_err(|e| db_error("set up the writer connection", &e))?;
         let key = lock_key(agent, id);
         if !try_lock(&mut client, &key)? {
             return Err(locked_error(&mut client, id, &key));
         }
         let writer = PgWriter::open(client, agent.clone(), id.clone(), self.redaction)?;
         Ok(Box::new(writer))
+    }
+}
+
+/// The `synchronous_commit` setting of a writer with `durability`.
+fn synchronous_commit(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Always | Durability::Batch => "on",
+        Durability::Os => "off",
     }
 }
 
@@ -368,6 +395,30 @@ impl Rows {
     }
 }
 
+/// The statement inserting events as a session's rows: `$1` agent, `$2`
+/// session, `$3` archived, and the rows' columns as arrays ([`EventRows`]):
+/// `$4` seqs, `$5` event ids, `$6` lines. One round trip however many.
+pub(crate) const INSERT_EVENTS: &str =
+    "INSERT INTO agentmem_events (agent_id, session_id, seq, event_id, archived, line) \
+     SELECT $1, $2, s, i, $3, l FROM unnest($4::bigint[], $5::text[], $6::text[]) AS t(s, i, l)";
+
+/// Events as the columns of their rows, numbered from a first seq.
+pub(crate) struct EventRows {
+    pub(crate) seqs: Vec<i64>,
+    pub(crate) ids: Vec<String>,
+    pub(crate) lines: Vec<String>,
+}
+
+impl EventRows {
+    pub(crate) fn new(first_seq: i64, events: &[Event]) -> EventRows {
+        EventRows {
+            seqs: (first_seq..).take(events.len()).collect(),
+            ids: events.iter().map(|e| e.id.clone()).collect(),
+            lines: events.iter().map(line_of).collect(),
+        }
+    }
+}
+
 /// Inserts `events` as the session's rows from `first_seq` on.
 pub(crate) fn insert_events(
     client: &mut impl GenericClient,
@@ -380,20 +431,17 @@ pub(crate) fn insert_events(
     if events.is_empty() {
         return Ok(());
     }
-    let seqs: Vec<i64> = (first_seq..).take(events.len()).collect();
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let lines: Vec<String> = events.iter().map(line_of).collect();
+    let rows = EventRows::new(first_seq, events);
     client
         .execute(
-            "INSERT INTO agentmem_events (agent_id, session_id, seq, event_id, archived, line) \
-             SELECT $1, $2, s, i, $3, l FROM unnest($4::bigint[], $5::text[], $6::text[]) AS t(s, i, l)",
+            INSERT_EVENTS,
             &[
                 &agent.as_str(),
                 &id.as_str(),
                 &(archived == Archived::Yes),
-                &seqs,
-                &ids,
-                &lines,
+                &rows.seqs,
+                &rows.ids,
+                &rows.lines,
             ],
         )
         .map_err(|e| db_error("store events", &e))?;

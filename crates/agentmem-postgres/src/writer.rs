@@ -1,6 +1,12 @@
 //! A session's one writer on PostgreSQL: a connection of its own, holding
 //! the session's advisory lock, through which every write goes, so a
 //! writer whose connection died (and with it the lock) writes nothing more.
+//!
+//! An append costs two round trips whatever its size: the ids it names
+//! that the session holds already, then one statement that inserts the
+//! events and updates the session's row (a single statement is its own
+//! transaction: all of it or nothing). Both are prepared once, when the
+//! writer opens.
 
 use std::collections::HashSet;
 
@@ -11,10 +17,30 @@ use agentmem::redact::RedactionPolicy;
 use agentmem::storage::batch::Assigner;
 use agentmem::storage::{Appended, CompactionCommit, SessionWriter, SnapshotFields};
 use agentmem::{AgentId, Event, Result, SessionId, TraceType};
-use postgres::Client;
+use postgres::{Client, Statement};
 
 use crate::db_error;
-use crate::storage::{insert_events, lock_key, read_lines, read_meta, to_json, Archived, Rows};
+use crate::storage::{lock_key, read_lines, read_meta, to_json, EventRows, Rows, INSERT_EVENTS};
+
+/// Which of the ids `$3` the session (`$1`, `$2`) holds, archive included.
+const HELD_IDS: &str = "SELECT event_id FROM agentmem_events \
+     WHERE agent_id = $1 AND session_id = $2 AND event_id = ANY($3)";
+
+/// The events of [`INSERT_EVENTS`] (`$1`–`$6`) and, in the same statement,
+/// the session's description `$7` and next seq `$8`.
+fn append_statement() -> String {
+    format!(
+        "WITH inserted AS ({INSERT_EVENTS}) \
+         UPDATE agentmem_sessions SET meta = $7, next_seq = $8 \
+         WHERE agent_id = $1 AND session_id = $2"
+    )
+}
+
+/// The writer's statements, prepared on its connection.
+struct Prepared {
+    held_ids: Statement,
+    append: Statement,
+}
 
 /// The writer of one session (see the module docs).
 pub(crate) struct PgWriter {
@@ -26,6 +52,7 @@ pub(crate) struct PgWriter {
     /// The seq the next appended event gets.
     next_seq: i64,
     assigner: Assigner,
+    prepared: Prepared,
 }
 
 impl std::fmt::Debug for PgWriter {
@@ -55,7 +82,17 @@ impl PgWriter {
             )
             .map_err(|e| db_error("open a session for writing", &e))?
             .get(0);
+        let prepare = |client: &mut Client, sql: &str| {
+            client
+                .prepare(sql)
+                .map_err(|e| db_error("prepare a writer's statements", &e))
+        };
+        let prepared = Prepared {
+            held_ids: prepare(&mut client, HELD_IDS)?,
+            append: prepare(&mut client, &append_statement())?,
+        };
         Ok(PgWriter {
+            prepared,
             assigner: Assigner::new(&active),
             client,
             agent,
@@ -74,8 +111,7 @@ impl PgWriter {
         let rows = self
             .client
             .query(
-                "SELECT event_id FROM agentmem_events \
-                 WHERE agent_id = $1 AND session_id = $2 AND event_id = ANY($3)",
+                &self.prepared.held_ids,
                 &[&self.agent.as_str(), &self.id.as_str(), &named],
             )
             .map_err(|e| db_error("look up event ids", &e))?;
@@ -105,33 +141,25 @@ impl PgWriter {
         meta
     }
 
-    /// Stores `fresh` and the description it makes, in one transaction.
+    /// Stores `fresh` and the description it makes, in one statement.
     fn store(&mut self, fresh: &[Event], meta: &SessionMeta) -> Result<()> {
         let next_seq = self.next_seq + fresh.len() as i64;
-        let mut tx = self
-            .client
-            .transaction()
+        let rows = EventRows::new(self.next_seq, fresh);
+        self.client
+            .execute(
+                &self.prepared.append,
+                &[
+                    &self.agent.as_str(),
+                    &self.id.as_str(),
+                    &false,
+                    &rows.seqs,
+                    &rows.ids,
+                    &rows.lines,
+                    &to_json(meta),
+                    &next_seq,
+                ],
+            )
             .map_err(|e| db_error("append events", &e))?;
-        insert_events(
-            &mut tx,
-            &self.agent,
-            &self.id,
-            self.next_seq,
-            fresh,
-            Archived::No,
-        )?;
-        tx.execute(
-            "UPDATE agentmem_sessions SET meta = $3, next_seq = $4 \
-             WHERE agent_id = $1 AND session_id = $2",
-            &[
-                &self.agent.as_str(),
-                &self.id.as_str(),
-                &to_json(meta),
-                &next_seq,
-            ],
-        )
-        .map_err(|e| db_error("append events", &e))?;
-        tx.commit().map_err(|e| db_error("append events", &e))?;
         self.next_seq = next_seq;
         Ok(())
     }

@@ -5,11 +5,19 @@
 //! - the time to open a session of `--open-events` events, for writing and for reading;
 //! - import speed of the given transcript files (parse, and parse + store);
 //! - with `--history`, search index build rate and search and recall latency.
+//!
+//! Append throughput, the workload and the `--serve` load test run on the
+//! configured storage backend (`AGENTMEM_DATABASE_URL` or `[storage]`), so
+//! one command measures files or PostgreSQL on the same workload; each row
+//! names its backend.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use agentmem::{AgentId, Durability, Encoding, Event, Store};
+use agentmem::config::StorageConfig;
+use agentmem::storage::Backend;
+use agentmem::{AgentId, Config, Durability, Encoding, Event, Storage, Store};
 use agentmem_import as import;
 use serde_json::json;
 
@@ -19,7 +27,38 @@ use crate::output::{print_json, print_table};
 /// Events in one synthetic turn.
 const EVENTS_PER_TURN: usize = 6;
 
-pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyhow::Result<()> {
+/// Where the bench keeps its sessions: a fresh store under the bench's
+/// scratch folder, its sessions on the configured backend, under the
+/// agent of `--agent` (on a database they stay there).
+pub(super) struct Backing<'a> {
+    pub(super) settings: &'a StorageConfig,
+    pub(super) agent: &'a AgentId,
+}
+
+impl Backing<'_> {
+    pub(super) fn backend(&self) -> Backend {
+        self.settings.backend
+    }
+
+    /// A store at `root` with `config`, and the backend its sessions go to
+    /// (writing with the config's durability).
+    pub(super) fn open(
+        &self,
+        root: &Path,
+        config: Config,
+    ) -> anyhow::Result<(Store, Arc<dyn Storage>)> {
+        let store = Store::with_config(root, config);
+        let storage = crate::storage::open(&store, self.settings)?;
+        Ok((store, storage.into()))
+    }
+}
+
+pub fn run(
+    args: &BenchArgs,
+    backing: &Backing<'_>,
+    durability: Durability,
+    json_output: bool,
+) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let mut rows = Vec::new();
     if !args.skip_storage {
@@ -28,11 +67,18 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
             (Durability::Batch, args.events),
             (Durability::Always, (args.events / 10).max(EVENTS_PER_TURN)),
         ] {
-            rows.push(bench_append(dir.path(), durability, events)?);
+            rows.push(bench_append(backing, dir.path(), durability, events)?);
         }
-        rows.extend(bench_open(dir.path(), args.open_events)?);
-        for path in &args.import {
-            rows.push(bench_import(dir.path(), path)?);
+        match backing.backend() {
+            Backend::Files => {
+                rows.extend(bench_open(dir.path(), args.open_events)?);
+                for path in &args.import {
+                    rows.push(bench_import(dir.path(), path)?);
+                }
+            }
+            // Opening reads the whole log and import is refused there:
+            // both are measured on files.
+            Backend::Postgres => {}
         }
     }
     if let Some(path) = &args.tokens {
@@ -48,10 +94,15 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
     }
     if args.serve {
         rows.extend(super::bench_serve::run(
+            backing,
             dir.path(),
-            args.clients,
-            args.turns,
-            &args.model,
+            durability,
+            &super::bench_serve::Load {
+                servers: &args.servers,
+                clients: args.clients,
+                turns: args.turns,
+                model: &args.model,
+            },
         )?);
     }
     if let Some(path) = &args.workload {
@@ -61,8 +112,18 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
             durability,
             compaction_timing: args.compaction_timing,
             model_latency: std::time::Duration::from_millis(args.model_latency_ms),
+            large_outputs: args.large_outputs,
         };
-        rows.extend(super::bench_workload::run(dir.path(), path, &setup)?);
+        rows.extend(super::bench_workload::run(
+            backing,
+            dir.path(),
+            path,
+            &setup,
+        )?);
+    }
+    let backend = backing.backend().name();
+    for row in &mut rows {
+        row["backend"] = json!(backend);
     }
     if json_output {
         return print_json(&rows);
@@ -72,22 +133,26 @@ pub fn run(args: &BenchArgs, durability: Durability, json_output: bool) -> anyho
         .map(|r| {
             vec![
                 r["bench"].as_str().unwrap_or_default().to_owned(),
+                r["backend"].as_str().unwrap_or_default().to_owned(),
                 r["figure"].as_str().unwrap_or_default().to_owned(),
                 r["detail"].as_str().unwrap_or_default().to_owned(),
             ]
         })
         .collect();
-    print_table(&["BENCH", "FIGURE", "DETAIL"], &table);
+    print_table(&["BENCH", "BACKEND", "FIGURE", "DETAIL"], &table);
     Ok(())
 }
 
 fn bench_append(
+    backing: &Backing<'_>,
     root: &Path,
     durability: Durability,
     events: usize,
 ) -> anyhow::Result<serde_json::Value> {
-    let store = Store::open(root.join(format!("append-{durability:?}")), durability)?;
-    let mut session = store.create_session(&AgentId::default(), None)?;
+    let mut config = Config::default();
+    config.storage.durability = durability;
+    let (store, storage) = backing.open(&root.join(format!("append-{durability:?}")), config)?;
+    let mut session = store.create_session_in(&storage, backing.agent, None)?;
     let turns = synthetic_turns(events.div_ceil(EVENTS_PER_TURN));
     let bytes: usize = turns.iter().flatten().map(|e| e.content.len()).sum();
     let started = Instant::now();
@@ -103,13 +168,24 @@ fn bench_append(
     Ok(json!({
         "bench": format!("append ({})", format!("{durability:?}").to_lowercase()),
         "figure": format!("{:.0} events/s", count as f64 / seconds),
-        "detail": format!("{count} events, {:.1} MB of content, {:.1} MB/s, {:.1} µs/turn; search index caught up at {:.0} events/s",
-            mb(bytes), mb(bytes) / seconds, seconds * 1e6 * EVENTS_PER_TURN as f64 / count as f64,
+        "detail": format!("{}; {count} events, {:.1} MB of content, {:.1} MB/s, {:.1} µs/turn; search index caught up at {:.0} events/s",
+            durability_means(backing.backend(), durability), mb(bytes), mb(bytes) / seconds, seconds * 1e6 * EVENTS_PER_TURN as f64 / count as f64,
             count as f64 / indexed_seconds),
         "events": count,
         "events_per_second": count as f64 / seconds,
         "indexed_events_per_second": count as f64 / indexed_seconds,
     }))
+}
+
+/// What a durability mode does on `backend`.
+fn durability_means(backend: Backend, durability: Durability) -> &'static str {
+    match (backend, durability) {
+        (Backend::Files, Durability::Os) => "no fsync",
+        (Backend::Files, Durability::Batch) => "fsync per ingest",
+        (Backend::Files, Durability::Always) => "fsync per ingest and per batch record",
+        (Backend::Postgres, Durability::Os) => "synchronous_commit off",
+        (Backend::Postgres, Durability::Batch | Durability::Always) => "synchronous_commit on",
+    }
 }
 
 fn bench_open(root: &Path, events: usize) -> anyhow::Result<Vec<serde_json::Value>> {

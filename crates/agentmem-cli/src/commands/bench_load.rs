@@ -5,6 +5,12 @@
 //!
 //! Every client also sends one batch twice, as a client retrying after a
 //! timeout would: the retry must be recognised by its event ids.
+//!
+//! With several servers (on one database) client `c` starts on server
+//! `c mod n`. A server keeps a session it wrote to open, holding its lock,
+//! so a session is written through one server at a time: a client another
+//! server turns away (`423 locked`) goes on to the next server, as the
+//! service's clients are told to, and the report counts those redirects.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -15,8 +21,8 @@ use serde_json::{json, Value};
 /// What to run.
 #[derive(Debug, Clone)]
 pub(crate) struct LoadOptions {
-    /// `http://host:port` of the server.
-    pub(crate) base_url: String,
+    /// `http://host:port` of each server, all on the same sessions.
+    pub(crate) base_urls: Vec<String>,
     pub(crate) token: Option<String>,
     pub(crate) clients: usize,
     /// Turns each client appends (and prepares after) in each phase.
@@ -30,6 +36,7 @@ pub(crate) struct LoadOptions {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct PhaseReport {
     pub(crate) phase: &'static str,
+    pub(crate) servers: usize,
     pub(crate) clients: usize,
     pub(crate) sessions: usize,
     pub(crate) requests: usize,
@@ -41,6 +48,9 @@ pub(crate) struct PhaseReport {
     pub prepare_p50_ms: f64,
     pub prepare_p99_ms: f64,
     pub(crate) errors: usize,
+    /// Requests a server turned away because another one holds the
+    /// session (each then sent to the next server).
+    pub(crate) redirects: usize,
     /// Events the clients sent once (retries not counted).
     pub(crate) events_sent: usize,
     /// Events the logs hold afterwards.
@@ -65,7 +75,11 @@ pub(crate) enum LoadError {
 /// Runs the separate-sessions phase, then the shared-session phase.
 pub(crate) fn run(options: &LoadOptions) -> Result<Vec<PhaseReport>, LoadError> {
     let client = Client::new(options);
-    let run_id = format!("load-{}", std::process::id());
+    // Unique to this run, so runs against one database never share sessions.
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let run_id = format!("load-{}-{}", std::process::id(), started.as_micros());
     let separate: Vec<String> = (0..options.clients)
         .map(|c| format!("{run_id}-client-{c}"))
         .collect();
@@ -83,9 +97,17 @@ fn phase(
     name: &'static str,
     sessions: &[String],
 ) -> Result<PhaseReport, LoadError> {
-    let distinct: BTreeSet<&String> = sessions.iter().collect();
-    for session in &distinct {
-        client.call("POST", "/v1/sessions", &json!({"session": session}))?;
+    let mut created = BTreeSet::new();
+    for (c, session) in sessions.iter().enumerate() {
+        // Through the server of the session's first client.
+        if created.insert(session) {
+            client.call(
+                client.home(c),
+                "POST",
+                "/v1/sessions",
+                &json!({"session": session}),
+            )?;
+        }
     }
     let started = Instant::now();
     let outcomes: Vec<ClientOutcome> = std::thread::scope(|scope| {
@@ -123,8 +145,9 @@ fn phase(
     let requests = appends.len() + prepares.len();
     Ok(PhaseReport {
         phase: name,
+        servers: client.bases.len(),
         clients: sessions.len(),
-        sessions: distinct.len(),
+        sessions: created.len(),
         requests,
         seconds,
         requests_per_second: requests as f64 / seconds,
@@ -134,6 +157,7 @@ fn phase(
         prepare_p50_ms: percentile(&prepares, 0.50),
         prepare_p99_ms: percentile(&prepares, 0.99),
         errors: outcomes.iter().map(|o| o.errors).sum(),
+        redirects: outcomes.iter().map(|o| o.redirects).sum(),
         events_sent: audit.sent,
         events_logged: audit.logged,
         events_lost: audit.lost,
@@ -147,6 +171,7 @@ struct ClientOutcome {
     append_ms: Vec<f64>,
     prepare_ms: Vec<f64>,
     errors: usize,
+    redirects: usize,
 }
 
 /// One client's agent loop: a turn of four events, then a prepare.
@@ -159,6 +184,7 @@ fn walk(
     started: Instant,
 ) -> ClientOutcome {
     let mut outcome = ClientOutcome::default();
+    let mut server = client.home(c);
     let events_path = format!("/v1/sessions/{session}/events");
     let prepare_path = format!("/v1/sessions/{session}/prepare");
     for turn in 0..options.turns_per_client {
@@ -166,7 +192,8 @@ fn walk(
             break;
         }
         let batch = turn_events(phase, c, turn);
-        let (elapsed, ok) = client.timed("POST", &events_path, &json!({"events": batch}));
+        let body = json!({"events": batch});
+        let (elapsed, ok) = client.timed(&mut server, &mut outcome, "POST", &events_path, &body);
         outcome.append_ms.push(elapsed);
         if ok {
             outcome.event_ids.extend(
@@ -179,10 +206,11 @@ fn walk(
         }
         if turn == 0 {
             // The retry of a batch that already landed.
-            let (_, ok) = client.timed("POST", &events_path, &json!({"events": batch}));
+            let (_, ok) = client.timed(&mut server, &mut outcome, "POST", &events_path, &body);
             outcome.errors += usize::from(!ok);
         }
-        let (elapsed, ok) = client.timed("POST", &prepare_path, &json!({"model": options.model}));
+        let body = json!({"model": options.model});
+        let (elapsed, ok) = client.timed(&mut server, &mut outcome, "POST", &prepare_path, &body);
         outcome.prepare_ms.push(elapsed);
         outcome.errors += usize::from(!ok);
     }
@@ -237,10 +265,13 @@ fn percentile(samples: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
+/// The status a server answers when another server holds the session.
+const LOCKED: u16 = 423;
+
 /// A small JSON client over one keep-alive connection pool.
 struct Client {
     agent: ureq::Agent,
-    base_url: String,
+    bases: Vec<String>,
     token: Option<String>,
 }
 
@@ -250,23 +281,58 @@ impl Client {
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(60)))
             .max_idle_connections_per_host(options.clients.max(1))
+            .max_idle_connections(options.clients.max(1) * options.base_urls.len().max(1))
             .build();
         Client {
             agent: config.into(),
-            base_url: options.base_url.trim_end_matches('/').to_owned(),
+            bases: options
+                .base_urls
+                .iter()
+                .map(|url| url.trim_end_matches('/').to_owned())
+                .collect(),
             token: options.token.clone(),
         }
     }
 
-    /// Milliseconds taken, and whether the answer was a success.
-    fn timed(&self, method: &str, path: &str, body: &Value) -> (f64, bool) {
-        let started = Instant::now();
-        let ok = self.call(method, path, body).is_ok();
-        (started.elapsed().as_secs_f64() * 1e3, ok)
+    /// The server client `c` starts on.
+    fn home(&self, c: usize) -> usize {
+        c % self.bases.len().max(1)
     }
 
-    fn call(&self, method: &str, path: &str, body: &Value) -> Result<Value, LoadError> {
-        let url = format!("{}{path}", self.base_url);
+    /// Sends through `server`, going on to the next server while one turns
+    /// the request away as locked (`server` is then the one that took it):
+    /// milliseconds taken in all, and whether the answer was a success.
+    fn timed(
+        &self,
+        server: &mut usize,
+        outcome: &mut ClientOutcome,
+        method: &str,
+        path: &str,
+        body: &Value,
+    ) -> (f64, bool) {
+        let started = Instant::now();
+        let mut answer = self.call(*server, method, path, body);
+        for _ in 1..self.bases.len() {
+            match answer {
+                Err(LoadError::Status { status: LOCKED, .. }) => {
+                    outcome.redirects += 1;
+                    *server = (*server + 1) % self.bases.len();
+                    answer = self.call(*server, method, path, body);
+                }
+                _ => break,
+            }
+        }
+        (started.elapsed().as_secs_f64() * 1e3, answer.is_ok())
+    }
+
+    fn call(
+        &self,
+        server: usize,
+        method: &str,
+        path: &str,
+        body: &Value,
+    ) -> Result<Value, LoadError> {
+        let url = format!("{}{path}", self.bases[server]);
         let failed = |e: ureq::Error| LoadError::Request {
             url: url.clone(),
             message: e.to_string(),
@@ -306,6 +372,7 @@ impl Client {
     /// The ids of every event in the session's history.
     fn logged_ids(&self, session: &str) -> Result<Vec<String>, LoadError> {
         let history = self.call(
+            0,
             "GET",
             &format!("/v1/sessions/{session}/events"),
             &Value::Null,
@@ -347,7 +414,7 @@ mod tests {
         };
         let server = HttpServer::bind(service, options).unwrap();
         let options = LoadOptions {
-            base_url: format!("http://{}", server.local_addr()),
+            base_urls: vec![format!("http://{}", server.local_addr())],
             token: None,
             clients: 6,
             turns_per_client: 8,

@@ -7,9 +7,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use agentmem::pipeline::guard::GuardPolicy;
 use agentmem::pipeline::strategy::CompactionTiming;
-use agentmem::{AgentId, Durability, Event, PrepareRequest, Store, Target};
+use agentmem::{Config, Durability, Event, PrepareRequest, Target};
 use serde_json::json;
+
+use super::bench::Backing;
+use crate::cli::LargeOutputs;
 
 use crate::measure::{median, set_input_budget};
 
@@ -31,16 +35,28 @@ pub struct Setup<'a> {
     pub compaction_timing: CompactionTiming,
     /// How long the agent waits for its model after each prepare (not timed).
     pub model_latency: Duration,
+    /// What the write-time guard does with outputs over its eviction threshold.
+    pub large_outputs: LargeOutputs,
 }
 
 pub fn run(
+    backing: &Backing<'_>,
     root: &Path,
     workload: &Path,
     setup: &Setup<'_>,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let turns = read_turns(workload)?;
-    let store = Store::open(root.join("workload"), setup.durability)?;
-    let mut session = store.create_session(&AgentId::default(), None)?;
+    let mut config = Config::default();
+    config.storage.durability = setup.durability;
+    config.guard = Some(GuardPolicy {
+        evict_over_tokens: match setup.large_outputs {
+            LargeOutputs::Evict => GuardPolicy::default().evict_over_tokens,
+            LargeOutputs::Truncate => None,
+        },
+        ..GuardPolicy::default()
+    });
+    let (store, storage) = backing.open(&root.join("workload"), config)?;
+    let mut session = store.create_session_in(&storage, backing.agent, None)?;
     let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
     set_input_budget(&mut request, &store, setup.budget);
     request.context.compaction_timing = Some(setup.compaction_timing);
@@ -75,12 +91,16 @@ pub fn run(
             "bench": "workload budget",
             "figure": format!("{over_budget} turns over budget"),
             "detail": format!(
-                "input budget {} tokens, largest context {} tokens, {estimated_turns} turns sent with estimated counts, durability {}, compaction {}, model latency {} ms",
+                "input budget {} tokens, largest context {} tokens, {estimated_turns} turns sent with estimated counts, durability {}, compaction {}, model latency {} ms, large tool outputs {}",
                 setup.budget,
                 stats_tokens.iter().max().copied().unwrap_or(0),
                 setup.durability,
                 setup.compaction_timing.name(),
-                setup.model_latency.as_millis()
+                setup.model_latency.as_millis(),
+                match setup.large_outputs {
+                    LargeOutputs::Evict => "evicted",
+                    LargeOutputs::Truncate => "truncated",
+                }
             ),
             "turns_over_budget": over_budget,
             "turns_estimated": estimated_turns,

@@ -278,7 +278,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Replay(args) => replay::run(&ctx, &args),
-        Command::Bench(args) => bench::run(&args, ctx.store.durability(), ctx.json),
+        Command::Bench(args) => bench::run(
+            &args,
+            &bench::Backing {
+                settings: &ctx.store.config().storage,
+                agent: &ctx.agent,
+            },
+            ctx.store.durability(),
+            ctx.json,
+        ),
         Command::Migrate(args) => migrate::run(&ctx, &args),
     }
 }
