@@ -198,6 +198,10 @@ def figures(seconds: list[float]) -> dict:
         "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3),
         "first_100_mean_ms": round(statistics.fmean(s * 1000 for s in seconds[:window]), 3),
         "last_100_mean_ms": round(statistics.fmean(s * 1000 for s in seconds[-window:]), 3),
+        # Past the first turn (the session and its search index created).
+        "first_100_mean_past_turn_1_ms": round(statistics.fmean(s * 1000 for s in seconds[1 : window + 1]), 3),
+        "first_100_median_ms": round(statistics.median(s * 1000 for s in seconds[:window]), 3),
+        "last_100_median_ms": round(statistics.median(s * 1000 for s in seconds[-window:]), 3),
     }
 
 
