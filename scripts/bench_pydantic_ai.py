@@ -30,7 +30,7 @@ Over budget: agentmem's view by the engine's own count (``context_tokens`` >
     pip install agentmem-engine pydantic-ai-slim==2.68.0 tiktoken==0.14.0 \\
         "summarization-pydantic-ai[hybrid]==0.1.0"       # pydantic-ai-middleware 0.2.4
     python3 ../shared/bench/workload.py --turns 200 --seed 1 --out /tmp/workload-200.jsonl
-    python3 scripts/bench_pydantic_ai.py /tmp/workload-200.jsonl [--turns N] [--durability os] [--engine-calls in-event-loop]
+    python3 scripts/bench_pydantic_ai.py /tmp/workload-200.jsonl [--turns N] [--durability os] [--engine-calls in-event-loop] [--peer none]
 
 pydantic-ai-middleware 0.2.4 (the middleware's base class) imports a module
 pydantic-ai 2 no longer has (``pydantic_ai.builtin_tools``) from its package's
@@ -150,7 +150,7 @@ class _NoTools:
     model = None
 
 
-async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> dict:
+async def run(turns: list[list[dict]], durability: str, engine_calls: str, peer: str) -> dict:
     import agentmem
     from agentmem.integrations.pydantic_ai import AgentmemHistoryProcessor, EngineCalls
 
@@ -219,6 +219,8 @@ async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> di
     for number, events in enumerate(turns):
         # The two take turns going first.
         order = (agentmem_turn, middleware_turn) if number % 2 == 0 else (middleware_turn, agentmem_turn)
+        if peer == "none":
+            order = (agentmem_turn,)
         for turn in order:
             await turn(events)
     processor.close()
@@ -234,8 +236,8 @@ async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> di
             "compactions": compactions_ours,
             "input_budget": processor.last_usage.input_budget,
         },
-        "middleware": figures(theirs) | {"over_budget": over_theirs, "compactions": middleware.compression_count},
-        "p50_ratio": statistics.median(theirs) / statistics.median(ours),
+        "middleware": theirs and figures(theirs) | {"over_budget": over_theirs, "compactions": middleware.compression_count},
+        "p50_ratio": theirs and statistics.median(theirs) / statistics.median(ours),
     }
 
 
@@ -262,10 +264,13 @@ def main() -> None:
         "--engine-calls", choices=["auto", "worker-thread", "in-event-loop"], default="auto", help="the processor's (default: auto)"
     )
     parser.add_argument("--durability", choices=["always", "batch", "os"], default="batch", help="agentmem's (default: batch)")
+    parser.add_argument(
+        "--peer", choices=["middleware", "none"], default="middleware", help="none: agentmem alone, without the middleware's calls in between"
+    )
     arguments = parser.parse_args()
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", offline_cache())
     turns = turns_of(arguments.workload)[: arguments.turns]
-    print(json.dumps(asyncio.run(run(turns, arguments.durability, arguments.engine_calls)), indent=2))
+    print(json.dumps(asyncio.run(run(turns, arguments.durability, arguments.engine_calls, arguments.peer)), indent=2))
 
 
 if __name__ == "__main__":
