@@ -21,6 +21,7 @@ of their own (applied by the next turn's view).
 
     python3 scripts/bench_openai_agents.py                 # 200 turns
     python3 scripts/bench_openai_agents.py --turns 2000    # the long run (minutes)
+    python3 scripts/bench_openai_agents.py --peer none     # agentmem alone
 
 Needs ``agentmem-engine``, ``openai-agents`` and ``tiktoken`` (tiktoken's
 o200k_base rank file offline: see ../shared/bench/README.md); the workload
@@ -130,7 +131,7 @@ def trim_to_budget(items: list, counter: Counter) -> list:
     return items[cut:]
 
 
-async def replay(turns: list[list[dict]], folder: Path, counting: str, durability: str, timing: str) -> dict:
+async def replay(turns: list[list[dict]], folder: Path, counting: str, durability: str, timing: str, peer: str) -> dict:
     from agents import SQLiteSession
 
     import agentmem
@@ -177,6 +178,8 @@ async def replay(turns: list[list[dict]], folder: Path, counting: str, durabilit
 
     for number, items in enumerate(turns):
         order = (agentmem_turn, sdk_turn) if number % 2 == 0 else (sdk_turn, agentmem_turn)
+        if peer == "none":
+            order = (agentmem_turn,)
         for run in order:
             await run(items)
     history = len(ours.history())
@@ -191,13 +194,20 @@ async def replay(turns: list[list[dict]], folder: Path, counting: str, durabilit
 
 
 def figures(seconds: list[float]) -> dict:
-    ms = sorted(s * 1000 for s in seconds)
+    ms_in_order = [s * 1000 for s in seconds]
+    ms = sorted(ms_in_order)
     window = min(100, len(ms) // 2)
     return {
         "p50_ms": round(statistics.median(ms), 3),
+        # The median of each tenth of the run, to see whether the cost grows with the history.
+        "median_by_tenth_ms": [round(statistics.median(ms_in_order[i * len(ms) // 10 : (i + 1) * len(ms) // 10]), 2) for i in range(10)],
         "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3),
         "first_100_mean_ms": round(statistics.fmean(s * 1000 for s in seconds[:window]), 3),
         "last_100_mean_ms": round(statistics.fmean(s * 1000 for s in seconds[-window:]), 3),
+        # Past the first turn (the session and its search index created).
+        "first_100_mean_past_turn_1_ms": round(statistics.fmean(s * 1000 for s in seconds[1 : window + 1]), 3),
+        "first_100_median_ms": round(statistics.median(s * 1000 for s in seconds[:window]), 3),
+        "last_100_median_ms": round(statistics.median(s * 1000 for s in seconds[-window:]), 3),
     }
 
 
@@ -218,13 +228,20 @@ def main() -> None:
         default="inline",
         help="agentmem's: compactions drafted in the turn that finds them due, or on a thread while the next runs",
     )
+    parser.add_argument(
+        "--peer",
+        choices=["sqlite-session", "none"],
+        default="sqlite-session",
+        help="none: agentmem alone, to see its own cost without the SDK's turns in between",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-openai-agents-") as folder:
         turns = workload_turns(args.turns, args.seed, Path(folder))
         result = asyncio.run(
-            replay(turns, Path(folder), args.counting, args.durability, args.compaction_timing)
+            replay(turns, Path(folder), args.counting, args.durability, args.compaction_timing, args.peer)
         )
-    ours, sdk = figures(result["times"]["agentmem"]), figures(result["times"]["sdk"])
+    ours = figures(result["times"]["agentmem"])
+    sdk = figures(result["times"]["sdk"]) if args.peer == "sqlite-session" else None
     report = {
         "turns": args.turns,
         "seed": args.seed,
@@ -233,9 +250,9 @@ def main() -> None:
         "durability": args.durability,
         "agentmem_compaction_timing": args.compaction_timing,
         "agentmem": ours | {"over_budget": result["over"]["agentmem"], "largest_tokens": result["largest"]["agentmem"]},
-        "sdk_sqlite_trimming": sdk | {"over_budget": result["over"]["sdk"], "largest_tokens": result["largest"]["sdk"]},
-        "p50_ratio": round(sdk["p50_ms"] / ours["p50_ms"], 1),
-        "p99_ratio": round(sdk["p99_ms"] / ours["p99_ms"], 1),
+        "sdk_sqlite_trimming": sdk and sdk | {"over_budget": result["over"]["sdk"], "largest_tokens": result["largest"]["sdk"]},
+        "p50_ratio": sdk and round(sdk["p50_ms"] / ours["p50_ms"], 1),
+        "p99_ratio": sdk and round(sdk["p99_ms"] / ours["p99_ms"], 1),
         "agentmem_history_events": result["history_events"],
         "agentmem_slowest_turns": result["slowest"],
     }

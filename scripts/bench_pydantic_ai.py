@@ -3,18 +3,18 @@
 summarization-pydantic-ai's ContextManagerMiddleware, on the shared workload.
 
 Both are pydantic-ai history processors, run alternately turn by turn in one
-process, each on its own copy of the conversation, as an agent drives them:
-append the turn's messages (the user prompt, each tool call and its return,
+process (taking turns going first), each on its own copy of the conversation,
+as an agent drives them: append the turn's messages (the user prompt, each tool call and its return,
 the reply) to the history the processor returned last time, then run the
 processor once, as before the next model call. Timed: the processor call
 (persisting, counting, compacting, building the view), nothing else; for
 agentmem also split into the engine's step (append, compact, prepare, the
-payload's JSON across; on a worker thread) and the adapter's own work
-(converting messages to events and the view back to messages, the thread hop).
+payload's JSON across) and the adapter's own work (converting messages to
+events and the view back to messages, any thread hop).
 
-- agentmem: ``AgentmemHistoryProcessor`` (``--engine-calls``: the engine on a
-  worker thread, the default, or in the event loop) over a session on disk (durability
-  ``--durability``: "batch", the default, fsyncs each call's appends; "os",
+- agentmem: ``AgentmemHistoryProcessor`` (``--engine-calls``: ``auto``, the
+  default, in the event loop unless the call may block; ``worker-thread``;
+  ``in-event-loop``) over a session on disk (durability ``--durability``: "batch", the default, fsyncs each call's appends; "os",
   like messages.json here, leaves it to the OS), a 128,000-token input
   budget, the engine's exact o200k_base counting and its default
   (extractive) summarizer.
@@ -30,7 +30,7 @@ Over budget: agentmem's view by the engine's own count (``context_tokens`` >
     pip install agentmem-engine pydantic-ai-slim==2.68.0 tiktoken==0.14.0 \\
         "summarization-pydantic-ai[hybrid]==0.1.0"       # pydantic-ai-middleware 0.2.4
     python3 ../shared/bench/workload.py --turns 200 --seed 1 --out /tmp/workload-200.jsonl
-    python3 scripts/bench_pydantic_ai.py /tmp/workload-200.jsonl [--turns N] [--durability os] [--engine-calls in-event-loop]
+    python3 scripts/bench_pydantic_ai.py /tmp/workload-200.jsonl [--turns N] [--durability os] [--engine-calls in-event-loop] [--peer none]
 
 pydantic-ai-middleware 0.2.4 (the middleware's base class) imports a module
 pydantic-ai 2 no longer has (``pydantic_ai.builtin_tools``) from its package's
@@ -150,7 +150,7 @@ class _NoTools:
     model = None
 
 
-async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> dict:
+async def run(turns: list[list[dict]], durability: str, engine_calls: str, peer: str) -> dict:
     import agentmem
     from agentmem.integrations.pydantic_ai import AgentmemHistoryProcessor, EngineCalls
 
@@ -171,16 +171,21 @@ async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> di
         engine_calls=EngineCalls(engine_calls),
     )
     engine: list[float] = []
-    step = processor._step
+    native = processor.session.sync
+    spent = [0.0]
 
-    def timed_step(*arguments):  # noqa: ANN002
-        started = time.perf_counter()
-        try:
-            return step(*arguments)
-        finally:
-            engine.append((time.perf_counter() - started) * 1000)
+    def timed(method):  # noqa: ANN001, ANN202
+        def call(*arguments, **settings):  # noqa: ANN002, ANN003
+            started = time.perf_counter()
+            try:
+                return method(*arguments, **settings)
+            finally:
+                spent[0] += (time.perf_counter() - started) * 1000
 
-    processor._step = timed_step  # the engine's part of each call: append, compact, prepare, JSON across
+        return call
+
+    # The engine's part of each call (append, compact, prepare, the JSON across), on this session object only.
+    native.ingest, native.compact, native.prepare = timed(native.ingest), timed(native.compact), timed(native.prepare)
     counter = memo_counter()
     middleware = Middleware(max_tokens=BUDGET, token_counter=counter, messages_path=str(folder / "messages.json"))
     context = _NoTools()
@@ -190,21 +195,34 @@ async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> di
     over_ours = over_theirs = compactions_ours = 0
     history_ours: list = []
     history_theirs: list = []
-    for events in turns:
-        new = turn_messages(events)
-        history_ours = [*history_ours, *new]
+
+    async def agentmem_turn(events: list[dict]) -> None:
+        nonlocal history_ours, over_ours, compactions_ours
+        history_ours = [*history_ours, *turn_messages(events)]
+        spent[0] = 0.0
         started = time.perf_counter()
         history_ours = await processor(context, history_ours)
         ours.append((time.perf_counter() - started) * 1000)
+        engine.append(spent[0])
         usage = processor.last_usage
         over_ours += usage.context_tokens > usage.input_budget
         compactions_ours += usage.compacted.value != "none"
 
+    async def middleware_turn(events: list[dict]) -> None:
+        nonlocal history_theirs, over_theirs
         history_theirs = [*history_theirs, *turn_messages(events)]
         started = time.perf_counter()
         history_theirs = await middleware(history_theirs)
         theirs.append((time.perf_counter() - started) * 1000)
         over_theirs += counter(history_theirs) > BUDGET
+
+    for number, events in enumerate(turns):
+        # The two take turns going first.
+        order = (agentmem_turn, middleware_turn) if number % 2 == 0 else (middleware_turn, agentmem_turn)
+        if peer == "none":
+            order = (agentmem_turn,)
+        for turn in order:
+            await turn(events)
     processor.close()
     return {
         "turns": len(turns),
@@ -216,10 +234,10 @@ async def run(turns: list[list[dict]], durability: str, engine_calls: str) -> di
             "adapter_p50_ms": round(statistics.median(o - e for o, e in zip(ours, engine)), 3),
             "over_budget": over_ours,
             "compactions": compactions_ours,
-            "input_budget": usage.input_budget,
+            "input_budget": processor.last_usage.input_budget,
         },
-        "middleware": figures(theirs) | {"over_budget": over_theirs, "compactions": middleware.compression_count},
-        "p50_ratio": statistics.median(theirs) / statistics.median(ours),
+        "middleware": theirs and figures(theirs) | {"over_budget": over_theirs, "compactions": middleware.compression_count},
+        "p50_ratio": theirs and statistics.median(theirs) / statistics.median(ours),
     }
 
 
@@ -229,6 +247,7 @@ def figures(ms: list[float]) -> dict:
         "p50_ms": round(statistics.median(ms), 3),
         "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
         "first_100_mean_ms": round(statistics.fmean(ms[:100]), 3),
+        "first_100_mean_past_turn_1_ms": round(statistics.fmean(ms[1:101]), 3),
         "last_100_mean_ms": round(statistics.fmean(ms[-100:]), 3),
         "first_100_median_ms": round(statistics.median(ms[:100]), 3),
         "last_100_median_ms": round(statistics.median(ms[-100:]), 3),
@@ -242,13 +261,16 @@ def main() -> None:
     parser.add_argument("workload", help="a JSONL file written by ../shared/bench/workload.py")
     parser.add_argument("--turns", type=int, help="only the first N turns")
     parser.add_argument(
-        "--engine-calls", choices=["worker-thread", "in-event-loop"], default="worker-thread", help="the processor's (default: worker-thread)"
+        "--engine-calls", choices=["auto", "worker-thread", "in-event-loop"], default="auto", help="the processor's (default: auto)"
     )
     parser.add_argument("--durability", choices=["always", "batch", "os"], default="batch", help="agentmem's (default: batch)")
+    parser.add_argument(
+        "--peer", choices=["middleware", "none"], default="middleware", help="none: agentmem alone, without the middleware's calls in between"
+    )
     arguments = parser.parse_args()
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", offline_cache())
     turns = turns_of(arguments.workload)[: arguments.turns]
-    print(json.dumps(asyncio.run(run(turns, arguments.durability, arguments.engine_calls)), indent=2))
+    print(json.dumps(asyncio.run(run(turns, arguments.durability, arguments.engine_calls, arguments.peer)), indent=2))
 
 
 if __name__ == "__main__":

@@ -151,6 +151,11 @@ class AsyncStore:
         """The agent whose sessions and memory this store works on."""
         return self.sync.agent
 
+    @property
+    def durability(self) -> str:
+        """When appends reach the disk: ``"always"``, ``"batch"`` or ``"os"``."""
+        return self.sync.durability
+
     async def create_session(self, id: str | None = None) -> AsyncSession:
         """See :meth:`Store.create_session`."""
         return AsyncSession(await asyncio.to_thread(self.sync.create_session, id))

@@ -416,6 +416,11 @@ class Store:
         """The agent whose sessions and memory this store works on."""
         return self._native.agent
 
+    @property
+    def durability(self) -> Durability:
+        """When appends reach the disk: ``"always"``, ``"batch"`` or ``"os"`` (the argument, else ``config.toml``, else ``batch``)."""
+        return self._native.durability  # type: ignore[return-value]
+
     def create_session(self, id: str | None = None) -> Session:
         """A new, empty session open for writing (a fresh id when ``id`` is ``None``).
 

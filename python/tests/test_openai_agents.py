@@ -33,7 +33,7 @@ from agentmem.integrations.openai_agents import (  # noqa: E402
     RunNotInSession,
     UnreadableItem,
 )
-from conftest import REPO  # noqa: E402
+from conftest import REPO, record_threads  # noqa: E402
 from model_server import ModelServer, count_tokens  # noqa: E402
 
 set_tracing_disabled(True)
@@ -287,6 +287,23 @@ def test_a_bad_item_writes_nothing(data_dir: Path) -> None:
         session.add(["hello"])
     assert session.history() == []
     session.close()
+
+
+@pytest.mark.parametrize("durability", ["os", "batch"])
+def test_engine_calls_stay_in_the_event_loop_unless_they_may_block(data_dir: Path, durability: str) -> None:
+    session = AgentmemSession("threads", store=agentmem.Store(data_dir, durability=durability), model="gpt-4o")
+    threads = record_threads(session.agentmem_session)
+
+    async def turns() -> None:
+        for turn in range(3):
+            await session.add_items([{"role": "user", "content": f"question {turn}"}])
+            await session.get_items()
+
+    asyncio.run(turns())
+    session.close()
+    in_loop = durability == "os"
+    # The first view reads the session's state on a worker thread; an append waits for the disk unless it is "os".
+    assert threads == [("ingest", in_loop), ("prepare", False), ("ingest", in_loop), ("prepare", True), ("ingest", in_loop), ("prepare", True)]
 
 
 def test_pop_item_retracts_from_the_view_and_the_history_keeps_it(data_dir: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="python/tests/requirements-pydantic_ai.txt is not installed")
 
+from conftest import record_threads  # noqa: E402
 from model_server import ModelServer, count_tokens  # noqa: E402
 from pydantic_ai import Agent  # noqa: E402
 from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
@@ -38,6 +39,7 @@ from agentmem.integrations.pydantic_ai import (  # noqa: E402
     Compaction,
     ContextUsage,
     EngineCalls,
+    ViewBuilder,
     request_events,
     response_events,
 )
@@ -327,6 +329,73 @@ class _NoRun:
     """What the processor reads of a RunContext, outside a run: no tools."""
 
     tool_manager = None
+
+
+def _shape(messages: list) -> list:
+    """What a view says: each message's kind and parts (kind, text, call id, tool name)."""
+    return [
+        (
+            type(message).__name__,
+            [(type(part).__name__, getattr(part, "content", None), getattr(part, "tool_call_id", None), getattr(part, "tool_name", None)) for part in message.parts],
+        )
+        for message in messages
+    ]
+
+
+def test_a_view_built_from_what_changed_reads_as_one_built_afresh_and_keeps_its_messages() -> None:
+    system = {"role": "system", "content": "You are a coding agent."}
+    first = [
+        {"role": "user", "content": "read a"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "contents of a"},
+    ]
+    # The engine hands back the same entries for what it prepared before; the system message is new each call.
+    views = [
+        [dict(system), *first],
+        [dict(system), *first, {"role": "tool", "tool_call_id": "c1", "content": "more of a"}],
+        [dict(system), *first, {"role": "assistant", "content": "a read."}, {"role": "user", "content": "now b"}],
+        [{"role": "system", "content": "Another prompt."}, *first, {"role": "assistant", "content": "a read."}],
+        # A compaction: a summary, then the newest turn's entries as they were.
+        [dict(system), {"role": "user", "content": f"{SUMMARY_PREFIX} a was read"}, first[1], first[2]],
+        [],
+    ]
+    builder = ViewBuilder("s")
+    built = []
+    for chat in views:
+        built.append(builder.messages(chat))
+        assert _shape(built[-1]) == _shape(ViewBuilder("s").messages(chat))
+    request, response, tools = built[0]
+    # The same chat entries (the system message equal) make the same message objects ...
+    assert built[1][0] is request and built[1][1] is response
+    assert built[2][0] is request and built[2][1] is response
+    # ... but a tool result joining the request it ended makes a new one.
+    assert built[1][2] is not tools and len(built[1][2].parts) == 2
+    # A changed system prompt rebuilds the first request; the response is found by what it says.
+    assert built[3][0] is not request and built[3][1] is response
+    # After a compaction the newest turn's response is kept too.
+    assert built[4][1] is response and built[4][0].parts[-1].content.startswith(SUMMARY_PREFIX)
+    assert built[5] == []
+    assert builder.messages(views[2]) is not builder.messages(views[2])  # a new list each time
+
+
+@pytest.mark.parametrize("durability", ["os", "batch"])
+def test_auto_engine_calls_stay_in_the_event_loop_unless_they_may_block(tmp_path: Path, durability: str) -> None:
+    import asyncio
+    store = agentmem.Store(tmp_path / "data", durability=durability)
+    memory = AgentmemHistoryProcessor(store.session("threads"), model="gpt-4o")
+    threads = record_threads(memory.session.sync)
+
+    async def turns() -> None:
+        history: list = []
+        for turn in range(3):
+            history = [*history, ModelRequest(parts=[UserPromptPart(f"question {turn}")])]
+            history = await memory(_NoRun(), history)
+
+    asyncio.run(turns())
+    memory.close()
+    in_loop = durability == "os"
+    # The first prepare reads the session's state on a worker thread; an append waits for the disk unless it is "os".
+    assert threads == [("ingest", in_loop), ("prepare", False), ("ingest", in_loop), ("prepare", True), ("ingest", in_loop), ("prepare", True)]
 
 
 def test_messages_become_events_part_by_part() -> None:

@@ -164,6 +164,12 @@ impl NativeStore {
         self.shared.agent.to_string()
     }
 
+    /// When appends reach the disk: `always`, `batch` or `os`.
+    #[getter]
+    fn durability(&self) -> String {
+        self.shared.store.durability().to_string()
+    }
+
     /// A new session, open for writing.
     #[pyo3(signature = (id=None))]
     fn create_session(&self, py: Python<'_>, id: Option<String>) -> PyResult<NativeSession> {

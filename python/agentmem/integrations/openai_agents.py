@@ -66,6 +66,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 import agentmem
+from agentmem._calls import Blocking, EngineCalls, call
 
 if TYPE_CHECKING:
     from agents.memory.session_settings import SessionSettings
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentmemSession",
     "ContextSettings",
+    "EngineCalls",
     "InvalidSessionSettings",
     "RunNotInSession",
     "Strategy",
@@ -185,7 +187,11 @@ class AgentmemSession:
     it, so a compaction does not stall the call that triggers it.
     ``strategy``, ``max_turns``, ``keep_last_n_turns``,
     ``context_limit`` and ``memory`` are the agent layer of the settings.
-    ``session_settings`` is the SDK's own (its ``limit``).
+    ``session_settings`` is the SDK's own (its ``limit``). ``engine_calls``
+    says where the engine works (:class:`EngineCalls`): by default in the
+    event loop's thread when the call cannot take long and on a worker
+    thread when it may (an append synced to disk, a compaction due), or
+    always on a worker thread, or always in the event loop.
 
     The session holds the conversation's writer lock until :meth:`close`:
     another process resuming the conversation meanwhile gets
@@ -212,6 +218,7 @@ class AgentmemSession:
         trigger_ratio: float | None = None,
         compaction_timing: Literal["inline", "background"] | None = None,
         session_settings: "SessionSettings | Mapping[str, Any] | None" = None,
+        engine_calls: EngineCalls = EngineCalls.AUTO,
     ) -> None:
         if isinstance(store, agentmem.Store):
             if agent is not None and agent != store.agent:
@@ -238,6 +245,11 @@ class AgentmemSession:
             if value is not None
         }
         self._compaction_timing = compaction_timing
+        self._engine_calls = engine_calls
+        self._append_blocking = Blocking.QUICK if self._store.durability == "os" else Blocking.MAY_BLOCK
+        """An append waits for the disk unless syncs are left to the OS."""
+        self._quick_view = False
+        """Whether the next view is memory work only: one was prepared since the session opened and no compaction is due."""
         self._lock = threading.RLock()
         self._sdk_view = _SdkView()
         self._resolved: ContextSettings | None = None
@@ -266,11 +278,11 @@ class AgentmemSession:
         """
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        return await asyncio.to_thread(self.view, limit=limit)
+        return await call(self._engine_calls, self._view_blocking(), self.view, limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Appends the items to the durable history (all of them or, on a bad item, none)."""
-        await asyncio.to_thread(self.add, items)
+        await call(self._engine_calls, self._append_blocking, self.add, items)
 
     async def pop_item(self) -> dict | None:
         """Removes the newest item from the view and returns it; ``None`` when the view holds none.
@@ -322,8 +334,14 @@ class AgentmemSession:
             from agents.run_config import ModelInputData
 
             tools = _agent_tools(data.agent)
-            instructions, items = await asyncio.to_thread(
-                self._fit_run_input, data.model_data.input, data.model_data.instructions, tools, request
+            instructions, items = await call(
+                self._engine_calls,
+                self._view_blocking(),
+                self._fit_run_input,
+                data.model_data.input,
+                data.model_data.instructions,
+                tools,
+                request,
             )
             return ModelInputData(input=items, instructions=instructions)
 
@@ -353,6 +371,8 @@ class AgentmemSession:
             except agentmem.BadShape as error:
                 raise _unreadable(error) from error
             self._last_item = _item_key(plain[-1])
+            if report["compaction_due"]:
+                self._quick_view = False
         return report
 
     def pop(self) -> dict | None:
@@ -416,6 +436,10 @@ class AgentmemSession:
 
     # Internals.
 
+    def _view_blocking(self) -> Blocking:
+        """Whether preparing the next view may take long (a compaction due, the session just opened or reopened)."""
+        return Blocking.QUICK if self._quick_view and self._resolved is not None else Blocking.MAY_BLOCK
+
     def _revision_id(self, number: int) -> str:
         return self.session_id if number == 0 else f"{self.session_id}{_REVISION_MARK}{number}"
 
@@ -436,6 +460,7 @@ class AgentmemSession:
             arguments["memory"] = settings.memory
         if self._compaction_timing is not None:
             arguments["compaction_timing"] = self._compaction_timing
+        self._quick_view = False
         prepared = self._session.prepare(self.model, "openai-responses", **arguments)
         items = self._sdk_view.of(prepared["input"])
         self.last_stats = prepared.stats
@@ -454,6 +479,7 @@ class AgentmemSession:
             turns = settings.max_turns or settings.keep_last_n_turns
             if turns is not None:
                 items = _last_turns(items, turns)
+        self._quick_view = not self.last_stats["compaction_due"]
         return prepared, items
 
     def _keep_tail(self, keep_last_n_turns: int | None) -> None:
@@ -493,6 +519,7 @@ class AgentmemSession:
         session_id = self._session.id
         self._session.close()
         self._session = self._store.resume_session(session_id)
+        self._quick_view = False
 
     def _fit_run_input(
         self,
@@ -551,6 +578,7 @@ class AgentmemSession:
         self._session.close()
         self._session = successor
         self._revision = number
+        self._quick_view = False
         self._tail_turns = None
         self._shaped_by = None
 

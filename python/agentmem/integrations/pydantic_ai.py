@@ -39,9 +39,11 @@ soon as it arrives. :class:`AgentmemToolset` gives the agent ``read_memory``,
 from __future__ import annotations
 
 import asyncio
+import bisect
 import enum
 import inspect
 import json
+import operator
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.toolsets import FunctionToolset
 
 import agentmem
+from agentmem._calls import Blocking, EngineCalls, call
 
 __all__ = [
     "AgentmemHistoryProcessor",
@@ -124,15 +127,6 @@ class Compaction(enum.Enum):
     """:meth:`AgentmemHistoryProcessor.request_compact` asked for it."""
 
 
-class EngineCalls(enum.Enum):
-    """Where the processor runs the engine's step (append, compact, prepare) during a run."""
-
-    WORKER_THREAD = "worker-thread"
-    """On a worker thread (``asyncio.to_thread``): the event loop serves other tasks meanwhile."""
-    IN_EVENT_LOOP = "in-event-loop"
-    """In the event loop's own thread: no thread hop per model call, the loop waits for the engine (milliseconds)."""
-
-
 UsageCallback = Callable[[ContextUsage], Union[None, Awaitable[None]]]
 """``on_usage(usage)``: called before each model call with the context's :class:`ContextUsage`; may be async."""
 
@@ -149,8 +143,10 @@ class AgentmemHistoryProcessor:
     ``trigger_ratio`` and ``strategy`` override the engine's settings for it
     (see :meth:`agentmem.Session.prepare`). ``on_usage`` gets a
     :class:`ContextUsage` before every model call. ``engine_calls`` says
-    whether the engine works on a worker thread (the default) or in the event
-    loop's thread (one agent per process: saves a thread hop per call).
+    where the engine works (:class:`EngineCalls`): by default in the event
+    loop's thread when the call cannot take long and on a worker thread when
+    it may (an append synced to disk, a compaction), or always on a worker
+    thread, or always in the event loop.
 
     Register it with ``Agent(..., capabilities=[processor.capability()])``, or
     as a plain history processor with ``ProcessHistory(processor)`` (then a
@@ -177,7 +173,7 @@ class AgentmemHistoryProcessor:
         trigger_ratio: float | None = None,
         strategy: Literal["auto", "none", "trim", "summarize", "placeholder"] | None = None,
         on_usage: UsageCallback | None = None,
-        engine_calls: EngineCalls = EngineCalls.WORKER_THREAD,
+        engine_calls: EngineCalls = EngineCalls.AUTO,
     ) -> None:
         self._engine_calls = engine_calls
         self._session = session if isinstance(session, agentmem.AsyncSession) else agentmem.AsyncSession(session)
@@ -196,6 +192,15 @@ class AgentmemHistoryProcessor:
         self._on_usage = on_usage
         self._system: list[str] = []
         self._view = ViewBuilder(self._session.id)
+        self._returned: list[ModelMessage] = []
+        """The messages of the last view handed back (all marked as this session's)."""
+        self._prepared = False
+        """Whether a context was prepared since the session opened (the first reads the session's state)."""
+        self._compaction_due = False
+        """Whether the context passed its trigger since the last prepare: the next one shrinks or compacts it."""
+        durability = self._session.sync.store.durability
+        self._append_blocking = Blocking.QUICK if durability == "os" else Blocking.MAY_BLOCK
+        """An append waits for the disk unless syncs are left to the OS."""
         self._compact_focus: _CompactRequest | None = None
         self.last_usage: ContextUsage | None = None
         """The usage of the latest prepared call, or ``None`` before the first."""
@@ -214,14 +219,20 @@ class AgentmemHistoryProcessor:
             "tools": _tool_schemas(ctx),
             **self._settings,
         }
-        # The engine's whole step in one call: append, compact if asked, prepare.
-        step = (events, fresh, request, self._model or ctx.model.model_name, arguments)
+        model = self._model or ctx.model.model_name
         try:
             match self._engine_calls:
                 case EngineCalls.WORKER_THREAD:
-                    prepared = await asyncio.to_thread(self._step, *step)
+                    # The engine's whole step in one hop: append, compact if asked, prepare.
+                    prepared = await asyncio.to_thread(self._step, events, fresh, request, model, arguments)
                 case EngineCalls.IN_EVENT_LOOP:
-                    prepared = self._step(*step)
+                    prepared = self._step(events, fresh, request, model, arguments)
+                case EngineCalls.AUTO:
+                    if events:
+                        await call(self._engine_calls, self._append_blocking, self._append, events, fresh)
+                    quick = self._prepared and not self._compaction_due and request is None
+                    blocking = Blocking.QUICK if quick else Blocking.MAY_BLOCK
+                    prepared = await call(self._engine_calls, blocking, self._compact_and_prepare, request, model, arguments)
         except BaseException:
             if self._compact_focus is None:
                 self._compact_focus = request  # asked for, not done: the next call tries again
@@ -242,7 +253,8 @@ class AgentmemHistoryProcessor:
             outcome = self._on_usage(usage)
             if inspect.isawaitable(outcome):
                 await outcome
-        return self._view.messages(prepared["messages"])
+        self._returned = self._view.messages(prepared["messages"])
+        return list(self._returned)
 
     def request_compact(self, focus: str | None = None) -> None:
         """Compacts before the next model call, whatever the usage; ``focus`` is what the summary should favour.
@@ -274,22 +286,29 @@ class AgentmemHistoryProcessor:
     def _step(
         self, events: list[dict], fresh: list[tuple[ModelMessage, list[str]]], request: "_CompactRequest | None", model: str, arguments: dict
     ) -> agentmem.Prepared:
-        session = self._session.sync
         self._append(events, fresh)
+        return self._compact_and_prepare(request, model, arguments)
+
+    def _compact_and_prepare(self, request: "_CompactRequest | None", model: str, arguments: dict) -> agentmem.Prepared:
+        session = self._session.sync
         if request is not None:
             session.compact(request.focus)
-        return session.prepare(model, _VIEW_TARGET, **arguments)
+        prepared = session.prepare(model, _VIEW_TARGET, **arguments)
+        self._prepared = True
+        self._compaction_due = prepared.stats["compaction_due"]
+        return prepared
 
     async def _persist(self, messages: list[ModelMessage]) -> int:
         """Ingests the unmarked messages as one batch, then marks them; the number of events appended."""
         events, fresh = self._new_events(messages)
-        await asyncio.to_thread(self._append, events, fresh)
+        await call(self._engine_calls, self._append_blocking, self._append, events, fresh)
         return len(events)
 
     def _append(self, events: list[dict], fresh: list[tuple[ModelMessage, list[str]]]) -> None:
         """Appends the events (all or none), then marks their messages as held."""
         if events:
-            self._session.sync.ingest(events)
+            if self._session.sync.ingest(events)["compaction_due"]:
+                self._compaction_due = True
         for message, ids in fresh:
             _mark(message, {"session": self._session.id, "events": ids})
 
@@ -298,7 +317,10 @@ class AgentmemHistoryProcessor:
         events: list[dict] = []
         fresh: list[tuple[ModelMessage, list[str]]] = []
         session_id = self._session.id
-        for message in messages:
+        # pydantic-ai hands back the view this processor returned, then what the run added to it.
+        same = list(map(operator.is_, self._returned, messages))
+        returned = same.index(False) if False in same else len(same)
+        for message in messages[returned:]:
             if _is_marked(message, session_id):
                 continue
             if isinstance(message, ModelRequest):
@@ -555,45 +577,86 @@ class ViewBuilder:
     System, user and tool messages in a row become one ``ModelRequest``; each
     assistant message a ``ModelResponse``; the compaction summary a
     ``CompactionPart``. Between two model calls most of the view stays as it
-    was, so the messages built for the last view are reused where the chat
-    messages they came from are the same (and only the last view's are kept).
+    was: the engine hands back the same chat message objects for the turns
+    it prepared before, so the messages built from the longest run of chat
+    messages the last view began with are kept as they are (found in C, by
+    identity or equality), and only the rest is built, reusing a message
+    built for the last view where its chat messages read the same (a
+    compaction keeps the newest turns).
     """
 
     def __init__(self, session_id: str) -> None:
         self._mark = {_MARK: {"session": session_id, "view": True}}
-        self._built: dict[tuple, ModelMessage] = {}
+        self._chat: list[dict] = []
+        """The last view's chat messages."""
+        self._ends: list[int] = []
+        """Where each built message's chat messages end in ``_chat`` (exclusive), in order."""
+        self._responses: list[bool] = []
+        """Whether each built message is a response (an assistant message: it never takes in the next one)."""
+        self._keys: list[tuple] = []
+        """Each built message's key: the chat messages it was built from, as read."""
+        self._messages: list[ModelMessage] = []
+        """The messages built for the last view."""
+        self._tool_names: dict[str, str] = {}
+        """The tool name of each call id seen in a view."""
 
     def messages(self, chat: list[dict]) -> list[ModelMessage]:
-        """The pydantic-ai messages of the chat view ``chat``."""
-        tool_names: dict[str, str] = {}
-        built: dict[tuple, ModelMessage] = {}
-        messages: list[ModelMessage] = []
-        pending: list[tuple] = []
+        """The pydantic-ai messages of the chat view ``chat`` (a new list; the messages are shared with later views)."""
+        same = list(map(operator.eq, self._chat, chat))
+        kept = same.index(False) if False in same else len(same)
+        # A message stands when its chat messages and the one after them are
+        # the same as last time (or it is a response, which takes in nothing).
+        standing = bisect.bisect_left(self._ends, kept)
+        if standing < len(self._ends) and self._ends[standing] == kept and (self._responses[standing] or kept == len(chat)):
+            standing += 1
+        start = self._ends[standing - 1] if standing else 0
+        built = dict(zip(self._keys[standing:], self._messages[standing:]))
+        del self._ends[standing:], self._responses[standing:], self._keys[standing:], self._messages[standing:]
+        try:
+            self._build(chat, start, built)
+        except BaseException:
+            self._chat, self._ends, self._responses, self._keys, self._messages = [], [], [], [], []
+            raise
+        self._chat = chat
+        return list(self._messages)
 
-        def reuse_or_build(key: tuple, build: Callable[[], ModelMessage]) -> None:
-            message = self._built.get(key) if key not in built else None
+    def _build(self, chat: list[dict], start: int, built: dict[tuple, ModelMessage]) -> None:
+        """Builds the messages of ``chat[start:]``, reusing ``built``'s where the key is the same."""
+        pending: list[tuple] = []
+        tool_names = self._tool_names
+
+        def add(key: tuple, end: int, response: bool, build: Callable[[], ModelMessage]) -> None:
+            message = built.pop(key, None)
             if message is None:
                 message = build()
-            built[key] = message
-            messages.append(message)
+            self._ends.append(end)
+            self._responses.append(response)
+            self._keys.append(key)
+            self._messages.append(message)
 
-        def close_request() -> None:
+        def close_request(end: int) -> None:
             if pending:
                 keys = tuple(pending)
-                reuse_or_build(keys, lambda: ModelRequest(parts=[_request_part(key) for key in keys], metadata=dict(self._mark)))
+                add(keys, end, False, lambda: ModelRequest(parts=[_request_part(key) for key in keys], metadata=dict(self._mark)))
                 pending.clear()
 
-        for message in chat:
+        for index in range(start, len(chat)):
+            message = chat[index]
             role = message["role"]
             text = _chat_text(message.get("content"))
             if role == "assistant":
-                close_request()
+                close_request(index)
                 calls = tuple(
                     (call["id"], call["function"]["name"], call["function"]["arguments"]) for call in message.get("tool_calls") or []
                 )
                 for call_id, name, _ in calls:
                     tool_names[call_id] = name
-                reuse_or_build(("assistant", text, calls), lambda: ModelResponse(parts=_response_parts(text, calls), metadata=dict(self._mark)))
+                add(
+                    ("assistant", text, calls),
+                    index + 1,
+                    True,
+                    lambda: ModelResponse(parts=_response_parts(text, calls), metadata=dict(self._mark)),
+                )
             elif role == "tool":
                 call_id = message["tool_call_id"]
                 pending.append(("tool", text, call_id, tool_names.get(call_id, "")))
@@ -601,9 +664,7 @@ class ViewBuilder:
                 pending.append((role, text))
             else:
                 raise ValueError(f"agentmem prepared a chat message with role {role!r}, which this adapter does not map")
-        close_request()
-        self._built = built
-        return messages
+        close_request(len(chat))
 
 
 def _request_part(key: tuple) -> Any:
