@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use agentmem::files::snapshot::Snapshot;
-use agentmem::storage::{CompactionCommit, EventRange, SnapshotFields, Storage};
+use agentmem::storage::{CommitMemory, CompactionCommit, EventRange, SnapshotFields, Storage};
 use agentmem::{AgentId, Event, SessionId};
 use agentmem_postgres::PgStorage;
 
@@ -43,6 +43,7 @@ fn commit() -> CompactionCommit {
             ..Snapshot::default()
         },
         fields: SnapshotFields::FromTheMove,
+        memory: CommitMemory::Elsewhere,
     }
 }
 
