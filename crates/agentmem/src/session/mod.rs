@@ -27,9 +27,9 @@
 //! ingest, prepare, compact, the events — is the same on both. What still
 //! keeps its state in files beside the log is refused on the seam with
 //! [`crate::Error::NotOnBackend`], never written to files there: working
-//! memory, evicting large tool outputs, ending a session into episodic
-//! memory; and no long-term memory is injected into its contexts (a
-//! compaction's episode and facts stay in its snapshot).
+//! memory. Its long-term memory (a compaction's episode and facts, an
+//! ending's episode, evicted tool outputs, what its contexts are given)
+//! goes through the backend's [`crate::storage::memory::MemoryStorage`].
 
 mod accounting;
 mod compaction;

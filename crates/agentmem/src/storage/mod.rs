@@ -71,16 +71,20 @@
 //! [`copy::copy_memory`] and [`copy::copy_evicted`] copy them between
 //! backends, again without duplicates after an interruption.
 //!
+//! A session on a backend takes that backend's memory
+//! ([`Storage::memory`]): its compaction's episode and facts go with the
+//! commit ([`CommitMemory`]), ending it appends an episode, the write-time
+//! guard's evictions are kept there, and its contexts get the agent's
+//! MEMORY.md, facts and latest summaries read through it.
+//!
 //! # Not yet behind the seam
 //!
-//! Working memory's cached state and schema, the session-level steps that
-//! write long-term memory from a session (a compaction's episode and facts,
-//! ending a session, evicting a large tool output at ingest), memory
-//! injection into a session's contexts and the search index and vectors
-//! still live in files under the data directory; a session on another
-//! backend refuses them with [`crate::Error::NotOnBackend`], never a silent
-//! fallback to files (a compaction there keeps its episode and facts in
-//! its snapshot), and has no long-term memory injected into its contexts.
+//! Working memory's cached state and schema, and the search index and
+//! vectors (so recall), still live in files under the data directory: a
+//! session on another backend refuses working memory with
+//! [`crate::Error::NotOnBackend`], never a silent fallback to files, and
+//! its contexts get the block of the agent's best facts and latest
+//! summaries where a session on files gets recall.
 //!
 //! # How a backend is chosen
 //!
