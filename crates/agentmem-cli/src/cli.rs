@@ -262,13 +262,14 @@ pub enum MemoryCommand {
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// The database (`postgres://user:password@host/db`); default: `[storage] url`
-    /// or AGENTMEM_DATABASE_URL, which keep the password off the command line.
+    /// Where to copy to: a database (`postgres://user:password@host/db`) or a
+    /// data directory. Default: `[storage] url` or AGENTMEM_DATABASE_URL,
+    /// which keep the password off the command line.
     #[arg(long)]
     pub to: Option<String>,
-    /// The data directory to copy from (default: --dir).
+    /// Where to copy from: a data directory or a database (default: --dir).
     #[arg(long)]
-    pub from: Option<PathBuf>,
+    pub from: Option<String>,
 }
 
 #[derive(Debug, Args)]

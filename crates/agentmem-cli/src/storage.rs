@@ -1,23 +1,36 @@
 //! Which storage backend the CLI and the service run on, and what the
 //! commands may do there: everything on files; on a database, what is
 //! behind the engine's storage seam (listing, describing, creating,
-//! forking, deleting and exporting sessions; ingesting events the write-time guard
-//! leaves whole, working-memory updates aside; `context`, `prepare` and
-//! `compact`, without long-term memory) and a clear
+//! forking, deleting, ending and exporting sessions; ingesting events,
+//! working-memory updates aside; `context`, `prepare` and `compact`; the
+//! agent's MEMORY.md, facts and evicted outputs) and a clear
 //! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
 //! fallback to files.
 
 use agentmem::config::StorageConfig;
 use agentmem::storage::Backend;
-use agentmem::{Config, Encoding, Event, Storage, Store, TraceType};
+use std::sync::Arc;
+
+use agentmem::{Event, MemoryStorage, Storage, Store, TraceType};
 
 use crate::cli::{Command, SessionsCommand};
 
-/// The configured backend's sessions: the store's files, or the database
-/// of `[storage] url` / `AGENTMEM_DATABASE_URL`.
-pub fn open(store: &Store, settings: &StorageConfig) -> agentmem::Result<Box<dyn Storage>> {
+/// A backend's two sides: sessions and agent memory.
+pub struct Opened {
+    /// Where sessions are kept.
+    pub sessions: Arc<dyn Storage>,
+    /// Where agents' memory and evicted outputs are kept.
+    pub memory: Arc<dyn MemoryStorage>,
+}
+
+/// The configured backend: the store's files, or the database of
+/// `[storage] url` / `AGENTMEM_DATABASE_URL`.
+pub fn open(store: &Store, settings: &StorageConfig) -> agentmem::Result<Opened> {
     match settings.backend {
-        Backend::Files => Ok(Box::new(store.storage())),
+        Backend::Files => Ok(Opened {
+            sessions: Arc::new(store.storage()),
+            memory: Arc::new(store.memory()),
+        }),
         Backend::Postgres => {
             let url = settings
                 .url
@@ -30,38 +43,31 @@ pub fn open(store: &Store, settings: &StorageConfig) -> agentmem::Result<Box<dyn
                     ),
                 })?;
             let redaction = store.config().redaction.unwrap_or_default();
-            Ok(Box::new(
+            let database = Arc::new(
                 agentmem_postgres::PgStorage::connect(url, redaction)?
                     .with_durability(store.durability()),
-            ))
+            );
+            Ok(Opened {
+                sessions: database.clone(),
+                memory: database,
+            })
         }
     }
 }
 
 /// Refuses, before anything of it is stored, a batch that needs what is not
-/// behind the seam on `backend`: working-memory updates, and tool outputs
-/// the write-time guard of `config` would evict.
-pub fn check_batch(batch: &[Event], backend: Backend, config: &Config) -> agentmem::Result<()> {
-    let guard = config.guard.clone().unwrap_or_default();
-    let tokenizer = Encoding::default().tokenizer();
-    for event in batch {
-        let feature = match event.trace_type {
-            TraceType::WorkingMemory => Some("working memory (a working_memory event)"),
-            TraceType::ToolResult
-                if agentmem::pipeline::guard::should_evict(&event.text(), &guard, tokenizer) =>
-            {
-                Some("evicting a large tool output (the write-time guard)")
-            }
-            _ => None,
-        };
-        if let Some(feature) = feature {
-            return Err(agentmem::Error::NotOnBackend {
-                feature,
-                backend: backend.name(),
-            });
-        }
+/// behind the seam on `backend`: working-memory updates.
+pub fn check_batch(batch: &[Event], backend: Backend) -> agentmem::Result<()> {
+    match batch
+        .iter()
+        .any(|event| event.trace_type == TraceType::WorkingMemory)
+    {
+        true => Err(agentmem::Error::NotOnBackend {
+            feature: "working memory (a working_memory event)",
+            backend: backend.name(),
+        }),
+        false => Ok(()),
     }
-    Ok(())
 }
 
 /// The feature `command` uses that is not behind the storage seam yet,
@@ -84,14 +90,14 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Compact { .. }
         | Command::Serve(_)
         | Command::Bench(_)
-        | Command::Migrate(_) => None,
-        Command::Sessions(SessionsCommand::End { .. }) => Some("`sessions end` (episodic memory)"),
-        Command::Import { .. } => Some("`import` (the write-time guard and working memory)"),
-        Command::Tools { .. } => Some("`tools`"),
-        Command::Evicted { .. } => Some("`evicted` (evicted tool outputs)"),
-        Command::Memory(_) => Some("`memory` (MEMORY.md)"),
+        | Command::Migrate(_)
+        | Command::Evicted { .. }
+        | Command::Memory(_)
+        | Command::Facts(_)
+        | Command::Sessions(SessionsCommand::End { .. })
+        | Command::Tools { .. } => None,
+        Command::Import { .. } => Some("`import` (working memory)"),
         Command::State(_) => Some("`state` (working memory)"),
-        Command::Facts(_) => Some("`facts` (semantic memory)"),
         Command::Search { .. } => Some("`search` (the history index)"),
         Command::Recall { .. } => Some("`recall` (the history index)"),
         Command::Eval(_) => Some("`eval`"),

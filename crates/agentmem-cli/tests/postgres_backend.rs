@@ -103,11 +103,7 @@ fn what_is_not_behind_the_seam_is_refused_by_name() {
         &["ingest", "--session", "s"],
         "{\"trace_type\":\"user\",\"content\":\"hi\"}\n",
     );
-    for args in [
-        &["sessions", "end", "s"][..],
-        &["tools", "s"],
-        &["memory", "show"],
-    ] {
+    for args in [&["search", "hi"][..], &["recall", "hi"]] {
         let output = cli.run(args, "");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success());
@@ -377,18 +373,217 @@ fn serve_on_postgres_answers_append_prepare_compact_and_events() {
         .collect();
     let sent: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert_eq!(ids, sent, "every event once, in order, archive included");
-    let (status, refused) = call(&base, "/v1/memory", None);
-    assert_ne!(status, 200);
-    assert!(
-        refused
-            .to_string()
-            .contains("not available on the postgres storage backend"),
-        "{refused}"
+    // The agent's memory is served from the database too.
+    let (status, written) = call(
+        &base,
+        "/v1/memory",
+        Some(json!({"text": "- served from the database"})),
     );
+    assert_eq!(status, 200, "{written}");
+    let (status, read) = call(&base, "/v1/memory", None);
+    assert_eq!((status, &read), (200, &written));
+    let (status, stale) = call(
+        &base,
+        "/v1/memory",
+        Some(json!({"text": "- another note", "expected_hash": "0000000000000000"})),
+    );
+    assert_eq!(status, 409, "{stale}");
     drop(server);
+    assert_eq!(
+        cli.ok(&["memory", "show"], ""),
+        "- served from the database\n"
+    );
     // Another process reads what the service wrote.
     let listed: Value = serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
     assert_eq!(listed[0]["events"], 16);
+    assert!(
+        !cli.dir.path().join("agents").exists(),
+        "nothing went to files"
+    );
+}
+
+/// Every file under `dir`, by its path inside it, with its bytes.
+fn files_under(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                found.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn migrate_round_trips_a_real_store_and_its_memory_and_resumes() {
+    let Some(cli) = cli("round-trip") else { return };
+    let on_files = |dir: tempfile::TempDir| Cli {
+        dir,
+        url: String::new(),
+        agent: cli.agent.clone(),
+    };
+    let original = on_files(tempfile::tempdir().unwrap());
+    let transcript = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/eval-data/trajectories/claude-code/session-3fe1b6bc.jsonl"
+    );
+    // Tool outputs over 1,000 tokens are evicted, so the store holds some.
+    std::fs::write(
+        original.dir.path().join("config.toml"),
+        "[guard]\nevict_over_tokens = 1000\n",
+    )
+    .unwrap();
+    original.ok(&["import", transcript, "--session", "real"], "");
+    original.ok(&["compact", "real"], "");
+    original.ok(&["memory", "append", "- the user prefers tabs"], "");
+    original.ok(&["facts", "add", "The deploy target is fly.io."], "");
+    original.ok(&["facts", "add", "The CI runs on GitHub Actions."], "");
+    let listed: Vec<Value> =
+        serde_json::from_str(&original.ok(&["--json", "facts", "list"], "")).unwrap();
+    let first = listed[0]["id"].as_str().unwrap().to_owned();
+    original.ok(
+        &["facts", "supersede", &first, "The deploy target is Render."],
+        "",
+    );
+    original.ok(
+        &["state", "real", "--patch", "-"],
+        r#"{"goal": "ship the fix"}"#,
+    );
+    let agent_dir = original.dir.path().join("agents").join(&cli.agent);
+    let evicted = agent_dir.join("sessions/real/evicted");
+    assert!(
+        std::fs::read_dir(&evicted).unwrap().count() > 0,
+        "the import evicted large tool outputs"
+    );
+    let from = original.dir.path().to_str().unwrap();
+    // Interrupted: the database holds another session under the same id,
+    // so the first run stops there; once it is gone a second run finishes.
+    cli.ok(
+        &["ingest", "--session", "real"],
+        "{\"trace_type\":\"user\",\"content\":\"not the same\"}\n",
+    );
+    let stopped = cli.run(&["migrate", "--from", from], "");
+    assert!(!stopped.status.success());
+    cli.ok(&["sessions", "delete", "real"], "");
+    let first: Value =
+        serde_json::from_str(&cli.ok(&["--json", "migrate", "--from", from], "")).unwrap();
+    assert_eq!(first["copied"], 1, "{first}");
+    assert!(first["evicted_outputs"].as_u64() > Some(0), "{first}");
+    assert_eq!(
+        (
+            first["notebooks"].as_u64(),
+            first["facts"].as_u64(),
+            first["episodes"].as_u64()
+        ),
+        (Some(1), Some(3), Some(1)),
+        "the notebook, two facts and one superseded, the compaction's episode: {first}"
+    );
+    let again: Value =
+        serde_json::from_str(&cli.ok(&["--json", "migrate", "--from", from], "")).unwrap();
+    assert_eq!(
+        (
+            again["already_there"].as_u64(),
+            again["facts"].as_u64(),
+            again["episodes"].as_u64()
+        ),
+        (Some(1), Some(0), Some(0)),
+        "nothing twice: {again}"
+    );
+    // The memory reads the same on the database.
+    for args in [
+        &["memory", "show"][..],
+        &["--json", "facts", "list", "--all"],
+    ] {
+        assert_eq!(original.ok(args, ""), cli.ok(args, ""), "{args:?}");
+    }
+    // And back to files: the same export, memory and evicted outputs.
+    let back = on_files(tempfile::tempdir().unwrap());
+    let to = back.dir.path().to_str().unwrap().to_owned();
+    cli.ok(&["migrate", "--from", &cli.url, "--to", &to], "");
+    for format in ["events", "openai-messages"] {
+        let args = ["export", "real", "--format", format];
+        assert_eq!(original.ok(&args, ""), back.ok(&args, ""), "{format}");
+    }
+    for args in [
+        &["memory", "show"][..],
+        &["--json", "facts", "list", "--all"],
+        &["--json", "state", "real"],
+    ] {
+        assert_eq!(original.ok(args, ""), back.ok(args, ""), "{args:?}");
+    }
+    let back_dir = back.dir.path().join("agents").join(&cli.agent);
+    for name in ["MEMORY.md", "semantic.jsonl", "episodic.jsonl", "facts.key"] {
+        assert_eq!(
+            std::fs::read(agent_dir.join(name)).ok().is_some(),
+            name != "facts.key",
+            "{name}: only a redacted fact makes a key"
+        );
+        assert_eq!(
+            std::fs::read(agent_dir.join(name)).ok(),
+            std::fs::read(back_dir.join(name)).ok(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        files_under(&evicted),
+        files_under(&back_dir.join("sessions/real/evicted"))
+    );
+}
+
+#[test]
+fn memory_evictions_endings_and_injection_work_on_postgres() {
+    let Some(cli) = cli("memory") else { return };
+    // Tool outputs over 100 tokens are evicted: each of four_turns' is.
+    std::fs::write(
+        cli.dir.path().join("config.toml"),
+        "[guard]\nevict_over_tokens = 100\n",
+    )
+    .unwrap();
+    cli.ok(&["memory", "append", "- the user prefers tabs"], "");
+    cli.ok(&["facts", "add", "The deploy target is fly.io."], "");
+    cli.ok(&["ingest", "--session", "m"], &four_turns());
+    let page: Value =
+        serde_json::from_str(&cli.ok(&["--json", "evicted", "m", "call2"], "")).unwrap();
+    assert_eq!(page["text"], "test t2 ... ok\n".repeat(30), "{page}");
+    assert_eq!(page["total_lines"], 30);
+    let missing = cli.run(&["evicted", "m", "call9"], "");
+    assert!(!missing.status.success());
+    assert!(cli.ok(&["tools", "m"], "").contains("call4"));
+    // MEMORY.md and the facts ride in the context, read from the database.
+    let prepared = cli.ok(&["prepare", "m", "--model", "gpt-4o"], "");
+    assert!(prepared.contains("the user prefers tabs"), "{prepared}");
+    assert!(prepared.contains("fly.io"), "{prepared}");
+    // A compaction's episode, and an ending's, are kept in the database and
+    // given to the agent's other sessions.
+    let report: Value =
+        serde_json::from_str(&cli.ok(&["--json", "compact", "m", "--keep-turns", "1"], ""))
+            .unwrap();
+    assert_eq!(report["applied"], true, "{report}");
+    let ended: Value =
+        serde_json::from_str(&cli.ok(&["--json", "sessions", "end", "m"], "")).unwrap();
+    assert_eq!(ended["tags"], json!(["session-end"]), "{ended}");
+    let again: Value =
+        serde_json::from_str(&cli.ok(&["--json", "sessions", "end", "m"], "")).unwrap();
+    assert_eq!(
+        again, ended,
+        "ending again without new events gives the same item"
+    );
+    cli.ok(
+        &["ingest", "--session", "n"],
+        "{\"trace_type\":\"user\",\"content\":\"ok\"}\n",
+    );
+    let other = cli.ok(&["prepare", "n", "--model", "gpt-4o"], "");
+    assert!(
+        other.contains("# What you know from earlier sessions"),
+        "{other}"
+    );
+    assert!(other.contains("## Session m (turn_"), "{other}");
     assert!(
         !cli.dir.path().join("agents").exists(),
         "nothing went to files"

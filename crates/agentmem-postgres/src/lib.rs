@@ -27,6 +27,7 @@
 //! - **The URL's password** is never logged or shown: errors name the
 //!   database by [`agentmem::config::DatabaseUrl::masked`].
 
+mod memory;
 pub mod migrations;
 mod storage;
 mod writer;

@@ -19,10 +19,11 @@ pub struct Migration {
 }
 
 /// Every migration, oldest first. Never edit one that was released: add the next.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "sessions and their event logs",
-    sql: "
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions and their event logs",
+        sql: "
         CREATE TABLE agentmem_sessions (
             agent_id   text   NOT NULL,
             session_id text   NOT NULL,
@@ -46,7 +47,46 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
         CREATE INDEX agentmem_events_active
             ON agentmem_events (agent_id, session_id, seq) WHERE NOT archived;
     ",
-}];
+    },
+    Migration {
+        version: 2,
+        name: "agents' memory and sessions' evicted outputs",
+        sql: "
+        CREATE TABLE agentmem_notebooks (
+            agent_id text PRIMARY KEY,
+            content  text NOT NULL,
+            hash     text NOT NULL
+        );
+        CREATE TABLE agentmem_facts (
+            agent_id text   NOT NULL,
+            fact_id  text   NOT NULL,
+            position bigint NOT NULL,
+            line     text   NOT NULL,
+            PRIMARY KEY (agent_id, fact_id)
+        );
+        CREATE TABLE agentmem_episodes (
+            agent_id   text      NOT NULL,
+            episode_id text      NOT NULL,
+            position   bigserial NOT NULL,
+            line       text      NOT NULL,
+            PRIMARY KEY (agent_id, episode_id)
+        );
+        CREATE TABLE agentmem_agent_keys (
+            agent_id  text  PRIMARY KEY,
+            facts_key bytea NOT NULL
+        );
+        CREATE TABLE agentmem_evicted (
+            agent_id   text NOT NULL,
+            session_id text NOT NULL,
+            name       text NOT NULL,
+            content    text NOT NULL,
+            PRIMARY KEY (agent_id, session_id, name),
+            FOREIGN KEY (agent_id, session_id)
+                REFERENCES agentmem_sessions (agent_id, session_id) ON DELETE CASCADE
+        );
+    ",
+    },
+];
 
 /// The advisory lock key migrators take turns on.
 const MIGRATION_LOCK: i64 = 0x6167_656e_746d_656d; // "agentmem"

@@ -17,13 +17,16 @@ use crate::{data_error, db_error, migrations};
 
 /// Sessions in a PostgreSQL database (see the crate docs).
 pub struct PgStorage {
-    config: postgres::Config,
-    url: DatabaseUrl,
+    pub(crate) config: postgres::Config,
+    pub(crate) url: DatabaseUrl,
     redaction: RedactionPolicy,
     /// What a writer's commit waits for (see [`PgStorage::with_durability`]).
     durability: Durability,
     /// Where reads, creations, forks and deletes go; writers have their own.
     reader: Mutex<Client>,
+    /// Where changes of agents' facts run their transactions, connected
+    /// the first time one does (see [`crate::memory`]).
+    pub(crate) memory: Mutex<Option<Client>>,
 }
 
 impl std::fmt::Debug for PgStorage {
@@ -60,6 +63,7 @@ impl PgStorage {
             redaction,
             durability: Durability::default(),
             reader: Mutex::new(reader),
+            memory: Mutex::new(None),
         })
     }
 
@@ -82,7 +86,7 @@ impl PgStorage {
         &self.url
     }
 
-    fn reader(&self) -> MutexGuard<'_, Client> {
+    pub(crate) fn reader(&self) -> MutexGuard<'_, Client> {
         // A panic mid-read leaves nothing half-done on the connection.
         self.reader.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -121,7 +125,7 @@ fn synchronous_commit(durability: Durability) -> &'static str {
 }
 
 /// Connects with `config`; errors name the database by its masked URL.
-fn connect(config: &postgres::Config, url: &DatabaseUrl) -> Result<Client> {
+pub(crate) fn connect(config: &postgres::Config, url: &DatabaseUrl) -> Result<Client> {
     config
         .connect(NoTls)
         .map_err(|e| db_error(format!("connect to {}", url.masked()), &e))
@@ -185,6 +189,10 @@ pub(crate) fn locked_error(client: &mut impl GenericClient, id: &SessionId, key:
 impl Storage for PgStorage {
     fn backend(&self) -> Backend {
         Backend::Postgres
+    }
+
+    fn memory(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn agentmem::MemoryStorage> {
+        self
     }
 
     fn create_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {

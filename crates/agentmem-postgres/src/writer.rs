@@ -15,7 +15,7 @@ use agentmem::files::meta::{title_from, SessionMeta};
 use agentmem::files::snapshot::Snapshot;
 use agentmem::redact::RedactionPolicy;
 use agentmem::storage::batch::Assigner;
-use agentmem::storage::{Appended, CompactionCommit, SessionWriter, SnapshotFields};
+use agentmem::storage::{Appended, CommitMemory, CompactionCommit, SessionWriter, SnapshotFields};
 use agentmem::{AgentId, Event, Result, SessionId, TraceType};
 use postgres::{Client, Statement};
 
@@ -239,6 +239,9 @@ impl SessionWriter for PgWriter {
             &[&agent, &id, &below],
         )
         .map_err(|e| db_error(action, &e))?;
+        if let CommitMemory::Keep(memory) = &commit.memory {
+            crate::memory::keep_compaction_memory(&mut tx, &self.agent, memory, self.redaction)?;
+        }
         let mut meta = self.meta.clone();
         meta.archived_events += moved as usize;
         meta.compactions_finished = meta.compactions_finished.max(commit.snapshot.compactions);

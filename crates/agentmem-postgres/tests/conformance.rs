@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agentmem::config::DatabaseUrl;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::storage::copy::{copy_session, Copied};
-use agentmem::storage::{CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage};
+use agentmem::storage::{
+    CommitMemory, CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage,
+};
 use agentmem::{AgentId, Durability, Error, Event, SessionId, Store};
 use agentmem_postgres::PgStorage;
 
@@ -219,6 +221,7 @@ fn a_compaction_commits_the_snapshot_and_the_archive_move_together(backend: &dyn
                 ..Snapshot::default()
             },
             fields: SnapshotFields::FromTheMove,
+            memory: CommitMemory::Elsewhere,
         })
         .unwrap();
     let snapshot = store.snapshot(&agent, &sid("s")).unwrap().unwrap();
@@ -288,6 +291,7 @@ fn a_fork_copies_through_its_turn(backend: &dyn Backend) {
                 ..Snapshot::default()
             },
             fields: SnapshotFields::FromTheMove,
+            memory: CommitMemory::Elsewhere,
         })
         .unwrap();
     store
@@ -405,6 +409,7 @@ fn a_copy_from_files_reads_back_the_same_and_resumes(backend: &dyn Backend) {
                 ..Snapshot::default()
             },
             fields: SnapshotFields::FromTheMove,
+            memory: CommitMemory::Elsewhere,
         })
         .unwrap();
     drop(writer);
@@ -588,11 +593,12 @@ fn the_engine_loop_is_the_same_on_both_backends() {
     assert_eq!(engine_loop(&*postgres), on_files);
 }
 
-/// A session on PostgreSQL refuses what still keeps its state in files
-/// (working memory, evicting a large tool output, ending into episodic
-/// memory), keeps nothing of a refused batch, and writes no file.
+/// A session on PostgreSQL keeps what it leaves in memory in the database
+/// (an ending's episode, a large tool output the write-time guard evicts),
+/// refuses working memory, whose state still keeps to files, keeps nothing
+/// of a refused batch, and writes no file.
 #[test]
-fn a_session_on_postgres_refuses_what_keeps_files_and_writes_none() {
+fn a_session_on_postgres_keeps_its_memory_in_the_database_and_writes_no_file() {
     let Some(postgres) = postgres() else { return };
     let (agent, settings) = (fresh_agent(), postgres.settings());
     let storage: std::sync::Arc<dyn Storage> = postgres.host().into();
@@ -600,28 +606,30 @@ fn a_session_on_postgres_refuses_what_keeps_files_and_writes_none() {
         .create_session_in(&storage, &agent, Some(sid("r")))
         .unwrap();
     session.ingest(three_turns()).unwrap();
-    let not_on_backend = |error: Error| {
-        matches!(
-            error,
-            Error::NotOnBackend {
-                backend: "postgres",
-                ..
-            }
-        )
-    };
-    assert!(not_on_backend(session.end().unwrap_err()));
+    let memory = std::sync::Arc::clone(&storage).memory();
+    let episode = session.end().unwrap().expect("the session said something");
+    assert_eq!(memory.read_episodes(&agent).unwrap(), [episode]);
     let patch = agentmem::StatePatch::from_json(serde_json::json!({"task": "x"})).unwrap();
-    assert!(not_on_backend(
-        session.update_working_memory(patch, None).unwrap_err()
+    assert!(matches!(
+        session.update_working_memory(patch, None).unwrap_err(),
+        Error::NotOnBackend {
+            backend: "postgres",
+            ..
+        }
     ));
+    let output = "line of a very large log file\n".repeat(20_000);
     let huge = vec![
         Event::tool_call("c9", "cat", serde_json::json!({"path": "big.log"})),
-        Event::tool_result("c9", "line of a very large log file\n".repeat(20_000)),
+        Event::tool_result("c9", output.clone()),
     ];
-    assert!(not_on_backend(session.ingest(huge).unwrap_err()));
-    assert_eq!(session.events().len(), 6, "nothing of a refused batch");
+    assert_eq!(session.ingest(huge).unwrap().evicted, 1);
+    assert_eq!(
+        memory.read_evicted(&agent, &sid("r"), "c9").unwrap(),
+        output
+    );
+    assert_eq!(session.events().len(), 8);
     drop(session);
-    assert_eq!(storage.event_count(&agent, &sid("r")).unwrap().active, 6);
+    assert_eq!(storage.event_count(&agent, &sid("r")).unwrap().active, 8);
     let files: Vec<_> = std::fs::read_dir(settings.root()).unwrap().collect();
     assert!(files.is_empty(), "no file written: {files:?}");
 }

@@ -2,12 +2,15 @@
 //! writer's connection is killed at any moment inside it (its server
 //! process terminated, as a dead client's is), the session is left in its
 //! previous state or its new one, never half: the snapshot, the move of
-//! the compacted events to the archive and the counts go together.
+//! the compacted events to the archive, the counts and the episode and
+//! facts the compaction leaves in the agent's memory go together.
 
 use std::time::{Duration, Instant};
 
-use agentmem::files::snapshot::Snapshot;
-use agentmem::storage::{CompactionCommit, EventRange, SnapshotFields, Storage};
+use agentmem::files::records::{EpisodicItem, NewFact, Provenance, Trust};
+use agentmem::files::snapshot::{CompactionMemory, Snapshot};
+use agentmem::storage::{CommitMemory, CompactionCommit, EventRange, SnapshotFields, Storage};
+use agentmem::MemoryStorage;
 use agentmem::{AgentId, Event, SessionId};
 use agentmem_postgres::PgStorage;
 
@@ -35,14 +38,40 @@ fn sid() -> SessionId {
 }
 
 fn commit() -> CompactionCommit {
+    let memory = CompactionMemory {
+        episode: EpisodicItem {
+            id: "ep-s-0001".into(),
+            ts: 1.0,
+            session_id: sid().to_string(),
+            turn_ids: vec!["turn_0001".into()],
+            summary: "## Goal\n- answer the questions".into(),
+            tags: vec![],
+            salience: 0.5,
+        },
+        facts: [
+            "The answers are numbered.",
+            "Questions come in pairs with answers.",
+        ]
+        .map(|text| NewFact {
+            fact: text.into(),
+            tags: vec!["decision".into()],
+            confidence: 0.9,
+            salience: 0.5,
+            provenance: Provenance::default(),
+            trust: Trust::Assistant,
+        })
+        .to_vec(),
+    };
     CompactionCommit {
         archived: MOVED,
         snapshot: Snapshot {
             compactions: 1,
             base: vec![Event::assistant("the first turns, summarized")],
+            memory: Some(memory.clone()),
             ..Snapshot::default()
         },
         fields: SnapshotFields::FromTheMove,
+        memory: CommitMemory::Keep(memory),
     }
 }
 
@@ -67,10 +96,16 @@ fn committed(storage: &PgStorage, agent: &AgentId) -> bool {
     let count = storage.event_count(agent, &sid()).unwrap();
     let meta = storage.session_meta(agent, &sid()).unwrap();
     let active = storage.read_events(agent, &sid(), EventRange::All).unwrap();
+    let episodes = storage.read_episodes(agent).unwrap();
+    let facts = storage.read_facts(agent).unwrap();
     match snapshot {
         None => {
             assert_eq!((count.active, count.archived), (EVENTS, 0));
             assert_eq!(meta.archived_events, 0);
+            assert!(
+                episodes.is_empty() && facts.is_empty(),
+                "no memory without its commit"
+            );
             false
         }
         Some(snapshot) => {
@@ -80,6 +115,10 @@ fn committed(storage: &PgStorage, agent: &AgentId) -> bool {
             assert_eq!(meta.archived_events, MOVED);
             assert_eq!(snapshot.active_first_id.as_ref(), Some(&active[0].id));
             assert_eq!(active.len(), EVENTS - MOVED);
+            assert_eq!(meta.compactions_finished, 1);
+            let ids: Vec<&str> = episodes.iter().map(|e| e.id.as_str()).collect();
+            assert_eq!(ids, ["ep-s-0001"]);
+            assert_eq!(facts.len(), 2, "{facts:?}");
             true
         }
     }

@@ -48,8 +48,11 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use agentmem::base::error::SchemaScope;
+use agentmem::memory::facts::FactStore;
+use agentmem::memory::notebook::Notebook;
 use agentmem::session::Access;
 use agentmem::storage::{Backend, Storage};
+use agentmem::MemoryStorage;
 use agentmem::StatePatch;
 
 use crate::error::{ErrorKind, ServiceError};
@@ -183,6 +186,9 @@ pub struct Service {
     /// Where the sessions are kept: the store's files unless
     /// [`Service::with_storage`] said otherwise.
     storage: Arc<dyn Storage>,
+    /// Where the agent's memory is kept: the store's files unless
+    /// [`Service::with_memory`] said otherwise.
+    memory: Arc<dyn MemoryStorage>,
     agent: AgentId,
     open: Mutex<HashMap<SessionId, Slot>>,
     metrics: Metrics,
@@ -194,6 +200,7 @@ impl Service {
     pub fn new(store: Store, agent: AgentId) -> Service {
         Service {
             storage: Arc::new(store.storage()),
+            memory: Arc::new(store.memory()),
             store,
             agent,
             open: Mutex::new(HashMap::new()),
@@ -207,6 +214,26 @@ impl Service {
     pub fn with_storage(mut self, storage: Arc<dyn Storage>) -> Service {
         self.storage = storage;
         self
+    }
+
+    /// The same service, the agent's memory kept by `memory`.
+    pub fn with_memory(mut self, memory: Arc<dyn MemoryStorage>) -> Service {
+        self.memory = memory;
+        self
+    }
+
+    /// The agent's notebook, where the memory is kept.
+    fn notebook(&self) -> Notebook {
+        Notebook::on(Arc::clone(&self.memory), &self.agent, self.redaction())
+    }
+
+    /// The agent's facts, where the memory is kept.
+    fn fact_store(&self) -> FactStore {
+        FactStore::on(Arc::clone(&self.memory), &self.agent, self.redaction())
+    }
+
+    fn redaction(&self) -> agentmem::redact::RedactionPolicy {
+        self.store.config().redaction.unwrap_or_default()
     }
 
     /// `Ok` when the sessions are kept in files; `feature`, which keeps
@@ -261,10 +288,6 @@ impl Service {
     pub fn run(&self, request: Request) -> Result<Answer, ServiceError> {
         let beyond_the_seam = match &request {
             Request::Search(_) | Request::Recall(_) => Some("searching the history (the index)"),
-            Request::ReadMemory | Request::AppendMemory(_) | Request::ReplaceMemory(_) => {
-                Some("MEMORY.md")
-            }
-            Request::Facts(_) | Request::RememberFact(_) => Some("facts (semantic memory)"),
             Request::Tool(_) => Some("the memory tools"),
             _ => None,
         };
@@ -296,7 +319,7 @@ impl Service {
             Request::SetStateSchema(request) => self.set_state_schema(request),
             Request::Search(request) => self.search(request),
             Request::Recall(request) => self.recall(request),
-            Request::ReadMemory => reply(self.store.notebook(&self.agent).read()?),
+            Request::ReadMemory => reply(self.notebook().read()?),
             Request::AppendMemory(request) => self.append_memory(request),
             Request::ReplaceMemory(request) => self.replace_memory(request),
             Request::Facts(request) => self.facts(request),
@@ -400,14 +423,13 @@ impl Service {
 
     fn append_memory(&self, request: requests::AppendMemory) -> Result<Answer, ServiceError> {
         let version = self
-            .store
-            .notebook(&self.agent)
+            .notebook()
             .append(&request.content, request.expected_hash.as_deref())?;
         reply(version)
     }
 
     fn replace_memory(&self, request: requests::ReplaceMemory) -> Result<Answer, ServiceError> {
-        let version = self.store.notebook(&self.agent).update(
+        let version = self.notebook().update(
             &request.old_text,
             &request.new_text,
             request.expected_hash.as_deref(),
@@ -417,7 +439,7 @@ impl Service {
 
     /// Current facts, or with `all`, superseded and retired ones too.
     fn facts(&self, request: requests::Facts) -> Result<Answer, ServiceError> {
-        let facts = self.store.facts(&self.agent);
+        let facts = self.fact_store();
         let listed = match request.all {
             Some(requests::Flag(true)) => facts.all()?,
             Some(requests::Flag(false)) | None => facts.current()?,
@@ -558,7 +580,7 @@ impl Service {
     }
 
     fn remember_fact(&self, request: requests::RememberFact) -> Result<Answer, ServiceError> {
-        let added = self.store.facts(&self.agent).add(NewFact {
+        let added = self.fact_store().add(NewFact {
             fact: request.fact,
             tags: request.tags,
             confidence: 0.9,

@@ -102,9 +102,10 @@ pub mod working;
 pub use base::id::{AgentId, SessionId};
 pub use files::meta::SessionMeta;
 pub use session::{CompactOptions, IngestReport, Session};
-pub use store::{FilesStorage, Store};
+pub use store::{FilesMemory, FilesStorage, Store};
 
 // The storage seam: where sessions are kept (files, or a database via an edge crate).
+pub use storage::memory::MemoryStorage;
 pub use storage::{Backend, SessionWriter, Storage};
 
 // Events: what a session is fed, and the tool calls they pair into.

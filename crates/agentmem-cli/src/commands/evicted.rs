@@ -1,6 +1,6 @@
 //! `agentmem evicted`: read an evicted tool output, a page at a time.
 
-use agentmem::files::evicted::read_evicted;
+use agentmem::files::evicted::page_of;
 
 use super::Context;
 
@@ -11,8 +11,10 @@ pub fn run(
     offset: usize,
     limit: usize,
 ) -> anyhow::Result<()> {
-    let session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
-    let page = read_evicted(&session.paths().evicted(), call_id, offset, limit)?;
+    let id = ctx.session_id(id)?;
+    ctx.storage()?.session_meta(&ctx.agent, &id)?;
+    let text = ctx.memory()?.read_evicted(&ctx.agent, &id, call_id)?;
+    let page = page_of(&text, offset, limit);
     if ctx.json {
         return crate::output::print_json(&page);
     }

@@ -8,7 +8,8 @@ use crate::cli::FactsCommand;
 use crate::output::{print_json, print_table};
 
 pub fn run(ctx: &Context, command: FactsCommand) -> anyhow::Result<()> {
-    let store = ctx.store.facts(&ctx.agent);
+    let store =
+        agentmem::memory::facts::FactStore::on(ctx.memory()?.clone(), &ctx.agent, ctx.redaction());
     let by_hand = || Provenance {
         extractor: "agentmem facts".into(),
         ..Provenance::default()

@@ -11,7 +11,7 @@
 
 use std::io::{BufRead, Write};
 
-use agentmem::{Backend, Event, Session, SessionId, SessionWriter};
+use agentmem::{Backend, Event, Session, SessionId};
 
 use super::{Context, InputRejected, Stored};
 
@@ -71,18 +71,18 @@ struct Destination {
     made: Made,
 }
 
-/// What appends the events: an engine session (files), or the storage
-/// seam's writer on another backend, which takes what is behind the seam.
+/// What appends the events: an engine session, kept in its folder (files)
+/// or behind the storage seam on another backend, which refuses what is not
+/// behind the seam before anything of a batch is stored.
 enum Writer {
     Session(Box<Session>),
-    Seam(Box<dyn SessionWriter>),
+    Seam(Box<Session>),
 }
 
 impl Writer {
     fn id(&self) -> &SessionId {
         match self {
-            Writer::Session(session) => session.id(),
-            Writer::Seam(writer) => writer.id(),
+            Writer::Session(session) | Writer::Seam(session) => session.id(),
         }
     }
 }
@@ -101,15 +101,17 @@ impl Destination {
             None => SessionId::generate(),
         };
         if ctx.backend() != Backend::Files {
-            let (writer, made) = match ctx.storage()?.lock_session(&ctx.agent, &id) {
-                Ok(writer) => (writer, Made::Before),
-                Err(agentmem::Error::SessionNotFound { .. }) => {
-                    (ctx.storage()?.create_session(&ctx.agent, &id)?, Made::Now)
-                }
+            let storage = ctx.shared_storage()?;
+            let (session, made) = match ctx.write_session(&id) {
+                Ok(session) => (session, Made::Before),
+                Err(agentmem::Error::SessionNotFound { .. }) => (
+                    ctx.store.create_session_in(storage, &ctx.agent, Some(id))?,
+                    Made::Now,
+                ),
                 Err(other) => return Err(other.into()),
             };
             return Ok(Destination {
-                writer: Writer::Seam(writer),
+                writer: Writer::Seam(Box::new(session)),
                 made,
             });
         }
@@ -138,13 +140,16 @@ impl Destination {
                 session.close()?;
                 false
             }
-            (Writer::Seam(writer), Made::Now) if writer.meta().events == 0 => {
-                let id = writer.id().clone();
-                drop(writer);
+            (Writer::Seam(session), Made::Now) if session.current_meta().events == 0 => {
+                let id = session.id().clone();
+                drop(session);
                 ctx.storage()?.delete_session(&ctx.agent, &id)?;
                 true
             }
-            (Writer::Seam(_), Made::Now | Made::Before) => false,
+            (Writer::Seam(session), Made::Now | Made::Before) => {
+                session.close()?;
+                false
+            }
         };
         Ok(if discarded {
             Stored::Nothing
@@ -174,24 +179,19 @@ fn flush(
     ack: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<agentmem::IngestReport> {
-    let (report, ids): (_, Vec<String>) = match writer {
-        Writer::Session(session) => {
-            let before = session.events().len();
-            let report = session.ingest(std::mem::take(batch))?;
-            let ids = session.events()[before..].iter().map(|e| e.id.clone());
-            (report, ids.collect())
-        }
-        Writer::Seam(writer) => {
-            crate::storage::check_batch(batch, ctx.backend(), ctx.store.config())?;
-            let appended = writer.append(std::mem::take(batch))?;
-            let report = agentmem::IngestReport {
-                appended: appended.events.len(),
-                duplicates: appended.duplicates,
-                ..Default::default()
-            };
-            (report, appended.events.into_iter().map(|e| e.id).collect())
+    let session = match writer {
+        Writer::Session(session) => session,
+        Writer::Seam(session) => {
+            crate::storage::check_batch(batch, ctx.backend())?;
+            session
         }
     };
+    let before = session.events().len();
+    let report = session.ingest(std::mem::take(batch))?;
+    let ids: Vec<String> = session.events()[before..]
+        .iter()
+        .map(|e| e.id.clone())
+        .collect();
     if ack {
         for id in ids {
             writeln!(out, "{id}")?;

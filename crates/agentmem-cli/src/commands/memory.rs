@@ -4,7 +4,11 @@ use super::Context;
 use crate::cli::MemoryCommand;
 
 pub fn run(ctx: &Context, command: MemoryCommand) -> anyhow::Result<()> {
-    let notebook = ctx.store.notebook(&ctx.agent);
+    let notebook = agentmem::memory::notebook::Notebook::on(
+        ctx.memory()?.clone(),
+        &ctx.agent,
+        ctx.redaction(),
+    );
     let version = match command {
         MemoryCommand::Show => notebook.read()?,
         MemoryCommand::Append { text, expect_hash } => {
@@ -22,7 +26,7 @@ pub fn run(ctx: &Context, command: MemoryCommand) -> anyhow::Result<()> {
     print!("{}", version.content);
     eprintln!(
         "agentmem: {} (version {})",
-        notebook.path().display(),
+        notebook.location(),
         version.hash
     );
     Ok(())

@@ -1,26 +1,76 @@
-//! `agentmem migrate --to postgres://… [--from DIR]`: every session of a
-//! data directory copied into a database, as far as the storage seam
-//! reaches (see [`agentmem::storage::copy`]), each copy checked; a run cut
-//! short is resumed by running again.
+//! `agentmem migrate [--from DIR|postgres://…] [--to postgres://…|DIR]`:
+//! every session of a data directory or a database copied to the other,
+//! with each agent's memory (MEMORY.md, facts, episodic items) and each
+//! session's evicted outputs (see [`agentmem::storage::copy`]), each
+//! session's copy checked; a run cut short is resumed by running again.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use agentmem::config::DatabaseUrl;
-use agentmem::storage::copy::{copy_session, Copied};
-use agentmem::{Backend, Config, SessionId, Storage, Store};
+use agentmem::storage::copy::{copy_evicted, copy_memory, copy_session, Copied};
+use agentmem::{AgentId, Backend, Config, SessionId, Store};
 use agentmem_postgres::PgStorage;
 use anyhow::Context as _;
 
 use super::Context;
 use crate::cli::MigrateArgs;
 use crate::output::print_json;
+use crate::storage::Opened;
 
 /// What an agent's folder may hold that the seam does not carry yet.
-const LEFT_ON_FILES: &[&str] = &[
-    "MEMORY.md",
-    "semantic.jsonl",
-    "episodic.jsonl",
-    "search.sqlite",
-    "working_memory.schema.json",
-];
+const LEFT_ON_FILES: &[&str] = &["search.sqlite", "working_memory.schema.json"];
+
+/// A store to copy from or to.
+enum Place {
+    /// A data directory's files.
+    Dir(PathBuf),
+    /// A PostgreSQL database.
+    Database(DatabaseUrl),
+}
+
+impl Place {
+    fn of(arg: &str) -> Place {
+        if arg.starts_with("postgres://") || arg.starts_with("postgresql://") {
+            Place::Database(DatabaseUrl::new(arg))
+        } else {
+            Place::Dir(PathBuf::from(arg))
+        }
+    }
+
+    /// How messages name it (a URL's password masked).
+    fn name(&self) -> String {
+        match self {
+            Place::Dir(dir) => dir.display().to_string(),
+            Place::Database(url) => url.masked(),
+        }
+    }
+
+    fn open(&self, config: &Config) -> anyhow::Result<Opened> {
+        Ok(match self {
+            Place::Dir(dir) => {
+                let mut config = Config::load(dir)?;
+                // A directory's files, whatever its configuration's backend.
+                config.storage.backend = Backend::Files;
+                let store = Store::with_config(dir, config);
+                Opened {
+                    sessions: Arc::new(store.storage()),
+                    memory: Arc::new(store.memory()),
+                }
+            }
+            Place::Database(url) => {
+                let database = Arc::new(PgStorage::connect(
+                    url,
+                    config.redaction.unwrap_or_default(),
+                )?);
+                Opened {
+                    sessions: database.clone(),
+                    memory: database,
+                }
+            }
+        })
+    }
+}
 
 /// What a migration did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -29,52 +79,75 @@ struct Tally {
     copied: usize,
     already_there: usize,
     events: usize,
+    evicted_outputs: usize,
+    agents: usize,
+    notebooks: usize,
+    facts: usize,
+    episodes: usize,
     /// Files the seam does not carry yet, left where they are.
     left_on_files: Vec<String>,
 }
 
 pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
-    let from_dir = args
-        .from
-        .clone()
-        .unwrap_or_else(|| ctx.store.root().to_path_buf());
-    let mut config = Config::load(&from_dir)?;
-    // The source is the directory's files, whatever the configuration's backend.
-    config.storage.backend = Backend::Files;
-    let source = Store::with_config(&from_dir, config);
-    let url = match &args.to {
-        Some(url) => DatabaseUrl::new(url.as_str()),
-        None => ctx.store.config().storage.url.clone().context(
-            "say where to migrate to: --to postgres://…, [storage] url, or AGENTMEM_DATABASE_URL",
-        )?,
+    let from = match &args.from {
+        Some(from) => Place::of(from),
+        None => Place::Dir(ctx.store.root().to_path_buf()),
     };
-    let target = PgStorage::connect(&url, source.config().redaction.unwrap_or_default())?;
-    let files = source.storage();
+    let to = match &args.to {
+        Some(to) => Place::of(to),
+        None => Place::Database(ctx.store.config().storage.url.clone().context(
+            "say where to migrate to: --to postgres://… or a directory, [storage] url, \
+             or AGENTMEM_DATABASE_URL",
+        )?),
+    };
+    if let (Place::Dir(a), Place::Dir(b)) = (&from, &to) {
+        anyhow::ensure!(
+            a != b,
+            "--from and --to are the same directory: copy to another"
+        );
+    }
+    let source = from.open(ctx.store.config())?;
+    let target = to.open(ctx.store.config())?;
     let mut sessions = Vec::new();
-    for agent in files.list_agents()? {
-        for meta in files.list_sessions(&agent)? {
+    for agent in source.sessions.list_agents()? {
+        for meta in source.sessions.list_sessions(&agent)? {
             sessions.push((agent.clone(), SessionId::new(&meta.id)?));
         }
     }
-    let bar = crate::progress::bar(sessions.len() as u64, "migrating sessions");
+    let agents: Vec<AgentId> = source.memory.memory_agents()?;
+    let bar = crate::progress::bar(
+        (sessions.len() + agents.len()) as u64,
+        "migrating sessions and memory",
+    );
     let mut tally = Tally::default();
     for (agent, id) in &sessions {
-        match copy_session(&files, &target, agent, id)? {
+        match copy_session(&*source.sessions, &*target.sessions, agent, id)? {
             Copied::Events(events) => {
                 tally.copied += 1;
                 tally.events += events;
             }
             Copied::AlreadyThere => tally.already_there += 1,
         }
+        tally.evicted_outputs += copy_evicted(&*source.memory, &*target.memory, agent, id)?;
         tally.sessions += 1;
         bar.inc(1);
     }
+    for agent in &agents {
+        let copied = copy_memory(&*source.memory, &*target.memory, agent)?;
+        tally.agents += 1;
+        tally.notebooks += usize::from(copied.notebook);
+        tally.facts += copied.facts;
+        tally.episodes += copied.episodes;
+        bar.inc(1);
+    }
     bar.finish_and_clear();
-    for agent in files.list_agents()? {
-        for name in LEFT_ON_FILES {
-            let path = source.agent_dir(&agent).join(name);
-            if path.exists() {
-                tally.left_on_files.push(path.display().to_string());
+    if let Place::Dir(dir) = &from {
+        for agent in &agents {
+            for name in LEFT_ON_FILES {
+                let path = dir.join("agents").join(agent.as_str()).join(name);
+                if path.exists() {
+                    tally.left_on_files.push(path.display().to_string());
+                }
             }
         }
     }
@@ -82,12 +155,19 @@ pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
         return print_json(&tally);
     }
     eprintln!(
-        "agentmem: {} sessions migrated to {}: {} copied ({} events), {} already there",
+        "agentmem: {} sessions migrated from {} to {}: {} copied ({} events, {} evicted outputs), \
+         {} already there; the memory of {} agents ({} notebooks, {} facts, {} episodes written)",
         tally.sessions,
-        url.masked(),
+        from.name(),
+        to.name(),
         tally.copied,
         tally.events,
-        tally.already_there
+        tally.evicted_outputs,
+        tally.already_there,
+        tally.agents,
+        tally.notebooks,
+        tally.facts,
+        tally.episodes
     );
     for path in &tally.left_on_files {
         eprintln!(

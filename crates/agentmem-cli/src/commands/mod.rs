@@ -39,7 +39,7 @@ pub struct Context {
     pub store: Store,
     /// The configured backend's sessions (the store's files by default),
     /// reached on first use: a command that needs no session never connects.
-    storage: std::cell::OnceCell<std::sync::Arc<dyn agentmem::Storage>>,
+    storage: std::cell::OnceCell<crate::storage::Opened>,
     pub agent: AgentId,
     pub json: bool,
 }
@@ -100,11 +100,26 @@ impl Context {
 
     /// The configured backend's sessions, as sessions opened on it hold them.
     pub fn shared_storage(&self) -> agentmem::Result<&std::sync::Arc<dyn agentmem::Storage>> {
-        if let Some(storage) = self.storage.get() {
-            return Ok(storage);
+        Ok(&self.opened()?.sessions)
+    }
+
+    /// The configured backend's agent memory (the store's files by
+    /// default), connected to on first use.
+    pub fn memory(&self) -> agentmem::Result<&std::sync::Arc<dyn agentmem::MemoryStorage>> {
+        Ok(&self.opened()?.memory)
+    }
+
+    fn opened(&self) -> agentmem::Result<&crate::storage::Opened> {
+        if let Some(opened) = self.storage.get() {
+            return Ok(opened);
         }
-        let storage = crate::storage::open(&self.store, &self.store.config().storage)?;
-        Ok(self.storage.get_or_init(|| storage.into()))
+        let opened = crate::storage::open(&self.store, &self.store.config().storage)?;
+        Ok(self.storage.get_or_init(|| opened))
+    }
+
+    /// What `[redaction]` of the configuration redacts (secrets always).
+    pub fn redaction(&self) -> agentmem::redact::RedactionPolicy {
+        self.store.config().redaction.unwrap_or_default()
     }
 
     /// Opens the session `id` on the configured backend, for writing

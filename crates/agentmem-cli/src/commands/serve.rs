@@ -21,7 +21,10 @@ use crate::cli::ServeArgs;
 pub fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<()> {
     let setup = summarizer_setup(&ctx, args)?;
     let storage = Arc::clone(ctx.shared_storage()?);
-    let mut service = Service::new(ctx.store, ctx.agent).with_storage(storage);
+    let memory = Arc::clone(ctx.memory()?);
+    let mut service = Service::new(ctx.store, ctx.agent)
+        .with_storage(storage)
+        .with_memory(memory);
     if let Some(setup) = setup {
         service = service.with_session_setup(setup);
     }

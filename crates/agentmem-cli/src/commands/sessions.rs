@@ -56,7 +56,7 @@ pub fn run(ctx: &Context, command: SessionsCommand) -> anyhow::Result<()> {
             }
         }
         SessionsCommand::End { id } => {
-            let mut session = ctx.store.open_session(&ctx.agent, &ctx.session_id(&id)?)?;
+            let mut session = ctx.write_session(&ctx.session_id(&id)?)?;
             let episode = session.end()?;
             session.close()?;
             match (episode, ctx.json) {

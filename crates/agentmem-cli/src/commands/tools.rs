@@ -9,7 +9,7 @@ use crate::output::{print_json, print_table};
 const PREVIEW_CHARS: usize = 60;
 
 pub fn run(ctx: &Context, id: &str, turn: Option<&str>) -> anyhow::Result<()> {
-    let session = ctx.store.read_session(&ctx.agent, &ctx.session_id(id)?)?;
+    let session = ctx.read_session(&ctx.session_id(id)?)?;
     ctx.report_recoveries(&session);
     let wanted = turn.map(|t| {
         t.parse::<u64>()

@@ -21,3 +21,10 @@ pub(crate) fn fingerprint_hasher() -> impl std::hash::Hasher {
     use std::hash::BuildHasher;
     foldhash::quality::FixedState::with_seed(0).build_hasher()
 }
+
+/// Sixteen random bytes (a new key).
+pub(crate) fn random_key() -> std::io::Result<[u8; 16]> {
+    let mut key = [0; 16];
+    getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(key)
+}

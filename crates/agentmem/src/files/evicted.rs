@@ -43,8 +43,13 @@ pub fn evicted_path(dir: &Path, call_id: &str) -> Result<PathBuf> {
 /// or `<call id>-2`, `-3`, … when an output of an earlier call with that id
 /// is there already (agents reuse ids), so no output replaces another.
 pub(crate) fn unused_evicted_name(dir: &Path, call_id: &str) -> Result<String> {
+    unused_name(call_id, |name| dir.join(format!("{name}.txt")).exists())
+}
+
+/// The name to evict the output of `call_id` under, when `taken` says
+/// which names are taken (see [`unused_evicted_name`]).
+pub(crate) fn unused_name(call_id: &str, taken: impl Fn(&str) -> bool) -> Result<String> {
     validate_path_id(IdKind::ToolCall, call_id)?;
-    let taken = |name: &str| dir.join(format!("{name}.txt")).exists();
     Ok(std::iter::once(call_id.to_owned())
         .chain((2u64..).map(|n| format!("{call_id}-{n}")))
         .find(|name| !taken(name))
@@ -118,7 +123,9 @@ pub fn read_evicted(dir: &Path, call_id: &str, offset: usize, limit: usize) -> R
     Ok(page_of(&text, offset, limit))
 }
 
-fn page_of(text: &str, offset: usize, limit: usize) -> EvictedPage {
+/// Lines `offset..offset + limit` of the output `text`, as
+/// [`read_evicted`] pages it (for outputs read from elsewhere than a folder).
+pub fn page_of(text: &str, offset: usize, limit: usize) -> EvictedPage {
     let total_lines = count_lines(text);
     let mut page = String::new();
     let mut lines_returned = 0;

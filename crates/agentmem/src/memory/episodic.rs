@@ -19,13 +19,13 @@ pub(crate) fn append_episode(agent_dir: &Path, item: &EpisodicItem) -> Result<()
 }
 
 /// Appends `item` unless the store already holds an item with its id: a
-/// step that may run again after a crash runs once.
-pub(crate) fn append_episode_once(agent_dir: &Path, item: &EpisodicItem) -> Result<()> {
+/// step that may run again after a crash runs once. Says whether it appended.
+pub(crate) fn append_episode_once(agent_dir: &Path, item: &EpisodicItem) -> Result<bool> {
     let _lock = MemoryLock::acquire(agent_dir)?;
     if read_episodes(agent_dir)?.iter().any(|e| e.id == item.id) {
-        return Ok(());
+        return Ok(false);
     }
-    append_locked(agent_dir, item)
+    append_locked(agent_dir, item).map(|()| true)
 }
 
 /// Appends `item` on a line of its own: a torn last line a killed writer

@@ -16,65 +16,30 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::hidden::HiddenKey;
+use super::keeping::Keeping;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::event::now_ts;
 use crate::base::fs::write_atomic;
 use crate::base::hash::fnv1a;
+use crate::base::id::AgentId;
 use crate::files::lock::MemoryLock;
 use crate::files::paths::SEMANTIC_FILE;
-use crate::files::records::{NewFact, Provenance, Trust};
+#[cfg(test)]
+use crate::files::records::Trust;
+use crate::files::records::{NewFact, Provenance};
 use crate::redact::{redact, Redacted, RedactionPolicy};
+use crate::storage::memory::MemoryStorage;
 
 /// Two facts whose word sets overlap at least this much are the same fact.
 pub(crate) const NEAR_DUPLICATE_JACCARD: f64 = 0.8;
 
-/// One semantic fact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fact {
-    /// The fact's id.
-    pub id: String,
-    /// When it was added (epoch seconds).
-    pub ts: f64,
-    /// The fact, in one sentence.
-    pub fact: String,
-    /// Free labels.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// How sure the extractor was that it is a lasting fact (0–1).
-    pub confidence: f32,
-    /// How much it matters for recall (0–1).
-    pub salience: f32,
-    /// Where it came from.
-    pub provenance: Provenance,
-    /// How far it may be trusted.
-    pub trust: Trust,
-    /// From when it holds (epoch seconds).
-    pub valid_from: f64,
-    /// Until when it held, once a newer fact replaced it.
-    #[serde(default)]
-    pub valid_to: Option<f64>,
-    /// The id of the fact that replaced it.
-    #[serde(default)]
-    pub superseded_by: Option<String>,
-    /// A keyed fingerprint of the words redaction hid from the fact (see
-    /// `memory::hidden`): two facts that read the same once redacted merge
-    /// only when it is the same, so facts that differ only in a secret stay two.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hidden: Option<String>,
-}
-
-impl Fact {
-    /// Whether the fact holds now (not superseded or retired).
-    pub(crate) fn is_current(&self) -> bool {
-        self.valid_to.is_none()
-    }
-}
+pub use crate::files::records::Fact;
 
 /// What adding a fact did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,7 +54,7 @@ pub enum Added {
 /// An agent's facts.
 #[derive(Debug, Clone)]
 pub struct FactStore {
-    path: PathBuf,
+    keeping: Keeping,
     redaction: RedactionPolicy,
 }
 
@@ -97,38 +62,30 @@ impl FactStore {
     /// The facts of the agent whose folder is `agent_dir`.
     pub fn new(agent_dir: &Path, redaction: RedactionPolicy) -> FactStore {
         FactStore {
-            path: agent_dir.join(SEMANTIC_FILE),
+            keeping: Keeping::File(agent_dir.join(SEMANTIC_FILE)),
+            redaction,
+        }
+    }
+
+    /// The facts of `agent` kept by `memory` (in its file when `memory` is
+    /// the files backend).
+    pub fn on(
+        memory: Arc<dyn MemoryStorage>,
+        agent: &AgentId,
+        redaction: RedactionPolicy,
+    ) -> FactStore {
+        FactStore {
+            keeping: Keeping::of(memory, agent, SEMANTIC_FILE),
             redaction,
         }
     }
 
     /// Every fact, superseded ones included, oldest first.
     pub fn all(&self) -> Result<Vec<Fact>> {
-        self.with_loaded(|loaded| Ok(loaded.facts.clone()))
-    }
-
-    /// Runs `work` on the store as the file holds it now: the parsed copy
-    /// kept in memory when the file is unchanged, else the file read again.
-    /// A failed `work` drops the copy, which it may have changed.
-    fn with_loaded<R>(&self, work: impl FnOnce(&mut Loaded) -> Result<R>) -> Result<R> {
-        let mut cache = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-        let stamp = stamp_of(&self.path)?;
-        if cache
-            .get(&self.path)
-            .is_none_or(|loaded| loaded.stamp != stamp)
-        {
-            let loaded = Loaded::read(&self.path, stamp)?;
-            if cache.len() >= LOADED_MAX_STORES {
-                cache.clear();
-            }
-            cache.insert(self.path.clone(), loaded);
+        match &self.keeping {
+            Keeping::File(path) => with_loaded(path, |loaded| Ok(loaded.facts.clone())),
+            Keeping::Seam { memory, agent } => memory.read_facts(agent),
         }
-        let loaded = cache.get_mut(&self.path).expect("kept above");
-        let result = work(loaded);
-        if result.is_err() {
-            cache.remove(&self.path);
-        }
-        result
     }
 
     /// The facts that hold now.
@@ -154,8 +111,7 @@ impl FactStore {
 
     /// Adds several facts with one append to the store.
     pub(crate) fn add_all(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
-        let _lock = self.lock()?;
-        self.add_all_locked(new)
+        self.add_facts(new, Adding::Always)
     }
 
     /// Adds the facts the store does not hold yet: a fact whose source
@@ -163,117 +119,259 @@ impl FactStore {
     /// may run again after a crash (a compaction finished on open) adds
     /// each fact once.
     pub(crate) fn add_all_once(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
-        let _lock = self.lock()?;
-        let known = self.with_loaded(|loaded| Ok(loaded.facts.clone()))?;
-        let new = new
-            .into_iter()
-            .filter(|new| !self.already_holds(&known, new))
-            .collect();
-        self.add_all_locked(new)
+        self.add_facts(new, Adding::Once)
     }
 
-    /// Whether `known` has a fact near `new` that names all its source events.
-    fn already_holds(&self, known: &[Fact], new: &NewFact) -> bool {
-        let sources = &new.provenance.source_event_ids;
-        let words = word_set(&redact(new.fact.trim(), self.redaction).0);
-        !sources.is_empty()
-            && known.iter().any(|fact| {
-                sources
-                    .iter()
-                    .all(|id| fact.provenance.source_event_ids.contains(id))
-                    && near(&word_set(&fact.fact), &words)
-            })
-    }
-
-    /// The agent's memory lock, which every change of the store holds.
-    fn lock(&self) -> Result<MemoryLock> {
-        MemoryLock::acquire(self.path.parent().unwrap_or(Path::new(".")))
-    }
-
-    fn add_all_locked(&self, new: Vec<NewFact>) -> Result<Vec<Added>> {
-        let mut texts = Vec::with_capacity(new.len());
-        let mut key = HiddenKeyOnce::new(self.path.parent().unwrap_or(Path::new(".")));
-        for new in &new {
-            let (text, found) = redact(new.fact.trim(), self.redaction);
-            if text.is_empty() {
-                return Err(Error::FactEdit {
-                    message: "a fact needs text".into(),
-                });
+    fn add_facts(&self, new: Vec<NewFact>, adding: Adding) -> Result<Vec<Added>> {
+        match &self.keeping {
+            Keeping::File(path) => {
+                let _lock = lock(path)?;
+                let new = match adding {
+                    Adding::Always => new,
+                    Adding::Once => {
+                        let known = with_loaded(path, |loaded| Ok(loaded.facts.clone()))?;
+                        not_held(&known, new, self.redaction)
+                    }
+                };
+                let texts = cleaned(&new, self.redaction, &mut self.key())?;
+                with_loaded(path, |loaded| {
+                    let (outcomes, changed) = loaded.add_each(new, texts);
+                    loaded.write(path, changed)?;
+                    Ok(outcomes)
+                })
             }
-            texts.push(Cleaned::of(text, found, new.fact.trim(), &mut key)?);
+            Keeping::Seam { memory, agent } => {
+                let mut key = self.key();
+                let mut outcomes = Vec::new();
+                let mut new = Some(new);
+                memory.change_facts(agent, &mut |facts| {
+                    let new = new.take().unwrap_or_default();
+                    let new = match adding {
+                        Adding::Always => new,
+                        Adding::Once => not_held(&facts, new, self.redaction),
+                    };
+                    let texts = cleaned(&new, self.redaction, &mut key)?;
+                    let mut loaded = Loaded::of(None, facts, 0, false);
+                    outcomes = loaded.add_each(new, texts).0;
+                    Ok(loaded.facts)
+                })?;
+                super::count_write();
+                Ok(outcomes)
+            }
         }
-        self.with_loaded(|loaded| {
-            let mut outcomes = Vec::with_capacity(new.len());
-            let mut changed = Vec::new();
-            for (new, text) in new.into_iter().zip(texts) {
-                let (outcome, position) = loaded.add(new, text);
-                outcomes.push(outcome);
-                changed.push(position);
-            }
-            loaded.write(&self.path, changed)?;
-            Ok(outcomes)
-        })
+    }
+
+    /// The agent's key for fingerprints, got the first time it is needed.
+    fn key(&self) -> HiddenKeyOnce<'_> {
+        HiddenKeyOnce {
+            source: KeySource::Keeping(&self.keeping),
+            key: None,
+        }
     }
 
     /// Corrects a fact: a new fact takes its place, and the old one stays in
     /// the history with `valid_to` and `superseded_by` set.
     pub fn supersede(&self, id: &str, text: &str, provenance: Provenance) -> Result<String> {
-        let _lock = self.lock()?;
-        let mut facts = self.all()?;
-        let old = facts
-            .iter()
-            .position(|f| f.id == id && f.is_current())
-            .ok_or_else(|| Error::FactEdit {
-                message: format!("no current fact {id}; list the facts to see their ids"),
-            })?;
-        let now = now_ts();
-        let (clean, found) = redact(text.trim(), self.redaction);
-        let mut key = HiddenKeyOnce::new(self.path.parent().unwrap_or(Path::new(".")));
-        let (clean, hidden) = Cleaned::of(clean, found, text.trim(), &mut key)?.into_parts();
-        let new_id = format!(
-            "fact-{:04}-{:08x}",
-            facts.len() + 1,
-            fnv1a(clean.as_bytes()) as u32
-        );
-        let replacement = Fact {
-            id: new_id.clone(),
-            ts: now,
-            fact: clean,
-            provenance,
-            valid_from: now,
-            valid_to: None,
-            superseded_by: None,
-            hidden,
-            ..facts[old].clone()
-        };
-        facts[old].valid_to = Some(now);
-        facts[old].superseded_by = Some(new_id.clone());
-        facts.push(replacement);
-        self.save(&facts)?;
-        Ok(new_id)
+        let mut key = self.key();
+        let mut provenance = Some(provenance);
+        self.rewrite_all(|facts| {
+            let old = facts
+                .iter()
+                .position(|f| f.id == id && f.is_current())
+                .ok_or_else(|| Error::FactEdit {
+                    message: format!("no current fact {id}; list the facts to see their ids"),
+                })?;
+            let now = now_ts();
+            let (clean, found) = redact(text.trim(), self.redaction);
+            let (clean, hidden) = Cleaned::of(clean, found, text.trim(), &mut key)?.into_parts();
+            let new_id = format!(
+                "fact-{:04}-{:08x}",
+                facts.len() + 1,
+                fnv1a(clean.as_bytes()) as u32
+            );
+            let replacement = Fact {
+                id: new_id.clone(),
+                ts: now,
+                fact: clean,
+                provenance: provenance.take().unwrap_or_default(),
+                valid_from: now,
+                valid_to: None,
+                superseded_by: None,
+                hidden,
+                ..facts[old].clone()
+            };
+            facts[old].valid_to = Some(now);
+            facts[old].superseded_by = Some(new_id.clone());
+            facts.push(replacement);
+            Ok(new_id)
+        })
     }
 
     /// Deletes a fact for good (an explicit request, never a side effect).
     pub fn delete(&self, id: &str) -> Result<()> {
-        let _lock = self.lock()?;
-        let mut facts = self.all()?;
-        let before = facts.len();
-        facts.retain(|f| f.id != id);
-        if facts.len() == before {
-            return Err(Error::FactEdit {
-                message: format!(
-                    "no fact {id}; list every fact, superseded ones too, to see their ids"
-                ),
-            });
-        }
-        self.save(&facts)
+        self.rewrite_all(|facts| {
+            let before = facts.len();
+            facts.retain(|f| f.id != id);
+            if facts.len() == before {
+                return Err(Error::FactEdit {
+                    message: format!(
+                        "no fact {id}; list every fact, superseded ones too, to see their ids"
+                    ),
+                });
+            }
+            Ok(())
+        })
     }
 
-    fn save(&self, facts: &[Fact]) -> Result<()> {
-        let mut cache = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-        cache.remove(&self.path);
-        rewrite(&self.path, facts).map(drop)
+    /// Runs `change` on every fact under the agent's memory lock and keeps
+    /// the whole list it leaves (the file rewritten atomically).
+    fn rewrite_all<R>(&self, mut change: impl FnMut(&mut Vec<Fact>) -> Result<R>) -> Result<R> {
+        match &self.keeping {
+            Keeping::File(path) => {
+                let _lock = lock(path)?;
+                let mut facts = self.all()?;
+                let result = change(&mut facts)?;
+                save(path, &facts)?;
+                Ok(result)
+            }
+            Keeping::Seam { memory, agent } => {
+                let mut result = None;
+                memory.change_facts(agent, &mut |mut facts| {
+                    result = Some(change(&mut facts)?);
+                    Ok(facts)
+                })?;
+                super::count_write();
+                Ok(result.expect("a change that succeeded ran"))
+            }
+        }
     }
+}
+
+/// `facts` with those of `new` they do not hold yet added, as a
+/// compaction adds its facts ([`FactStore`]'s merge of near duplicates, each
+/// fact once): for a backend that keeps a compaction's facts in a
+/// transaction of its own. `key` gives the agent's key for fingerprints of
+/// redacted facts, asked for only when redaction hid something.
+pub fn add_once_to(
+    facts: Vec<Fact>,
+    new: Vec<NewFact>,
+    redaction: RedactionPolicy,
+    key: &mut dyn FnMut() -> Result<[u8; 16]>,
+) -> Result<Vec<Fact>> {
+    let new = not_held(&facts, new, redaction);
+    let mut key = HiddenKeyOnce {
+        source: KeySource::Given(key),
+        key: None,
+    };
+    let texts = cleaned(&new, redaction, &mut key)?;
+    let mut loaded = Loaded::of(None, facts, 0, false);
+    loaded.add_each(new, texts);
+    Ok(loaded.facts)
+}
+
+/// A new random key for fingerprints of redacted facts: what a backend
+/// keeps as an agent's first when it has none (see
+/// [`crate::storage::memory::MemoryStorage::facts_key`]).
+pub fn new_facts_key() -> Result<[u8; 16]> {
+    crate::base::hash::random_key().map_err(|e| Error::Storage {
+        backend: "files",
+        action: "make a key for the facts' fingerprints".to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// `new` without the facts `known` holds already.
+fn not_held(known: &[Fact], new: Vec<NewFact>, redaction: RedactionPolicy) -> Vec<NewFact> {
+    new.into_iter()
+        .filter(|new| !already_holds(known, new, redaction))
+        .collect()
+}
+
+/// Whether `known` has a fact near `new` that names all its source events.
+fn already_holds(known: &[Fact], new: &NewFact, redaction: RedactionPolicy) -> bool {
+    let sources = &new.provenance.source_event_ids;
+    let words = word_set(&redact(new.fact.trim(), redaction).0);
+    !sources.is_empty()
+        && known.iter().any(|fact| {
+            sources
+                .iter()
+                .all(|id| fact.provenance.source_event_ids.contains(id))
+                && near(&word_set(&fact.fact), &words)
+        })
+}
+
+/// The texts of `new` as they are kept.
+fn cleaned(
+    new: &[NewFact],
+    redaction: RedactionPolicy,
+    key: &mut HiddenKeyOnce,
+) -> Result<Vec<Cleaned>> {
+    let mut texts = Vec::with_capacity(new.len());
+    for new in new {
+        let (text, found) = redact(new.fact.trim(), redaction);
+        if text.is_empty() {
+            return Err(Error::FactEdit {
+                message: "a fact needs text".into(),
+            });
+        }
+        texts.push(Cleaned::of(text, found, new.fact.trim(), key)?);
+    }
+    Ok(texts)
+}
+
+/// Whether facts are added as given or only when not held yet.
+#[derive(Debug, Clone, Copy)]
+enum Adding {
+    Always,
+    Once,
+}
+
+/// Runs `work` on the store as the file at `path` holds it now: the parsed
+/// copy kept in memory when the file is unchanged, else the file read
+/// again. A failed `work` drops the copy, which it may have changed.
+fn with_loaded<R>(path: &Path, work: impl FnOnce(&mut Loaded) -> Result<R>) -> Result<R> {
+    let mut cache = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    let stamp = stamp_of(path)?;
+    if cache.get(path).is_none_or(|loaded| loaded.stamp != stamp) {
+        let loaded = Loaded::read(path, stamp)?;
+        if cache.len() >= LOADED_MAX_STORES {
+            cache.clear();
+        }
+        cache.insert(path.to_path_buf(), loaded);
+    }
+    let loaded = cache.get_mut(path).expect("kept above");
+    let result = work(loaded);
+    if result.is_err() {
+        cache.remove(path);
+    }
+    result
+}
+
+/// The agent's memory lock, which every change of the store at `path` holds.
+fn lock(path: &Path) -> Result<MemoryLock> {
+    MemoryLock::acquire(path.parent().unwrap_or(Path::new(".")))
+}
+
+fn save(path: &Path, facts: &[Fact]) -> Result<()> {
+    let mut cache = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    cache.remove(path);
+    rewrite(path, facts).map(drop)
+}
+
+/// The files backend's [`MemoryStorage::change_facts`]: the facts of the
+/// agent folder `agent_dir`, changed under its memory lock and kept whole.
+pub(crate) fn change_file(
+    agent_dir: &Path,
+    change: &mut dyn FnMut(Vec<Fact>) -> Result<Vec<Fact>>,
+) -> Result<()> {
+    let path = agent_dir.join(SEMANTIC_FILE);
+    let _lock = lock(&path)?;
+    let facts = with_loaded(&path, |loaded| Ok(loaded.facts.clone()))?;
+    let changed = change(facts.clone())?;
+    if changed != facts {
+        save(&path, &changed)?;
+    }
+    Ok(())
 }
 
 /// Stores kept parsed in memory at most; the cache starts over when full.
@@ -350,19 +448,39 @@ impl Loaded {
                 }
             }
         }
+        let torn = !text.is_empty() && !text.ends_with('\n');
+        Ok(Loaded::of(stamp, facts, lines, torn))
+    }
+
+    /// The store of `facts`, as a file of `lines` lines (`torn` when cut
+    /// inside its last) with `stamp` holds them.
+    fn of(stamp: Stamp, facts: Vec<Fact>, lines: usize, torn: bool) -> Loaded {
         let words: Vec<BTreeSet<String>> = facts.iter().map(|f| word_set(&f.fact)).collect();
         let mut near_index = NearIndex::default();
         for (i, these) in words.iter().enumerate() {
             near_index.add(i, these);
         }
-        Ok(Loaded {
+        Loaded {
             stamp,
             facts,
             words,
             near_index,
             lines,
-            torn: !text.is_empty() && !text.ends_with('\n'),
-        })
+            torn,
+        }
+    }
+
+    /// Adds each of `new` (their texts cleaned to `texts`): what happened
+    /// to each, and the positions of the facts changed.
+    fn add_each(&mut self, new: Vec<NewFact>, texts: Vec<Cleaned>) -> (Vec<Added>, Vec<usize>) {
+        let mut outcomes = Vec::with_capacity(new.len());
+        let mut changed = Vec::new();
+        for (new, text) in new.into_iter().zip(texts) {
+            let (outcome, position) = self.add(new, text);
+            outcomes.push(outcome);
+            changed.push(position);
+        }
+        (outcomes, changed)
     }
 
     /// Merges `new` (its text cleaned to `text`) into the current fact that
@@ -497,23 +615,32 @@ impl Cleaned {
 /// The agent's key for fingerprints, read (or made) the first time a fact
 /// needs it.
 struct HiddenKeyOnce<'a> {
-    agent_dir: &'a Path,
+    source: KeySource<'a>,
     key: Option<HiddenKey>,
 }
 
-impl<'a> HiddenKeyOnce<'a> {
-    fn new(agent_dir: &'a Path) -> Self {
-        HiddenKeyOnce {
-            agent_dir,
-            key: None,
-        }
-    }
+/// Where the agent's key is got.
+enum KeySource<'a> {
+    /// From where its facts are kept.
+    Keeping(&'a Keeping),
+    /// From the caller.
+    Given(&'a mut dyn FnMut() -> Result<[u8; 16]>),
+}
 
+impl HiddenKeyOnce<'_> {
     fn get(&mut self) -> Result<HiddenKey> {
         if let Some(key) = self.key {
             return Ok(key);
         }
-        let key = HiddenKey::of_agent(self.agent_dir)?;
+        let key = match &mut self.source {
+            KeySource::Keeping(Keeping::File(path)) => {
+                HiddenKey::of_agent(path.parent().unwrap_or(Path::new(".")))?
+            }
+            KeySource::Keeping(Keeping::Seam { memory, agent }) => {
+                HiddenKey::of_seam(memory.as_ref(), agent)?
+            }
+            KeySource::Given(give) => HiddenKey::from_bytes(give()?),
+        };
         self.key = Some(key);
         Ok(key)
     }

@@ -34,23 +34,28 @@ impl HiddenKey {
     /// time it is needed; call it holding the agent's memory lock.
     pub(crate) fn of_agent(agent_dir: &Path) -> Result<HiddenKey> {
         let path = agent_dir.join(KEY_FILE);
-        match std::fs::read(&path) {
-            Ok(bytes) if bytes.len() == KEY_BYTES => {
-                let mut key = [0; KEY_BYTES];
-                key.copy_from_slice(&bytes);
-                return Ok(HiddenKey(key));
-            }
-            // A key cut short by a crash before anything used it: made anew.
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).io("read", &path),
-        }
-        let mut key = [0; KEY_BYTES];
-        getrandom::fill(&mut key)
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .io("make a key for", &path)?;
-        crate::base::fs::write_atomic(&path, &key)?;
-        Ok(HiddenKey(key))
+        let proposed = crate::base::hash::random_key().io("make a key for", &path)?;
+        Ok(HiddenKey(key_file(agent_dir, proposed)?))
+    }
+
+    /// The key `bytes`.
+    pub(crate) fn from_bytes(bytes: [u8; KEY_BYTES]) -> HiddenKey {
+        HiddenKey(bytes)
+    }
+
+    /// The key of the agent kept behind the storage seam, made the first
+    /// time it is needed.
+    pub(crate) fn of_seam(
+        memory: &dyn crate::storage::memory::MemoryStorage,
+        agent: &crate::base::id::AgentId,
+    ) -> Result<HiddenKey> {
+        let proposed =
+            crate::base::hash::random_key().map_err(|source| crate::base::error::Error::Io {
+                action: "make a key for",
+                path: std::path::PathBuf::from(format!("the facts of agent {agent}")),
+                source,
+            })?;
+        Ok(HiddenKey(memory.facts_key(agent, proposed)?))
     }
 
     /// The fingerprint of `words`, hex.
@@ -62,6 +67,26 @@ impl HiddenKey {
         }
         format!("{:032x}", hasher.finish128().as_u128())
     }
+}
+
+/// The key in the agent folder `agent_dir`, `proposed` written as it when
+/// there is none (or one cut short by a crash before anything used it);
+/// call it holding the agent's memory lock.
+pub(crate) fn key_file(agent_dir: &Path, proposed: [u8; KEY_BYTES]) -> Result<[u8; KEY_BYTES]> {
+    let path = agent_dir.join(KEY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) if bytes.len() == KEY_BYTES => {
+            let mut key = [0; KEY_BYTES];
+            key.copy_from_slice(&bytes);
+            return Ok(key);
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).io("read", &path),
+    }
+    crate::base::fs::create_dir_all(agent_dir).io("create", agent_dir)?;
+    crate::base::fs::write_atomic(&path, &proposed)?;
+    Ok(proposed)
 }
 
 #[cfg(test)]

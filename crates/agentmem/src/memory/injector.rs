@@ -9,14 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::project::{
-    cross_session_block, memory_block, memory_stamp, MemorySettings, CROSS_SESSION_HEADING,
-    DEFAULT_CROSS_SESSION_TOKENS,
+    cross_session_block, cross_session_block_on, memory_block, memory_block_of, memory_stamp,
+    MemorySettings, CROSS_SESSION_HEADING, DEFAULT_CROSS_SESSION_TOKENS,
 };
 use crate::base::event::{Event, TraceType};
+use crate::base::id::AgentId;
 use crate::memory::recall::{recall, refresh_memories, Embedder, RecallRequest};
 use crate::redact::RedactionPolicy;
 use crate::search::vectors::{SharedEmbedder, EMBED_BATCH_TEXTS};
 use crate::search::{HistoryIndex, IndexFeeder};
+use crate::storage::memory::MemoryStorage;
 use crate::tokens::{Encoding, Tokenizer};
 
 /// How long a look at the memory files stands for calls that come faster.
@@ -57,6 +59,33 @@ pub(crate) struct MemoryInjector {
     index: IndexReader,
     /// What this session may do to the index.
     index_use: IndexUse,
+    /// The agent's memory when it is kept behind the storage seam (the
+    /// agent's folder holds none of it then, and no search index).
+    seam: Option<SeamMemory>,
+}
+
+/// An agent's memory kept behind the storage seam.
+#[derive(Debug, Clone)]
+pub(crate) struct SeamMemory {
+    pub(crate) memory: Arc<dyn MemoryStorage>,
+    pub(crate) agent: AgentId,
+}
+
+impl SeamMemory {
+    /// A fingerprint of the notebook, facts and episodes as kept now: the
+    /// same while none of them changed.
+    fn stamp(&self) -> Option<(std::time::SystemTime, u64)> {
+        use std::hash::Hasher;
+        let mut hasher = crate::base::hash::fingerprint_hasher();
+        hasher.write(self.memory.read_notebook(&self.agent).ok()?.hash.as_bytes());
+        for fact in self.memory.read_facts(&self.agent).ok()? {
+            hasher.write(serde_json::to_string(&fact).ok()?.as_bytes());
+        }
+        for episode in self.memory.read_episodes(&self.agent).ok()? {
+            hasher.write(episode.id.as_bytes());
+        }
+        Some((std::time::UNIX_EPOCH, hasher.finish()))
+    }
 }
 
 /// The session's read handle on the agent's search index.
@@ -123,7 +152,13 @@ impl MemoryInjector {
             cache: None,
             index: IndexReader::Unopened,
             index_use,
+            seam: None,
         }
+    }
+
+    /// The same injector, reading the agent's memory from behind the seam.
+    pub(crate) fn on_seam(self, seam: Option<SeamMemory>) -> MemoryInjector {
+        MemoryInjector { seam, ..self }
     }
 
     /// The tokens of the blocks built last (0 before the first).
@@ -161,16 +196,38 @@ impl MemoryInjector {
         // The parts made of files alone are rebuilt only when a file changed.
         let (own, cross_session) = match (&self.cache, files_unchanged) {
             (Some(cache), true) => (cache.own.clone(), cache.cross_session.clone()),
-            _ => (
-                memory_block(Some(&self.agent_dir), &self.settings, tokenizer),
-                cross_session_block(
-                    &self.agent_dir,
-                    &self.session,
-                    &self.settings,
-                    self.redaction,
-                    tokenizer,
+            _ => match &self.seam {
+                None => (
+                    memory_block(Some(&self.agent_dir), &self.settings, tokenizer),
+                    cross_session_block(
+                        &self.agent_dir,
+                        &self.session,
+                        &self.settings,
+                        self.redaction,
+                        tokenizer,
+                    ),
                 ),
-            ),
+                Some(seam) => (
+                    memory_block_of(
+                        Some(
+                            seam.memory
+                                .read_notebook(&seam.agent)
+                                .map(|v| v.content)
+                                .unwrap_or_default(),
+                        ),
+                        &self.settings,
+                        tokenizer,
+                    ),
+                    cross_session_block_on(
+                        seam.memory.as_ref(),
+                        &seam.agent,
+                        &self.session,
+                        &self.settings,
+                        self.redaction,
+                        tokenizer,
+                    ),
+                ),
+            },
         };
         let blocks = if query.is_none() || self.nothing_to_recall(feeder) {
             // What stands in for recall then changes only with its files:
@@ -223,7 +280,10 @@ impl MemoryInjector {
                 return (cache.stamp.clone(), cache.looked_at, writes);
             }
         }
-        let stamp = memory_stamp(&self.agent_dir, &self.settings);
+        let mut stamp = memory_stamp(&self.agent_dir, &self.settings);
+        if let Some(seam) = &self.seam {
+            stamp.push(seam.stamp());
+        }
         (stamp, Instant::now(), writes)
     }
 
@@ -234,6 +294,11 @@ impl MemoryInjector {
     /// facts after each of its compactions. A writer's indexer (`feeder`)
     /// has the answer ready, as of the latest events it indexed.
     fn nothing_to_recall(&mut self, feeder: Option<&IndexFeeder>) -> bool {
+        if self.seam.is_some() {
+            // The search index is not behind the seam: the block of the
+            // agent's best facts and latest summaries stands in.
+            return true;
+        }
         match feeder.and_then(IndexFeeder::memories_beyond) {
             Some(beyond) => !beyond,
             None => {

@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod episodic;
 pub mod facts;
-mod hidden;
+pub(crate) mod hidden;
 pub(crate) mod injector;
+mod keeping;
 pub mod notebook;
 pub mod project;
 pub mod recall;

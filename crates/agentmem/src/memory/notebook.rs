@@ -7,35 +7,40 @@
 //! already applied (same expected hash, same edit) succeeds without applying
 //! it twice, so an agent may retry after a lost response.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::json;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fs::write_atomic;
+use crate::base::id::AgentId;
 use crate::files::lock::MemoryLock;
 use crate::files::paths::MEMORY_FILE;
 use crate::redact::{redact, RedactionPolicy};
 use crate::render::ToolSchema;
+use crate::storage::memory::{MemoryStorage, Swapped};
+
+use super::keeping::Keeping;
 
 /// Lines of MEMORY.md injected into the context by default.
 pub(crate) const DEFAULT_INJECTED_LINES: usize = 200;
 
-/// The notebook's content and the hash that names this version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemoryVersion {
-    /// MEMORY.md's text.
-    pub content: String,
-    /// FNV-1a 64 of the content, hex: pass it back as `expected_hash`.
-    pub hash: String,
-}
+pub use crate::files::records::{version, MemoryVersion};
 
 /// An agent's MEMORY.md.
 #[derive(Debug, Clone)]
 pub struct Notebook {
-    path: PathBuf,
+    keeping: Keeping,
     redaction: RedactionPolicy,
+}
+
+/// What an edit makes of the notebook it read.
+enum Step {
+    /// The notebook already says it (a retry of an edit that applied).
+    Unchanged(MemoryVersion),
+    /// The notebook's new content.
+    Write(String),
 }
 
 impl Notebook {
@@ -43,8 +48,21 @@ impl Notebook {
     /// written to it is redacted with the default policy.
     pub fn new(agent_dir: &Path) -> Notebook {
         Notebook {
-            path: agent_dir.join(MEMORY_FILE),
+            keeping: Keeping::File(agent_dir.join(MEMORY_FILE)),
             redaction: RedactionPolicy::default(),
+        }
+    }
+
+    /// The notebook of `agent` kept by `memory` (in its file when `memory`
+    /// is the files backend); writes are redacted with `policy` (secrets always).
+    pub fn on(
+        memory: Arc<dyn MemoryStorage>,
+        agent: &AgentId,
+        policy: RedactionPolicy,
+    ) -> Notebook {
+        Notebook {
+            keeping: Keeping::of(memory, agent, MEMORY_FILE),
+            redaction: policy,
         }
     }
 
@@ -56,9 +74,24 @@ impl Notebook {
         }
     }
 
-    /// Where the file is.
+    /// Where the file is; for a notebook kept elsewhere than in files, only
+    /// the file's name (see [`Notebook::location`]).
     pub fn path(&self) -> &Path {
-        &self.path
+        match &self.keeping {
+            Keeping::File(path) => path,
+            Keeping::Seam { .. } => Path::new(MEMORY_FILE),
+        }
+    }
+
+    /// Where the notebook is kept: its file, or the agent's notebook in a
+    /// database.
+    pub fn location(&self) -> String {
+        match &self.keeping {
+            Keeping::File(path) => path.display().to_string(),
+            Keeping::Seam { memory, agent } => {
+                format!("the MEMORY.md of agent {agent} ({})", memory.backend())
+            }
+        }
     }
 
     /// The current content (empty when there is no file yet).
@@ -73,27 +106,24 @@ impl Notebook {
     /// assert!(written.content.contains("snake_case"));
     /// ```
     pub fn read(&self) -> Result<MemoryVersion> {
-        let content = match std::fs::read_to_string(&self.path) {
-            Ok(content) => content,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).io("read", &self.path),
-        };
-        Ok(version(content))
+        match &self.keeping {
+            Keeping::File(path) => read_file(path),
+            Keeping::Seam { memory, agent } => memory.read_notebook(agent),
+        }
     }
 
     /// Appends `text` as its own line(s).
     pub fn append(&self, text: &str, expected_hash: Option<&str>) -> Result<MemoryVersion> {
-        let _lock = self.lock()?;
-        let current = self.read()?;
         let (clean, _) = redact(text, self.redaction);
         let entry = clean.trim_end_matches('\n');
-        let next = match current.content.as_str() {
-            "" => format!("{entry}\n"),
-            content if content.ends_with('\n') => format!("{content}{entry}\n"),
-            content => format!("{content}\n{entry}\n"),
-        };
-        self.commit(current, expected_hash, next, |content| {
-            content.ends_with(&format!("{entry}\n"))
+        let applied = |content: &str| content.ends_with(&format!("{entry}\n"));
+        self.edit(|current| {
+            let next = match current.content.as_str() {
+                "" => format!("{entry}\n"),
+                content if content.ends_with('\n') => format!("{content}{entry}\n"),
+                content => format!("{content}\n{entry}\n"),
+            };
+            checked(current, expected_hash, next, applied)
         })
     }
 
@@ -105,73 +135,127 @@ impl Notebook {
         new: &str,
         expected_hash: Option<&str>,
     ) -> Result<MemoryVersion> {
-        let _lock = self.lock()?;
-        let current = self.read()?;
         if old.is_empty() {
             return Err(Error::MemoryEdit {
                 message: "the text to replace is empty".into(),
             });
         }
         let already_applied = |content: &str| !content.contains(old) && content.contains(new);
-        let next = match current.content.matches(old).count() {
-            1 => current.content.replacen(old, new, 1),
-            0 if expected_hash.is_some_and(|h| h != current.hash)
-                && already_applied(&current.content) =>
-            {
-                return Ok(current); // a retry of an update that already applied
-            }
-            0 => {
-                return Err(Error::MemoryEdit {
-                    message: format!(
-                        "{old:?} is not in MEMORY.md; read it again and quote the text exactly"
-                    ),
-                })
-            }
-            n => {
-                return Err(Error::MemoryEdit {
-                    message: format!(
+        self.edit(|current| {
+            let next = match current.content.matches(old).count() {
+                1 => current.content.replacen(old, new, 1),
+                0 if expected_hash.is_some_and(|h| h != current.hash)
+                    && already_applied(&current.content) =>
+                {
+                    return Ok(Step::Unchanged(current.clone())); // a retry of an update that already applied
+                }
+                0 => {
+                    return Err(Error::MemoryEdit {
+                        message: format!(
+                            "{old:?} is not in MEMORY.md; read it again and quote the text exactly"
+                        ),
+                    })
+                }
+                n => {
+                    return Err(Error::MemoryEdit {
+                        message: format!(
                         "{old:?} occurs {n} times in MEMORY.md; quote more of it so it occurs once"
                     ),
-                })
-            }
-        };
-        self.commit(current, expected_hash, next, already_applied)
-    }
-
-    /// The agent's memory lock: an edit reads, changes and writes the file
-    /// under it, so edits from other processes wait instead of being lost.
-    fn lock(&self) -> Result<MemoryLock> {
-        MemoryLock::acquire(self.path.parent().unwrap_or(Path::new(".")))
-    }
-
-    /// Writes `next` if `expected_hash` (when given) names `current`. When it
-    /// does not, but `applied` says the edit is already in, the retry succeeds.
-    fn commit(
-        &self,
-        current: MemoryVersion,
-        expected_hash: Option<&str>,
-        next: String,
-        applied: impl Fn(&str) -> bool,
-    ) -> Result<MemoryVersion> {
-        if let Some(expected) = expected_hash {
-            if expected != current.hash {
-                if applied(&current.content) {
-                    return Ok(current);
+                    })
                 }
-                return Err(Error::MemoryConflict {
-                    expected: expected.to_owned(),
-                    actual: current.hash,
-                });
-            }
-        }
-        if let Some(dir) = self.path.parent() {
-            crate::base::fs::create_dir_all(dir).io("create", dir)?;
-        }
-        let written = write_atomic(&self.path, next.as_bytes());
-        super::count_write();
-        written?;
-        Ok(version(next))
+            };
+            checked(current, expected_hash, next, already_applied)
+        })
     }
+
+    /// Runs `step` on the current notebook and writes what it makes of it.
+    /// In a file, under the agent's memory lock, so edits from other
+    /// processes wait instead of being lost; behind the seam, by
+    /// compare-and-swap, the edit redone on the newer notebook when another
+    /// writer changed it in between.
+    fn edit(&self, step: impl Fn(&MemoryVersion) -> Result<Step>) -> Result<MemoryVersion> {
+        match &self.keeping {
+            Keeping::File(path) => {
+                let _lock = MemoryLock::acquire(path.parent().unwrap_or(Path::new(".")))?;
+                match step(&read_file(path)?)? {
+                    Step::Unchanged(current) => Ok(current),
+                    Step::Write(next) => write_file(path, next),
+                }
+            }
+            Keeping::Seam { memory, agent } => loop {
+                let current = memory.read_notebook(agent)?;
+                match step(&current)? {
+                    Step::Unchanged(current) => return Ok(current),
+                    Step::Write(next) => match memory.swap_notebook(agent, &current.hash, &next)? {
+                        Swapped::Done(written) => {
+                            super::count_write();
+                            return Ok(written);
+                        }
+                        Swapped::Changed => continue,
+                    },
+                }
+            },
+        }
+    }
+}
+
+/// `next`, if `expected_hash` (when given) names `current`. When it does
+/// not, but `applied` says the edit is already in, the retry succeeds.
+fn checked(
+    current: &MemoryVersion,
+    expected_hash: Option<&str>,
+    next: String,
+    applied: impl Fn(&str) -> bool,
+) -> Result<Step> {
+    match expected_hash {
+        Some(expected) if expected != current.hash => {
+            if applied(&current.content) {
+                return Ok(Step::Unchanged(current.clone()));
+            }
+            Err(Error::MemoryConflict {
+                expected: expected.to_owned(),
+                actual: current.hash.clone(),
+            })
+        }
+        _ => Ok(Step::Write(next)),
+    }
+}
+
+/// The notebook in the file at `path` (empty when there is none).
+fn read_file(path: &Path) -> Result<MemoryVersion> {
+    let content = match std::fs::read_to_string(path) {
+        Ok(content) => content,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).io("read", path),
+    };
+    Ok(version(content))
+}
+
+/// Replaces the file at `path` with `next`, atomically.
+fn write_file(path: &Path, next: String) -> Result<MemoryVersion> {
+    if let Some(dir) = path.parent() {
+        crate::base::fs::create_dir_all(dir).io("create", dir)?;
+    }
+    let written = write_atomic(path, next.as_bytes());
+    super::count_write();
+    written?;
+    Ok(version(next))
+}
+
+/// The files backend's [`MemoryStorage::swap_notebook`]: under the agent's
+/// memory lock, the file at `agent_dir` is replaced if it still has `current`.
+pub(crate) fn swap_file(agent_dir: &Path, current: &str, next: &str) -> Result<Swapped> {
+    let _lock = MemoryLock::acquire(agent_dir)?;
+    let path = agent_dir.join(MEMORY_FILE);
+    if read_file(&path)?.hash != current {
+        return Ok(Swapped::Changed);
+    }
+    write_file(&path, next.to_owned()).map(Swapped::Done)
+}
+
+/// The notebook file of the agent whose folder is `agent_dir`.
+pub(crate) fn read_in(agent_dir: &Path) -> Result<MemoryVersion> {
+    read_file(&agent_dir.join(MEMORY_FILE))
 }
 
 /// The first `max_lines` lines of `content`, and whether anything was left out.
@@ -179,14 +263,6 @@ pub(crate) fn first_lines(content: &str, max_lines: usize) -> (String, bool) {
     let mut lines = content.lines();
     let kept: Vec<&str> = lines.by_ref().take(max_lines).collect();
     (kept.join("\n"), lines.next().is_some())
-}
-
-fn version(content: String) -> MemoryVersion {
-    let hash = crate::base::hash::fnv1a(content.as_bytes());
-    MemoryVersion {
-        content,
-        hash: format!("{hash:016x}"),
-    }
 }
 
 /// Tool schemas for agents: `read_memory`, `write_memory`, `update_memory`

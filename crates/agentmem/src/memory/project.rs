@@ -130,6 +130,22 @@ pub fn memory_block(
     settings: &MemorySettings,
     tokenizer: Tokenizer,
 ) -> Option<String> {
+    let content = notebook.map(|agent_dir| {
+        Notebook::new(agent_dir)
+            .read()
+            .map(|v| v.content)
+            .unwrap_or_default()
+    });
+    memory_block_of(content, settings, tokenizer)
+}
+
+/// [`memory_block`] with the notebook's `content` as read (`None`: no
+/// notebook is injected).
+pub(crate) fn memory_block_of(
+    notebook: Option<String>,
+    settings: &MemorySettings,
+    tokenizer: Tokenizer,
+) -> Option<String> {
     let mut sections = Vec::new();
     let files = discover(&settings.project_dirs);
     if !files.is_empty() {
@@ -143,11 +159,7 @@ pub fn memory_block(
         }
         sections.push(text);
     }
-    if let Some(agent_dir) = notebook {
-        let content = Notebook::new(agent_dir)
-            .read()
-            .map(|v| v.content)
-            .unwrap_or_default();
+    if let Some(content) = notebook {
         if !content.trim().is_empty() {
             let lines = settings.injected_lines.unwrap_or(DEFAULT_INJECTED_LINES);
             let (mut kept, mut cut) = first_lines(&content, lines);
@@ -180,28 +192,49 @@ pub(crate) fn cross_session_block(
     redaction: RedactionPolicy,
     tokenizer: Tokenizer,
 ) -> Option<String> {
+    let budget = cross_session_budget(settings)?;
+    let facts = FactStore::new(agent_dir, Default::default())
+        .current()
+        .unwrap_or_default();
+    let episodes = read_episodes(agent_dir).unwrap_or_default();
+    cross_session(facts, episodes, session, budget, redaction, tokenizer)
+}
+
+/// The tokens the cross-session block may take; `None` when it is off.
+fn cross_session_budget(settings: &MemorySettings) -> Option<u64> {
     let budget = settings
         .cross_session_tokens
         .unwrap_or(DEFAULT_CROSS_SESSION_TOKENS);
-    cross_session(agent_dir, session, budget, redaction, tokenizer)
+    (budget > 0).then_some(budget)
+}
+
+/// [`cross_session_block`] of the agent's memory kept behind the seam.
+pub(crate) fn cross_session_block_on(
+    memory: &dyn crate::storage::memory::MemoryStorage,
+    agent: &crate::base::id::AgentId,
+    session: &str,
+    settings: &MemorySettings,
+    redaction: RedactionPolicy,
+    tokenizer: Tokenizer,
+) -> Option<String> {
+    let budget = cross_session_budget(settings)?;
+    let facts = memory.read_facts(agent).unwrap_or_default();
+    let facts = facts.into_iter().filter(|f| f.valid_to.is_none()).collect();
+    let episodes = memory.read_episodes(agent).unwrap_or_default();
+    cross_session(facts, episodes, session, budget, redaction, tokenizer)
 }
 
 /// The agent's current facts (most salient and sure first) and the latest
 /// summaries of its other sessions, newest first, while they fit `budget`.
 /// Facts drawn from tool output are marked as information, not instructions.
 fn cross_session(
-    agent_dir: &Path,
+    mut facts: Vec<super::facts::Fact>,
+    mut episodes: Vec<crate::files::records::EpisodicItem>,
     session: &str,
     budget: u64,
     redaction: RedactionPolicy,
     tokenizer: Tokenizer,
 ) -> Option<String> {
-    if budget == 0 {
-        return None;
-    }
-    let mut facts = FactStore::new(agent_dir, Default::default())
-        .current()
-        .unwrap_or_default();
     facts.sort_by(|a, b| (b.salience * b.confidence).total_cmp(&(a.salience * a.confidence)));
     let fact_lines = facts.into_iter().map(|f| match f.trust {
         Trust::Tool => format!(
@@ -210,7 +243,6 @@ fn cross_session(
         ),
         Trust::User | Trust::Assistant => format!("- {}", f.fact),
     });
-    let mut episodes = read_episodes(agent_dir).unwrap_or_default();
     episodes.retain(|e| e.session_id != session);
     let episode_lines = episodes.into_iter().rev().map(|e| {
         format!(

@@ -598,12 +598,9 @@ impl Session {
         if snapshot.compactions <= self.log.meta().compactions_finished {
             return Ok(());
         }
-        // Long-term memory is not behind the storage seam yet: on a
-        // database the episode and facts stay in the committed snapshot.
-        if let Some(memory) = snapshot.memory.as_ref().filter(|_| self.log.in_folder()) {
-            append_episode_once(&self.settings.agent_dir, &memory.episode)?;
-            FactStore::new(&self.settings.agent_dir, self.settings.redaction)
-                .add_all_once(memory.facts.clone())?;
+        if let Some(memory) = snapshot.memory.as_ref() {
+            self.append_episode_once(&memory.episode)?;
+            self.fact_store().add_all_once(memory.facts.clone())?;
         }
         let compactions = snapshot.compactions;
         self.log.record_compactions_done(compactions)
@@ -655,15 +652,12 @@ impl Session {
     /// ```
     pub fn end(&mut self) -> Result<Option<EpisodicItem>> {
         self.log.require_writer()?;
-        self.log
-            .require_folder("ending a session (episodic memory)")?;
         let said = |e: &Event| matches!(e.trace_type, TraceType::User | TraceType::Assistant);
         if !self.log.events().iter().any(|e| said(e)) {
             return Ok(None);
         }
         let id = format!("ep-{}-end-{}", self.log.id(), self.log.meta().events);
-        let agent_dir = self.settings.agent_dir.clone();
-        if let Some(existing) = read_episodes(&agent_dir)?.into_iter().find(|e| e.id == id) {
+        if let Some(existing) = self.read_episodes()?.into_iter().find(|e| e.id == id) {
             return Ok(Some(existing));
         }
         let span: Vec<Event> = self
@@ -695,12 +689,39 @@ impl Session {
             tags: vec!["session-end".to_owned()],
             salience: SESSION_SUMMARY_SALIENCE,
         };
-        append_episode(&agent_dir, &item)?;
+        match self.log.seam_memory() {
+            None => append_episode(&self.settings.agent_dir, &item)?,
+            Some(memory) => drop(memory.append_episode(self.log.agent(), &item)?),
+        }
         let facts = self.new_facts(facts, &span);
         if !facts.is_empty() {
-            FactStore::new(&agent_dir, self.settings.redaction).add_all(facts)?;
+            self.fact_store().add_all(facts)?;
         }
         Ok(Some(item))
+    }
+
+    /// The agent's facts, where the session's backend keeps them.
+    fn fact_store(&self) -> FactStore {
+        match self.log.seam_memory() {
+            None => FactStore::new(&self.settings.agent_dir, self.settings.redaction),
+            Some(memory) => FactStore::on(memory, self.log.agent(), self.settings.redaction),
+        }
+    }
+
+    /// The agent's episodic items, where the session's backend keeps them.
+    fn read_episodes(&self) -> Result<Vec<EpisodicItem>> {
+        match self.log.seam_memory() {
+            None => read_episodes(&self.settings.agent_dir),
+            Some(memory) => memory.read_episodes(self.log.agent()),
+        }
+    }
+
+    /// Appends `item` to the agent's episodic items unless they hold its id.
+    fn append_episode_once(&self, item: &EpisodicItem) -> Result<()> {
+        match self.log.seam_memory() {
+            None => append_episode_once(&self.settings.agent_dir, item).map(drop),
+            Some(memory) => memory.append_episode(self.log.agent(), item).map(drop),
+        }
     }
 
     /// The compacted stretch as an episodic item of the agent, so other

@@ -33,7 +33,9 @@ use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
 use crate::redact::RedactionPolicy;
 use crate::search::IndexFeeder;
-use crate::storage::{CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage};
+use crate::storage::{
+    CommitMemory, CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage,
+};
 
 /// How often, at most, appends refresh `meta.json` (it is also written on close).
 const META_REFRESH_INTERVAL: Duration = Duration::from_secs(2);
@@ -338,6 +340,16 @@ impl SessionLog {
         }
     }
 
+    /// The agent memory of the backend the session is kept on, when that
+    /// is behind the storage seam; `None` in its folder, where the agent's
+    /// files beside it hold the memory.
+    pub(crate) fn seam_memory(&self) -> Option<Arc<dyn crate::storage::memory::MemoryStorage>> {
+        match &self.keeping {
+            Keeping::Folder { .. } => None,
+            Keeping::Seam { storage, .. } => Some(Arc::clone(storage).memory()),
+        }
+    }
+
     /// Whether the session is kept in its folder (not behind the storage seam).
     pub(crate) fn in_folder(&self) -> bool {
         matches!(self.keeping, Keeping::Folder { .. })
@@ -564,10 +576,15 @@ impl SessionLog {
         {
             let moved = span.len() - archived_prefix.min(span.len());
             let snapshot = make(self.meta.archived_events.saturating_add(moved));
+            let memory = match &snapshot.memory {
+                Some(memory) => CommitMemory::Keep(memory.clone()),
+                None => CommitMemory::Elsewhere,
+            };
             writer.commit_compaction(CompactionCommit {
                 archived: moved,
                 snapshot: snapshot.clone(),
                 fields: SnapshotFields::AsGiven,
+                memory,
             })?;
             self.meta = writer.meta();
             self.events = tail;

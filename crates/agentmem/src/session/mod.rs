@@ -27,9 +27,9 @@
 //! ingest, prepare, compact, the events — is the same on both. What still
 //! keeps its state in files beside the log is refused on the seam with
 //! [`crate::Error::NotOnBackend`], never written to files there: working
-//! memory, evicting large tool outputs, ending a session into episodic
-//! memory; and no long-term memory is injected into its contexts (a
-//! compaction's episode and facts stay in its snapshot).
+//! memory. Its long-term memory (a compaction's episode and facts, an
+//! ending's episode, evicted tool outputs, what its contexts are given)
+//! goes through the backend's [`crate::storage::memory::MemoryStorage`].
 
 mod accounting;
 mod compaction;
@@ -55,7 +55,7 @@ use crate::files::jsonl::Recovery;
 use crate::files::meta::SessionMeta;
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
-use crate::memory::injector::{IndexUse, MemoryInjector};
+use crate::memory::injector::{IndexUse, MemoryInjector, SeamMemory};
 use crate::pipeline::guard::{self, GuardPolicy};
 use crate::pipeline::measure::CalibrationTable;
 use crate::pipeline::strategy::ContextSettingsLayer;
@@ -218,7 +218,11 @@ impl Session {
             } else {
                 IndexUse::ReadAsIs
             },
-        );
+        )
+        .on_seam(log.seam_memory().map(|memory| SeamMemory {
+            memory,
+            agent: log.agent().clone(),
+        }));
         let mut session = Session {
             view: ModelView::new(snapshot, settings.guard.clone()),
             settings,
@@ -349,10 +353,20 @@ impl Session {
         }
         let working = self.working.stage(&mut fresh, &admitted.batch_index)?;
         // Eviction writes files and may fail: before any state changes.
-        let evicted = if self.log.in_folder() {
-            evict_large_outputs(&mut fresh, self.log.paths(), &self.settings.guard)?
-        } else {
-            refuse_eviction(&fresh, &self.settings.guard, &self.log)?
+        let evicted = match self.log.seam_memory() {
+            None => evict_large_outputs(
+                &mut fresh,
+                EvictTo::Folder(self.log.paths()),
+                &self.settings.guard,
+            )?,
+            Some(memory) => {
+                let place = EvictTo::Seam {
+                    memory: memory.as_ref(),
+                    agent: self.log.agent(),
+                    id: self.log.id(),
+                };
+                evict_large_outputs(&mut fresh, place, &self.settings.guard)?
+            }
         };
         self.accounting.pair_usage_with_last_prepare(
             &mut fresh,
@@ -421,28 +435,25 @@ impl Session {
     }
 }
 
-/// Refuses a batch with a tool output over the eviction threshold of
-/// `guard` for a session kept behind the storage seam, where evicted
-/// outputs are not yet; `Ok(0)` (nothing evicted) otherwise.
-fn refuse_eviction(fresh: &[Event], guard: &GuardPolicy, log: &SessionLog) -> Result<usize> {
-    let tokenizer = Encoding::default().tokenizer();
-    if fresh.iter().any(|e| {
-        e.trace_type == TraceType::ToolResult && guard::should_evict(&e.text(), guard, tokenizer)
-    }) {
-        log.require_folder("evicting a large tool output (the write-time guard)")?;
-    }
-    Ok(0)
+/// Where a session's evicted tool outputs go.
+enum EvictTo<'a> {
+    /// Its folder's `evicted/<name>.txt`.
+    Folder(&'a SessionPaths),
+    /// The backend behind the storage seam that keeps the session.
+    Seam {
+        memory: &'a dyn crate::storage::memory::MemoryStorage,
+        agent: &'a AgentId,
+        id: &'a SessionId,
+    },
 }
 
 /// Writes tool outputs over the eviction threshold of `guard` to
 /// `evicted/<call id>.txt` and points their events at the file; the log
 /// keeps the full text too.
-fn evict_large_outputs(
-    fresh: &mut [Event],
-    paths: &SessionPaths,
-    guard: &GuardPolicy,
-) -> Result<usize> {
+fn evict_large_outputs(fresh: &mut [Event], to: EvictTo, guard: &GuardPolicy) -> Result<usize> {
     let mut evicted = 0;
+    // Behind the seam, the names taken are listed once, at the first eviction.
+    let mut taken: Option<Vec<String>> = None;
     for event in fresh
         .iter_mut()
         .filter(|e| e.trace_type == TraceType::ToolResult)
@@ -455,9 +466,26 @@ fn evict_large_outputs(
                 .is_ok();
         let text = event.text();
         if nameable && guard::should_evict(&text, guard, Encoding::default().tokenizer()) {
-            let dir = paths.evicted();
-            let name = crate::files::evicted::unused_evicted_name(&dir, &call_id)?;
-            crate::files::evicted::write_evicted(&dir, &name, &text)?;
+            let name = match &to {
+                EvictTo::Folder(paths) => {
+                    let dir = paths.evicted();
+                    let name = crate::files::evicted::unused_evicted_name(&dir, &call_id)?;
+                    crate::files::evicted::write_evicted(&dir, &name, &text)?;
+                    name
+                }
+                EvictTo::Seam { memory, agent, id } => {
+                    let taken = match &mut taken {
+                        Some(taken) => taken,
+                        None => taken.insert(memory.evicted_names(agent, id)?),
+                    };
+                    let name = crate::files::evicted::unused_name(&call_id, |name| {
+                        taken.iter().any(|t| t == name)
+                    })?;
+                    memory.put_evicted(agent, id, &name, &text)?;
+                    taken.push(name.clone());
+                    name
+                }
+            };
             event.tool_result_ref = Some(crate::pipeline::guard::evicted_reference(&name));
             evicted += 1;
         }

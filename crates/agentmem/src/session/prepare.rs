@@ -64,10 +64,7 @@ impl Session {
         // Never compacted away: MEMORY.md and project files ride in the
         // system prompt, what changes (recalled memories, the working
         // memory) in the live context after the conversation.
-        // Long-term memory is not behind the storage seam yet: a session
-        // kept there gets none (see `crate::storage`).
         let memory = match settings.memory {
-            MemoryInjection::On if !self.log.in_folder() => MemoryBlocks::default(),
             MemoryInjection::On => {
                 self.injector
                     .blocks(self.log.events(), self.log.feeder(), tokenizer)

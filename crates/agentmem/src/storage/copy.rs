@@ -4,11 +4,16 @@
 //! short is resumed by copying again: appends are idempotent by id, and a
 //! session already whole at the target is left as it is. Every copy is
 //! checked: the target reads back the source's lines byte for byte.
+//!
+//! An agent's memory ([`copy_memory`]) and a session's evicted outputs
+//! ([`copy_evicted`]) are copied the same way: again after an
+//! interruption, without duplicates.
 
 use crate::base::error::{Error, Result};
 use crate::base::id::{AgentId, SessionId};
 use crate::files::jsonl::encode_lines;
-use crate::storage::{CompactionCommit, EventRange, SnapshotFields, Storage};
+use crate::storage::memory::{MemoryStorage, Swapped};
+use crate::storage::{CommitMemory, CompactionCommit, EventRange, SnapshotFields, Storage};
 
 /// Events appended to the target in one batch.
 const COPY_BATCH: usize = 1000;
@@ -55,6 +60,7 @@ pub fn copy_session(
                 archived: archive.len(),
                 snapshot,
                 fields: SnapshotFields::AsGiven,
+                memory: CommitMemory::Elsewhere,
             })?;
         }
     }
@@ -93,4 +99,94 @@ fn same_history(
         ))
     };
     Ok(lines(from)? == lines(to)?)
+}
+
+/// What copying one agent's memory did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoryCopied {
+    /// The notebook was written at the target.
+    pub notebook: bool,
+    /// Facts written at the target (none when it held them already).
+    pub facts: usize,
+    /// Episodic items the target lacked.
+    pub episodes: usize,
+}
+
+/// Copies `agent`'s long-term memory from `from` to `to`: its notebook,
+/// facts (with the key their fingerprints are made with) and episodic
+/// items. A copy cut short is resumed by copying again: what the target
+/// holds already as the source does is left as it is; a notebook or facts
+/// the target holds otherwise are an error, never overwritten.
+pub fn copy_memory(
+    from: &dyn MemoryStorage,
+    to: &dyn MemoryStorage,
+    agent: &AgentId,
+) -> Result<MemoryCopied> {
+    let mut copied = MemoryCopied::default();
+    let conflict = |what: &str| Error::Storage {
+        backend: to.backend().name(),
+        action: format!("copy the {what} of agent {agent}"),
+        message: format!(
+            "the target holds other {what} for this agent; move them aside there (or pick \
+             another agent) and copy again"
+        ),
+    };
+    let notebook = from.read_notebook(agent)?;
+    let there = to.read_notebook(agent)?;
+    if there != notebook {
+        if !there.content.is_empty() {
+            return Err(conflict("MEMORY.md"));
+        }
+        match to.swap_notebook(agent, &there.hash, &notebook.content)? {
+            Swapped::Done(_) => copied.notebook = true,
+            Swapped::Changed => return Err(conflict("MEMORY.md")),
+        }
+    }
+    let facts = from.read_facts(agent)?;
+    if !facts.is_empty() {
+        // Fingerprints of redacted facts are made with the agent's key: it
+        // goes along, so they still tell facts apart at the target.
+        if facts.iter().any(|fact| fact.hidden.is_some()) {
+            let proposed = crate::base::hash::random_key().map_err(|e| Error::Storage {
+                backend: from.backend().name(),
+                action: format!("copy the facts key of agent {agent}"),
+                message: e.to_string(),
+            })?;
+            let key = from.facts_key(agent, proposed)?;
+            if to.facts_key(agent, key)? != key {
+                return Err(conflict("facts key"));
+            }
+        }
+        to.change_facts(agent, &mut |there| {
+            if there == facts {
+                Ok(there)
+            } else if there.is_empty() {
+                copied.facts = facts.len();
+                Ok(facts.clone())
+            } else {
+                Err(conflict("facts"))
+            }
+        })?;
+    }
+    for item in from.read_episodes(agent)? {
+        if to.append_episode(agent, &item)? {
+            copied.episodes += 1;
+        }
+    }
+    Ok(copied)
+}
+
+/// Copies the evicted tool outputs of session `id` of `agent` (the session
+/// must be at the target already); returns how many it copied.
+pub fn copy_evicted(
+    from: &dyn MemoryStorage,
+    to: &dyn MemoryStorage,
+    agent: &AgentId,
+    id: &SessionId,
+) -> Result<usize> {
+    let names = from.evicted_names(agent, id)?;
+    for name in &names {
+        to.put_evicted(agent, id, name, &from.read_evicted(agent, id, name)?)?;
+    }
+    Ok(names.len())
 }

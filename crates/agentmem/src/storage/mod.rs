@@ -26,7 +26,10 @@
 //!   its events were appended, by position ([`EventRange`]).
 //! - **A compaction commits in one step** ([`CompactionCommit`]): the
 //!   snapshot is stored and the first events of the active log move to the
-//!   archive together; a crash leaves the previous state or the new one.
+//!   archive together, with the episode and facts the compaction produced
+//!   on a database ([`CommitMemory`]); a crash leaves the previous state or
+//!   the new one. (On files the episode and facts follow the commit, each
+//!   once, and a session opened after a crash between them finishes it.)
 //! - **One writer per session**: a second writer, in this process or on
 //!   another host, gets [`crate::Error::SessionLocked`]; the lock goes with
 //!   the writer (dropping it releases the lock) and with the writer's
@@ -53,20 +56,35 @@
 //! log code it always had, so the format, the crash recovery and the cost
 //! of a turn there are unchanged.
 //!
+//! # The agent's memory on the seam
+//!
+//! [`memory::MemoryStorage`] is the agent-level side: `MEMORY.md` (read,
+//! and replaced by compare-and-swap on its hash), the semantic facts
+//! (changed under the agent's memory lock, read and written as one
+//! step), the episodic items (appended once by id), the key redacted
+//! facts' fingerprints are made with, and each session's evicted tool
+//! outputs. The engine's [`crate::memory::notebook::Notebook`] and
+//! [`crate::memory::facts::FactStore`] work over it
+//! (`Notebook::on`, `FactStore::on`): on files they keep using their file
+//! code, caches and format; elsewhere their edits (append, replace,
+//! merge, supersede, delete) run the same decisions over the backend.
+//! [`copy::copy_memory`] and [`copy::copy_evicted`] copy them between
+//! backends, again without duplicates after an interruption.
+//!
+//! A session on a backend takes that backend's memory
+//! ([`Storage::memory`]): its compaction's episode and facts go with the
+//! commit ([`CommitMemory`]), ending it appends an episode, the write-time
+//! guard's evictions are kept there, and its contexts get the agent's
+//! MEMORY.md, facts and latest summaries read through it.
+//!
 //! # Not yet behind the seam
 //!
-//! The agent's long-term memory (MEMORY.md, project notes, facts, episodic
-//! items), working memory's cached state and schema, evicted tool outputs
-//! and the search index and vectors still live in files under the data
-//! directory; they join the seam as further traits of the same shape (an
-//! agent-level `MemoryStorage` beside [`Storage`], with compare-and-swap
-//! where the files use `memory.lock`), and the compaction commit grows to
-//! carry the episodic and semantic items so a database commits them in the
-//! same transaction (until then a compaction on another backend keeps them
-//! in its snapshot). Until then a program that opens a non-files backend
-//! gets [`crate::Error::NotOnBackend`] for those features, never a silent
-//! fallback to files, and a session there has no long-term memory injected
-//! into its contexts.
+//! Working memory's cached state and schema, and the search index and
+//! vectors (so recall), still live in files under the data directory: a
+//! session on another backend refuses working memory with
+//! [`crate::Error::NotOnBackend`], never a silent fallback to files, and
+//! its contexts get the block of the agent's best facts and latest
+//! summaries where a session on files gets recall.
 //!
 //! # How a backend is chosen
 //!
@@ -81,14 +99,17 @@
 pub mod batch;
 pub mod copy;
 pub mod fork;
+pub mod memory;
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::base::error::Result;
 use crate::base::event::Event;
 use crate::base::id::{AgentId, SessionId};
 use crate::files::meta::SessionMeta;
-use crate::files::snapshot::Snapshot;
+use crate::files::snapshot::{CompactionMemory, Snapshot};
+use memory::MemoryStorage;
 
 /// Which kind of storage keeps the sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
@@ -173,6 +194,22 @@ pub struct CompactionCommit {
     pub snapshot: Snapshot,
     /// Who sets the snapshot's fields that follow from the move.
     pub fields: SnapshotFields,
+    /// The long-term memory the compaction leaves, kept with it.
+    pub memory: CommitMemory,
+}
+
+/// What a compaction commit keeps of the agent's long-term memory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommitMemory {
+    /// The episode and facts the compaction produced: a database keeps
+    /// them in the commit's transaction (the facts merged as
+    /// [`crate::memory::facts::FactStore`] merges them, each once), and
+    /// marks the compaction finished with them; the files backend writes
+    /// them right after the commit, each once.
+    Keep(CompactionMemory),
+    /// Nothing: a copy of another backend's snapshot, whose agent memory
+    /// is copied on its own ([`copy::copy_memory`]).
+    Elsewhere,
 }
 
 /// Who sets a committed snapshot's `active_first_id`, `tail_events` and
@@ -190,6 +227,9 @@ pub enum SnapshotFields {
 pub trait Storage: fmt::Debug + Send + Sync {
     /// Which kind of storage this is.
     fn backend(&self) -> Backend;
+
+    /// The same backend's agent memory (see [`memory`]).
+    fn memory(self: Arc<Self>) -> Arc<dyn MemoryStorage>;
 
     /// Creates an empty session and takes its writer lock;
     /// [`crate::Error::SessionExists`] when the id is taken.

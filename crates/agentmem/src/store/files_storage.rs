@@ -13,10 +13,12 @@ use crate::files::jsonl;
 use crate::files::meta::SessionMeta;
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
+use crate::memory::facts::FactStore;
 use crate::session::{Access, SessionLog};
+use crate::storage::memory::MemoryStorage;
 use crate::storage::{
-    Appended, Backend, CompactionCommit, EventCount, EventRange, SessionWriter, SnapshotFields,
-    Storage,
+    Appended, Backend, CommitMemory, CompactionCommit, EventCount, EventRange, SessionWriter,
+    SnapshotFields, Storage,
 };
 
 /// The files backend: sessions as folders of JSONL logs under a [`Store`]'s
@@ -63,18 +65,28 @@ impl Storage for FilesStorage {
         Backend::Files
     }
 
+    fn memory(self: Arc<Self>) -> Arc<dyn MemoryStorage> {
+        Arc::new(self.store.memory())
+    }
+
     fn create_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {
         let paths = self.store.make_session_dir(agent, id)?;
         let access = Access::Write(self.store.durability);
         let (log, _) = self.store.open_log(paths, agent, id, access)?;
-        Ok(Box::new(FilesWriter { log }))
+        Ok(Box::new(FilesWriter {
+            log,
+            memory: self.store.memory(),
+        }))
     }
 
     fn lock_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {
         let paths = self.store.existing(agent, id)?;
         let access = Access::Write(self.store.durability);
         let (log, _) = self.store.open_log(paths, agent, id, access)?;
-        Ok(Box::new(FilesWriter { log }))
+        Ok(Box::new(FilesWriter {
+            log,
+            memory: self.store.memory(),
+        }))
     }
 
     fn session_meta(&self, agent: &AgentId, id: &SessionId) -> Result<SessionMeta> {
@@ -151,10 +163,12 @@ impl Storage for FilesStorage {
     }
 }
 
-/// A session's writer on files: its log, holding the `lock` file.
+/// A session's writer on files: its log, holding the `lock` file, and
+/// its agent's memory.
 #[derive(Debug)]
 struct FilesWriter {
     log: SessionLog,
+    memory: super::FilesMemory,
 }
 
 impl SessionWriter for FilesWriter {
@@ -187,6 +201,7 @@ impl SessionWriter for FilesWriter {
         let span: Vec<Event> = active[..cut].iter().map(|e| Event::clone(e)).collect();
         let tail: Vec<Arc<Event>> = active[cut..].to_vec();
         let (first_kept, tail_events) = (tail.first().map(|e| e.id.clone()), tail.len());
+        let (compactions, kept) = (commit.snapshot.compactions, commit.memory);
         let make = |archived_events| match commit.fields {
             SnapshotFields::FromTheMove => Snapshot {
                 active_first_id: first_kept,
@@ -196,7 +211,16 @@ impl SessionWriter for FilesWriter {
             },
             SnapshotFields::AsGiven => commit.snapshot,
         };
-        self.log.commit_compaction(&span, tail, 0, make).map(drop)
+        self.log.commit_compaction(&span, tail, 0, make)?;
+        if let CommitMemory::Keep(memory) = kept {
+            let agent = self.log.agent().clone();
+            self.memory.append_episode(&agent, &memory.episode)?;
+            let redaction = self.memory.redaction();
+            FactStore::on(Arc::new(self.memory.clone()), &agent, redaction)
+                .add_all_once(memory.facts)?;
+            self.log.record_compactions_done(compactions)?;
+        }
+        Ok(())
     }
 
     fn meta(&self) -> SessionMeta {

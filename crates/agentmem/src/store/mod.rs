@@ -25,8 +25,10 @@ use crate::storage::Backend;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
 
+mod files_memory;
 mod files_storage;
 mod on_seam;
+pub use files_memory::FilesMemory;
 pub use files_storage::FilesStorage;
 
 /// A data directory holding agents and their sessions.
