@@ -49,7 +49,7 @@ impl Backing<'_> {
     ) -> anyhow::Result<(Store, Arc<dyn Storage>)> {
         let store = Store::with_config(root, config);
         let storage = crate::storage::open(&store, self.settings)?;
-        Ok((store, storage.into()))
+        Ok((store, storage.sessions))
     }
 }
 
