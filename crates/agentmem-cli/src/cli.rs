@@ -401,11 +401,12 @@ pub struct ReplayArgs {
     /// Keep the replayed session in the store under this id.
     #[arg(long)]
     pub session: Option<String>,
-    /// When automatic compactions are summarized: inline (in the prepare
-    /// that finds one due) or background (while the model answers, applied
-    /// by the next prepare).
-    #[arg(long)]
-    pub compaction_timing: Option<CompactionTiming>,
+    /// When automatic compactions are summarized: background (the
+    /// default: on a thread while the model answers, applied by the first
+    /// prepare that finds the draft ready, none waiting for it) or inline
+    /// (in the prepare that finds one due: the same contexts on every run).
+    #[arg(long, default_value = "background")]
+    pub compaction_timing: CompactionTiming,
     /// Draw context tokens per turn, with the budget, trigger and compactions, as SVG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -585,9 +586,10 @@ pub struct BenchArgs {
     /// as the workload's task sets it.
     #[arg(long, default_value_t = 128_000)]
     pub budget: u64,
-    /// When the workload's compactions are summarized: inline, or
-    /// background (while the model answers; see --model-latency-ms).
-    #[arg(long, default_value = "inline")]
+    /// When the workload's compactions are summarized: background (the
+    /// default: while the model answers, see --model-latency-ms; no prepare
+    /// waits for a draft), or inline.
+    #[arg(long, default_value = "background")]
     pub compaction_timing: CompactionTiming,
     /// Milliseconds the workload's agent waits for its model after each
     /// prepare (not timed): what a background compaction overlaps with.

@@ -52,7 +52,10 @@ fn replay_in_text_mode_prints_a_readable_line_per_turn_and_a_summary() {
     let example = fixture("../../examples/long-coding-session.jsonl");
     let replay = |extra: &[&str]| {
         let mut args = vec!["--durability", "os", "replay", path_arg(&example)];
+        // Inline: the two runs must give the same contexts, and which call
+        // applies a background draft depends on its thread.
         args.extend(["--model", "gpt-4o", "--budget", "16000"]);
+        args.extend(["--compaction-timing", "inline"]);
         args.extend(extra);
         run(dir.path(), &args)
     };

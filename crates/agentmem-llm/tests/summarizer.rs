@@ -106,8 +106,8 @@ fn compaction_with_the_llm_summarizer_keeps_its_sections_and_grounded_facts() {
 
 /// With `compaction_timing = background` the summarizer model is asked
 /// while the agent goes on: the prepare that finds a compaction due returns
-/// before the model answers, the session keeps ingesting meanwhile, and the
-/// next prepare applies the model's summary.
+/// before the model answers, the session keeps ingesting meanwhile, and a
+/// prepare once the draft is ready applies the model's summary.
 #[test]
 fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
     let summary = json!({"sections": {"Goal": ["Ship the v2.4 release notes"]}, "facts": []});
@@ -154,6 +154,8 @@ fn a_background_compaction_asks_the_model_while_the_agent_goes_on() {
         .unwrap();
     release.send(()).unwrap();
 
+    // No prepare waits for a draft: this one is to apply it.
+    session.wait_for_draft();
     let second = session.prepare(&request).unwrap().stats;
     assert!(
         second

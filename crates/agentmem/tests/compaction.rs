@@ -759,10 +759,11 @@ fn an_overflow_that_names_its_sizes_is_recovered_from_in_one_step() {
 
 // ---------------------------------------------------------------------------
 // Background compaction: drafted on a thread of its own while the model
-// answers, applied by the next prepare. It makes the snapshot an inline
-// compaction makes, leaves the files untouched until it is applied, runs
-// inline when the context does not fit the budget as it is, and handles a
-// failing summarizer and a superseded draft like any compaction.
+// answers, applied by the first prepare that finds it ready, none waiting
+// for it. It makes the snapshot an inline compaction makes, leaves the files
+// untouched until it is applied, keeps every call within the budget while
+// it is drafted, and handles a failing summarizer and a superseded draft
+// like any compaction.
 // ---------------------------------------------------------------------------
 
 /// An 18,000-token input budget, its trigger at 14,400; the `summarize`
@@ -815,6 +816,7 @@ fn a_draft_is_applied_by_the_next_prepare_as_an_inline_compaction_would_be() {
     assert_eq!(std::fs::read(session.paths().raw_traces()).unwrap(), log);
     assert!(!session.paths().archive().exists() && session.snapshot().is_none());
 
+    assert_eq!(session.wait_for_draft(), Some(inline_events));
     let second = prepare_with(&mut session, CompactionTiming::Background);
     assert_eq!(
         compacted(&second),
@@ -837,6 +839,7 @@ fn events_that_arrive_while_drafting_stay_in_the_tail() {
     let drafted = started(&prepare_with(&mut session, CompactionTiming::Background)).unwrap();
     let late = Event::user("Also bump the version to 2.4.1.").with_id("late");
     session.ingest(vec![late]).unwrap();
+    session.wait_for_draft();
     let stats = prepare_with(&mut session, CompactionTiming::Background);
     assert_eq!(compacted(&stats), Some(drafted));
     assert_eq!(session.events().last().unwrap().id, "late");
@@ -845,11 +848,23 @@ fn events_that_arrive_while_drafting_stay_in_the_tail() {
 }
 
 #[test]
-fn a_context_over_the_budget_is_compacted_inline() {
+fn a_context_over_the_budget_is_fitted_while_its_compaction_is_drafted() {
     let dir = tempfile::tempdir().unwrap();
     let mut session = session_with(&dir, coding_turns(20));
     let stats = prepare_with(&mut session, CompactionTiming::Background);
-    assert_eq!(started(&stats), None, "{:?}", stats.actions);
+    assert!(started(&stats).is_some(), "{:?}", stats.actions);
+    assert!(
+        stats
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::TurnsTrimmed { .. })),
+        "the oldest turns left out of this call: {:?}",
+        stats.actions
+    );
+    assert!(stats.context_tokens <= stats.input_budget, "{stats:?}");
+    assert!(session.snapshot().is_none());
+    session.wait_for_draft();
+    let stats = prepare_with(&mut session, CompactionTiming::Background);
     assert!(compacted(&stats).is_some(), "{:?}", stats.actions);
     assert!(stats.context_tokens <= stats.input_budget);
 }
@@ -864,6 +879,7 @@ fn a_draft_that_failed_leaves_history_untouched_until_the_fallback() {
     assert!(started(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
     for failures in 1..=2 {
         // The failure is reported, and the next draft started at once.
+        session.wait_for_draft();
         let stats = prepare_with(&mut session, CompactionTiming::Background);
         let said = format!("{:?}", stats.actions);
         assert!(
@@ -874,6 +890,7 @@ fn a_draft_that_failed_leaves_history_untouched_until_the_fallback() {
         assert_eq!(std::fs::read(session.paths().raw_traces()).unwrap(), log);
         assert!(session.snapshot().is_none());
     }
+    session.wait_for_draft();
     assert!(compacted(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
     let summary = &session.snapshot().unwrap().base.last().unwrap().content;
     assert!(
@@ -891,10 +908,172 @@ fn a_manual_compaction_supersedes_a_draft() {
     assert!(started(&prepare_with(&mut session, CompactionTiming::Background)).is_some());
     let report = session.compact(&CompactOptions::default()).unwrap();
     assert!(report.applied);
+    assert_eq!(session.wait_for_draft(), None, "the draft is dropped");
     let stats = prepare_with(&mut session, CompactionTiming::Background);
     assert_eq!(compacted(&stats), None, "{:?}", stats.actions);
     assert_eq!(session.snapshot().unwrap().compactions, 1);
     assert_eq!(ids(&session.full_history().unwrap()), ids(&events));
+}
+
+/// The extractive summarizer, held at the gate until the test opens it:
+/// a summarizer as slow as the test wants, with no clock involved.
+struct Gated {
+    gate: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    inner: agentmem::summarize::ExtractiveSummarizer,
+}
+
+impl Gated {
+    fn new() -> (Gated, impl Fn()) {
+        let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let opener = Arc::clone(&gate);
+        let open = move || {
+            *opener.0.lock().unwrap() = true;
+            opener.1.notify_all();
+        };
+        let inner = agentmem::summarize::ExtractiveSummarizer::default();
+        (Gated { gate, inner }, open)
+    }
+}
+
+impl Summarizer for Gated {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn version(&self) -> &str {
+        self.inner.version()
+    }
+    fn window_tokens(&self) -> u64 {
+        self.inner.window_tokens()
+    }
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        let (open, opened) = &*self.gate;
+        let mut is_open = open.lock().unwrap();
+        while !*is_open {
+            is_open = opened.wait(is_open).unwrap();
+        }
+        self.inner.summarize(request)
+    }
+}
+
+fn pending(stats: &ContextStats) -> Option<usize> {
+    stats.actions.iter().find_map(|action| match *action {
+        Action::CompactionPending { events } => Some(events),
+        _ => None,
+    })
+}
+
+#[test]
+fn no_call_waits_for_a_draft_and_every_call_stays_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = coding_turns(16);
+    let mut session = session_with(&dir, events.clone());
+    let (gated, open) = Gated::new();
+    session.set_summarizer(Box::new(gated));
+    let log = std::fs::read(session.paths().raw_traces()).unwrap();
+    let drafted = started(&prepare_with(&mut session, CompactionTiming::Background)).unwrap();
+    // The summarizer is held: each call below would wait forever if any did.
+    let mut later = coding_turns(26).split_off(events.len());
+    let (mut over_budget_calls, mut pending_calls) = (0, 0);
+    for turn in later.chunks(4) {
+        session.ingest(turn.to_vec()).unwrap();
+        let prepared = session
+            .prepare(&timed_request(CompactionTiming::Background))
+            .unwrap();
+        let stats = &prepared.stats;
+        assert!(stats.context_tokens <= stats.input_budget, "{stats:?}");
+        assert_eq!(compacted(stats), None, "{:?}", stats.actions);
+        assert_eq!(started(stats), None, "one draft at a time");
+        pending_calls += usize::from(pending(stats) == Some(drafted));
+        over_budget_calls += usize::from(
+            stats
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::TurnsTrimmed { .. })),
+        );
+        // The latest question is always sent.
+        let sent = serde_json::to_string(&prepared.payload).unwrap();
+        assert!(sent.contains(&turn[0].content), "{sent}");
+    }
+    assert!(
+        over_budget_calls > 0 && pending_calls > 0,
+        "the history grew past the trigger while the draft was held: {over_budget_calls} calls trimmed, {pending_calls} found it pending"
+    );
+    assert_eq!(
+        &std::fs::read(session.paths().raw_traces()).unwrap()[..log.len()],
+        &log[..],
+        "nothing written but the new events"
+    );
+    assert!(session.snapshot().is_none());
+    open();
+    assert_eq!(session.wait_for_draft(), Some(drafted));
+    let stats = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(compacted(&stats), Some(drafted), "{:?}", stats.actions);
+    assert!(stats.context_tokens <= stats.input_budget);
+    later.splice(0..0, events);
+    assert_eq!(ids(&session.full_history().unwrap()), ids(&later));
+}
+
+#[test]
+fn a_draft_applied_late_is_what_the_inline_compaction_of_its_span_makes() {
+    let events = coding_turns(16);
+    let (inline_dir, background_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut inline = session_with(&inline_dir, events.clone());
+    let inline_stats = prepare_with(&mut inline, CompactionTiming::Inline);
+    let inline_events = compacted(&inline_stats).unwrap();
+
+    let mut session = session_with(&background_dir, events.clone());
+    let (gated, open) = Gated::new();
+    session.set_summarizer(Box::new(gated));
+    assert_eq!(
+        started(&prepare_with(&mut session, CompactionTiming::Background)),
+        Some(inline_events)
+    );
+    // Two turns arrive and are prepared for while the summary is held.
+    let late = coding_turns(18).split_off(events.len());
+    for turn in late.chunks(4) {
+        session.ingest(turn.to_vec()).unwrap();
+        let stats = prepare_with(&mut session, CompactionTiming::Background);
+        assert_eq!(compacted(&stats), None, "{:?}", stats.actions);
+        assert_eq!(started(&stats), None, "{:?}", stats.actions);
+    }
+    open();
+    session.wait_for_draft();
+    let stats = prepare_with(&mut session, CompactionTiming::Background);
+    assert_eq!(
+        compacted(&stats),
+        Some(inline_events),
+        "{:?}",
+        stats.actions
+    );
+    // The same snapshot base as inline made of the same span; the tail holds
+    // what inline kept and the turns that came while drafting.
+    assert_eq!(
+        session.snapshot().unwrap().base,
+        inline.snapshot().unwrap().base
+    );
+    inline.ingest(late.clone()).unwrap();
+    assert_eq!(ids(session.events()), ids(inline.events()));
+    assert_eq!(
+        session
+            .transcript_in(agentmem::Encoding::O200kBase)
+            .items()
+            .len(),
+        inline
+            .transcript_in(agentmem::Encoding::O200kBase)
+            .items()
+            .len()
+    );
+    let files = |s: &Session| {
+        (
+            std::fs::read(s.paths().archive()).unwrap(),
+            std::fs::read(s.paths().raw_traces()).unwrap(),
+        )
+    };
+    assert_eq!(
+        files(&session),
+        files(&inline),
+        "archive and log byte for byte"
+    );
 }
 
 #[test]

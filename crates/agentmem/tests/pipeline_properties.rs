@@ -1126,6 +1126,9 @@ proptest! {
     /// equal payloads and equal stats (actions included) at every prepare.
     #[test]
     fn the_same_input_gives_the_same_output(spec in spec(any_strategy())) {
+        // Which call applies a background draft depends on its thread:
+        // inline is the timing that gives the same output every run.
+        let spec = Spec { compaction_timing: CompactionTiming::Inline, ..spec };
         let targets = [Target::OpenAiChat];
         let first = Run::new(&spec, &targets, Checks::default()).replay()?;
         let second = Run::new(&spec, &targets, Checks::default()).replay()?;

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use agentmem::pipeline::strategy::CompactionTiming;
 use agentmem::pipeline::tiers::Action;
 use agentmem::{BudgetSettings, PrepareRequest, Session, Target, ToolSchema};
 use anyhow::Context as _;
@@ -92,6 +93,9 @@ pub fn request_for(session: &Session, args: &ModelArgs) -> anyhow::Result<Prepar
     request.cache = args.cache.prompt_cache;
     request.context.strategy = args.strategy;
     request.context.memory = args.memory;
+    // One call and the process ends: a compaction drafted for a next call
+    // in this process would be dropped with it.
+    request.context.compaction_timing = Some(CompactionTiming::Inline);
     request.budget = BudgetSettings {
         context_window: args.context_window,
         max_output_tokens: args.max_output_tokens,

@@ -72,7 +72,7 @@ fn request(args: &ReplayArgs, store: &Store) -> anyhow::Result<PrepareRequest> {
     if let Some(strategy) = &args.strategy {
         request.context.strategy = Some(strategy.parse().map_err(anyhow::Error::msg)?);
     }
-    request.context.compaction_timing = args.compaction_timing;
+    request.context.compaction_timing = Some(args.compaction_timing);
     if let Some(budget) = args.budget {
         set_input_budget(&mut request, store, budget);
     }
@@ -333,6 +333,9 @@ fn describe_action(action: &Action) -> String {
         } => format!("compacted {events} events, {}", saved(tokens_saved)),
         Action::CompactionStarted { events } => {
             format!("drafting a compaction of {events} events")
+        }
+        Action::CompactionPending { events } => {
+            format!("a compaction of {events} events is still being drafted")
         }
         Action::CompactionSkipped { reason } => format!("no compaction: {reason}"),
         Action::CompactionWouldRun => "a compaction is due (not run: read-only)".to_owned(),

@@ -77,13 +77,14 @@ pub struct CompactReport {
     pub note: Option<String>,
 }
 
-/// The active events split into what is compacted and what stays verbatim.
+/// The active events split into what is compacted and what stays verbatim,
+/// each side holding the events as the caller does (shared, or copies).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Split {
+pub(crate) struct Split<E = Event> {
     /// Events moved to the archive and summarized, in log order.
-    pub span: Vec<Event>,
+    pub span: Vec<E>,
     /// Events kept verbatim after the snapshot base, in log order.
-    pub tail: Vec<Event>,
+    pub tail: Vec<E>,
 }
 
 /// Splits `active` (the active log's events) so the tail holds the current
@@ -92,13 +93,11 @@ pub(crate) struct Split {
 /// that arrived after the next user message), the cut moves back to that
 /// turn's start. So the span and the tail are contiguous, the archive keeps
 /// the log's order, and every pair stays on one side.
-pub(crate) fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: usize) -> Split {
-    let owned = |events: &[_]| {
-        events
-            .iter()
-            .map(|e: &_| Borrow::<Event>::borrow(e).clone())
-            .collect()
-    };
+pub(crate) fn split_for_compaction<E: Borrow<Event> + Clone>(
+    active: &[E],
+    keep_turns: usize,
+) -> Split<E> {
+    let owned = <[E]>::to_vec;
     let mut turn_starts: HashMap<&str, usize> = HashMap::new();
     let mut user_turns: Vec<usize> = Vec::new();
     for (i, event) in active.iter().map(Borrow::borrow).enumerate() {
@@ -141,16 +140,21 @@ pub(crate) fn split_for_compaction(active: &[impl Borrow<Event>], keep_turns: us
 /// keeps the longest shorter tail that folds one, down to the current turn
 /// alone, and when that turn is all there is, folds it too once every call
 /// in it has its result (its user message stays in the base).
-pub(crate) fn split_to_compact(
-    active: &[impl Borrow<Event>],
+pub(crate) fn split_to_compact<E: Borrow<Event> + Clone>(
+    active: &[E],
     keep_turns: usize,
     reason: CompactReason,
-) -> Split {
+) -> Split<E> {
     let configured = split_for_compaction(active, keep_turns);
     if !reason.is_asked_for() {
         return configured;
     }
-    let folds_a_turn = |split: &Split| split.span.iter().any(|e| e.trace_type == TraceType::User);
+    let folds_a_turn = |split: &Split<E>| {
+        split
+            .span
+            .iter()
+            .any(|e| e.borrow().trace_type == TraceType::User)
+    };
     if folds_a_turn(&configured) {
         return configured;
     }

@@ -80,13 +80,14 @@ pub enum CompactionTiming {
     /// In the prepare that finds it due, before the call is rendered.
     #[default]
     Inline,
-    /// On a thread of its own while the model answers, when the context
-    /// still fits the input budget: the prepare that finds it due sends the
-    /// context as it is (between the trigger and the budget), and the next
-    /// prepare applies the compaction, waiting for the summary if it is not
-    /// ready. Always the next prepare, so a replay gives the same contexts
-    /// however fast the summarizer is; a slow summarizer (a model) then
-    /// costs the agent nothing when it is done before the next call.
+    /// On a thread of its own while the model answers: the prepare that
+    /// finds it due sends the context without it, and the first prepare
+    /// that finds the draft ready applies it. No prepare waits for a draft:
+    /// until it is ready the budget is kept by the cheap tiers (tool results
+    /// cut, repeats dropped, old results replaced by placeholders) and, when
+    /// the context is over the budget, by leaving the oldest turns out of
+    /// the call. Which call applies it depends on how fast the summarizer
+    /// is; `Session::wait_for_draft` makes it the next one.
     Background,
 }
 

@@ -84,9 +84,16 @@ pub enum Action {
         tokens_saved: u64,
     },
     /// A compaction of this many events is being drafted in the
-    /// background; the next prepare applies it.
+    /// background; a later prepare applies it.
     CompactionStarted {
         /// Events compacted.
+        events: usize,
+    },
+    /// A compaction was due and one of this many events is still being
+    /// drafted in the background: this call is kept within the budget
+    /// without it (the cheap tiers, then the oldest turns left out).
+    CompactionPending {
+        /// Events the draft compacts.
         events: usize,
     },
     /// A compaction was due but did not run, and why.
@@ -111,6 +118,7 @@ impl Action {
             | Action::Compacted { tokens_saved, .. } => *tokens_saved,
             Action::PairsRepaired { .. }
             | Action::CompactionStarted { .. }
+            | Action::CompactionPending { .. }
             | Action::CompactionSkipped { .. }
             | Action::CompactionWouldRun => 0,
         }

@@ -21,7 +21,6 @@
 //! the reported figure is partly estimated, and says so
 //! ([`Transcript::estimated_tokens`]).
 
-use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -276,25 +275,24 @@ impl Transcript {
         }
     }
 
-    /// An empty transcript that counts and guards like this one and reuses
-    /// what this one saw of the events it is given.
-    pub(crate) fn successor(&self) -> Transcript {
-        let mut next = Transcript::new(self.encoding(), self.guard.clone());
-        next.seen = self.seen.clone();
-        next
+    /// Takes over what `other` saw of `events` (the tool results among
+    /// them), so adding them next cuts and counts none of them again: a
+    /// view rebuilt after a compaction costs what its tail holds, not what
+    /// the view before it held.
+    pub(crate) fn remember_from(&mut self, other: &Transcript, events: &[Arc<Event>]) {
+        for event in events {
+            if let Some((id, seen)) = other.seen.get_key_value(&event.id) {
+                self.seen.insert(id.clone(), seen.clone());
+            }
+        }
     }
 
-    /// Forgets what was seen of events no longer in the view.
-    pub(crate) fn forget_unseen(&mut self) {
-        let present: HashSet<&str> = self.items.iter().map(|i| i.event.id.as_str()).collect();
-        self.seen.retain(|id, _| present.contains(id.as_str()));
-    }
-
-    /// `event` as the model sees it: tool output cut or previewed by the guard.
-    pub(crate) fn view_of(&self, event: &Event) -> Event {
+    /// `event` as the model sees it, shared with what the view holds (or
+    /// with `event`, when the guard leaves it as it is): no copy of its text.
+    pub(crate) fn shared_view_of(&self, event: &Arc<Event>) -> Arc<Event> {
         match self.remembered(event) {
-            Some((viewed, _)) => Arc::unwrap_or_clone(viewed),
-            None => model_view(event, &self.guard, self.tokenizer),
+            Some((viewed, _)) => viewed,
+            None => self.viewed(event),
         }
     }
 
@@ -752,13 +750,6 @@ pub(crate) fn role_tokens(role: crate::base::message::Role, encoding: Encoding) 
         Encoding::O200kBase | Encoding::Cl100kBase => 1,
         Encoding::Approximate => role_name(role).len().div_ceil(4) as u64,
     }
-}
-
-/// The event as the model sees it: tool output cut by the guard, or the
-/// preview of an evicted output, and a result given without content as its
-/// [`Event::text`]. Pure: the same event gives the same view.
-pub(crate) fn model_view(event: &Event, policy: &GuardPolicy, tokenizer: Tokenizer) -> Event {
-    guarded(event, policy, tokenizer).unwrap_or_else(|| event.clone())
 }
 
 /// `event` as the guard shows it, when that differs from the event.

@@ -46,12 +46,15 @@ fn a_rebuilt_view_reuses_what_was_seen_of_the_same_event_only() {
         "the guard cuts it"
     );
 
-    let mut second = first.successor();
-    second.extend(&[call.clone(), long]);
+    let (call, long) = (Arc::new(call), Arc::new(long));
+    let mut second = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+    second.remember_from(&first, &[Arc::clone(&call), Arc::clone(&long)]);
+    second.extend(&[Arc::clone(&call), long]);
     assert_eq!(second.items()[1], cut);
 
-    let other = Event::tool_result("c1", "short").with_id("e2");
-    let mut third = second.successor();
+    let other = Arc::new(Event::tool_result("c1", "short").with_id("e2"));
+    let mut third = Transcript::new(Encoding::O200kBase, GuardPolicy::default());
+    third.remember_from(&second, &[Arc::clone(&call), Arc::clone(&other)]);
     third.extend(&[call, other]);
     assert_eq!(third.items()[1].event.content, "short");
     assert!(third.items()[1].tokens.total < cut.tokens.total);

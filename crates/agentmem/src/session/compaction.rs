@@ -35,6 +35,7 @@ use crate::pipeline::compact::{split_to_compact, CompactReason, CompactReport, S
 use crate::pipeline::measure::{PrepareRequest, Prepared};
 use crate::pipeline::overflow::{sizes_named_in, ProviderError, MAX_OVERFLOW_RETRIES};
 use crate::pipeline::strategy::{ContextSettingsLayer, Strategy};
+use crate::pipeline::transcript::Transcript;
 use crate::redact::{redact, redact_event};
 use crate::summarize::{ExtractiveSummarizer, SummaryFact, SummaryRequest};
 use crate::tokens::Encoding;
@@ -215,8 +216,8 @@ impl Session {
         self.apply_draft(draft(input), options.reason, encoding, started)
     }
 
-    /// Starts drafting an automatic compaction on a thread of its own; the
-    /// next prepare applies it ([`CompactionTiming::Background`]). Returns
+    /// Starts drafting an automatic compaction on a thread of its own; a
+    /// later prepare applies it ([`CompactionTiming::Background`]). Returns
     /// how many events it compacts (0: nothing to compact).
     ///
     /// [`CompactionTiming::Background`]: crate::pipeline::strategy::CompactionTiming::Background
@@ -231,7 +232,8 @@ impl Session {
             .spawn(move || draft(input))
             .io("start a thread for", &self.log.paths().dir)?;
         self.compactor.drafting = Some(Drafting {
-            handle,
+            state: DraftState::Running(handle),
+            events,
             reason: options.reason,
             encoding,
             started: Instant::now(),
@@ -239,18 +241,54 @@ impl Session {
         Ok(events)
     }
 
-    /// Applies the compaction drafted in the background, waiting for its
-    /// summary if it is not ready; `None` when none was started.
-    pub(super) fn finish_drafting(&mut self) -> Option<Result<CompactReport>> {
+    /// How many events the compaction being drafted in the background
+    /// folds, while there is one.
+    pub(super) fn drafting_events(&self) -> Option<usize> {
+        self.compactor.drafting.as_ref().map(|d| d.events)
+    }
+
+    /// Waits until the compaction drafted in the background, if any, is
+    /// ready, without applying it: the next [`Session::prepare`] applies it.
+    /// A prepare never waits for a draft with
+    /// [`CompactionTiming::Background`]; call this where the next call must
+    /// see the compaction (a test, a replay that must be the same on every
+    /// run, a batch job about to end). Returns how many events the draft
+    /// folds, or `None` when none is being drafted.
+    ///
+    /// [`CompactionTiming::Background`]: crate::pipeline::strategy::CompactionTiming::Background
+    pub fn wait_for_draft(&mut self) -> Option<usize> {
+        let drafting = self.compactor.drafting.as_mut()?;
+        drafting.state = match std::mem::replace(&mut drafting.state, DraftState::Taken) {
+            DraftState::Running(handle) => DraftState::Done(handle.join().map(Box::new)),
+            done @ (DraftState::Done(_) | DraftState::Taken) => done,
+        };
+        Some(drafting.events)
+    }
+
+    /// Applies the compaction drafted in the background: when its draft is
+    /// ready, or, with [`DraftWait::UntilReady`], once it is. `None` when
+    /// none was started, or (with [`DraftWait::IfReady`]) it is still
+    /// being drafted.
+    pub(super) fn finish_drafting(&mut self, wait: DraftWait) -> Option<Result<CompactReport>> {
+        let ready = match &self.compactor.drafting.as_ref()?.state {
+            DraftState::Running(handle) => handle.is_finished(),
+            DraftState::Done(_) | DraftState::Taken => true,
+        };
+        match wait {
+            DraftWait::IfReady if !ready => return None,
+            DraftWait::IfReady | DraftWait::UntilReady => {}
+        }
         let drafting = self.compactor.drafting.take()?;
-        let draft = match drafting.handle.join() {
-            Ok(draft) => draft,
-            Err(_) => {
-                return Some(Err(Error::Summarizer {
-                    message: "the summarizer panicked while drafting in the background".into(),
-                    failures: self.compactor.consecutive_failures,
-                }))
-            }
+        let joined = match drafting.state {
+            DraftState::Running(handle) => handle.join(),
+            DraftState::Done(joined) => joined.map(|draft| *draft),
+            DraftState::Taken => return None,
+        };
+        let Ok(draft) = joined else {
+            return Some(Err(Error::Summarizer {
+                message: "the summarizer panicked while drafting in the background".into(),
+                failures: self.compactor.consecutive_failures,
+            }));
         };
         Some(self.apply_draft(draft, drafting.reason, drafting.encoding, drafting.started))
     }
@@ -289,11 +327,13 @@ impl Session {
         let failures_before = self.compactor.consecutive_failures;
         let summarizer = Arc::clone(&self.compactor.summarizer);
         let transcript = self.transcript_in(encoding);
-        let view_of = |events: &[Event]| -> Vec<Event> {
+        // Shared with the view, not copied: the draft's thread copies and
+        // redacts the span, so starting a draft costs the caller little.
+        let view_of = |events: &[Arc<Event>]| -> Vec<Arc<Event>> {
             events
                 .iter()
                 .filter(|e| e.is_in_model_view())
-                .map(|e| transcript.view_of(e))
+                .map(|e| transcript.shared_view_of(e))
                 .collect()
         };
         // What a summary the agent compacted into replaced, its model no
@@ -301,26 +341,18 @@ impl Session {
         let seen_from = split
             .span
             .iter()
-            .rposition(Event::replaces_history)
+            .rposition(|e| e.replaces_history())
             .unwrap_or(0);
-        // The summarizer reads the old base and the span as one list, with
-        // no secrets: what it writes enters long-term memory.
-        let old_base_len = old_base.len();
-        let mut input = old_base;
-        input.extend(
-            view_of(&split.span[seen_from..])
-                .into_iter()
-                .map(|e| redact_event(e, redaction)),
-        );
         Ok(Some(DraftInput {
             number,
             span_len: split.span.len(),
             span_last_id,
-            input,
-            old_base_len,
+            old_base,
+            span_view: view_of(&split.span[seen_from..]),
             tail_view: view_of(&split.tail),
             settings,
             tokenizer: encoding.tokenizer(),
+            guard: transcript.guard().clone(),
             redaction,
             focus: options.focus.as_deref().map(|f| redact(f, redaction).0),
             failures_before,
@@ -369,11 +401,18 @@ impl Session {
             return Ok(report);
         }
         let tail = self.log.events()[draft.span_len..].to_vec();
-        let mut after = self.transcript_in(encoding).successor();
-        after.extend(&draft.base);
+        let before = self.transcript_in(encoding);
+        let mut after = match draft.base_view.filter(|v| v.encoding() == encoding) {
+            Some(base_view) => base_view,
+            None => {
+                let mut after = Transcript::new(encoding, before.guard().clone());
+                after.extend(&draft.base);
+                after
+            }
+        };
+        after.remember_from(before, &tail);
         after.extend(&tail);
         after.forget_anchor();
-        after.forget_unseen();
         report.tokens_after = after.totals().total;
         report.events_compacted = draft.span_len;
         if report.tokens_after >= tokens_before && !reason.is_asked_for() {
@@ -762,10 +801,32 @@ struct Settled {
 /// A compaction being drafted on its own thread.
 #[derive(Debug)]
 struct Drafting {
-    handle: std::thread::JoinHandle<Draft>,
+    state: DraftState,
+    /// How many events it folds.
+    events: usize,
     reason: CompactReason,
     encoding: Encoding,
     started: Instant,
+}
+
+/// Where a draft is.
+#[derive(Debug)]
+enum DraftState {
+    /// Its thread is still at work (or done, not joined yet).
+    Running(std::thread::JoinHandle<Draft>),
+    /// Its thread was joined: the draft, or the panic that ended it.
+    Done(std::thread::Result<Box<Draft>>),
+    /// Moved out while being joined; never seen by other code.
+    Taken,
+}
+
+/// Whether applying a draft waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DraftWait {
+    /// Applies it only if it is ready; else it keeps drafting.
+    IfReady,
+    /// Waits for it, then applies it.
+    UntilReady,
 }
 
 /// The longest session-end summary, in tokens.
@@ -787,7 +848,7 @@ fn turn_ids_of(events: &[Event]) -> Vec<String> {
 /// The split with its tail inside the active log, which holds the log's events
 /// from `archived_prefix` on (the archive the rest): a compaction from the
 /// raw log summarizes the archive anew but archives nothing twice.
-fn keep_tail_in_active_log(split: Split, archived_prefix: usize) -> Split {
+fn keep_tail_in_active_log<E>(split: Split<E>, archived_prefix: usize) -> Split<E> {
     if split.span.len() >= archived_prefix {
         return split;
     }

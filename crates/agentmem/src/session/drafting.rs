@@ -11,8 +11,10 @@ use std::time::Instant;
 
 use crate::base::event::Event;
 use crate::pipeline::compact::{build_base, fallback_summary};
+use crate::pipeline::guard::GuardPolicy;
 use crate::pipeline::strategy::{PipelineSettings, SUMMARIZER_FAILURES_BEFORE_FALLBACK};
-use crate::redact::{redact, RedactionPolicy};
+use crate::pipeline::transcript::Transcript;
+use crate::redact::{redact, redact_event, RedactionPolicy};
 use crate::summarize::fidelity::check_fidelity;
 use crate::summarize::{summarize_hierarchical, Summarizer, SummaryFact, SummaryRequest};
 use crate::tokens::Tokenizer;
@@ -28,13 +30,18 @@ pub(super) struct DraftInput {
     /// id: the draft applies only while the log still starts with them.
     pub span_len: usize,
     pub span_last_id: String,
-    /// The previous snapshot's base, then the span as the model saw it, redacted.
-    pub input: Vec<Event>,
-    pub old_base_len: usize,
+    /// The previous snapshot's base.
+    pub old_base: Vec<Event>,
+    /// The span as the model saw it, shared with the view: copied and
+    /// redacted on the draft's thread, off the caller's path.
+    pub span_view: Vec<Arc<Event>>,
     /// The tail as the model saw it when the draft was started.
-    pub tail_view: Vec<Event>,
+    pub tail_view: Vec<Arc<Event>>,
     pub settings: PipelineSettings,
     pub tokenizer: Tokenizer,
+    /// How the view cuts tool outputs: the new base is counted as the
+    /// view will count it.
+    pub guard: GuardPolicy,
     pub redaction: RedactionPolicy,
     pub focus: Option<String>,
     /// Summarizer failures in a row before this one.
@@ -77,6 +84,9 @@ pub(super) struct Draft {
     /// The new snapshot base, ending with the summary (empty when the
     /// summarizer failed).
     pub base: Vec<Event>,
+    /// The view of the base alone, counted: what the view after the
+    /// compaction starts from, so applying it counts only the tail.
+    pub base_view: Option<Transcript>,
     pub identifiers: usize,
     pub identifier_survival: f64,
     pub focus: Option<String>,
@@ -88,9 +98,19 @@ pub(super) struct Draft {
 /// of the span it lost (listing them as lookup hints in the summary).
 pub(super) fn draft(input: DraftInput) -> Draft {
     let started = Instant::now();
-    let span = &input.input[input.old_base_len..];
+    // The summarizer reads the old base and the span as one list, with no
+    // secrets: what it writes enters long-term memory.
+    let old_base_len = input.old_base.len();
+    let mut events = input.old_base;
+    events.extend(
+        input
+            .span_view
+            .into_iter()
+            .map(|e| redact_event(Arc::unwrap_or_clone(e), input.redaction)),
+    );
+    let span = &events[old_base_len..];
     let request = SummaryRequest {
-        events: &input.input,
+        events: &events,
         focus: input.focus.as_deref(),
         max_tokens: input.settings.summary_max_tokens,
         tokenizer: input.tokenizer,
@@ -108,6 +128,7 @@ pub(super) fn draft(input: DraftInput) -> Draft {
         span_last_id: input.span_last_id,
         outcome,
         base: Vec::new(),
+        base_view: None,
         identifiers: 0,
         identifier_survival: 1.0,
         focus: input.focus.clone(),
@@ -116,7 +137,7 @@ pub(super) fn draft(input: DraftInput) -> Draft {
     if let Some(summary) = summary {
         // The summary enters long-term memory (snapshot, episodic store): no secrets.
         let summary = redact(&summary, input.redaction).0;
-        let old_base = &input.input[..input.old_base_len];
+        let old_base = &events[..old_base_len];
         let mut base = build_base(
             old_base,
             span,
@@ -127,8 +148,8 @@ pub(super) fn draft(input: DraftInput) -> Draft {
         );
         let new_context: String = base
             .iter()
-            .chain(&input.tail_view)
             .map(|e| e.content.as_str())
+            .chain(input.tail_view.iter().map(|e| e.content.as_str()))
             .collect::<Vec<_>>()
             .join("\n");
         let fidelity = check_fidelity(span, &new_context);
@@ -138,6 +159,9 @@ pub(super) fn draft(input: DraftInput) -> Draft {
             let summary = base.last_mut().expect("the base ends with the summary");
             summary.content = format!("{}\n\n{hints}", summary.content);
         }
+        let mut base_view = Transcript::new(input.tokenizer.encoding(), input.guard);
+        base_view.extend(&base);
+        draft.base_view = Some(base_view);
         draft.base = base;
     }
     draft.drafting_ms = started.elapsed().as_secs_f64() * 1e3;

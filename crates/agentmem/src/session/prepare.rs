@@ -1,6 +1,7 @@
 //! `Session::prepare`: the model's view, shaped to fit, rendered for one API.
 
 use super::accounting::LastPrepare;
+use super::compaction::DraftWait;
 use super::{CompactOptions, Session};
 use crate::base::error::{Error, Result};
 use crate::memory::injector::MemoryBlocks;
@@ -29,7 +30,7 @@ impl Session {
     /// fits. View-level changes last for the session's lifetime, so each
     /// prepare only handles what is new. With [`CompactionTiming::Background`]
     /// the compaction is drafted on a thread of its own and applied by the
-    /// next prepare. Tool pairs are then repaired for the provider on the
+    /// first prepare that finds it ready, none waiting for it. Tool pairs are then repaired for the provider on the
     /// copy that is rendered. Every step is listed in `stats.actions`.
     ///
     /// ```
@@ -99,7 +100,7 @@ impl Session {
             target: budget.input_budget().saturating_sub(offset),
             ..trigger
         };
-        let mut actions = self.shrink_to(&trigger, must_fit.target, encoding)?;
+        let mut actions = self.shrink_to(&trigger, encoding)?;
         let calibration = self.accounting.calibration().get(&model.family());
         let transcript = self.view_in(encoding);
         let fits = settings.strategy == Strategy::None
@@ -176,15 +177,20 @@ impl Session {
     /// Brings the view under `shrink.target` with the strategy: view-level
     /// tiers first, then (for `auto` and `summarize`) a persistent compaction,
     /// then the tiers again on what the compaction left. A compaction drafted
-    /// in the background since the last prepare is applied first.
-    fn shrink_to(
-        &mut self,
-        trigger: &Shrink<'_>,
-        input_budget: u64,
-        encoding: Encoding,
-    ) -> Result<Vec<Action>> {
+    /// in the background is applied first when it is ready.
+    fn shrink_to(&mut self, trigger: &Shrink<'_>, encoding: Encoding) -> Result<Vec<Action>> {
         let settings = trigger.settings;
-        let mut actions: Vec<Action> = self.finish_drafting().map(action_of).into_iter().collect();
+        // Inline timing asked for while a draft is out: the compaction this
+        // call would have run inline is that one, so it is waited for.
+        let wait = match settings.compaction_timing {
+            CompactionTiming::Background => DraftWait::IfReady,
+            CompactionTiming::Inline => DraftWait::UntilReady,
+        };
+        let mut actions: Vec<Action> = self
+            .finish_drafting(wait)
+            .map(action_of)
+            .into_iter()
+            .collect();
         let over = |session: &mut Session| {
             !session
                 .view_in(encoding)
@@ -204,13 +210,28 @@ impl Session {
         }
         let compacts = matches!(settings.strategy, Strategy::Auto | Strategy::Summarize);
         if compacts && over(self) {
-            let action = self.compact_for(encoding, trigger, input_budget);
-            let drafting = matches!(action, Action::CompactionStarted { .. });
+            let action = self.compact_for(encoding, trigger);
+            let after = match action {
+                // Sent as it is (fitted to the budget if need be): the
+                // summary may be ready by the next call.
+                Action::CompactionStarted { .. } => None,
+                // Still drafting: the oldest turns leave the view until the
+                // compaction replaces it, so the calls meanwhile are back
+                // under the trigger and cost what is new, not a fitting of
+                // the whole view each.
+                Action::CompactionPending { .. } => Some(Shaping::OldestTurnsOut),
+                _ => Some(Shaping::Strategy),
+            };
             actions.push(action);
-            if !drafting && over(self) {
+            if let Some(shaping) = after.filter(|_| over(self)) {
                 actions.extend(
                     self.transcript_in_mut(encoding)
-                        .reshape(|items| shrink_view(items, settings, shrink)),
+                        .reshape(|items| match shaping {
+                            Shaping::Strategy => shrink_view(items, settings, shrink),
+                            Shaping::OldestTurnsOut => {
+                                trim_oldest_turns(items, shrink).into_iter().collect()
+                            }
+                        }),
                 );
             }
         }
@@ -218,14 +239,12 @@ impl Session {
     }
 
     /// Runs an automatic compaction, or starts drafting it in the background
-    /// when the settings say so and the context fits `input_budget` as it
-    /// is, and says what came of it.
-    fn compact_for(
-        &mut self,
-        encoding: Encoding,
-        trigger: &Shrink<'_>,
-        input_budget: u64,
-    ) -> Action {
+    /// when the settings say so, and says what came of it. While a draft is
+    /// out, no other starts: the call is kept within the budget without it.
+    fn compact_for(&mut self, encoding: Encoding, trigger: &Shrink<'_>) -> Action {
+        if let Some(events) = self.drafting_events() {
+            return Action::CompactionPending { events };
+        }
         let total = self.transcript_in(encoding).unshrunk_total();
         if self.compactor.waits_to_grow_from(total) {
             return Action::CompactionSkipped {
@@ -247,20 +266,28 @@ impl Session {
         options.context.summary_max_tokens = Some(trigger.settings.summary_max_tokens.min(quarter));
         options.context.kept_user_message_tokens =
             Some(trigger.settings.kept_user_message_tokens.min(quarter));
-        let fits = self.transcript_in(encoding).totals().total <= input_budget;
         match trigger.settings.compaction_timing {
-            CompactionTiming::Background if fits => match self.start_drafting(&options) {
+            // Over the budget as it is, the call is fitted by the last
+            // resort meanwhile (the oldest turns left out of this call).
+            CompactionTiming::Background => match self.start_drafting(&options) {
                 Ok(0) => Action::CompactionSkipped {
                     reason: NOTHING_TO_COMPACT.into(),
                 },
                 Ok(events) => Action::CompactionStarted { events },
                 Err(error) => action_of(Err(error)),
             },
-            CompactionTiming::Background | CompactionTiming::Inline => {
-                action_of(self.compact(&options))
-            }
+            CompactionTiming::Inline => action_of(self.compact(&options)),
         }
     }
+}
+
+/// How the view is shrunk after a compaction was due.
+#[derive(Debug, Clone, Copy)]
+enum Shaping {
+    /// The strategy's view-level tiers, on what the compaction left.
+    Strategy,
+    /// The oldest whole turns left out, while a draft is out.
+    OldestTurnsOut,
 }
 
 /// Why a compaction that ran was not applied.
