@@ -19,10 +19,11 @@ pub struct Migration {
 }
 
 /// Every migration, oldest first. Never edit one that was released: add the next.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "sessions and their event logs",
-    sql: "
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions and their event logs",
+        sql: "
         CREATE TABLE agentmem_sessions (
             agent_id   text   NOT NULL,
             session_id text   NOT NULL,
@@ -46,7 +47,13 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
         CREATE INDEX agentmem_events_active
             ON agentmem_events (agent_id, session_id, seq) WHERE NOT archived;
     ",
-}];
+    },
+    Migration {
+        version: 3,
+        name: "the history index: documents with a tsvector under GIN, BM25 statistics, vectors",
+        sql: include_str!("migrations/search_index.sql"),
+    },
+];
 
 /// The advisory lock key migrators take turns on.
 const MIGRATION_LOCK: i64 = 0x6167_656e_746d_656d; // "agentmem"

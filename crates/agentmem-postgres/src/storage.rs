@@ -8,10 +8,12 @@ use agentmem::files::jsonl::encode_lines;
 use agentmem::files::meta::SessionMeta;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::redact::RedactionPolicy;
+use agentmem::storage::search::{catch_up, SearchIndex};
 use agentmem::storage::{Backend, EventCount, EventRange, SessionWriter, Storage};
 use agentmem::{AgentId, Error, Event, Result, SessionId};
 use postgres::{Client, GenericClient, NoTls};
 
+use crate::search::PgSearch;
 use crate::writer::PgWriter;
 use crate::{data_error, db_error, migrations};
 
@@ -158,6 +160,12 @@ pub(crate) fn locked_error(client: &mut impl GenericClient, id: &SessionId, key:
 impl Storage for PgStorage {
     fn backend(&self) -> Backend {
         Backend::Postgres
+    }
+
+    fn search_index(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
+        let mut index = PgSearch::new(connect(&self.config, &self.url)?, agent.clone());
+        catch_up(&mut index, self, agent)?;
+        Ok(Box::new(index))
     }
 
     fn create_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {

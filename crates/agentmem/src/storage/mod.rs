@@ -56,9 +56,9 @@
 //! # Not yet behind the seam
 //!
 //! The agent's long-term memory (MEMORY.md, project notes, facts, episodic
-//! items), working memory's cached state and schema, evicted tool outputs
-//! and the search index and vectors still live in files under the data
-//! directory; they join the seam as further traits of the same shape (an
+//! items), working memory's cached state and schema and evicted tool
+//! outputs still live in files under the data directory (the history
+//! index and its vectors are behind the seam: [`search`]); they join the seam as further traits of the same shape (an
 //! agent-level `MemoryStorage` beside [`Storage`], with compare-and-swap
 //! where the files use `memory.lock`), and the compaction commit grows to
 //! carry the episodic and semantic items so a database commits them in the
@@ -81,6 +81,7 @@
 pub mod batch;
 pub mod copy;
 pub mod fork;
+pub mod search;
 
 use std::fmt;
 
@@ -240,6 +241,10 @@ pub trait Storage: fmt::Debug + Send + Sync {
     /// Deletes the session and everything it holds; refused
     /// ([`crate::Error::SessionLocked`]) while a writer holds it.
     fn delete_session(&self, agent: &AgentId, id: &SessionId) -> Result<()>;
+
+    /// The agent's history index, caught up with every session (see
+    /// [`search`]): what `search` and `recall` read.
+    fn search_index(&self, agent: &AgentId) -> Result<Box<dyn search::SearchIndex>>;
 }
 
 /// The one writer of a session: holds its lock until dropped.

@@ -14,6 +14,7 @@ use crate::files::meta::SessionMeta;
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
 use crate::session::{Access, SessionLog};
+use crate::storage::search::SearchIndex;
 use crate::storage::{
     Appended, Backend, CompactionCommit, EventCount, EventRange, SessionWriter, SnapshotFields,
     Storage,
@@ -133,6 +134,10 @@ impl Storage for FilesStorage {
 
     fn snapshot(&self, agent: &AgentId, id: &SessionId) -> Result<Option<Snapshot>> {
         Ok(self.store.read_log(agent, id)?.1)
+    }
+
+    fn search_index(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
+        Ok(Box::new(self.store.history_index(agent)?))
     }
 
     fn fork_session(
