@@ -3,7 +3,8 @@
 //! behind the engine's storage seam (listing, describing, creating,
 //! forking, deleting and exporting sessions; ingesting events the write-time guard
 //! leaves whole, working-memory updates aside; `context`, `prepare` and
-//! `compact`, without long-term memory) and a clear
+//! `compact`, without long-term memory; `search`, `recall` and `eval
+//! locomo` on the database's history index) and a clear
 //! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
 //! fallback to files.
 
@@ -82,6 +83,9 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Prepare { .. }
         | Command::Compact { .. }
         | Command::Serve(_)
+        | Command::Search { .. }
+        | Command::Recall { .. }
+        | Command::Eval(_)
         | Command::Bench(_)
         | Command::Migrate(_) => None,
         Command::Sessions(SessionsCommand::End { .. }) => Some("`sessions end` (episodic memory)"),
@@ -91,9 +95,6 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         Command::Memory(_) => Some("`memory` (MEMORY.md)"),
         Command::State(_) => Some("`state` (working memory)"),
         Command::Facts(_) => Some("`facts` (semantic memory)"),
-        Command::Search { .. } => Some("`search` (the history index)"),
-        Command::Recall { .. } => Some("`recall` (the history index)"),
-        Command::Eval(_) => Some("`eval`"),
         Command::Chat(_) => Some("`chat`"),
         Command::Mcp { .. } => Some("`mcp` (the memory tools)"),
         Command::Replay(_) => Some("`replay`"),
