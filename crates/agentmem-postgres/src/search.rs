@@ -74,6 +74,8 @@ struct Term {
     /// The word, as the FTS5 expression quotes it.
     word: String,
     lexemes: Vec<String>,
+    /// How many events hold its one lexeme, once counted in full.
+    documents: Option<i64>,
 }
 
 /// How one query is asked: all its terms, and the terms that are not
@@ -141,13 +143,24 @@ impl PgSearch {
                 .into_iter()
                 .map(|l| cut_lexeme(&l))
                 .collect();
-            all.push(Term { word, lexemes });
+            all.push(Term {
+                word,
+                lexemes,
+                documents: None,
+            });
         }
         let docs = self.newest_doc(client)?;
         let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
         let mut rare = Vec::new();
-        for term in &all {
-            if docs <= cap || self.documents_with(client, term, Some(cap))? < cap {
+        for term in &mut all {
+            if docs <= cap {
+                rare.push(term.clone());
+                continue;
+            }
+            let count = self.documents_with(client, term, Some(cap))?;
+            if count < cap {
+                // Counted in full: the idf needs no second count.
+                term.documents = (term.lexemes.len() == 1).then_some(count);
                 rare.push(term.clone());
             }
         }
@@ -197,8 +210,12 @@ impl PgSearch {
                 let single = Term {
                     word: term.word.clone(),
                     lexemes: vec![lexeme.clone()],
+                    documents: None,
                 };
-                let hits = self.documents_with(client, &single, None)? as f64;
+                let hits = match term.documents {
+                    Some(known) => known,
+                    None => self.documents_with(client, &single, None)?,
+                } as f64;
                 let idf = ((rows - hits + 0.5) / (hits + 0.5)).ln();
                 lexemes.push(lexeme.clone());
                 idfs.push(if idf <= 0.0 { 1e-6 } else { idf });
@@ -900,14 +917,17 @@ mod tests {
             Term {
                 word: "a".into(),
                 lexemes: vec!["a".into()],
+                documents: None,
             },
             Term {
                 word: "…".into(),
                 lexemes: vec![],
+                documents: None,
             },
             Term {
                 word: "b\\c".into(),
                 lexemes: vec!["b".into(), "c\\".into()],
+                documents: None,
             },
         ];
         assert_eq!(

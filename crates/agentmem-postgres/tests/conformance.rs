@@ -784,6 +784,37 @@ fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
             })
             .collect(),
     );
+    // Another agent, with enough events that "cargo" is a common term: it only narrows.
+    let agent = fresh_agent();
+    let bulk: Vec<Event> = (0..2_500)
+        .map(|i| match i {
+            7 => Event::user("cargo build failed in the parser"),
+            9 => Event::user("the parser module was renamed"),
+            _ => Event::user(format!("cargo build step {i} finished")),
+        })
+        .enumerate()
+        .map(|(i, event)| with_id(event, &format!("bulk-{i}")))
+        .collect();
+    let mut writer = host.create_session(&agent, &sid("bulk")).unwrap();
+    writer.append(bulk).unwrap();
+    drop(writer);
+    let hits = host
+        .search_index(&agent)
+        .unwrap()
+        .search("cargo parser", &Default::default())
+        .unwrap();
+    answers.hits.push(
+        hits.iter()
+            .map(|h| {
+                (
+                    h.session.clone(),
+                    h.event_id.clone(),
+                    h.excerpt.clone(),
+                    Vec::new(),
+                )
+            })
+            .collect(),
+    );
     (answers, scores)
 }
 
@@ -797,6 +828,13 @@ fn search_and_recall_find_the_transcript(backend: &dyn Backend) {
     );
     assert!(answers.hits.iter().flatten().all(|h| h.0 != "gone"));
     assert!(answers.hits[5].is_empty(), "a word nowhere finds nothing");
+    let common: Vec<&str> = answers.hits[7].iter().map(|h| h.1.as_str()).collect();
+    assert_eq!(
+        common,
+        ["bulk-7", "bulk-9"],
+        "both words first, then the rare one"
+    );
+    assert!(answers.hits[7][0].2.contains("[cargo]") && answers.hits[7][0].2.contains("[parser]"));
     assert!(answers.candidates.iter().flatten().count() > 0);
     assert!(!answers.blocks[0].is_empty());
     assert!(
@@ -812,7 +850,24 @@ fn search_and_recall_answer_alike_on_both_backends() {
     let Some(postgres) = postgres() else { return };
     let (on_files, files_scores) = search_and_recall(&*files().unwrap());
     let (on_postgres, postgres_scores) = search_and_recall(&*postgres);
-    assert_eq!(on_postgres, on_files);
+    let asked = QUERIES.iter().chain(["file (tool)", "cargo parser"].iter());
+    for (query, (files, postgres)) in asked.zip(on_files.hits.iter().zip(&on_postgres.hits)) {
+        assert_eq!(postgres, files, "search {query:?}");
+    }
+    for (i, query) in QUERIES.iter().enumerate() {
+        assert_eq!(
+            on_postgres.candidates[i], on_files.candidates[i],
+            "candidates for {query:?}"
+        );
+        assert_eq!(
+            on_postgres.blocks[i], on_files.blocks[i],
+            "recall {query:?}"
+        );
+        assert_eq!(
+            on_postgres.with_vectors[i], on_files.with_vectors[i],
+            "recall with vectors {query:?}"
+        );
+    }
     for (files, postgres) in files_scores
         .iter()
         .flatten()

@@ -105,7 +105,14 @@ pub trait SearchIndex: fmt::Debug + Send {
 /// each session's full history), sessions deleted since are removed.
 pub fn catch_up(index: &mut dyn SearchIndex, storage: &dyn Storage, agent: &AgentId) -> Result<()> {
     let indexed: HashMap<String, u64> = index.indexed_sessions()?.into_iter().collect();
-    let sessions = storage.list_sessions(agent)?;
+    let mut sessions = storage.list_sessions(agent)?;
+    // Oldest first: documents are numbered in about the order a feed fed
+    // as events arrived would have numbered them.
+    sessions.sort_by(|a, b| {
+        a.created
+            .total_cmp(&b.created)
+            .then_with(|| a.id.cmp(&b.id))
+    });
     for meta in &sessions {
         let have = indexed.get(&meta.id).copied().unwrap_or(0);
         if have < meta.events as u64 {
