@@ -570,6 +570,11 @@ pub struct BenchArgs {
     /// search index build rate and search and recall latency are measured.
     #[arg(long = "history", num_args = 1..)]
     pub history: Vec<PathBuf>,
+    /// With --history: time the same history and queries on the
+    /// PostgreSQL database of `AGENTMEM_DATABASE_URL` too (as an agent of
+    /// its own, removed afterwards).
+    #[arg(long, requires = "history")]
+    pub on_postgres: bool,
     /// With --history: also store a vector for every document and time
     /// recall with vectors (a stand-in embedder of hashed words, so the
     /// figures are the index's cost, not a model's).

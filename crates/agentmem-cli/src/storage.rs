@@ -3,7 +3,8 @@
 //! behind the engine's storage seam (listing, describing, creating,
 //! forking, deleting, ending and exporting sessions; ingesting events,
 //! working-memory updates aside; `context`, `prepare` and `compact`; the
-//! agent's MEMORY.md, facts and evicted outputs) and a clear
+//! agent's MEMORY.md, facts and evicted outputs; `search`, `recall` and
+//! `eval locomo` on the database's history index) and a clear
 //! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
 //! fallback to files.
 
@@ -89,6 +90,9 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Prepare { .. }
         | Command::Compact { .. }
         | Command::Serve(_)
+        | Command::Search { .. }
+        | Command::Recall { .. }
+        | Command::Eval(_)
         | Command::Bench(_)
         | Command::Migrate(_)
         | Command::Evicted { .. }
@@ -98,9 +102,6 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Tools { .. } => None,
         Command::Import { .. } => Some("`import` (working memory)"),
         Command::State(_) => Some("`state` (working memory)"),
-        Command::Search { .. } => Some("`search` (the history index)"),
-        Command::Recall { .. } => Some("`recall` (the history index)"),
-        Command::Eval(_) => Some("`eval`"),
         Command::Chat(_) => Some("`chat`"),
         Command::Mcp { .. } => Some("`mcp` (the memory tools)"),
         Command::Replay(_) => Some("`replay`"),

@@ -1,7 +1,8 @@
 //! The CLI on the PostgreSQL backend (the database of
 //! `AGENTMEM_TEST_DATABASE_URL`, which `scripts/postgres run` provides):
 //! what is behind the storage seam works (the session commands, the
-//! context pipeline, `serve`), the rest is refused by name, and the URL's
+//! context pipeline, `search` and `recall`, `serve`), the rest is refused
+//! by name, and the URL's
 //! password is never shown.
 
 use std::io::Write;
@@ -93,6 +94,51 @@ fn sessions_and_ingest_work_on_postgres_and_nothing_goes_to_files() {
     cli.ok(&["sessions", "delete", "branch"], "");
     assert!(!cli.ok(&["sessions", "list"], "").contains("branch"));
     // Nothing of it is in the data directory.
+    assert!(!cli.dir.path().join("agents").exists());
+}
+
+#[test]
+fn search_and_recall_read_the_database_index_and_nothing_goes_to_files() {
+    let Some(cli) = cli("search-and-recall") else {
+        return;
+    };
+    let first = concat!(
+        r#"{"trace_type":"user","content":"The flaky parser test fails with error E0502"}"#,
+        "\n",
+        r#"{"trace_type":"assistant","content":"I will borrow the tokens immutably to fix E0502."}"#,
+        "\n",
+    );
+    cli.ok(&["ingest", "--session", "early"], first);
+    cli.ok(
+        &["ingest", "--session", "late"],
+        "{\"trace_type\":\"user\",\"content\":\"what did we do about E0502?\"}\n",
+    );
+    let hits: Value =
+        serde_json::from_str(&cli.ok(&["--json", "search", "parser tests failing"], "")).unwrap();
+    assert_eq!(hits[0]["session"], "early");
+    assert_eq!(hits[0]["turn_id"], "turn_0001");
+    assert!(hits[0]["excerpt"].as_str().unwrap().contains("[parser]"));
+    let hits: Value =
+        serde_json::from_str(&cli.ok(&["--json", "search", "E0502", "--role", "assistant"], ""))
+            .unwrap();
+    assert_eq!(hits.as_array().unwrap().len(), 1);
+    let recalled: Value = serde_json::from_str(&cli.ok(
+        &[
+            "--json",
+            "recall",
+            "how was E0502 fixed?",
+            "--session",
+            "late",
+        ],
+        "",
+    ))
+    .unwrap();
+    let block = recalled["block"].as_str().unwrap();
+    assert!(block.contains("borrow the tokens"), "{block}");
+    assert!(
+        !block.contains("what did we do"),
+        "the asking session is left out"
+    );
     assert!(!cli.dir.path().join("agents").exists());
 }
 

@@ -22,6 +22,9 @@
 //!   [`DEAD_HOST_RECLAIM`] when its host vanishes, by the server-side TCP
 //!   keepalives and user timeout set on every writer's connection. A writer
 //!   whose connection died cannot write any more: its appends fail.
+//! - **Search and recall**: each agent's history index is in the database
+//!   too ([`PgSearch`]): a `tsvector` of every event under a GIN index,
+//!   ranked by BM25 as the files index ranks, vectors compared by an exact scan.
 //! - **Readers never block**: reads take no lock and see the last
 //!   committed state.
 //! - **The URL's password** is never logged or shown: errors name the
@@ -29,12 +32,14 @@
 
 mod memory;
 pub mod migrations;
+mod search;
 mod storage;
 mod writer;
 
 use std::io::Write as _;
 use std::time::Duration;
 
+pub use search::PgSearch;
 pub use storage::PgStorage;
 
 /// How long after a writer's host vanishes (power loss, network cut) its

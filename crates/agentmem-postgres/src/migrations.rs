@@ -86,6 +86,11 @@ pub const MIGRATIONS: &[Migration] = &[
         );
     ",
     },
+    Migration {
+        version: 3,
+        name: "the history index: documents with a tsvector under GIN, BM25 statistics, vectors",
+        sql: include_str!("migrations/search_index.sql"),
+    },
 ];
 
 /// The advisory lock key migrators take turns on.

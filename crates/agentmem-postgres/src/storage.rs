@@ -8,10 +8,12 @@ use agentmem::files::jsonl::encode_lines;
 use agentmem::files::meta::SessionMeta;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::redact::RedactionPolicy;
+use agentmem::storage::search::{catch_up, SearchIndex};
 use agentmem::storage::{Backend, EventCount, EventRange, SessionWriter, Storage};
 use agentmem::{AgentId, Durability, Error, Event, Result, SessionId};
 use postgres::{Client, GenericClient, NoTls};
 
+use crate::search::PgSearch;
 use crate::writer::PgWriter;
 use crate::{data_error, db_error, migrations};
 
@@ -193,6 +195,12 @@ impl Storage for PgStorage {
 
     fn memory(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn agentmem::MemoryStorage> {
         self
+    }
+
+    fn search_index(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
+        let mut index = PgSearch::new(connect(&self.config, &self.url)?, agent.clone());
+        catch_up(&mut index, self, agent)?;
+        Ok(Box::new(index))
     }
 
     fn create_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {

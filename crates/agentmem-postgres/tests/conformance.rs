@@ -634,6 +634,260 @@ fn a_session_on_postgres_keeps_its_memory_in_the_database_and_writes_no_file() {
     assert!(files.is_empty(), "no file written: {files:?}");
 }
 
+/// A real Claude Code transcript, imported.
+fn imported_transcript() -> Vec<Event> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/eval-data/trajectories/claude-code/session-3fe1b6bc.jsonl");
+    let (_, imported) = agentmem_import::read(&path, None).unwrap();
+    assert!(imported.events.len() > 100, "a transcript of some length");
+    imported.events
+}
+
+/// Queries asked of the imported transcript: words it holds often, rarely,
+/// stemmed differently, together and not at all.
+const QUERIES: &[&str] = &[
+    "metrics plugin for codex sessions",
+    "where is the real token data location?",
+    "Which tests failed?",
+    "implementation must be full, no TODO",
+    "tool usage example",
+    "zyxwvut",
+];
+
+/// A search hit as compared: its session, event, excerpt and context events.
+type Hit = (String, String, String, Vec<String>);
+
+/// What search and recall answered on one backend, ranks and scores apart.
+#[derive(Debug, Clone, PartialEq)]
+struct Answers {
+    /// Per query: each hit's session, event, excerpt and context events.
+    hits: Vec<Vec<Hit>>,
+    /// Per query: each recall candidate's event, best first.
+    candidates: Vec<Vec<String>>,
+    /// Per query: the recalled block at 1,000 tokens, from another session.
+    blocks: Vec<String>,
+    /// Per query: the same with [`Letters`] vectors.
+    with_vectors: Vec<String>,
+}
+
+/// A toy embedder: how often each letter occurs.
+struct Letters;
+
+impl agentmem::Embedder for Letters {
+    fn model(&self) -> &str {
+        "letters"
+    }
+
+    fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut counts = vec![0.5f32; 26];
+                for c in text
+                    .to_ascii_lowercase()
+                    .bytes()
+                    .filter(u8::is_ascii_lowercase)
+                {
+                    counts[usize::from(c - b'a')] += 1.0;
+                }
+                counts
+            })
+            .collect())
+    }
+}
+
+/// The scores beside the answers (compared within rounding).
+type Scores = Vec<Vec<f64>>;
+
+/// The transcript split into two sessions, a third forked from the first
+/// and deleted, then every query searched and recalled.
+fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
+    let (agent, host) = (fresh_agent(), backend.host());
+    let events = imported_transcript();
+    let (first, second) = events.split_at(events.len() / 2);
+    for (id, part) in [("early", first), ("late", second)] {
+        let mut writer = host.create_session(&agent, &sid(id)).unwrap();
+        writer.append(part.to_vec()).unwrap();
+    }
+    host.fork_session(&agent, &sid("early"), None, &sid("gone"))
+        .unwrap();
+    // Indexed, then deleted: the index forgets it.
+    host.search_index(&agent).unwrap();
+    host.delete_session(&agent, &sid("gone")).unwrap();
+    let index = host.search_index(&agent).unwrap();
+    let mut answers = Answers {
+        hits: Vec::new(),
+        candidates: Vec::new(),
+        blocks: Vec::new(),
+        with_vectors: Vec::new(),
+    };
+    let mut scores = Vec::new();
+    for query in QUERIES {
+        let hits = index.search(query, &Default::default()).unwrap();
+        answers.hits.push(
+            hits.iter()
+                .map(|h| {
+                    let context = h.context.iter().map(|c| c.event_id.clone()).collect();
+                    (
+                        h.session.clone(),
+                        h.event_id.clone(),
+                        h.excerpt.clone(),
+                        context,
+                    )
+                })
+                .collect(),
+        );
+        let candidates = index
+            .candidates(
+                query,
+                &[agentmem::search::index::DocKind::Event],
+                Some("late"),
+                50,
+            )
+            .unwrap();
+        answers
+            .candidates
+            .push(candidates.iter().map(|c| c.reference.clone()).collect());
+        scores.push(candidates.iter().map(|c| c.bm25).collect());
+        let mut request = agentmem::RecallRequest::new(*query, 1_000);
+        request.exclude_session = Some("late".into());
+        request.asked_at = Some(1_768_200_000.0);
+        let recalled = agentmem::memory::recall::recall(
+            &*index,
+            &request,
+            agentmem::Encoding::O200kBase.tokenizer(),
+            None,
+            None,
+            Default::default(),
+        )
+        .unwrap();
+        answers.blocks.push(recalled.block);
+        let recalled = agentmem::memory::recall::recall(
+            &*index,
+            &request,
+            agentmem::Encoding::O200kBase.tokenizer(),
+            Some(&Letters),
+            None,
+            Default::default(),
+        )
+        .unwrap();
+        answers.with_vectors.push(recalled.block);
+    }
+    let tool_only = agentmem::SearchFilter {
+        role: Some(agentmem::SearchRole::Tool),
+        limit: 5,
+        ..Default::default()
+    };
+    let hits = index.search("file", &tool_only).unwrap();
+    assert!(hits.iter().all(|h| h.role == agentmem::SearchRole::Tool));
+    answers.hits.push(
+        hits.iter()
+            .map(|h| {
+                (
+                    h.session.clone(),
+                    h.event_id.clone(),
+                    h.excerpt.clone(),
+                    Vec::new(),
+                )
+            })
+            .collect(),
+    );
+    // Another agent, with enough events that "cargo" is a common term: it only narrows.
+    let agent = fresh_agent();
+    let bulk: Vec<Event> = (0..2_500)
+        .map(|i| match i {
+            7 => Event::user("cargo build failed in the parser"),
+            9 => Event::user("the parser module was renamed"),
+            _ => Event::user(format!("cargo build step {i} finished")),
+        })
+        .enumerate()
+        .map(|(i, event)| with_id(event, &format!("bulk-{i}")))
+        .collect();
+    let mut writer = host.create_session(&agent, &sid("bulk")).unwrap();
+    writer.append(bulk).unwrap();
+    drop(writer);
+    let hits = host
+        .search_index(&agent)
+        .unwrap()
+        .search("cargo parser", &Default::default())
+        .unwrap();
+    answers.hits.push(
+        hits.iter()
+            .map(|h| {
+                (
+                    h.session.clone(),
+                    h.event_id.clone(),
+                    h.excerpt.clone(),
+                    Vec::new(),
+                )
+            })
+            .collect(),
+    );
+    (answers, scores)
+}
+
+/// Search and recall find what the transcript says, and nothing of a deleted session.
+fn search_and_recall_find_the_transcript(backend: &dyn Backend) {
+    let (answers, _) = search_and_recall(backend);
+    assert!(!answers.hits[0].is_empty() && !answers.hits[1].is_empty());
+    assert!(
+        answers.hits[0][0].2.contains('['),
+        "the excerpt marks what matched"
+    );
+    assert!(answers.hits.iter().flatten().all(|h| h.0 != "gone"));
+    assert!(answers.hits[5].is_empty(), "a word nowhere finds nothing");
+    let common: Vec<&str> = answers.hits[7].iter().map(|h| h.1.as_str()).collect();
+    assert_eq!(
+        common,
+        ["bulk-7", "bulk-9"],
+        "both words first, then the rare one"
+    );
+    assert!(answers.hits[7][0].2.contains("[cargo]") && answers.hits[7][0].2.contains("[parser]"));
+    assert!(answers.candidates.iter().flatten().count() > 0);
+    assert!(!answers.blocks[0].is_empty());
+    assert!(
+        answers.with_vectors[5].len() > answers.blocks[5].len(),
+        "vectors recall what shares no word with the query"
+    );
+}
+
+/// The same queries find the same events in the same order, with the same
+/// excerpts and BM25 scores, and recall the same blocks, on both backends.
+#[test]
+fn search_and_recall_answer_alike_on_both_backends() {
+    let Some(postgres) = postgres() else { return };
+    let (on_files, files_scores) = search_and_recall(&*files().unwrap());
+    let (on_postgres, postgres_scores) = search_and_recall(&*postgres);
+    let asked = QUERIES.iter().chain(["file (tool)", "cargo parser"].iter());
+    for (query, (files, postgres)) in asked.zip(on_files.hits.iter().zip(&on_postgres.hits)) {
+        assert_eq!(postgres, files, "search {query:?}");
+    }
+    for (i, query) in QUERIES.iter().enumerate() {
+        assert_eq!(
+            on_postgres.candidates[i], on_files.candidates[i],
+            "candidates for {query:?}"
+        );
+        assert_eq!(
+            on_postgres.blocks[i], on_files.blocks[i],
+            "recall {query:?}"
+        );
+        assert_eq!(
+            on_postgres.with_vectors[i], on_files.with_vectors[i],
+            "recall with vectors {query:?}"
+        );
+    }
+    for (files, postgres) in files_scores
+        .iter()
+        .flatten()
+        .zip(postgres_scores.iter().flatten())
+    {
+        assert!(
+            (files - postgres).abs() <= 1e-9 * files.abs().max(1.0),
+            "BM25 {postgres} on postgres, {files} on files"
+        );
+    }
+}
+
 /// Every case, run against the backend `make` gives (`None`: not available here).
 macro_rules! conformance {
     ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {
@@ -668,6 +922,7 @@ macro_rules! every_case {
                 sessions_list_most_recent_first,
                 a_copy_from_files_reads_back_the_same_and_resumes,
                 the_engine_loop_reads_back_as_the_session_saw_it,
+                search_and_recall_find_the_transcript,
             ]
         );
     };

@@ -287,7 +287,6 @@ impl Service {
     /// Runs an operation whose arguments are read.
     pub fn run(&self, request: Request) -> Result<Answer, ServiceError> {
         let beyond_the_seam = match &request {
-            Request::Search(_) | Request::Recall(_) => Some("searching the history (the index)"),
             Request::Tool(_) => Some("the memory tools"),
             _ => None,
         };
@@ -566,12 +565,15 @@ impl Service {
 
     fn search(&self, request: requests::Search) -> Result<Answer, ServiceError> {
         let filter = search_filter(&request)?;
-        let hits = self.store.search(&self.agent, &request.query, &filter)?;
+        let hits = self
+            .store
+            .search_on(&*self.storage, &self.agent, &request.query, &filter)?;
         reply(hits)
     }
 
     fn recall(&self, request: requests::Recall) -> Result<Answer, ServiceError> {
-        let recalled = self.store.recall(
+        let recalled = self.store.recall_on(
+            &*self.storage,
             &self.agent,
             &recall_request(request),
             Encoding::default().tokenizer(),

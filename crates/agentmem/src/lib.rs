@@ -68,8 +68,8 @@
 //! 1. `store`, `config`, `tools`, `export`: the [`Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats.
 //! 2. `session`: a session orchestrating its log, view, accounting, memory injector and working memory.
 //! 3. `memory`: long-term memory — `MEMORY.md`, project files, facts, episodes, recall and the injector.
-//! 4. `working`, `search`: the working memory's state and schema; the history index and its queries.
-//! 5. `files`, `storage`: the on-disk formats — event logs, archive, locks, meta, snapshot, evicted outputs, paths, memory records; the storage seam every backend implements.
+//! 4. `working`, `search`, `storage`: the working memory's state and schema; the history index and its queries; the storage seam every backend implements (sessions, and the history index behind `storage::search`).
+//! 5. `files`: the on-disk formats — event logs, archive, locks, meta, snapshot, evicted outputs, paths, memory records.
 //! 6. `pipeline`: the context pipeline, one pure stage per file (guard, pairs, tiers, compaction, measure).
 //! 7. `render`, `summarize`: provider payloads; extractive summaries and their fidelity checks.
 //! 8. `tokens`, `redact`: token counting, budgets and the model registry; redaction of secrets and personal data.

@@ -85,12 +85,31 @@ pub fn run(
         rows.extend(bench_tokens(path)?);
     }
     if !args.history.is_empty() {
-        let model = match (&args.embedder_dir, args.vectors) {
+        let vectors = || match (&args.embedder_dir, args.vectors) {
             (Some(model), _) => Some(super::bench_search::Vectors::Model(model.clone())),
             (None, true) => Some(super::bench_search::Vectors::StandIn),
             (None, false) => None,
         };
-        rows.extend(super::bench_search::run(dir.path(), &args.history, model)?);
+        rows.extend(super::bench_search::run(
+            dir.path(),
+            &args.history,
+            vectors(),
+            &super::bench_search::HistoryOn::Files,
+        )?);
+        if args.on_postgres {
+            let url = std::env::var(agentmem::config::DATABASE_URL_ENV).map_err(|_| {
+                anyhow::anyhow!(
+                    "--on-postgres needs the database's URL in {}",
+                    agentmem::config::DATABASE_URL_ENV
+                )
+            })?;
+            rows.extend(super::bench_search::run(
+                dir.path(),
+                &args.history,
+                vectors(),
+                &super::bench_search::HistoryOn::Postgres(agentmem::config::DatabaseUrl::new(url)),
+            )?);
+        }
     }
     if args.serve {
         rows.extend(super::bench_serve::run(

@@ -23,6 +23,12 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                 .map(|path| Ok((dataset_name(path), locomo::read(path)?)))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let scratch = scratch.unwrap_or_else(default_scratch);
+            // On a database backend, the conversations are ingested into it
+            // (as agents of their own, removed afterwards) and recalled from its index.
+            let database = match ctx.backend() {
+                agentmem::Backend::Files => None,
+                agentmem::Backend::Postgres => Some(ctx.shared_storage()?),
+            };
             let tokenizer = Encoding::O200kBase.tokenizer();
             let named = reach_model::embedder(&ctx.store, &embedder)?;
             let embedder = named
@@ -47,6 +53,7 @@ pub fn run(ctx: &Context, command: EvalCommand) -> anyhow::Result<()> {
                     conversations,
                     &budgets,
                     &scratch,
+                    database,
                     tokenizer,
                     embedder,
                     reranker,

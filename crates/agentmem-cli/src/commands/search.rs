@@ -30,7 +30,9 @@ pub fn search(ctx: &Context, query: &str, filters: Filters) -> anyhow::Result<()
         until: filters.until.as_deref().map(parse_date).transpose()?,
         limit: filters.limit,
     };
-    let hits = ctx.store.search(&ctx.agent, query, &filter)?;
+    let hits = ctx
+        .store
+        .search_on(ctx.storage()?, &ctx.agent, query, &filter)?;
     if ctx.json {
         return print_json(&hits);
     }
@@ -68,7 +70,7 @@ pub fn recall(
     if let Some(reranker) = reach_model::reranker(&ctx.store, reranker)? {
         store = store.with_reranker(reranker);
     }
-    let recalled = store.recall(&ctx.agent, &request, tokenizer);
+    let recalled = store.recall_on(ctx.storage()?, &ctx.agent, &request, tokenizer);
     bar.inspect(indicatif::ProgressBar::finish_and_clear);
     let recalled = recalled?;
     if ctx.json {
@@ -104,6 +106,10 @@ fn embedding_shown(
     ctx: &Context,
     embedder: reach_model::Embedding,
 ) -> anyhow::Result<(reach_model::Embedding, Option<indicatif::ProgressBar>)> {
+    // The backlog is counted on the files index; a database's is embedded unshown.
+    if ctx.backend() != agentmem::Backend::Files {
+        return Ok((embedder, None));
+    }
     let index = ctx.store.history_index(&ctx.agent)?;
     let backlog = index.unembedded_documents(embedder.model())?;
     if backlog == 0 {

@@ -12,12 +12,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use agentmem::memory::recall::{self, Weights};
 use agentmem::redact::RedactionPolicy;
+use agentmem::storage::search::SearchIndex;
 use agentmem::tokens::Tokenizer;
 use agentmem::{
-    AgentId, Durability, Embedder, Event, RecallRequest, Recalled, Reranker, SessionId, Store,
+    AgentId, Durability, Embedder, Event, RecallRequest, Recalled, Reranker, SessionId, Storage,
+    Store,
 };
 use anyhow::{anyhow, Context as _, Result};
 use serde::{Deserialize, Serialize};
@@ -274,7 +277,8 @@ fn repair_evidence(raw: &str) -> Vec<String> {
 
 /// Runs the evaluation of `dataset`'s `conversations` at each of
 /// `budgets`, one report a budget, in a temporary store under `scratch`
-/// (removed afterwards): each conversation is ingested once and asked every
+/// (removed afterwards), or in `database` as an agent of its own (its
+/// sessions deleted afterwards): each conversation is ingested once and asked every
 /// question at every budget. With an `embedder`, agentmem's recall adds its
 /// vector score, and with a `reranker` a model reads its best candidates;
 /// the baselines stay as they are. `on_question` is called as each of the
@@ -286,6 +290,7 @@ pub fn evaluate(
     conversations: &[Conversation],
     budgets: &[u64],
     scratch: &Path,
+    database: Option<&Arc<dyn Storage>>,
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
     reranker: Option<&dyn Reranker>,
@@ -314,21 +319,42 @@ pub fn evaluate(
             .tempdir_in(scratch)
             .with_context(|| format!("create a scratch folder in {}", scratch.display()))?;
         let store = Store::open(dir.path(), Durability::Os)?;
-        let agent = AgentId::new(sanitize(&conversation.sample_id))?;
-        let turns = ingest(&store, &agent, conversation)?;
-        let mut index = store.history_index(&agent)?;
-        recall::refresh_memories(&mut index, &store.agent_dir(&agent))?;
+        let (agent, turns, index): (_, _, Box<dyn SearchIndex>) = match database {
+            None => {
+                let agent = AgentId::new(sanitize(&conversation.sample_id))?;
+                let turns = ingest(conversation, &|id| store.create_session(&agent, Some(id)))?;
+                let mut index = store.history_index(&agent)?;
+                recall::refresh_memories(&mut index, &store.agent_dir(&agent))?;
+                (agent, turns, Box::new(index))
+            }
+            Some(storage) => {
+                let agent = AgentId::new(format!(
+                    "{}-{}",
+                    sanitize(&conversation.sample_id),
+                    SessionId::generate()
+                ))?;
+                let turns = ingest(conversation, &|id| {
+                    store.create_session_in(storage, &agent, Some(id))
+                })?;
+                let index = storage.search_index(&agent)?;
+                (agent, turns, index)
+            }
+        };
         let asked = Asked {
             conversation,
             turns: &turns,
-            index: &index,
+            index: &*index,
             tokenizer,
             embedder,
             reranker,
         };
-        for report in &mut reports {
-            asked.score_at(report, on_question)?;
+        let scored = reports
+            .iter_mut()
+            .try_for_each(|report| asked.score_at(report, on_question));
+        if let Some(storage) = database {
+            remove_agent(&**storage, &agent)?;
         }
+        scored?;
     }
     for report in &mut reports {
         for score in [&mut report.agentmem, &mut report.trimming, &mut report.bm25] {
@@ -338,12 +364,22 @@ pub fn evaluate(
     Ok(reports)
 }
 
+/// Deletes what an evaluation left of `agent` in a database: its sessions,
+/// then (catching its index up) their indexed events.
+fn remove_agent(storage: &dyn Storage, agent: &AgentId) -> Result<()> {
+    for meta in storage.list_sessions(agent)? {
+        storage.delete_session(agent, &SessionId::new(&meta.id)?)?;
+    }
+    storage.search_index(agent)?;
+    Ok(())
+}
+
 /// One ingested conversation, ready for its questions.
 struct Asked<'a> {
     conversation: &'a Conversation,
     /// Each turn's text by dia id.
     turns: &'a HashMap<&'a str, &'a str>,
-    index: &'a agentmem::search::HistoryIndex,
+    index: &'a dyn SearchIndex,
     tokenizer: Tokenizer,
     embedder: Option<&'a dyn Embedder>,
     reranker: Option<&'a dyn Reranker>,
@@ -420,9 +456,8 @@ fn scored(conversation: &Conversation) -> impl Iterator<Item = &Question> {
 
 /// Ingests the conversation's sessions in order; returns each turn's text by dia id.
 fn ingest<'a>(
-    store: &Store,
-    agent: &AgentId,
     conversation: &'a Conversation,
+    create: &dyn Fn(SessionId) -> agentmem::Result<agentmem::Session>,
 ) -> Result<HashMap<&'a str, &'a str>> {
     let first_speaker = conversation
         .sessions
@@ -434,7 +469,7 @@ fn ingest<'a>(
     let mut turns = HashMap::new();
     for session in &conversation.sessions {
         let id = SessionId::new(format!("session_{}", session.number))?;
-        let mut log = store.create_session(agent, Some(id))?;
+        let mut log = create(id)?;
         let events = session
             .turns
             .iter()

@@ -28,6 +28,7 @@ use crate::search::index::{Candidate, DocKind, HistoryIndex, MemoryDoc};
 use crate::search::vectors::{embed_checked, Similarities};
 use crate::search::when::{dates_named_in, relative_dates_in, NamedDate};
 use crate::search::SearchRole;
+use crate::storage::search::SearchIndex;
 use crate::tokens::Tokenizer;
 
 /// How many BM25 matches are scored before packing.
@@ -224,7 +225,7 @@ pub struct Recalled {
 /// shows is redacted by `redaction` (secrets always): it was said in
 /// another session, to be read in this one.
 pub fn recall(
-    index: &HistoryIndex,
+    index: &dyn SearchIndex,
     request: &RecallRequest,
     tokenizer: Tokenizer,
     embedder: Option<&dyn Embedder>,
@@ -283,7 +284,7 @@ pub fn recall(
 /// the documents most similar to the query that BM25 did not match: those
 /// that share no word with it are what the vector score is for.
 fn add_similar_documents(
-    index: &HistoryIndex,
+    index: &dyn SearchIndex,
     embedder: &dyn Embedder,
     request: &RecallRequest,
     candidates: &mut Vec<Candidate>,
@@ -405,7 +406,7 @@ const NEIGHBOUR_RADIUS: u64 = 2;
 /// Gives the events near the best matching events a share of their
 /// score (keeping an event's own score when that is higher), then re-sorts.
 fn add_neighbours(
-    index: &HistoryIndex,
+    index: &dyn SearchIndex,
     items: &mut Vec<RecalledItem>,
     weights: &Weights,
 ) -> Result<()> {

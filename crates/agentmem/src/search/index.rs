@@ -23,9 +23,9 @@ use crate::base::event::{Event, TraceType};
 pub const INDEX_FILE: &str = "search.sqlite";
 /// The most of one event's text that is indexed (half head, half tail): a
 /// huge tool output is found by its start and end, and stays in the log whole.
-pub(crate) const MAX_INDEXED_BYTES: usize = 64 * 1024;
+pub const MAX_INDEXED_BYTES: usize = 64 * 1024;
 /// Events shown before and after a hit.
-pub(crate) const CONTEXT_EVENTS: u32 = 2;
+pub const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
@@ -116,7 +116,8 @@ pub enum DocKind {
 }
 
 impl DocKind {
-    pub(super) fn as_str(self) -> &'static str {
+    /// The stored name, e.g. `event`.
+    pub fn as_str(self) -> &'static str {
         match self {
             DocKind::Event => "event",
             DocKind::Fact => "fact",
@@ -124,7 +125,8 @@ impl DocKind {
         }
     }
 
-    fn parse(text: &str) -> DocKind {
+    /// The kind of a stored name (`as_str`); an unknown one reads as an event.
+    pub fn parse(text: &str) -> DocKind {
         match text {
             "fact" => DocKind::Fact,
             "episode" => DocKind::Episode,
@@ -343,23 +345,16 @@ impl HistoryIndex {
     /// The speakers of indexed events whose names `text` holds, as whole
     /// words in any case (`What does Melanie's son like?` names `Melanie`).
     pub(crate) fn speakers_named_in(&self, text: &str) -> Result<Vec<String>> {
-        let words: Vec<String> = super::query::word_sequence(text).collect();
         let mut statement = self
             .conn
             .prepare_cached("SELECT name FROM speakers")
             .map_err(|e| self.error(e))?;
         let names = statement
             .query_map([], |row| row.get::<_, String>(0))
+            .map_err(|e| self.error(e))?
+            .collect::<rusqlite::Result<Vec<String>>>()
             .map_err(|e| self.error(e))?;
-        let mut named = Vec::new();
-        for name in names {
-            let name = name.map_err(|e| self.error(e))?;
-            let name_words: Vec<String> = super::query::word_sequence(&name).collect();
-            if !name_words.is_empty() && words.windows(name_words.len()).any(|w| w == name_words) {
-                named.push(name);
-            }
-        }
-        Ok(named)
+        Ok(super::query::names_in(text, names))
     }
 
     /// Up to `limit` documents of each of `kinds`' tables (events; facts and
@@ -865,11 +860,11 @@ fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlit
 /// A term in more than this share of the indexed documents (and in at
 /// least [`COMMON_TERM_MIN_DOCS`]) tells little apart, and an OR query with
 /// it would score most of the index: it only narrows AND queries.
-pub(crate) const COMMON_TERM_SHARE: f64 = 0.05;
+pub const COMMON_TERM_SHARE: f64 = 0.05;
 /// Documents a query looks at first, newest first (see `newest_first`).
-pub(crate) const FIRST_WINDOW_DOCS: i64 = 50_000;
+pub const FIRST_WINDOW_DOCS: i64 = 50_000;
 /// Below this many documents, no term counts as common.
-pub(crate) const COMMON_TERM_MIN_DOCS: i64 = 2_000;
+pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
 
 /// The ways one query is asked of a table.
 struct QueryPlan {
@@ -887,7 +882,7 @@ impl QueryPlan {
 }
 
 /// The salience of a raw event (facts and episodes carry their own).
-const EVENT_SALIENCE: f64 = 0.5;
+pub const EVENT_SALIENCE: f64 = 0.5;
 
 const INSERT_DOC: &str =
     "INSERT OR IGNORE INTO docs(kind, ref, session, ord, turn, role, ts, salience, speaker, text)
@@ -895,7 +890,7 @@ const INSERT_DOC: &str =
 
 /// What of an event is searchable: its text, or a tool call's name and
 /// arguments (the speaker's name is indexed beside it).
-pub(crate) fn indexed_text(event: &Event) -> String {
+pub fn indexed_text(event: &Event) -> String {
     let body = match event.trace_type {
         TraceType::ToolCall => {
             let args = event
@@ -951,12 +946,17 @@ fn head_and_tail(text: String, max_bytes: usize) -> String {
 }
 
 /// `text` on one line, cut to `max_chars` characters.
-fn one_line(text: &str, max_chars: usize) -> String {
+pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(max_chars) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
         None => flat,
     }
+}
+
+/// An event's text as a context line around a hit shows it: on one line, cut.
+pub fn context_text(text: &str) -> String {
+    one_line(text, CONTEXT_LINE_CHARS)
 }
 
 fn index_error(path: &Path, error: impl std::fmt::Display) -> Error {

@@ -15,8 +15,9 @@
 mod excerpt;
 pub(crate) mod feed;
 pub mod index;
+pub mod lexemes;
 pub mod query;
-pub(crate) mod vectors;
+pub mod vectors;
 pub mod when;
 
 use serde::{Deserialize, Serialize};
@@ -110,7 +111,8 @@ impl SearchRole {
         }
     }
 
-    fn parse_stored(text: &str) -> SearchRole {
+    /// The role as stored (`as_str`); an unknown name reads as `assistant`.
+    pub fn parse_stored(text: &str) -> SearchRole {
         match text {
             "user" => SearchRole::User,
             "tool" => SearchRole::Tool,

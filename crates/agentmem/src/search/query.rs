@@ -98,7 +98,7 @@ pub fn any_of(terms: &[String]) -> Option<String> {
 }
 
 /// The FTS5 expression matching documents with all of `terms`.
-pub(crate) fn all_of(terms: &[String]) -> Option<String> {
+pub fn all_of(terms: &[String]) -> Option<String> {
     joined(terms, " AND ")
 }
 
@@ -110,6 +110,19 @@ fn joined(terms: &[String], operator: &str) -> Option<String> {
             .collect::<Vec<_>>()
             .join(operator)
     })
+}
+
+/// Those of `names` that `text` holds as whole words, in any case
+/// (`What does Melanie's son like?` names `Melanie`).
+pub fn names_in(text: &str, names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let words: Vec<String> = word_sequence(text).collect();
+    names
+        .into_iter()
+        .filter(|name| {
+            let name_words: Vec<String> = word_sequence(name).collect();
+            !name_words.is_empty() && words.windows(name_words.len()).any(|w| w == name_words)
+        })
+        .collect()
 }
 
 /// The words of `text`, lowercased, in order.

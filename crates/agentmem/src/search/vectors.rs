@@ -22,7 +22,7 @@ use crate::base::error::{Error, Result};
 use crate::redact::{redact, RedactionPolicy};
 
 /// Texts sent to the embedder in one call.
-pub(crate) const EMBED_BATCH_TEXTS: usize = 64;
+pub const EMBED_BATCH_TEXTS: usize = 64;
 /// The most of a document's text that is embedded: embedding models read a
 /// few hundred tokens and ignore the rest.
 pub(crate) const MAX_EMBEDDED_BYTES: usize = 2048;
@@ -74,6 +74,12 @@ pub struct Similarities {
 }
 
 impl Similarities {
+    /// The similarities of the documents numbered as given, in any order.
+    pub fn from_scores(mut by_doc: Vec<(i64, f64)>) -> Similarities {
+        by_doc.sort_by_key(|(doc, _)| *doc);
+        Similarities { by_doc }
+    }
+
     /// The similarity of the document in row `doc`, if it has a vector.
     pub fn of(&self, doc: i64) -> Option<f64> {
         self.by_doc
@@ -215,16 +221,7 @@ impl HistoryIndex {
             .prepare_cached("SELECT length(vector) FROM vectors WHERE model = ?1 LIMIT 1")
             .and_then(|mut s| s.query_row([model], |row| row.get(0)).optional())
             .map_err(|e| self.error(e))?;
-        match stored {
-            Some(stored) if stored as usize != dimensions => Err(Error::Embedder {
-                model: model.to_owned(),
-                message: format!(
-                    "it gives vectors of {dimensions} dimensions, but those stored under its name have {stored}: \
-                     give a different model a name of its own (the embedder's model name)"
-                ),
-            }),
-            Some(_) | None => Ok(()),
-        }
+        check_dimensions(model, dimensions, stored.map(|n| n as usize))
     }
 
     /// How many documents have no vector of `model` yet.
@@ -283,9 +280,25 @@ struct Unembedded {
     text: String,
 }
 
+/// Fails when `stored` vectors of `model` (their length, if any are) and
+/// the `dimensions` it gives now differ: another model was given the same
+/// name, and its vectors and these are not comparable.
+pub fn check_dimensions(model: &str, dimensions: usize, stored: Option<usize>) -> Result<()> {
+    match stored {
+        Some(stored) if stored != dimensions => Err(Error::Embedder {
+            model: model.to_owned(),
+            message: format!(
+                "it gives vectors of {dimensions} dimensions, but those stored under its name have {stored}: \
+                 give a different model a name of its own (the embedder's model name)"
+            ),
+        }),
+        Some(_) | None => Ok(()),
+    }
+}
+
 /// Embeds `texts`, holding the embedder to one vector per text, all of one
 /// non-zero length.
-pub(crate) fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+pub fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
     let vectors = embedder.embed(texts)?;
     let fail = |message: String| Error::Embedder {
         model: embedder.model().to_owned(),
@@ -310,7 +323,7 @@ pub(crate) fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<V
 /// What of a document is embedded: who said it, then its text's start,
 /// redacted. The embedder may be a remote API, and meaning needs no
 /// credential, address or card number.
-fn embedded_text(speaker: &str, text: &str) -> String {
+pub fn embedded_text(speaker: &str, text: &str) -> String {
     let mut end = text.len().min(MAX_EMBEDDED_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -330,7 +343,7 @@ fn kind_list(kinds: &[DocKind]) -> String {
 /// Vectors are stored at unit length, so a similarity is one dot product,
 /// and as one signed byte a dimension (×127): a quarter of the bytes to
 /// scan, for an error in the similarity of well under 0.01.
-fn to_bytes(vector: &[f32]) -> Vec<u8> {
+pub fn to_bytes(vector: &[f32]) -> Vec<u8> {
     unit(vector)
         .iter()
         .map(|x| (x * QUANTUM).round().clamp(-QUANTUM, QUANTUM) as i8 as u8)
@@ -340,7 +353,8 @@ fn to_bytes(vector: &[f32]) -> Vec<u8> {
 /// A stored dimension's value at 1.0.
 const QUANTUM: f32 = 127.0;
 
-fn unit(vector: &[f32]) -> Vec<f32> {
+/// `vector` scaled to length 1 (a zero vector as it is).
+pub fn unit(vector: &[f32]) -> Vec<f32> {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm == 0.0 {
         return vector.to_vec();
@@ -350,7 +364,7 @@ fn unit(vector: &[f32]) -> Vec<f32> {
 
 /// The dot product of `query` with a stored vector (0 when their lengths
 /// differ: a vector of another shape is not comparable).
-fn dot_with_stored(query: &[f32], stored: &[u8]) -> f64 {
+pub fn dot_with_stored(query: &[f32], stored: &[u8]) -> f64 {
     if stored.len() != query.len() {
         return 0.0;
     }

@@ -79,12 +79,12 @@
 //!
 //! # Not yet behind the seam
 //!
-//! Working memory's cached state and schema, and the search index and
-//! vectors (so recall), still live in files under the data directory: a
-//! session on another backend refuses working memory with
-//! [`crate::Error::NotOnBackend`], never a silent fallback to files, and
-//! its contexts get the block of the agent's best facts and latest
-//! summaries where a session on files gets recall.
+//! Working memory's cached state and schema still live in files under
+//! the data directory: a session on another backend refuses working
+//! memory with [`crate::Error::NotOnBackend`], never a silent fallback
+//! to files. The history index and its vectors are behind the seam
+//! ([`search`]): search and recall read the backend's index, and on
+//! another backend a session's contexts recall from the history there.
 //!
 //! # How a backend is chosen
 //!
@@ -100,6 +100,7 @@ pub mod batch;
 pub mod copy;
 pub mod fork;
 pub mod memory;
+pub mod search;
 
 use std::fmt;
 use std::sync::Arc;
@@ -280,6 +281,10 @@ pub trait Storage: fmt::Debug + Send + Sync {
     /// Deletes the session and everything it holds; refused
     /// ([`crate::Error::SessionLocked`]) while a writer holds it.
     fn delete_session(&self, agent: &AgentId, id: &SessionId) -> Result<()>;
+
+    /// The agent's history index, caught up with every session (see
+    /// [`search`]): what `search` and `recall` read.
+    fn search_index(&self, agent: &AgentId) -> Result<Box<dyn search::SearchIndex>>;
 }
 
 /// The one writer of a session: holds its lock until dropped.

@@ -16,6 +16,7 @@ use crate::files::snapshot::Snapshot;
 use crate::memory::facts::FactStore;
 use crate::session::{Access, SessionLog};
 use crate::storage::memory::MemoryStorage;
+use crate::storage::search::SearchIndex;
 use crate::storage::{
     Appended, Backend, CommitMemory, CompactionCommit, EventCount, EventRange, SessionWriter,
     SnapshotFields, Storage,
@@ -145,6 +146,10 @@ impl Storage for FilesStorage {
 
     fn snapshot(&self, agent: &AgentId, id: &SessionId) -> Result<Option<Snapshot>> {
         Ok(self.store.read_log(agent, id)?.1)
+    }
+
+    fn search_index(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
+        Ok(Box::new(self.store.history_index(agent)?))
     }
 
     fn fork_session(

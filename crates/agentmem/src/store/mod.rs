@@ -253,6 +253,46 @@ impl Store {
         crate::memory::recall::recall(&index, request, tokenizer, embedder, reranker, redaction)
     }
 
+    /// Searches `agent`'s whole raw history kept in `storage`: this store's
+    /// own index on files ([`Store::search`]), the backend's otherwise.
+    pub fn search_on(
+        &self,
+        storage: &dyn crate::Storage,
+        agent: &AgentId,
+        query: &str,
+        filter: &crate::search::SearchFilter,
+    ) -> Result<Vec<crate::search::SearchHit>> {
+        match storage.backend() {
+            crate::Backend::Files => self.search(agent, query, filter),
+            crate::Backend::Postgres => storage.search_index(agent)?.search(query, filter),
+        }
+    }
+
+    /// Recalls for `request` from `agent`'s history kept in `storage`: as
+    /// [`Store::recall`] on files; on another backend from its index, with
+    /// this store's embedder and reranker, without the facts and episodes
+    /// that are not behind the seam yet.
+    pub fn recall_on(
+        &self,
+        storage: &dyn crate::Storage,
+        agent: &AgentId,
+        request: &crate::memory::recall::RecallRequest,
+        tokenizer: crate::tokens::Tokenizer,
+    ) -> Result<crate::memory::recall::Recalled> {
+        match storage.backend() {
+            crate::Backend::Files => self.recall(agent, request, tokenizer),
+            crate::Backend::Postgres => {
+                let index = storage.search_index(agent)?;
+                let embedder = self.embedder().map(|e| e as &dyn Embedder);
+                let reranker = self.reranker().map(|r| r as &dyn Reranker);
+                let redaction = self.redaction();
+                crate::memory::recall::recall(
+                    &*index, request, tokenizer, embedder, reranker, redaction,
+                )
+            }
+        }
+    }
+
     /// Creates a new, empty session (a fresh id when `id` is `None`) and opens it for writing.
     pub fn create_session(&self, agent: &AgentId, id: Option<SessionId>) -> Result<Session> {
         let id = id.unwrap_or_else(SessionId::generate);

@@ -48,6 +48,7 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
         &mini(),
         &[120, 1_000],
         scratch.path(),
+        None,
         tokenizer,
         None,
         None,
@@ -109,4 +110,63 @@ fn session_dates_are_read() {
         "2023-05-20T02:21:00.000Z"
     );
     assert!(parse_session_date("someday").is_none());
+}
+
+/// The first conversations of LoCoMo's dev split: evidence recall from a
+/// PostgreSQL backend's index is within 0.01 of the files index's at every
+/// budget (both rank with the same BM25 over the same words).
+#[test]
+fn locomo_recall_on_postgres_is_within_a_hundredth_of_files() {
+    let Some(url) = agentmem_postgres::test_database("LoCoMo recall on postgres") else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/eval-data/locomo/locomo-dev.json");
+    let conversations: Vec<_> = locomo::read(&path).unwrap().into_iter().take(2).collect();
+    let database: std::sync::Arc<dyn agentmem::Storage> = std::sync::Arc::new(
+        agentmem_postgres::PgStorage::connect(&url, Default::default()).unwrap(),
+    );
+    let budgets = [1_000, 2_000, 4_000];
+    let scratch = tempfile::tempdir().unwrap();
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let run = |database| {
+        let path = scratch.path();
+        locomo::evaluate(
+            "dev",
+            &conversations,
+            &budgets,
+            path,
+            database,
+            tokenizer,
+            None,
+            None,
+            &mut || {},
+        )
+        .unwrap()
+    };
+    let (on_files, on_postgres) = (run(None), run(Some(&database)));
+    for (files, postgres) in on_files.iter().zip(&on_postgres) {
+        assert!(
+            files.questions > 50,
+            "questions scored: {}",
+            files.questions
+        );
+        for (a, b) in [
+            (&files.agentmem, &postgres.agentmem),
+            (&files.bm25, &postgres.bm25),
+        ] {
+            assert!(
+                (a.recall - b.recall).abs() <= 0.01,
+                "at {} tokens: {} on files, {} on postgres",
+                files.budget_tokens,
+                a.recall,
+                b.recall
+            );
+        }
+    }
+    let left = database.list_agents().unwrap();
+    assert!(
+        !left.iter().any(|a| a.as_str().starts_with("conv-")),
+        "the evaluation's sessions are removed: {left:?}"
+    );
 }

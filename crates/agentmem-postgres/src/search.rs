@@ -1,0 +1,939 @@
+//! [`PgSearch`]: an agent's history index in the database, the search
+//! seam's PostgreSQL side ([`agentmem::storage::search`]).
+//!
+//! - **Documents**: one row per event of every session, archive included,
+//!   numbered per agent in the order indexed (as the files index numbers
+//!   its rows), with the event's text as the files index keeps it and its
+//!   words as a `tsvector` under a GIN index. The words are the engine's
+//!   FTS5 tokenizer's ([`agentmem::search::lexemes`]): each lexeme with
+//!   one position per occurrence, so a lexeme's positions count its term
+//!   frequency (up to PostgreSQL's 256 positions a lexeme).
+//! - **Fed by catching up**: before it answers, the index adds each
+//!   session's events it lacks, in one transaction per session, numbering
+//!   them under a per-agent advisory lock; sessions deleted since leave it.
+//!   Two servers catching up at once take turns and add each event once.
+//! - **Ranking**: BM25 as FTS5 computes it, in SQL (`agentmem_bm25`), from
+//!   the document counts, lengths and term frequencies kept here; queries
+//!   look at the newest documents first and widen, and common terms only
+//!   narrow, with the thresholds of the files index, so the same query
+//!   returns the same events in the same order on both backends.
+//! - **Vectors**: stored as the files index stores them (unit length, a
+//!   signed byte a dimension) and compared by an exact scan.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use agentmem::memory::recall::Embedder;
+use agentmem::search::index::{
+    context_text, indexed_text, speaker, Candidate, DocKind, COMMON_TERM_MIN_DOCS,
+    COMMON_TERM_SHARE, CONTEXT_EVENTS, EVENT_SALIENCE, FIRST_WINDOW_DOCS,
+};
+use agentmem::search::lexemes::{excerpt_for, lexemes_of, lexemes_of_term, Lexemes};
+use agentmem::search::query;
+use agentmem::search::vectors::{
+    check_dimensions, dot_with_stored, embed_checked, embedded_text, to_bytes, unit, Similarities,
+    EMBED_BATCH_TEXTS,
+};
+use agentmem::search::{ContextLine, SearchFilter, SearchHit, SearchRole};
+use agentmem::storage::search::SearchIndex;
+use agentmem::storage::Backend;
+use agentmem::{AgentId, Event, Result};
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient, Row};
+
+use crate::db_error;
+
+/// Documents inserted by one statement while catching up.
+const INSERT_BATCH: usize = 2_000;
+/// The most positions PostgreSQL keeps for one lexeme of a `tsvector`.
+const MAX_POSITIONS: u32 = 256;
+/// The longest lexeme a `tsvector` holds, in bytes; longer ones are cut.
+const MAX_LEXEME_BYTES: usize = 2_046;
+
+/// The columns a [`Candidate`] is read from, in [`candidate_from_row`]'s order.
+const CANDIDATE_COLUMNS: &str =
+    "d.kind, d.ref, d.session_id, d.turn, d.ord, d.role, d.ts, d.salience, d.speaker, d.text, d.doc";
+
+/// One agent's history index in a PostgreSQL database.
+pub struct PgSearch {
+    client: Mutex<Client>,
+    agent: AgentId,
+}
+
+impl std::fmt::Debug for PgSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSearch")
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A query term: the lexemes one word of the query stands for.
+#[derive(Debug, Clone)]
+struct Term {
+    /// The word, as the FTS5 expression quotes it.
+    word: String,
+    lexemes: Vec<String>,
+    /// How many events hold its one lexeme, once counted in full.
+    documents: Option<i64>,
+}
+
+/// How one query is asked: all its terms, and the terms that are not
+/// common (see `agentmem::search::index`'s plan).
+struct Plan {
+    all: Vec<Term>,
+    rare: Vec<Term>,
+}
+
+/// One way of asking a query: what matches and how it scores.
+struct Asked {
+    /// The FTS5 expression of the same terms (for the excerpt).
+    expression: String,
+    /// The `tsquery` that matches.
+    tsquery: String,
+    /// The lexemes scored, and their idfs.
+    lexemes: Vec<String>,
+    idfs: Vec<f64>,
+    avgdl: f64,
+}
+
+/// How the terms of an [`Asked`] are joined.
+#[derive(Debug, Clone, Copy)]
+enum Join {
+    /// Documents with every term.
+    All,
+    /// Documents with any term.
+    Any,
+}
+
+impl PgSearch {
+    /// `agent`'s index, on `client` (a connection of its own).
+    pub(crate) fn new(client: Client, agent: AgentId) -> PgSearch {
+        PgSearch {
+            client: Mutex::new(client),
+            agent,
+        }
+    }
+
+    fn client(&self) -> MutexGuard<'_, Client> {
+        // A panic mid-query leaves nothing half-done on the connection.
+        self.client.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn agent(&self) -> &str {
+        self.agent.as_str()
+    }
+
+    /// The newest document's number (0: none).
+    fn newest_doc(&self, client: &mut Client) -> Result<i64> {
+        client
+            .query_one(
+                "SELECT coalesce(max(doc), 0) FROM agentmem_search_docs WHERE agent_id = $1",
+                &[&self.agent()],
+            )
+            .map(|row| row.get(0))
+            .map_err(|e| db_error("read the history index", &e))
+    }
+
+    /// The query's terms and which of them are rare, as the files index plans.
+    fn plan(&self, client: &mut Client, text: &str) -> Result<Plan> {
+        let mut all = Vec::new();
+        for word in query::terms(text) {
+            let lexemes = lexemes_of_term(&word)?
+                .into_iter()
+                .map(|l| cut_lexeme(&l))
+                .collect();
+            all.push(Term {
+                word,
+                lexemes,
+                documents: None,
+            });
+        }
+        let docs = self.newest_doc(client)?;
+        let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
+        let mut rare = Vec::new();
+        for term in &mut all {
+            if docs <= cap {
+                rare.push(term.clone());
+                continue;
+            }
+            let count = self.documents_with(client, term, Some(cap))?;
+            if count < cap {
+                // Counted in full: the idf needs no second count.
+                term.documents = (term.lexemes.len() == 1).then_some(count);
+                rare.push(term.clone());
+            }
+        }
+        Ok(Plan { all, rare })
+    }
+
+    /// How many events hold `term` (counting up to `cap` only, if given).
+    fn documents_with(&self, client: &mut Client, term: &Term, cap: Option<i64>) -> Result<i64> {
+        let Some(tsquery) = tsquery(std::slice::from_ref(term), Join::All) else {
+            return Ok(0);
+        };
+        client
+            .query_one(
+                "SELECT count(*) FROM (SELECT 1 FROM agentmem_search_docs
+                   WHERE agent_id = $1 AND kind = 'event' AND lexemes @@ $2::text::tsquery
+                   LIMIT $3) AS found",
+                &[&self.agent(), &tsquery, &cap.unwrap_or(i64::MAX)],
+            )
+            .map(|row| row.get(0))
+            .map_err(|e| db_error("count the events holding a word", &e))
+    }
+
+    /// How `terms` are asked, joined by `join`, with the statistics BM25
+    /// needs: `None` when they hold no word.
+    fn asked(&self, client: &mut Client, terms: &[Term], join: Join) -> Result<Option<Asked>> {
+        let Some(tsquery) = tsquery(terms, join) else {
+            return Ok(None);
+        };
+        let words: Vec<String> = terms.iter().map(|t| t.word.clone()).collect();
+        let expression = match join {
+            Join::All => query::all_of(&words),
+            Join::Any => query::any_of(&words),
+        }
+        .unwrap_or_default();
+        let stats = client
+            .query_one(
+                "SELECT coalesce(sum(events), 0)::float8, coalesce(sum(tokens), 0)::float8
+                 FROM agentmem_search_sessions WHERE agent_id = $1",
+                &[&self.agent()],
+            )
+            .map_err(|e| db_error("read the history index's statistics", &e))?;
+        let (rows, tokens): (f64, f64) = (stats.get(0), stats.get(1));
+        let mut lexemes = Vec::new();
+        let mut idfs = Vec::new();
+        for term in terms {
+            for lexeme in &term.lexemes {
+                let single = Term {
+                    word: term.word.clone(),
+                    lexemes: vec![lexeme.clone()],
+                    documents: None,
+                };
+                let hits = match term.documents {
+                    Some(known) => known,
+                    None => self.documents_with(client, &single, None)?,
+                } as f64;
+                let idf = ((rows - hits + 0.5) / (hits + 0.5)).ln();
+                lexemes.push(lexeme.clone());
+                idfs.push(if idf <= 0.0 { 1e-6 } else { idf });
+            }
+        }
+        Ok(Some(Asked {
+            expression,
+            tsquery,
+            lexemes,
+            idfs,
+            avgdl: if rows > 0.0 { tokens / rows } else { 1.0 },
+        }))
+    }
+
+    /// Runs `query` on the newest [`FIRST_WINDOW_DOCS`] documents, then on
+    /// four times as many, and so on, until it returns `wanted` rows or has
+    /// seen the whole index (as the files index does).
+    fn newest_first<T>(
+        &self,
+        client: &mut Client,
+        wanted: usize,
+        mut query: impl FnMut(&mut Client, i64) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        let newest = self.newest_doc(client)?;
+        let mut window = FIRST_WINDOW_DOCS;
+        loop {
+            let lowest = newest.saturating_sub(window).max(0);
+            let found = query(client, lowest)?;
+            if found.len() >= wanted || lowest == 0 {
+                return Ok(found);
+            }
+            window = window.saturating_mul(4);
+        }
+    }
+
+    /// The best `limit` events matching `asked` from document `lowest` on,
+    /// outside `exclude_session`.
+    fn matches_from(
+        &self,
+        client: &mut Client,
+        asked: &Asked,
+        exclude_session: Option<&str>,
+        limit: usize,
+        lowest: i64,
+    ) -> Result<Vec<Candidate>> {
+        let rows = client
+            .query(
+                &format!(
+                    "WITH top AS (
+                         SELECT doc, agentmem_bm25(lexemes, length, $3, $4, $5) AS score
+                         FROM agentmem_search_docs
+                         WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
+                           AND kind = 'event' AND ($7::text IS NULL OR session_id <> $7)
+                         ORDER BY score DESC, doc LIMIT $8)
+                     SELECT {CANDIDATE_COLUMNS}, top.score
+                     FROM top JOIN agentmem_search_docs d ON d.agent_id = $1 AND d.doc = top.doc
+                     ORDER BY top.score DESC, top.doc"
+                ),
+                &[
+                    &self.agent(),
+                    &asked.tsquery,
+                    &asked.lexemes,
+                    &asked.idfs,
+                    &asked.avgdl,
+                    &lowest,
+                    &exclude_session,
+                    &(limit as i64),
+                ],
+            )
+            .map_err(|e| db_error("look up the history index", &e))?;
+        rows.iter()
+            .map(|row| candidate_from_row(row, row.get(11)))
+            .collect()
+    }
+
+    /// The best `filter.limit` events matching `asked` within `filter`,
+    /// from document `lowest` on, with their document numbers and texts.
+    fn ranked_events(
+        &self,
+        client: &mut Client,
+        asked: &Asked,
+        filter: &SearchFilter,
+        lowest: i64,
+    ) -> Result<Vec<(i64, SearchHit, String)>> {
+        let role = filter.role.map(SearchRole::as_str);
+        let rows = client
+            .query(
+                "WITH top AS (
+                     SELECT doc, agentmem_bm25(lexemes, length, $3, $4, $5) AS score
+                     FROM agentmem_search_docs
+                     WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
+                       AND kind = 'event'
+                       AND ($7::text IS NULL OR session_id = $7)
+                       AND ($8::text IS NULL OR role = $8)
+                       AND ($9::float8 IS NULL OR ts >= $9)
+                       AND ($10::float8 IS NULL OR ts < $10)
+                     ORDER BY score DESC, doc LIMIT $11)
+                 SELECT d.doc, d.session_id, d.ref, d.turn, d.ord, d.role, d.ts, top.score, d.text
+                 FROM top JOIN agentmem_search_docs d ON d.agent_id = $1 AND d.doc = top.doc
+                 ORDER BY top.score DESC, top.doc",
+                &[
+                    &self.agent(),
+                    &asked.tsquery,
+                    &asked.lexemes,
+                    &asked.idfs,
+                    &asked.avgdl,
+                    &lowest,
+                    &filter.session,
+                    &role,
+                    &filter.since,
+                    &filter.until,
+                    &(filter.limit as i64),
+                ],
+            )
+            .map_err(|e| db_error("search the history index", &e))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let hit = SearchHit {
+                    session: row.get(1),
+                    event_id: row.get(2),
+                    turn_id: row.get(3),
+                    ord: row.get::<_, i64>(4) as u64,
+                    role: SearchRole::parse_stored(row.get(5)),
+                    ts: row.get(6),
+                    score: row.get(7),
+                    excerpt: String::new(),
+                    context: Vec::new(),
+                };
+                (row.get(0), hit, row.get(8))
+            })
+            .collect())
+    }
+
+    /// The events of `session` at positions `low..=high`, in order.
+    fn events_between(
+        &self,
+        client: &mut Client,
+        session: &str,
+        low: u64,
+        high: u64,
+    ) -> Result<Vec<Row>> {
+        client
+            .query(
+                &format!(
+                    "SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
+                     WHERE d.agent_id = $1 AND d.kind = 'event' AND d.session_id = $2
+                       AND d.ord BETWEEN $3 AND $4 ORDER BY d.ord"
+                ),
+                &[
+                    &self.agent(),
+                    &session,
+                    &(low.min(i64::MAX as u64) as i64),
+                    &(high.min(i64::MAX as u64) as i64),
+                ],
+            )
+            .map_err(|e| db_error("read the events around a match", &e))
+    }
+
+    /// The events of `session` from `ord - around` to `ord + around`.
+    fn around(
+        &self,
+        client: &mut Client,
+        session: &str,
+        ord: u64,
+        around: u32,
+    ) -> Result<Vec<ContextLine>> {
+        let rows = self.events_between(
+            client,
+            session,
+            ord.saturating_sub(u64::from(around)),
+            ord.saturating_add(u64::from(around)),
+        )?;
+        Ok(rows
+            .iter()
+            .map(|row| ContextLine {
+                event_id: row.get(1),
+                turn_id: row.get(3),
+                is_hit: row.get::<_, i64>(4) as u64 == ord,
+                role: SearchRole::parse_stored(row.get(5)),
+                speaker: Some(row.get::<_, String>(8)).filter(|s| !s.is_empty()),
+                text: context_text(row.get(9)),
+            })
+            .collect())
+    }
+
+    /// The next batch of documents after `through`, as they are embedded.
+    fn documents_after(
+        &self,
+        client: &mut Client,
+        through: i64,
+    ) -> Result<Vec<(i64, String, String, String)>> {
+        let rows = client
+            .query(
+                "SELECT doc, kind, session_id, speaker, text FROM agentmem_search_docs
+                 WHERE agent_id = $1 AND doc > $2 ORDER BY doc LIMIT $3",
+                &[&self.agent(), &through, &(EMBED_BATCH_TEXTS as i64)],
+            )
+            .map_err(|e| db_error("read the documents to embed", &e))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let text = embedded_text(row.get(3), row.get(4));
+                (row.get(0), row.get(1), row.get(2), text)
+            })
+            .collect())
+    }
+}
+
+impl SearchIndex for PgSearch {
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    fn add_events(&mut self, session: &str, first_ord: u64, events: &[Event]) -> Result<usize> {
+        let agent = self.agent.clone();
+        add_events(&mut self.client(), &agent, session, first_ord, events)
+    }
+
+    fn indexed_sessions(&self) -> Result<Vec<(String, u64)>> {
+        let rows = self
+            .client()
+            .query(
+                "SELECT session_id, events FROM agentmem_search_sessions WHERE agent_id = $1",
+                &[&self.agent()],
+            )
+            .map_err(|e| db_error("read the history index's sessions", &e))?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get(0), row.get::<_, i64>(1) as u64))
+            .collect())
+    }
+
+    fn remove_session(&mut self, session: &str) -> Result<()> {
+        let agent = self.agent.clone();
+        let mut client = self.client();
+        let action = "remove a deleted session from the history index";
+        let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+        for statement in [
+            "DELETE FROM agentmem_search_docs WHERE agent_id = $1 AND session_id = $2 AND kind = 'event'",
+            "DELETE FROM agentmem_search_sessions WHERE agent_id = $1 AND session_id = $2",
+        ] {
+            tx.execute(statement, &[&agent.as_str(), &session])
+                .map_err(|e| db_error(action, &e))?;
+        }
+        tx.commit().map_err(|e| db_error(action, &e))
+    }
+
+    fn search(&self, text: &str, filter: &SearchFilter) -> Result<Vec<SearchHit>> {
+        let mut client = self.client();
+        let client = &mut *client;
+        let plan = self.plan(client, text)?;
+        let mut ranked: Vec<(i64, SearchHit, String, String)> = Vec::new();
+        // Events with every word first; then, if too few, those with the rarer words.
+        for (terms, join) in [(&plan.all, Join::All), (&plan.rare, Join::Any)] {
+            if ranked.len() >= filter.limit {
+                break;
+            }
+            let Some(asked) = self.asked(client, terms, join)? else {
+                continue;
+            };
+            let found = self.newest_first(client, filter.limit, |client, lowest| {
+                self.ranked_events(client, &asked, filter, lowest)
+            })?;
+            for (doc, hit, body) in found {
+                if ranked.len() < filter.limit && !ranked.iter().any(|(seen, ..)| *seen == doc) {
+                    ranked.push((doc, hit, body, asked.expression.clone()));
+                }
+            }
+        }
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (_, mut hit, body, expression) in ranked {
+            hit.excerpt = excerpt_for(&body, &expression)?;
+            hit.context = self.around(client, &hit.session, hit.ord, CONTEXT_EVENTS)?;
+            hits.push(hit);
+        }
+        Ok(hits)
+    }
+
+    fn candidates(
+        &self,
+        text: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Candidate>> {
+        // Facts and episodes are not behind the seam yet: only events are indexed here.
+        if !kinds.contains(&DocKind::Event) {
+            return Ok(Vec::new());
+        }
+        let mut client = self.client();
+        let client = &mut *client;
+        if let Some(session) = exclude_session {
+            let others: bool = client
+                .query_one(
+                    "SELECT EXISTS(SELECT 1 FROM agentmem_search_sessions
+                     WHERE agent_id = $1 AND session_id <> $2 AND session_id <> '' AND events > 0)",
+                    &[&self.agent(), &session],
+                )
+                .map(|row| row.get(0))
+                .map_err(|e| db_error("read the history index's sessions", &e))?;
+            if !others {
+                return Ok(Vec::new());
+            }
+        }
+        let plan = self.plan(client, text)?;
+        let (terms, join) = match plan.rare.is_empty() {
+            false => (&plan.rare, Join::Any),
+            true => (&plan.all, Join::All),
+        };
+        let Some(asked) = self.asked(client, terms, join)? else {
+            return Ok(Vec::new());
+        };
+        self.newest_first(client, limit, |client, lowest| {
+            self.matches_from(client, &asked, exclude_session, limit, lowest)
+        })
+    }
+
+    fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>> {
+        let rows = self.events_between(
+            &mut self.client(),
+            session,
+            ord.saturating_sub(radius),
+            ord.saturating_add(radius),
+        )?;
+        rows.iter()
+            .filter(|row| row.get::<_, i64>(4) as u64 != ord)
+            .map(|row| candidate_from_row(row, 0.0))
+            .collect()
+    }
+
+    fn speakers_named_in(&self, text: &str) -> Result<Vec<String>> {
+        let rows = self
+            .client()
+            .query(
+                "SELECT name FROM agentmem_search_speakers WHERE agent_id = $1 ORDER BY name",
+                &[&self.agent()],
+            )
+            .map_err(|e| db_error("read the history index's speakers", &e))?;
+        Ok(query::names_in(
+            text,
+            rows.iter().map(|row| row.get::<_, String>(0)),
+        ))
+    }
+
+    fn embed_missing(&self, embedder: &dyn Embedder) -> Result<usize> {
+        let model = embedder.model();
+        let mut client = self.client();
+        let action = "store the documents' vectors";
+        let mut through: i64 = client
+            .query_opt(
+                "SELECT through FROM agentmem_search_embedded WHERE agent_id = $1 AND model = $2",
+                &[&self.agent(), &model],
+            )
+            .map_err(|e| db_error(action, &e))?
+            .map_or(0, |row| row.get(0));
+        let mut embedded = 0;
+        loop {
+            let batch = self.documents_after(&mut client, through)?;
+            let Some(last) = batch.last().map(|d| d.0) else {
+                return Ok(embedded);
+            };
+            let texts: Vec<&str> = batch.iter().map(|d| d.3.as_str()).collect();
+            let vectors = embed_checked(embedder, &texts)?;
+            drop(client);
+            if embedded == 0 {
+                self.ensure_dimensions(model, vectors[0].len())?;
+            }
+            client = self.client();
+            let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+            for ((doc, kind, session, _), vector) in batch.iter().zip(&vectors) {
+                tx.execute(
+                    "INSERT INTO agentmem_search_vectors
+                         (agent_id, model, doc, kind, session_id, vector)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (agent_id, model, doc) DO UPDATE SET vector = excluded.vector",
+                    &[&self.agent(), &model, doc, kind, session, &to_bytes(vector)],
+                )
+                .map_err(|e| db_error(action, &e))?;
+            }
+            tx.execute(
+                "INSERT INTO agentmem_search_embedded (agent_id, model, through) VALUES ($1, $2, $3)
+                 ON CONFLICT (agent_id, model) DO UPDATE SET through = excluded.through",
+                &[&self.agent(), &model, &last],
+            )
+            .map_err(|e| db_error(action, &e))?;
+            tx.commit().map_err(|e| db_error(action, &e))?;
+            embedded += batch.len();
+            through = last;
+        }
+    }
+
+    fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()> {
+        let stored: Option<i32> = self
+            .client()
+            .query_opt(
+                "SELECT length(vector) FROM agentmem_search_vectors
+                 WHERE agent_id = $1 AND model = $2 LIMIT 1",
+                &[&self.agent(), &model],
+            )
+            .map_err(|e| db_error("read the stored vectors' length", &e))?
+            .map(|row| row.get(0));
+        check_dimensions(model, dimensions, stored.map(|n| n as usize))
+    }
+
+    fn similarities(
+        &self,
+        model: &str,
+        query: &[f32],
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<Similarities> {
+        let query = unit(query);
+        let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let rows = self
+            .client()
+            .query(
+                "SELECT doc, vector FROM agentmem_search_vectors
+                 WHERE agent_id = $1 AND model = $2 AND kind = ANY($3)
+                   AND ($4::text IS NULL OR session_id <> $4)",
+                &[&self.agent(), &model, &kinds, &exclude_session],
+            )
+            .map_err(|e| db_error("scan the stored vectors", &e))?;
+        Ok(Similarities::from_scores(
+            rows.iter()
+                .map(|row| (row.get(0), dot_with_stored(&query, row.get(1))))
+                .collect(),
+        ))
+    }
+
+    fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
+        let rows = self
+            .client()
+            .query(
+                &format!(
+                    "SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
+                     WHERE d.agent_id = $1 AND d.doc = ANY($2)"
+                ),
+                &[&self.agent(), &docs],
+            )
+            .map_err(|e| db_error("read documents of the history index", &e))?;
+        let mut found: HashMap<i64, Candidate> = HashMap::new();
+        for row in &rows {
+            let candidate = candidate_from_row(row, 0.0)?;
+            found.insert(candidate.doc, candidate);
+        }
+        Ok(docs.iter().filter_map(|doc| found.remove(doc)).collect())
+    }
+}
+
+/// Indexes `events` of `session` (the first at position `first_ord`) that
+/// the index lacks, in one transaction; returns how many it added.
+fn add_events(
+    client: &mut Client,
+    agent: &AgentId,
+    session: &str,
+    first_ord: u64,
+    events: &[Event],
+) -> Result<usize> {
+    let action = "add events to the history index";
+    let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+    // Numbering takes turns per agent: documents are numbered in the order indexed.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        &[&format!("agentmem search {}", agent.as_str())],
+    )
+    .map_err(|e| db_error(action, &e))?;
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    let present: std::collections::HashSet<String> = tx
+        .query(
+            "SELECT ref FROM agentmem_search_docs
+             WHERE agent_id = $1 AND kind = 'event' AND session_id = $2 AND ref = ANY($3)",
+            &[&agent.as_str(), &session, &ids],
+        )
+        .map_err(|e| db_error(action, &e))?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let fresh: Vec<(u64, &Event)> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (first_ord.saturating_add(i as u64), e))
+        .filter(|(_, e)| !present.contains(&e.id) && seen.insert(e.id.as_str()))
+        .collect();
+    let mut next: i64 = tx
+        .query_one(
+            "SELECT coalesce(max(doc), 0) + 1 FROM agentmem_search_docs WHERE agent_id = $1",
+            &[&agent.as_str()],
+        )
+        .map_err(|e| db_error(action, &e))?
+        .get(0);
+    let mut tokens: i64 = 0;
+    let mut speakers = std::collections::BTreeSet::new();
+    for chunk in fresh.chunks(INSERT_BATCH) {
+        let rows: Vec<Document> = chunk
+            .iter()
+            .map(|(ord, event)| Document::of(*ord, event))
+            .collect();
+        let texts: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|d| (d.speaker.as_str(), d.text.as_str()))
+            .collect();
+        let words = lexemes_of(&texts)?;
+        tokens += words.iter().map(|w| i64::from(w.length)).sum::<i64>();
+        speakers.extend(
+            rows.iter()
+                .filter(|d| !d.speaker.is_empty())
+                .map(|d| d.speaker.clone()),
+        );
+        insert_documents(&mut tx, agent, session, &rows, &words, next)?;
+        next += rows.len() as i64;
+    }
+    tx.execute(
+        "INSERT INTO agentmem_search_sessions (agent_id, session_id, events, tokens)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (agent_id, session_id) DO UPDATE
+         SET events = agentmem_search_sessions.events + excluded.events,
+             tokens = agentmem_search_sessions.tokens + excluded.tokens",
+        &[&agent.as_str(), &session, &(fresh.len() as i64), &tokens],
+    )
+    .map_err(|e| db_error(action, &e))?;
+    let speakers: Vec<String> = speakers.into_iter().collect();
+    tx.execute(
+        "INSERT INTO agentmem_search_speakers (agent_id, name)
+         SELECT $1, name FROM unnest($2::text[]) AS name ON CONFLICT DO NOTHING",
+        &[&agent.as_str(), &speakers],
+    )
+    .map_err(|e| db_error(action, &e))?;
+    tx.commit().map_err(|e| db_error(action, &e))?;
+    Ok(fresh.len())
+}
+
+/// An event as the index keeps it.
+struct Document {
+    ord: i64,
+    reference: String,
+    turn: String,
+    role: &'static str,
+    ts: f64,
+    speaker: String,
+    text: String,
+}
+
+impl Document {
+    fn of(ord: u64, event: &Event) -> Document {
+        Document {
+            ord: ord.min(i64::MAX as u64) as i64,
+            reference: event.id.clone(),
+            turn: event.turn_id.clone(),
+            role: SearchRole::of(event.trace_type).as_str(),
+            ts: event.ts,
+            speaker: speaker(event).unwrap_or_default(),
+            text: indexed_text(event),
+        }
+    }
+}
+
+/// Inserts `rows` (with their `words`) numbered from `first_doc`, in one statement.
+fn insert_documents(
+    client: &mut impl GenericClient,
+    agent: &AgentId,
+    session: &str,
+    rows: &[Document],
+    words: &[Lexemes],
+    first_doc: i64,
+) -> Result<()> {
+    let docs: Vec<i64> = (first_doc..).take(rows.len()).collect();
+    let refs: Vec<&str> = rows.iter().map(|d| d.reference.as_str()).collect();
+    let ords: Vec<i64> = rows.iter().map(|d| d.ord).collect();
+    let turns: Vec<&str> = rows.iter().map(|d| d.turn.as_str()).collect();
+    let roles: Vec<&str> = rows.iter().map(|d| d.role).collect();
+    let times: Vec<f64> = rows.iter().map(|d| d.ts).collect();
+    let speakers: Vec<&str> = rows.iter().map(|d| d.speaker.as_str()).collect();
+    let texts: Vec<&str> = rows.iter().map(|d| d.text.as_str()).collect();
+    let vectors: Vec<String> = words.iter().map(tsvector).collect();
+    let lengths: Vec<i32> = words.iter().map(|w| w.length as i32).collect();
+    let params: [&(dyn ToSql + Sync); 13] = [
+        &agent.as_str(),
+        &session,
+        &docs,
+        &refs,
+        &ords,
+        &turns,
+        &roles,
+        &times,
+        &speakers,
+        &texts,
+        &vectors,
+        &lengths,
+        &EVENT_SALIENCE,
+    ];
+    client
+        .execute(
+            "INSERT INTO agentmem_search_docs
+                 (agent_id, doc, kind, ref, session_id, ord, turn, role, ts, salience,
+                  speaker, text, lexemes, length)
+             SELECT $1, doc, 'event', ref, $2, ord, turn, role, ts, $13, speaker, text,
+                    lexemes::tsvector, length
+             FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[],
+                         $8::float8[], $9::text[], $10::text[], $11::text[], $12::int[])
+                  AS e(doc, ref, ord, turn, role, ts, speaker, text, lexemes, length)",
+            &params,
+        )
+        .map_err(|e| db_error("add events to the history index", &e))?;
+    Ok(())
+}
+
+/// A document's words as a `tsvector` literal: each lexeme with one
+/// position per occurrence (at most [`MAX_POSITIONS`]).
+fn tsvector(words: &Lexemes) -> String {
+    let mut merged: Vec<(String, u32)> = Vec::with_capacity(words.counts.len());
+    for (lexeme, count) in &words.counts {
+        let lexeme = cut_lexeme(lexeme);
+        match merged.iter_mut().find(|(seen, _)| *seen == lexeme) {
+            Some(entry) => entry.1 += count,
+            None => merged.push((lexeme, *count)),
+        }
+    }
+    let mut out = String::new();
+    for (lexeme, count) in merged {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&quoted(&lexeme));
+        out.push(':');
+        let positions: Vec<String> = (1..=count.min(MAX_POSITIONS))
+            .map(|p| p.to_string())
+            .collect();
+        out.push_str(&positions.join(","));
+    }
+    out
+}
+
+/// `terms` as a `tsquery`: each term's lexemes together, the terms joined
+/// by `join`; `None` when no term has a lexeme.
+fn tsquery(terms: &[Term], join: Join) -> Option<String> {
+    let parts: Vec<String> = terms
+        .iter()
+        .filter(|t| !t.lexemes.is_empty())
+        .map(|t| {
+            let lexemes: Vec<String> = t.lexemes.iter().map(|l| quoted(l)).collect();
+            format!("({})", lexemes.join(" & "))
+        })
+        .collect();
+    let operator = match join {
+        Join::All => " & ",
+        Join::Any => " | ",
+    };
+    (!parts.is_empty()).then(|| parts.join(operator))
+}
+
+/// A lexeme quoted for a `tsvector` or `tsquery` literal.
+fn quoted(lexeme: &str) -> String {
+    format!("'{}'", lexeme.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// `lexeme` cut to what a `tsvector` holds, on a char boundary.
+fn cut_lexeme(lexeme: &str) -> String {
+    let mut end = lexeme.len().min(MAX_LEXEME_BYTES);
+    while !lexeme.is_char_boundary(end) {
+        end -= 1;
+    }
+    lexeme[..end].to_owned()
+}
+
+/// A candidate from a row of [`CANDIDATE_COLUMNS`], scored `bm25`.
+fn candidate_from_row(row: &Row, bm25: f64) -> Result<Candidate> {
+    Ok(Candidate {
+        doc: row.get(10),
+        kind: DocKind::parse(row.get(0)),
+        reference: row.get(1),
+        session: row.get(2),
+        turn_id: row.get(3),
+        ord: row.get::<_, i64>(4) as u64,
+        role: SearchRole::parse_stored(row.get(5)),
+        ts: row.get(6),
+        salience: row.get(7),
+        speaker: Some(row.get::<_, String>(8)).filter(|s| !s.is_empty()),
+        text: row.get(9),
+        bm25,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexemes_become_tsvector_positions_and_quoted_queries() {
+        let words = Lexemes {
+            counts: vec![("it's".into(), 2), ("research".into(), 300)],
+            length: 302,
+        };
+        let literal = tsvector(&words);
+        assert!(literal.starts_with("'it''s':1,2 'research':1,2,3,"));
+        assert!(literal.ends_with(",256"));
+        let terms = [
+            Term {
+                word: "a".into(),
+                lexemes: vec!["a".into()],
+                documents: None,
+            },
+            Term {
+                word: "…".into(),
+                lexemes: vec![],
+                documents: None,
+            },
+            Term {
+                word: "b\\c".into(),
+                lexemes: vec!["b".into(), "c\\".into()],
+                documents: None,
+            },
+        ];
+        assert_eq!(
+            tsquery(&terms, Join::Any).unwrap(),
+            "('a') | ('b' & 'c\\\\')"
+        );
+        assert!(tsquery(&terms[1..2], Join::All).is_none());
+    }
+}
