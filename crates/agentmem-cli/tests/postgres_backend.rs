@@ -149,7 +149,10 @@ fn what_is_not_behind_the_seam_is_refused_by_name() {
         &["ingest", "--session", "s"],
         "{\"trace_type\":\"user\",\"content\":\"hi\"}\n",
     );
-    for args in [&["search", "hi"][..], &["recall", "hi"]] {
+    for args in [
+        &["state", "s"][..],
+        &["replay", "missing.jsonl", "--model", "gpt-4o"],
+    ] {
         let output = cli.run(args, "");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success());
