@@ -19,7 +19,7 @@ use crate::output::print_json;
 use crate::storage::Opened;
 
 /// What an agent's folder may hold that the seam does not carry yet.
-const LEFT_ON_FILES: &[&str] = &["search.sqlite", "working_memory.schema.json"];
+const LEFT_ON_FILES: &[&str] = &["working_memory.schema.json"];
 
 /// A store to copy from or to.
 enum Place {
@@ -168,6 +168,11 @@ pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
         tally.notebooks,
         tally.facts,
         tally.episodes
+    );
+    eprintln!(
+        "agentmem: the search index is not copied: {} builds its own from the copied events \
+         when it is first searched (vectors are embedded again)",
+        to.name()
     );
     for path in &tally.left_on_files {
         eprintln!(
