@@ -657,6 +657,21 @@ const QUERIES: &[&str] = &[
 /// A search hit as compared: its session, event, excerpt and context events.
 type Hit = (String, String, String, Vec<String>);
 
+/// The hits as compared across backends.
+fn compared(hits: &[agentmem::SearchHit]) -> Vec<Hit> {
+    hits.iter()
+        .map(|h| {
+            let context = h.context.iter().map(|c| c.event_id.clone()).collect();
+            (
+                h.session.clone(),
+                h.event_id.clone(),
+                h.excerpt.clone(),
+                context,
+            )
+        })
+        .collect()
+}
+
 /// What search and recall answered on one backend, ranks and scores apart.
 #[derive(Debug, Clone, PartialEq)]
 struct Answers {
@@ -724,19 +739,7 @@ fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
     let mut scores = Vec::new();
     for query in QUERIES {
         let hits = index.search(query, &Default::default()).unwrap();
-        answers.hits.push(
-            hits.iter()
-                .map(|h| {
-                    let context = h.context.iter().map(|c| c.event_id.clone()).collect();
-                    (
-                        h.session.clone(),
-                        h.event_id.clone(),
-                        h.excerpt.clone(),
-                        context,
-                    )
-                })
-                .collect(),
-        );
+        answers.hits.push(compared(&hits));
         let candidates = index
             .candidates(
                 query,
@@ -780,18 +783,7 @@ fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
     };
     let hits = index.search("file", &tool_only).unwrap();
     assert!(hits.iter().all(|h| h.role == agentmem::SearchRole::Tool));
-    answers.hits.push(
-        hits.iter()
-            .map(|h| {
-                (
-                    h.session.clone(),
-                    h.event_id.clone(),
-                    h.excerpt.clone(),
-                    Vec::new(),
-                )
-            })
-            .collect(),
-    );
+    answers.hits.push(compared(&hits));
     // Another agent, with enough events that "cargo" is a common term: it only narrows.
     let agent = fresh_agent();
     let bulk: Vec<Event> = (0..2_500)
@@ -811,18 +803,7 @@ fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
         .unwrap()
         .search("cargo parser", &Default::default())
         .unwrap();
-    answers.hits.push(
-        hits.iter()
-            .map(|h| {
-                (
-                    h.session.clone(),
-                    h.event_id.clone(),
-                    h.excerpt.clone(),
-                    Vec::new(),
-                )
-            })
-            .collect(),
-    );
+    answers.hits.push(compared(&hits));
     (answers, scores)
 }
 
