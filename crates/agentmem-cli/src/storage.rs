@@ -1,18 +1,17 @@
 //! Which storage backend the CLI and the service run on, and what the
-//! commands may do there: everything on files; on a database, what is
-//! behind the engine's storage seam (listing, describing, creating,
-//! forking, deleting, ending and exporting sessions; ingesting events,
-//! working-memory updates aside; `context`, `prepare` and `compact`; the
-//! agent's MEMORY.md, facts and evicted outputs; `search`, `recall` and
-//! `eval locomo` on the database's history index) and a clear
-//! [`agentmem::Error::NotOnBackend`] for the rest, never a silent
-//! fallback to files.
+//! commands may do there: everything, on files and on a database alike
+//! (sessions, ingest and import, working memory, the context pipeline,
+//! the agent's memory, search and recall, the memory tools over MCP and
+//! in `chat`, `replay --session`), each reading and writing the backend.
+//! A command that could not would be refused by name
+//! ([`agentmem::Error::NotOnBackend`], from [`beyond_the_seam`]), never
+//! kept in files instead.
 
 use agentmem::config::StorageConfig;
 use agentmem::storage::Backend;
 use std::sync::Arc;
 
-use agentmem::{Event, MemoryStorage, Storage, Store, TraceType};
+use agentmem::{MemoryStorage, Storage, Store};
 
 use crate::cli::{Command, SessionsCommand};
 
@@ -56,32 +55,20 @@ pub fn open(store: &Store, settings: &StorageConfig) -> agentmem::Result<Opened>
     }
 }
 
-/// Refuses, before anything of it is stored, a batch that needs what is not
-/// behind the seam on `backend`: working-memory updates.
-pub fn check_batch(batch: &[Event], backend: Backend) -> agentmem::Result<()> {
-    match batch
-        .iter()
-        .any(|event| event.trace_type == TraceType::WorkingMemory)
-    {
-        true => Err(agentmem::Error::NotOnBackend {
-            feature: "working memory (a working_memory event)",
-            backend: backend.name(),
-        }),
-        false => Ok(()),
-    }
-}
-
 /// The feature `command` uses that is not behind the storage seam yet,
-/// if it uses one: refused on a backend other than files.
+/// if it uses one: refused on a backend other than files. Every command
+/// runs on every backend now; this is where one that cannot would say so.
 pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
     match command {
         Command::Ingest { .. }
+        | Command::Import { .. }
         | Command::Sessions(
             SessionsCommand::List
             | SessionsCommand::Show { .. }
             | SessionsCommand::Create { .. }
             | SessionsCommand::Fork { .. }
-            | SessionsCommand::Delete { .. },
+            | SessionsCommand::Delete { .. }
+            | SessionsCommand::End { .. },
         )
         | Command::Tokens { .. }
         | Command::Models { .. }
@@ -98,12 +85,10 @@ pub fn beyond_the_seam(command: &Command) -> Option<&'static str> {
         | Command::Evicted { .. }
         | Command::Memory(_)
         | Command::Facts(_)
-        | Command::Sessions(SessionsCommand::End { .. })
-        | Command::Tools { .. } => None,
-        Command::Import { .. } => Some("`import` (working memory)"),
-        Command::State(_) => Some("`state` (working memory)"),
-        Command::Chat(_) => Some("`chat`"),
-        Command::Mcp { .. } => Some("`mcp` (the memory tools)"),
-        Command::Replay(_) => Some("`replay`"),
+        | Command::Tools { .. }
+        | Command::State(_)
+        | Command::Chat(_)
+        | Command::Mcp { .. }
+        | Command::Replay(_) => None,
     }
 }

@@ -12,10 +12,25 @@ use serde_json::{json, Value};
 use support::{Loopback, Reply};
 
 fn chat(dir: &Path, server: &Loopback, extra: &[&str], input: &str) -> Output {
+    chat_on(dir, None, server, extra, input)
+}
+
+/// `chat` on the files of `dir`, or on the database at `database`.
+fn chat_on(
+    dir: &Path,
+    database: Option<&str>,
+    server: &Loopback,
+    extra: &[&str],
+    input: &str,
+) -> Output {
     let mut arguments = common::args(&["chat", "--model", "llama3.1", "--no-stream", "--base-url"]);
     arguments.push(format!("{}/v1", server.url));
     arguments.extend(common::args(extra));
-    common::agentmem_with_input(dir, &arguments, &[("OPENAI_API_KEY", None)], input)
+    let env = [
+        ("OPENAI_API_KEY", None),
+        ("AGENTMEM_DATABASE_URL", database),
+    ];
+    common::agentmem_with_input(dir, &arguments, &env, input)
 }
 
 fn answer(message: Value) -> Reply {
@@ -567,4 +582,82 @@ fn a_compact_that_fails_is_reported_and_the_chat_goes_on() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("Still here."));
     assert!(!only_session(dir.path()).join("snapshot.json").exists());
+}
+
+/// On PostgreSQL the chat's session, the memory its model writes through
+/// its tools, its working memory and its forks are kept in the database.
+#[test]
+fn a_chat_on_postgres_keeps_its_session_memory_and_state_in_the_database() {
+    let Some(url) = agentmem_postgres::test_database("chat on postgres") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let agent = format!("chat-{}", std::process::id());
+    let tool_call = |id: &str, name: &str, arguments: Value| {
+        answer(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+        ]}))
+    };
+    let server = Loopback::start(vec![
+        tool_call(
+            "call_1",
+            "write_memory",
+            json!({"text": "- The user indents with tabs."}),
+        ),
+        tool_call(
+            "call_2",
+            "update_working_memory",
+            json!({"patch": {"goal": "tabs everywhere"}, "expected_version": 0}),
+        ),
+        answer(json!({"role": "assistant", "content": "Noted: tabs."})),
+        answer(json!({"role": "assistant", "content": "Tabs, in the fork."})),
+    ]);
+    let on_database = |extra: &[&str], input: &str| {
+        let mut all = vec!["--agent", agent.as_str()];
+        all.extend_from_slice(extra);
+        chat_on(dir.path(), Some(url.expose()), &server, &all, input)
+    };
+    let first = on_database(
+        &[],
+        "Remember that I indent with tabs.\n/memory\n/state\n/quit\n",
+    );
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.contains("Noted: tabs."), "{stdout}");
+    assert!(stdout.contains("- The user indents with tabs."), "{stdout}");
+    assert!(
+        stdout.contains("version 1") && stdout.contains("tabs everywhere"),
+        "{stdout}"
+    );
+    let id = session_id(&first);
+    let forked = on_database(&["--resume", &id, "--fork"], "And now?\n");
+    assert!(String::from_utf8_lossy(&forked.stdout).contains("Tabs, in the fork."));
+    let fork_id = session_id(&forked);
+    assert_ne!(fork_id, id);
+    let system_prompt = server.requests()[3].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system_prompt.contains("- The user indents with tabs."),
+        "MEMORY.md from the database is injected: {system_prompt}"
+    );
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--agent", agent.as_str()];
+        all.extend_from_slice(args);
+        let output = common::agentmem_with_input(
+            dir.path(),
+            &common::args(&all),
+            &[("AGENTMEM_DATABASE_URL", Some(url.expose()))],
+            "",
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let state: Value = serde_json::from_str(&cli(&["--json", "state", &fork_id])).unwrap();
+    assert_eq!(
+        state["document"],
+        json!({"goal": "tabs everywhere"}),
+        "the fork has it"
+    );
+    assert!(cli(&["sessions", "list"]).contains(&fork_id));
+    assert!(!dir.path().join("agents").exists(), "nothing went to files");
 }

@@ -1,9 +1,9 @@
 //! The CLI on the PostgreSQL backend (the database of
 //! `AGENTMEM_TEST_DATABASE_URL`, which `scripts/postgres run` provides):
-//! what is behind the storage seam works (the session commands, the
-//! context pipeline, `search` and `recall`, `serve`), the rest is refused
-//! by name, and the URL's
-//! password is never shown.
+//! every command works there as on files (the session commands, ingest and
+//! import, working memory, the context pipeline, `search` and `recall`,
+//! the memory tools over MCP, `chat` and `serve`, `replay --session`),
+//! nothing goes to files, and the URL's password is never shown.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -142,34 +142,267 @@ fn search_and_recall_read_the_database_index_and_nothing_goes_to_files() {
     assert!(!cli.dir.path().join("agents").exists());
 }
 
-#[test]
-fn what_is_not_behind_the_seam_is_refused_by_name() {
-    let Some(cli) = cli("refused") else { return };
-    cli.ok(
-        &["ingest", "--session", "s"],
-        "{\"trace_type\":\"user\",\"content\":\"hi\"}\n",
-    );
-    for args in [
-        &["state", "s"][..],
-        &["replay", "missing.jsonl", "--model", "gpt-4o"],
-    ] {
-        let output = cli.run(args, "");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success());
-        assert!(
-            stderr.contains("is not available on the postgres storage backend yet"),
-            "{args:?}: {stderr}"
-        );
+/// The same commands on files (`cli` with no database) and on the
+/// database (`cli`): their stdout, each, as JSON.
+fn on_both(files: &Cli, database: &Cli, steps: &[(&[&str], &str)]) -> Vec<(Value, Value)> {
+    steps
+        .iter()
+        .map(|(args, stdin)| {
+            let answer = |cli: &Cli| -> Value {
+                let out = cli.ok(args, stdin);
+                serde_json::from_str(&out).unwrap_or(Value::String(out))
+            };
+            (answer(files), answer(database))
+        })
+        .collect()
+}
+
+/// A data directory of its own on files, for the agent of `cli`.
+fn files_beside(cli: &Cli) -> Cli {
+    Cli {
+        dir: tempfile::tempdir().unwrap(),
+        url: String::new(),
+        agent: cli.agent.clone(),
     }
-    let update = r#"{"trace_type":"working_memory","working_memory":{"kind":"merge_patch","patch":{"a":1}}}"#;
-    let output = cli.run(&["ingest", "--session", "s"], &format!("{update}\n"));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("working memory"));
-    let listed: serde_json::Value =
-        serde_json::from_str(&cli.ok(&["--json", "sessions", "list"], "")).unwrap();
-    assert_eq!(
-        listed[0]["events"], 1,
-        "nothing of a refused batch is stored"
+}
+
+#[test]
+fn working_memory_runs_on_postgres_as_on_files() {
+    let Some(cli) = cli("state") else { return };
+    let files = files_beside(&cli);
+    let update = |patch: &str| {
+        format!(
+            "{{\"trace_type\":\"working_memory\",\"working_memory\":{{\"kind\":\"merge_patch\",\"patch\":{patch}}}}}\n"
+        )
+    };
+    let schema =
+        r#"{"type":"object","properties":{"goal":{"type":"string"},"done":{"type":"boolean"}}}"#;
+    let steps: &[(&[&str], &str)] = &[
+        (
+            &["ingest", "--session", "s"],
+            "{\"trace_type\":\"user\",\"content\":\"plan it\"}\n",
+        ),
+        (&["--json", "state", "s", "--schema", "-"], schema),
+        (
+            &[
+                "--json",
+                "state",
+                "s",
+                "--patch",
+                "-",
+                "--expect-version",
+                "0",
+            ],
+            r#"{"goal": "ship"}"#,
+        ),
+        (&["ingest", "--session", "s"], &update(r#"{"done":true}"#)),
+        (&["--json", "state", "s"], ""),
+    ];
+    // The session ids ingest prints aside, both answer alike.
+    for (on_files, on_database) in on_both(&files, &cli, steps) {
+        assert_eq!(on_files, on_database);
+    }
+    let state: Value = serde_json::from_str(&cli.ok(&["--json", "state", "s"], "")).unwrap();
+    assert_eq!(state["version"], 2, "{state}");
+    assert_eq!(state["document"], json!({"goal": "ship", "done": true}));
+    assert_eq!(state["schema"]["scope"], "session");
+    // Compare-and-swap: a stale version changes nothing, on both.
+    for place in [&files, &cli] {
+        let stale = place.run(
+            &["state", "s", "--patch", "-", "--expect-version", "1"],
+            r#"{"goal": "other"}"#,
+        );
+        assert!(!stale.status.success());
+        let stderr = String::from_utf8_lossy(&stale.stderr);
+        assert!(stderr.contains("version"), "{stderr}");
+        // The schema refuses an update that breaks it, in a batch too.
+        let refused = place.run(&["ingest", "--session", "s"], &update(r#"{"done":"yes"}"#));
+        assert!(!refused.status.success());
+    }
+    let history = |place: &Cli| -> Vec<(Value, Value)> {
+        let versions: Value =
+            serde_json::from_str(&place.ok(&["--json", "state", "s", "--history"], "")).unwrap();
+        versions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["version"].clone(), v["document"].clone()))
+            .collect()
+    };
+    assert_eq!(history(&cli), history(&files));
+    assert_eq!(history(&cli).len(), 2);
+    // Another process sees the state the database keeps, and nothing went to files.
+    let shown: Value = serde_json::from_str(&cli.ok(&["--json", "state", "s"], "")).unwrap();
+    assert_eq!(shown, state);
+    assert!(!cli.dir.path().join("agents").exists());
+}
+
+/// A real coding agent's transcript.
+const TRANSCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/eval-data/trajectories/claude-code/session-3fe1b6bc.jsonl"
+);
+
+#[test]
+fn import_and_replay_run_on_postgres_as_on_files() {
+    let Some(cli) = cli("import-replay") else {
+        return;
+    };
+    let files = files_beside(&cli);
+    let steps: &[(&[&str], &str)] = &[
+        (&["--json", "import", TRANSCRIPT, "--session", "real"], ""),
+        // Again: nothing new.
+        (&["--json", "import", TRANSCRIPT, "--session", "real"], ""),
+        (&["export", "real", "--format", "events"], ""),
+        (&["export", "real", "--format", "openai-messages"], ""),
+        (&["--json", "tools", "real"], ""),
+    ];
+    for (n, (on_files, on_database)) in on_both(&files, &cli, steps).into_iter().enumerate() {
+        assert_eq!(on_files, on_database, "step {n}");
+    }
+    // Without --session an import finds its session by the transcript's own id.
+    let named: Value =
+        serde_json::from_str(&cli.ok(&["--json", "import", TRANSCRIPT], "")).unwrap();
+    let again: Value =
+        serde_json::from_str(&cli.ok(&["--json", "import", TRANSCRIPT], "")).unwrap();
+    assert_eq!(named["session"], again["session"], "{named} {again}");
+    // A replay kept with --session is kept in the database, whole.
+    let replay = |place: &Cli| {
+        let out = place.ok(
+            &[
+                "--json",
+                "replay",
+                TRANSCRIPT,
+                "--model",
+                "gpt-4o",
+                "--budget",
+                "8000",
+                "--session",
+                "rp",
+            ],
+            "",
+        );
+        let turns = out.lines().count() - 1;
+        let exported = place.ok(&["export", "rp", "--format", "events"], "");
+        (turns, exported.lines().count())
+    };
+    let (turns, events) = replay(&cli);
+    assert!(turns > 10 && events > 100, "{turns} turns, {events} events");
+    assert_eq!(replay(&files), (turns, events));
+    assert!(!cli.dir.path().join("agents").exists());
+}
+
+#[test]
+fn the_memory_tools_run_on_postgres_over_mcp_and_the_server() {
+    let Some(cli) = cli("tools") else { return };
+    cli.ok(
+        &["ingest", "--session", "past"],
+        "{\"trace_type\":\"user\",\"content\":\"The staging database listens on port 6432.\"}\n",
     );
+    let tool_call = |id: u64, tool: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}})
+        .to_string()
+    };
+    let messages = [
+        tool_call(
+            1,
+            "write_memory",
+            json!({"content": "- deploys go through the canary"}),
+        ),
+        tool_call(
+            2,
+            "search_conversation_history",
+            json!({"query": "staging port"}),
+        ),
+        tool_call(
+            3,
+            "recall",
+            json!({"query": "which port does staging listen on?"}),
+        ),
+        tool_call(
+            4,
+            "remember_fact",
+            json!({"fact": "The staging port is 6432."}),
+        ),
+        tool_call(
+            5,
+            "update_working_memory",
+            json!({"patch": {"step": "checked staging"}}),
+        ),
+    ];
+    let input: String = messages.iter().map(|m| format!("{m}\n")).collect();
+    let out = cli.ok(&["mcp", "--session", "current"], &input);
+    let replies: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let text = |n: usize| {
+        replies[n]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(text(0).starts_with("Appended."), "{}", text(0));
+    assert!(text(1).contains("6432"), "{}", text(1));
+    assert!(text(2).contains("6432"), "{}", text(2));
+    assert!(text(3).starts_with("Remembered"), "{}", text(3));
+    assert!(
+        replies[4]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown tool")),
+        "MCP serves the memory tools; a session's working memory is its own loop's: {}",
+        replies[4]
+    );
+    assert_eq!(
+        cli.ok(&["memory", "show"], ""),
+        "- deploys go through the canary\n"
+    );
+    assert!(cli.ok(&["facts", "list"], "").contains("6432"));
+    // The server's tool route, the working-memory tools on a session included.
+    let server = serve(&cli);
+    let base = server.base.clone();
+    let (status, _) = call(&base, "/v1/sessions", Some(json!({"session": "web"})));
+    assert_eq!(status, 201);
+    let (status, answer) = call(
+        &base,
+        "/v1/tools/update_working_memory",
+        Some(
+            json!({"session": "web", "arguments": {"patch": {"goal": "ship"}, "expected_version": 0}}),
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let (_, stale) = call(
+        &base,
+        "/v1/tools/update_working_memory",
+        Some(
+            json!({"session": "web", "arguments": {"patch": {"goal": "x"}, "expected_version": 0}}),
+        ),
+    );
+    assert!(
+        stale["text"].as_str().unwrap().starts_with("error:"),
+        "{stale}"
+    );
+    let (status, read) = call(
+        &base,
+        "/v1/tools/read_memory",
+        Some(json!({"arguments": {}})),
+    );
+    assert_eq!(status, 200, "{read}");
+    assert!(read["text"].as_str().unwrap().contains("canary"), "{read}");
+    let (_, recalled) = call(
+        &base,
+        "/v1/tools/recall",
+        Some(json!({"session": "web", "arguments": {"query": "staging port"}})),
+    );
+    assert!(
+        recalled["text"].as_str().unwrap().contains("6432"),
+        "{recalled}"
+    );
+    drop(server);
+    let state: Value = serde_json::from_str(&cli.ok(&["--json", "state", "web"], "")).unwrap();
+    assert_eq!(state["document"], json!({"goal": "ship"}));
+    assert!(!cli.dir.path().join("agents").exists());
 }
 
 #[test]
@@ -501,6 +734,14 @@ fn migrate_round_trips_a_real_store_and_its_memory_and_resumes() {
         "",
     );
     original.ok(
+        &["state", "real", "--schema", "-"],
+        r#"{"type": "object", "properties": {"goal": {"type": "string"}}}"#,
+    );
+    original.ok(
+        &["state", "real", "--scope", "agent", "--schema", "-"],
+        r#"{"type": "object"}"#,
+    );
+    original.ok(
         &["state", "real", "--patch", "-"],
         r#"{"goal": "ship the fix"}"#,
     );
@@ -533,6 +774,10 @@ fn migrate_round_trips_a_real_store_and_its_memory_and_resumes() {
         (Some(1), Some(3), Some(1)),
         "the notebook, two facts and one superseded, the compaction's episode: {first}"
     );
+    assert_eq!(
+        first["schemas"], 2,
+        "the agent's and the session's: {first}"
+    );
     let again: Value =
         serde_json::from_str(&cli.ok(&["--json", "migrate", "--from", from], "")).unwrap();
     assert_eq!(
@@ -544,10 +789,12 @@ fn migrate_round_trips_a_real_store_and_its_memory_and_resumes() {
         (Some(1), Some(0), Some(0)),
         "nothing twice: {again}"
     );
-    // The memory reads the same on the database.
+    assert_eq!(again["schemas"], 0, "{again}");
+    // The memory and the working memory (its schema too) read the same on the database.
     for args in [
         &["memory", "show"][..],
         &["--json", "facts", "list", "--all"],
+        &["--json", "state", "real"],
     ] {
         assert_eq!(original.ok(args, ""), cli.ok(args, ""), "{args:?}");
     }
@@ -567,12 +814,20 @@ fn migrate_round_trips_a_real_store_and_its_memory_and_resumes() {
         assert_eq!(original.ok(args, ""), back.ok(args, ""), "{args:?}");
     }
     let back_dir = back.dir.path().join("agents").join(&cli.agent);
-    for name in ["MEMORY.md", "semantic.jsonl", "episodic.jsonl", "facts.key"] {
+    for name in [
+        "MEMORY.md",
+        "semantic.jsonl",
+        "episodic.jsonl",
+        "facts.key",
+        "working_memory.schema.json",
+        "sessions/real/working_memory.schema.json",
+    ] {
         assert_eq!(
             std::fs::read(agent_dir.join(name)).ok().is_some(),
             name != "facts.key",
             "{name}: only a redacted fact makes a key"
         );
+        // Byte for byte: a schema is written back as files write it.
         assert_eq!(
             std::fs::read(agent_dir.join(name)).ok(),
             std::fs::read(back_dir.join(name)).ok(),

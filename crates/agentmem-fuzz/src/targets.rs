@@ -9,7 +9,7 @@ use agentmem::files::snapshot::Snapshot;
 use agentmem::pipeline::guard::{self, GuardPolicy};
 use agentmem::pipeline::normalize::{normalize_pairs, pairs_are_intact};
 use agentmem::render::RenderRequest;
-use agentmem::tools::ToolContext;
+use agentmem::tools::{ToolContext, ToolsOn};
 use agentmem::{
     AgentId, CompactOptions, Durability, Encoding, Event, PrepareRequest, PromptCache, SessionMeta,
     Store, Target, ToolSchema,
@@ -213,6 +213,7 @@ pub fn mcp(data: &[u8]) {
         store: &store,
         agent: &agent,
         session: None,
+        on: ToolsOn::StoreFiles,
     };
     for line in String::from_utf8_lossy(data).lines().take(MAX_COMMANDS) {
         if let Some(answer) = agentmem_server::mcp::answer_line(&context, line) {

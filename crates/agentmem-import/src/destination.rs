@@ -13,14 +13,15 @@
 
 use std::collections::HashSet;
 
-use agentmem::{AgentId, Error, Event, Result, SessionId, Store, TraceType};
+use agentmem::{AgentId, Error, Event, Result, SessionId, Storage, TraceType};
 
 use crate::format::Format;
 use crate::imported::Imported;
 
-/// The session `imported` (a transcript in `format`) goes to; see the module docs.
+/// The session `imported` (a transcript in `format`) goes to among the
+/// agent's sessions `storage` keeps; see the module docs.
 pub fn session_id_for(
-    store: &Store,
+    storage: &dyn Storage,
     agent: &AgentId,
     format: Format,
     imported: &Imported,
@@ -40,11 +41,10 @@ pub fn session_id_for(
             1 => SessionId::new(base.clone())?,
             n => SessionId::new(format!("{base}-{n}"))?,
         };
-        match store.read_session(agent, &id) {
+        match storage.full_history(agent, &id) {
             Err(Error::SessionNotFound { .. }) => return Ok(id),
             Err(other) => return Err(other),
-            Ok(session) => {
-                let history = session.full_history()?;
+            Ok(history) => {
                 let mut earlier = history.iter().filter(|e| e.source_event == source);
                 if earlier.all(|e| ids.contains(e.id.as_str())) {
                     return Ok(id);

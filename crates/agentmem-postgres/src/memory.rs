@@ -11,16 +11,20 @@
 //!   rows, and writes back only the facts that changed.
 //! - **Episodes**: one row an item, unique by id, in the order appended.
 //! - **Evicted outputs**: one row an output, deleted with its session.
+//! - **Working-memory schemas**: one row an agent's, one row a session's
+//!   own (copied by a fork, deleted with its session), each the schema's
+//!   JSON text as it was set.
 
 use agentmem::files::records::EpisodicItem;
 use agentmem::files::snapshot::CompactionMemory;
 use agentmem::memory::facts::{add_once_to, new_facts_key, Fact};
 use agentmem::memory::notebook::{version, MemoryVersion};
 use agentmem::redact::RedactionPolicy;
-use agentmem::storage::memory::{MemoryStorage, Swapped};
+use agentmem::storage::memory::{MemoryStorage, SchemaOf, Swapped};
 use agentmem::storage::Backend;
 use agentmem::{AgentId, Error, Result, SessionId};
 use postgres::Client;
+use serde_json::Value;
 
 use crate::storage::{connect, from_json, to_json, PgStorage};
 use crate::{data_error, db_error};
@@ -169,6 +173,88 @@ impl MemoryStorage for PgStorage {
             .map_err(|e| db_error("list evicted outputs", &e))?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
+
+    fn state_schema(&self, agent: &AgentId, of: SchemaOf<'_>) -> Result<Option<Value>> {
+        let action = "read a working-memory schema";
+        let row = match of {
+            SchemaOf::Agent => self.reader().query_opt(
+                "SELECT schema FROM agentmem_agent_state_schemas WHERE agent_id = $1",
+                &[&agent.as_str()],
+            ),
+            SchemaOf::Session(id) => self.reader().query_opt(
+                "SELECT schema FROM agentmem_session_state_schemas \
+                 WHERE agent_id = $1 AND session_id = $2",
+                &[&agent.as_str(), &id.as_str()],
+            ),
+        }
+        .map_err(|e| db_error(action, &e))?;
+        row.map(|row| from_json(action, row.get(0))).transpose()
+    }
+
+    fn put_state_schema(
+        &self,
+        agent: &AgentId,
+        of: SchemaOf<'_>,
+        schema: Option<&Value>,
+    ) -> Result<()> {
+        let action = "set a working-memory schema";
+        let text = schema.map(to_json);
+        let mut client = self.reader();
+        let result = match (of, &text) {
+            (SchemaOf::Agent, Some(text)) => client.execute(
+                "INSERT INTO agentmem_agent_state_schemas (agent_id, schema) VALUES ($1, $2) \
+                 ON CONFLICT (agent_id) DO UPDATE SET schema = EXCLUDED.schema",
+                &[&agent.as_str(), text],
+            ),
+            (SchemaOf::Agent, None) => client.execute(
+                "DELETE FROM agentmem_agent_state_schemas WHERE agent_id = $1",
+                &[&agent.as_str()],
+            ),
+            (SchemaOf::Session(id), Some(text)) => client.execute(
+                "INSERT INTO agentmem_session_state_schemas (agent_id, session_id, schema) \
+                 VALUES ($1, $2, $3) \
+                 ON CONFLICT (agent_id, session_id) DO UPDATE SET schema = EXCLUDED.schema",
+                &[&agent.as_str(), &id.as_str(), text],
+            ),
+            (SchemaOf::Session(id), None) => client.execute(
+                "DELETE FROM agentmem_session_state_schemas \
+                 WHERE agent_id = $1 AND session_id = $2",
+                &[&agent.as_str(), &id.as_str()],
+            ),
+        };
+        match (result, of) {
+            (Ok(_), _) => Ok(()),
+            // The session's row must name a session the database holds.
+            (Err(e), SchemaOf::Session(id))
+                if e.code() == Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION) =>
+            {
+                Err(Error::SessionNotFound {
+                    agent: agent.to_string(),
+                    session: id.to_string(),
+                })
+            }
+            (Err(e), _) => Err(db_error(action, &e)),
+        }
+    }
+}
+
+/// Copies session `source`'s own working-memory schema, if it has one, to
+/// its fork `new_id` (in the fork's transaction).
+pub(crate) fn copy_session_schema(
+    client: &mut impl postgres::GenericClient,
+    agent: &AgentId,
+    source: &SessionId,
+    new_id: &SessionId,
+) -> Result<()> {
+    client
+        .execute(
+            "INSERT INTO agentmem_session_state_schemas (agent_id, session_id, schema) \
+             SELECT agent_id, $3, schema FROM agentmem_session_state_schemas \
+             WHERE agent_id = $1 AND session_id = $2",
+            &[&agent.as_str(), &source.as_str(), &new_id.as_str()],
+        )
+        .map_err(|e| db_error("copy the session's working-memory schema to its fork", &e))?;
+    Ok(())
 }
 
 /// The agent's facts key, `proposed` kept as it when it has none.

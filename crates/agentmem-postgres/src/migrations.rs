@@ -91,6 +91,24 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the history index: documents with a tsvector under GIN, BM25 statistics, vectors",
         sql: include_str!("migrations/search_index.sql"),
     },
+    Migration {
+        version: 4,
+        name: "working-memory schemas, an agent's and a session's own",
+        sql: "
+        CREATE TABLE agentmem_agent_state_schemas (
+            agent_id text PRIMARY KEY,
+            schema   text NOT NULL
+        );
+        CREATE TABLE agentmem_session_state_schemas (
+            agent_id   text NOT NULL,
+            session_id text NOT NULL,
+            schema     text NOT NULL,
+            PRIMARY KEY (agent_id, session_id),
+            FOREIGN KEY (agent_id, session_id)
+                REFERENCES agentmem_sessions (agent_id, session_id) ON DELETE CASCADE
+        );
+    ",
+    },
 ];
 
 /// The advisory lock key migrators take turns on.

@@ -349,6 +349,7 @@ impl Storage for PgStorage {
         insert_events(&mut tx, agent, new_id, 1, &plan.archive, Archived::Yes)?;
         let next = plan.archive.len() as i64 + 1;
         insert_events(&mut tx, agent, new_id, next, &plan.active, Archived::No)?;
+        crate::memory::copy_session_schema(&mut tx, agent, source, new_id)?;
         tx.commit().map_err(|e| db_error("fork a session", &e))?;
         Ok(meta)
     }

@@ -8,15 +8,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use agentmem::base::error::SchemaScope;
 use agentmem::files::records::{EpisodicItem, NewFact, Provenance, Trust};
 use agentmem::memory::facts::{Added, FactStore};
 use agentmem::memory::notebook::Notebook;
 use agentmem::session::Access;
-use agentmem::storage::memory::Swapped;
+use agentmem::storage::memory::{SchemaOf, Swapped};
 use agentmem::{
     AgentId, CompactOptions, Durability, Error, Event, FactKind, MemoryStorage, PrepareRequest,
-    SessionId, Storage, Store, SummarizeError, Summarizer, Summary, SummaryFact, SummaryRequest,
-    Target, TraceType,
+    SessionId, StatePatch, Storage, Store, SummarizeError, Summarizer, Summary, SummaryFact,
+    SummaryRequest, Target, TraceType,
 };
 use agentmem_postgres::PgStorage;
 
@@ -73,6 +74,18 @@ fn fresh_agent() -> AgentId {
         N.fetch_add(1, Ordering::Relaxed)
     ))
     .unwrap()
+}
+
+/// Session `id` opened for writing again, on the host of `sessions`.
+fn reopen(
+    store: &Store,
+    sessions: &Arc<dyn Storage>,
+    agent: &AgentId,
+    id: &SessionId,
+) -> agentmem::Session {
+    store
+        .open_session_in(sessions, agent, id, Access::Write(Durability::Batch))
+        .unwrap()
 }
 
 fn by_hand(text: &str) -> NewFact {
@@ -306,14 +319,7 @@ fn a_compaction_and_an_ending_leave_memory_seen_after_reopen_and_by_other_sessio
     assert_eq!(facts[0].fact, "Decided: use the crate number 1 for parsing");
     assert_eq!(facts[0].provenance.source_event_ids, ["u1"]);
     // Reopened, the compaction is finished: nothing is added twice.
-    let mut session = store
-        .open_session_in(
-            &other_sessions,
-            &agent,
-            &id,
-            Access::Write(Durability::Batch),
-        )
-        .unwrap();
+    let mut session = reopen(&store, &other_sessions, &agent, &id);
     assert_eq!(other.read_episodes(&agent).unwrap(), episodes);
     assert_eq!(other.read_facts(&agent).unwrap(), facts);
     let ended = session.end().unwrap().expect("the session said something");
@@ -338,6 +344,243 @@ fn a_compaction_and_an_ending_leave_memory_seen_after_reopen_and_by_other_sessio
     );
 }
 
+/// A working-memory update as an agent's log carries it.
+fn state_event(id: &str, update: serde_json::Value) -> Event {
+    let mut event: Event = serde_json::from_value(serde_json::json!({
+        "trace_type": "working_memory", "working_memory": update,
+    }))
+    .unwrap();
+    event.id = id.to_owned();
+    event
+}
+
+fn merge(patch: serde_json::Value) -> StatePatch {
+    assert!(patch.is_object(), "a JSON Merge Patch");
+    StatePatch::from_json(patch).unwrap()
+}
+
+/// The documents of every version, oldest first.
+fn documents(session: &agentmem::Session) -> Vec<(u64, serde_json::Value)> {
+    session
+        .working_memory_history()
+        .unwrap()
+        .into_iter()
+        .map(|v| (v.version, v.document))
+        .collect()
+}
+
+fn working_memory_changes_by_compare_and_swap_and_keeps_its_history(backend: &dyn Backend) {
+    let agent = fresh_agent();
+    let (sessions, _) = backend.host();
+    let store = backend.settings();
+    let id = SessionId::new("task").unwrap();
+    let mut session = store
+        .create_session_in(&sessions, &agent, Some(id.clone()))
+        .unwrap();
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "goal": {"type": "string"}, "done": {"type": "boolean"}}});
+    session
+        .set_working_memory_schema(SchemaScope::Session, Some(schema.clone()))
+        .unwrap();
+    let v1 = session
+        .update_working_memory(merge(serde_json::json!({"goal": "ship"})), Some(0))
+        .unwrap()
+        .version;
+    assert_eq!(v1, 1);
+    // Compare-and-swap: a writer that read version 0 changes nothing.
+    let stale = session
+        .update_working_memory(merge(serde_json::json!({"goal": "other"})), Some(0))
+        .unwrap_err();
+    assert!(
+        matches!(
+            stale,
+            Error::WorkingMemoryConflict {
+                expected: 0,
+                actual: 1
+            }
+        ),
+        "{stale}"
+    );
+    // The schema refuses a document that breaks it, naming the path.
+    let invalid = session
+        .update_working_memory(merge(serde_json::json!({"done": "yes"})), None)
+        .unwrap_err();
+    assert!(
+        matches!(&invalid, Error::WorkingMemoryInvalid { path, .. } if path == "/done"),
+        "{invalid}"
+    );
+    // An update in an ingested batch is checked and numbered the same way;
+    // a batch with a bad one stores nothing of it.
+    let bad = vec![
+        Event::user("and this").with_id("u0"),
+        state_event(
+            "w-bad",
+            serde_json::json!({"kind": "merge_patch", "patch": {"done": 3}}),
+        ),
+    ];
+    assert!(matches!(
+        session.ingest(bad).unwrap_err(),
+        Error::InvalidEvent { index: 1, .. }
+    ));
+    let turns: Vec<Event> = (1..=4)
+        .flat_map(|n| {
+            [
+                Event::user(format!("step {n} of the task")).with_id(format!("u{n}")),
+                Event::assistant(format!("did step {n}")).with_id(format!("a{n}")),
+            ]
+        })
+        .chain([state_event(
+            "w2",
+            serde_json::json!({"kind": "json_patch", "patch": [
+                {"op": "add", "path": "/done", "value": true}]}),
+        )])
+        .collect();
+    session.ingest(turns).unwrap();
+    assert_eq!(session.working_memory().version, 2);
+    // A compaction moves the updates to the archive; the state stays.
+    let report = session.compact(&CompactOptions::default()).unwrap();
+    assert!(report.applied, "{report:?}");
+    session
+        .update_working_memory(merge(serde_json::json!({"goal": "shipped"})), Some(2))
+        .unwrap();
+    let history = documents(&session);
+    let state = session.working_memory().clone();
+    drop(session);
+    assert_eq!(
+        history,
+        [
+            (1, serde_json::json!({"goal": "ship"})),
+            (2, serde_json::json!({"goal": "ship", "done": true})),
+            (3, serde_json::json!({"goal": "shipped", "done": true})),
+        ]
+    );
+    // Another host, after the writer is gone, reads the same state,
+    // history and schema, and keeps to both.
+    let (other_sessions, _) = backend.host();
+    let mut again = reopen(&store, &other_sessions, &agent, &id);
+    assert_eq!(again.working_memory(), &state);
+    assert_eq!(documents(&again), history);
+    let kept = again.working_memory_schema().unwrap().expect("a schema");
+    assert_eq!((kept.scope(), kept.json()), (SchemaScope::Session, &schema));
+    assert!(matches!(
+        again
+            .update_working_memory(merge(serde_json::json!({"goal": "x"})), Some(2))
+            .unwrap_err(),
+        Error::WorkingMemoryConflict {
+            expected: 2,
+            actual: 3
+        }
+    ));
+    drop(again);
+    // A fork takes the session's schema along; a delete takes it away.
+    other_sessions
+        .fork_session(&agent, &id, None, &SessionId::new("fork").unwrap())
+        .unwrap();
+    let fork = store
+        .open_session_in(
+            &other_sessions,
+            &agent,
+            &SessionId::new("fork").unwrap(),
+            Access::Read,
+        )
+        .unwrap();
+    assert_eq!(fork.working_memory(), &state);
+    let forked = fork
+        .working_memory_schema()
+        .unwrap()
+        .expect("the fork's schema");
+    assert_eq!(forked.json(), &schema);
+    drop(fork);
+    let (_, memory) = backend.host();
+    other_sessions
+        .delete_session(&agent, &SessionId::new("fork").unwrap())
+        .unwrap();
+    assert_eq!(
+        memory
+            .state_schema(&agent, SchemaOf::Session(&SessionId::new("fork").unwrap()))
+            .unwrap(),
+        None
+    );
+    // The agent's schema holds for every session without its own.
+    let agent_schema = serde_json::json!({"type": "object", "required": ["goal"]});
+    let mut fresh = store
+        .create_session_in(
+            &other_sessions,
+            &agent,
+            Some(SessionId::new("fresh").unwrap()),
+        )
+        .unwrap();
+    fresh
+        .set_working_memory_schema(SchemaScope::Agent, Some(agent_schema.clone()))
+        .unwrap();
+    assert_eq!(
+        memory.state_schema(&agent, SchemaOf::Agent).unwrap(),
+        Some(agent_schema)
+    );
+    assert!(matches!(
+        fresh
+            .update_working_memory(merge(serde_json::json!({"note": "no goal"})), None)
+            .unwrap_err(),
+        Error::WorkingMemoryInvalid {
+            scope: SchemaScope::Agent,
+            ..
+        }
+    ));
+    assert_eq!(fresh.working_memory().version, 0);
+}
+
+/// What a session asking about an earlier one is given: the prepared
+/// payload of a question whose answer only the earlier session holds.
+fn recalled_context(backend: &dyn Backend) -> String {
+    let agent = fresh_agent();
+    let (sessions, _) = backend.host();
+    let store = backend.settings();
+    // 2026-03-01, a minute apart: the same times on both backends.
+    let at = |n: usize| 1_772_359_200.0 + 60.0 * n as f64;
+    let mut early = store
+        .create_session_in(&sessions, &agent, Some(SessionId::new("early").unwrap()))
+        .unwrap();
+    let mut said = vec![
+        Event::user("The flaky parser test fails with error E0502").with_id("e1"),
+        Event::assistant("Borrowing the tokens immutably fixes E0502 in the parser.").with_id("e2"),
+        Event::user("And the deploy?").with_id("e3"),
+        Event::assistant("The deploy goes through the canary stage first.").with_id("e4"),
+    ];
+    for (n, event) in said.iter_mut().enumerate() {
+        event.ts = at(n + 1);
+    }
+    early.ingest(said).unwrap();
+    early.flush_index();
+    drop(early);
+    let mut late = store
+        .create_session_in(&sessions, &agent, Some(SessionId::new("late").unwrap()))
+        .unwrap();
+    let mut asked = Event::user("How did we fix error E0502 in the parser?").with_id("l1");
+    asked.ts = at(8);
+    late.ingest(vec![asked]).unwrap();
+    let prepared = late
+        .prepare(&PrepareRequest::new("gpt-4o", Target::OpenAiChat))
+        .unwrap();
+    serde_json::to_string_pretty(&prepared.payload).unwrap()
+}
+
+fn an_earlier_session_is_recalled_into_the_context(backend: &dyn Backend) {
+    let text = recalled_context(backend);
+    assert!(
+        text.contains("What you know from earlier sessions"),
+        "{text}"
+    );
+    assert!(text.contains("Borrowing the tokens immutably"), "{text}");
+}
+
+/// A session on PostgreSQL is given the same recall block, in the same
+/// place of its context, as one on files.
+#[test]
+fn recall_is_injected_alike_on_both_backends() {
+    let Some(postgres) = postgres() else { return };
+    assert_eq!(recalled_context(&postgres), recalled_context(&files()));
+}
+
 macro_rules! every_case {
     ($($case:ident),* $(,)?) => {
         mod files_backend {
@@ -355,6 +598,8 @@ every_case!(
     episodes_append_once_in_order,
     evicted_outputs_round_trip_and_go_with_their_session,
     a_compaction_and_an_ending_leave_memory_seen_after_reopen_and_by_other_sessions,
+    working_memory_changes_by_compare_and_swap_and_keeps_its_history,
+    an_earlier_session_is_recalled_into_the_context,
 );
 
 fn files() -> Files {

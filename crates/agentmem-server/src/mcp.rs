@@ -8,12 +8,12 @@
 //! error, and the server goes on.
 //!
 //! ```
-//! use agentmem::tools::ToolContext;
+//! use agentmem::tools::{ToolContext, ToolsOn};
 //! use agentmem::{Store, Durability};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
-//! let context = ToolContext { store: &store, agent: &agent, session: None };
+//! let context = ToolContext { store: &store, agent: &agent, session: None, on: ToolsOn::StoreFiles };
 //! let answer = agentmem_server::mcp::answer_line(&context, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
 //! assert!(answer["result"]["tools"].as_array().unwrap().len() >= 7);
 //! ```

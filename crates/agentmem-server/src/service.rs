@@ -9,12 +9,10 @@
 //!
 //! The sessions are kept by the store's files, or by another backend behind
 //! the engine's storage seam ([`Service::with_storage`], e.g. PostgreSQL,
-//! which several services on several hosts share). There, the session
-//! operations run as on files (create, list, resume, append, events,
-//! prepare, compact, fork, delete); what is not behind the seam yet (the
-//! agent's long-term memory, search and recall, working memory, the memory
-//! tools, ending a session into episodic memory) is refused with the
-//! engine's `NotOnBackend` error, never kept in files instead.
+//! which several services on several hosts share). There every operation
+//! runs as on files — the sessions, working memory, the agent's long-term
+//! memory, search and recall, the memory tools, ending a session into
+//! episodic memory — each reading and writing the backend, never files.
 //!
 //! ```
 //! use agentmem::{Store, Durability};
@@ -39,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use agentmem::files::records::{NewFact, Provenance, Trust};
 use agentmem::pipeline::overflow::classify_provider_error;
 use agentmem::pipeline::tiers::Action;
-use agentmem::tools::{self, ToolContext};
+use agentmem::tools::{self, ToolContext, ToolsOn};
 use agentmem::{
     AgentId, BudgetSettings, CompactOptions, Encoding, Event, PrepareRequest, Prepared,
     RecallRequest, SearchFilter, SearchRole, Session, SessionId, Store, Target, ToolSchema,
@@ -236,16 +234,12 @@ impl Service {
         self.store.config().redaction.unwrap_or_default()
     }
 
-    /// `Ok` when the sessions are kept in files; `feature`, which keeps
-    /// its state in the store's files, is refused on another backend.
-    fn in_files(&self, feature: &'static str) -> Result<(), ServiceError> {
+    /// Where the memory tools find the agent's memory and history: the
+    /// store's files, or the service's backend behind the storage seam.
+    fn tools_on(&self) -> ToolsOn<'_> {
         match self.storage.backend() {
-            Backend::Files => Ok(()),
-            other @ Backend::Postgres => Err(agentmem::Error::NotOnBackend {
-                feature,
-                backend: other.name(),
-            }
-            .into()),
+            Backend::Files => ToolsOn::StoreFiles,
+            Backend::Postgres => ToolsOn::Seam(&self.storage),
         }
     }
 
@@ -286,13 +280,6 @@ impl Service {
 
     /// Runs an operation whose arguments are read.
     pub fn run(&self, request: Request) -> Result<Answer, ServiceError> {
-        let beyond_the_seam = match &request {
-            Request::Tool(_) => Some("the memory tools"),
-            _ => None,
-        };
-        if let Some(feature) = beyond_the_seam {
-            self.in_files(feature)?;
-        }
         match request {
             Request::CreateSession(request) => self.create_session(request),
             Request::Sessions => reply(self.storage.list_sessions(&self.agent)?),
@@ -730,6 +717,7 @@ impl ToolHost for ServiceTools<'_> {
                 store: &service.store,
                 agent: &service.agent,
                 session: None,
+                on: service.tools_on(),
             };
             return tools::run(&context, name, arguments);
         };
@@ -738,6 +726,7 @@ impl ToolHost for ServiceTools<'_> {
                 Ok(tools::run_in_session(
                     &service.store,
                     &service.agent,
+                    service.tools_on(),
                     session,
                     name,
                     arguments,

@@ -574,7 +574,14 @@ fn the_tools_run_on_the_open_session() {
     let (_dir, store, agent) = fresh_store();
     let mut session = reviewed_session(&store, "s", 1);
     let mut call = |name: &str, arguments: Value| {
-        tools::run_in_session(&store, &agent, &mut session, name, &arguments)
+        tools::run_in_session(
+            &store,
+            &agent,
+            tools::ToolsOn::StoreFiles,
+            &mut session,
+            name,
+            &arguments,
+        )
     };
     let read = call("get_working_memory", json!({})).unwrap();
     assert!(

@@ -6,8 +6,12 @@
 
 use std::io::{BufRead, Write};
 
+use agentmem::memory::facts::FactStore;
+use agentmem::memory::notebook::Notebook;
 use agentmem::search::render_hits;
-use agentmem::{tools, CompactOptions, Event, PrepareRequest, SearchFilter, Session, TraceType};
+use agentmem::{
+    tools, CompactOptions, Event, PrepareRequest, SearchFilter, Session, SessionId, TraceType,
+};
 use agentmem_llm::{call_model, Client, Delivery};
 use anyhow::Context as _;
 
@@ -76,16 +80,22 @@ pub fn run(ctx: &Context, args: &ChatArgs) -> anyhow::Result<()> {
 /// The session to talk in: a new one, the one resumed, or a fork of it.
 fn open(ctx: &Context, args: &ChatArgs) -> anyhow::Result<Session> {
     let Some(id) = &args.resume else {
-        return Ok(ctx.store.create_session(&ctx.agent, None)?);
+        return Ok(ctx
+            .store
+            .create_session_in(ctx.shared_storage()?, &ctx.agent, None)?);
     };
     let id = ctx.session_id(id)?;
     if args.fork {
-        let meta = ctx.store.fork_session(&ctx.agent, &id, None, None)?;
-        return Ok(ctx
-            .store
-            .open_session(&ctx.agent, &ctx.session_id(&meta.id)?)?);
+        return fork(ctx, &id);
     }
-    Ok(ctx.store.open_session(&ctx.agent, &id)?)
+    Ok(ctx.write_session(&id)?)
+}
+
+/// A new fork of all of session `id`, opened for writing.
+fn fork(ctx: &Context, id: &SessionId) -> anyhow::Result<Session> {
+    let new_id = SessionId::generate();
+    ctx.storage()?.fork_session(&ctx.agent, id, None, &new_id)?;
+    Ok(ctx.write_session(&new_id)?)
 }
 
 /// Records what the user said and has the model answer it.
@@ -143,7 +153,14 @@ fn answer(
             let arguments = call.tool_args.clone().unwrap_or_default();
             let call_id = call.tool_call_id.clone().unwrap_or_default();
             eprintln!("agentmem: running {name}");
-            let output = tools::run_in_session(&ctx.store, &ctx.agent, session, name, &arguments);
+            let output = tools::run_in_session(
+                &ctx.store,
+                &ctx.agent,
+                ctx.tools_on()?,
+                session,
+                name,
+                &arguments,
+            );
             results.push(match output {
                 Some(output) => Event::tool_result(call_id, output),
                 None => Event::tool_error(
@@ -193,12 +210,15 @@ fn slash(
             );
         }
         "search" => {
-            let hits = ctx
-                .store
-                .search(&ctx.agent, rest, &SearchFilter::default())?;
+            let hits =
+                ctx.store
+                    .search_on(ctx.storage()?, &ctx.agent, rest, &SearchFilter::default())?;
             println!("{}", render_hits(&hits));
         }
-        "memory" => println!("{}", ctx.store.notebook(&ctx.agent).read()?.content),
+        "memory" => {
+            let notebook = Notebook::on(ctx.memory()?.clone(), &ctx.agent, ctx.redaction());
+            println!("{}", notebook.read()?.content);
+        }
         "state" => {
             let state = session.working_memory();
             println!(
@@ -208,12 +228,13 @@ fn slash(
             );
         }
         "facts" => {
-            for fact in ctx.store.facts(&ctx.agent).current()? {
+            let facts = FactStore::on(ctx.memory()?.clone(), &ctx.agent, ctx.redaction());
+            for fact in facts.current()? {
                 println!("- {} ({})", fact.fact, fact.id);
             }
         }
         "sessions" => {
-            for meta in ctx.store.list_sessions(&ctx.agent)? {
+            for meta in ctx.storage()?.list_sessions(&ctx.agent)? {
                 let mark = if meta.id == session.id().as_str() {
                     '*'
                 } else {
@@ -223,14 +244,9 @@ fn slash(
             }
         }
         "fork" => {
-            let meta = ctx
-                .store
-                .fork_session(&ctx.agent, session.id(), None, None)?;
-            let fork = ctx
-                .store
-                .open_session(&ctx.agent, &ctx.session_id(&meta.id)?)?;
+            let fork = fork(ctx, session.id())?;
             let left = std::mem::replace(session, fork);
-            println!("now in {} (forked from {})", meta.id, left.id());
+            println!("now in {} (forked from {})", session.id(), left.id());
             left.close()?;
         }
         _ => println!("{HELP}"),

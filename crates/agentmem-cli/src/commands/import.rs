@@ -93,10 +93,12 @@ fn store(
 ) -> anyhow::Result<StoredImport> {
     let session_id = match session {
         Some(id) => ctx.session_id(id)?,
-        None => import::session_id_for(&ctx.store, &ctx.agent, format, imported)?,
+        None => import::session_id_for(ctx.storage()?, &ctx.agent, format, imported)?,
     };
     let mut events = std::mem::take(&mut imported.events);
-    let mut session = ctx.store.open_or_create(&ctx.agent, &session_id)?;
+    let mut session =
+        ctx.store
+            .open_or_create_in(ctx.shared_storage()?, &ctx.agent, &session_id)?;
     ctx.report_recoveries(&session);
     // A re-import must not bring back what a compaction archived.
     session.learn_archived_ids()?;

@@ -43,7 +43,7 @@ pub fn run(ctx: &Context, session: Option<&str>, ack: bool) -> anyhow::Result<()
         }
         let drained = reader.buffer().is_empty();
         if !batch.is_empty() && (eof || drained || batch.len() >= MAX_BATCH_EVENTS) {
-            let report = flush(ctx, &mut destination.writer, &mut batch, ack, &mut out)?;
+            let report = flush(&mut destination.writer, &mut batch, ack, &mut out)?;
             appended += report.appended;
             duplicates += report.duplicates;
         }
@@ -173,19 +173,12 @@ fn parse_line(line: &[u8], line_no: usize) -> Result<Option<Event>, String> {
 }
 
 fn flush(
-    ctx: &Context,
     writer: &mut Writer,
     batch: &mut Vec<Event>,
     ack: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<agentmem::IngestReport> {
-    let session = match writer {
-        Writer::Session(session) => session,
-        Writer::Seam(session) => {
-            crate::storage::check_batch(batch, ctx.backend())?;
-            session
-        }
-    };
+    let (Writer::Session(session) | Writer::Seam(session)) = writer;
     let before = session.events().len();
     let report = session.ingest(std::mem::take(batch))?;
     let ids: Vec<String> = session.events()[before..]

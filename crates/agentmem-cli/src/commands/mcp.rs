@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, session: Option<&str>) -> anyhow::Result<()> {
         store: &ctx.store,
         agent: &ctx.agent,
         session: session.as_ref(),
+        on: ctx.tools_on()?,
     };
     super::json_lines::answer_lines(|line| match line {
         Line::Text(text) => agentmem_server::mcp::answer_line(&context, text),

@@ -1,14 +1,18 @@
 //! `agentmem migrate [--from DIR|postgres://…] [--to postgres://…|DIR]`:
 //! every session of a data directory or a database copied to the other,
-//! with each agent's memory (MEMORY.md, facts, episodic items) and each
-//! session's evicted outputs (see [`agentmem::storage::copy`]), each
-//! session's copy checked; a run cut short is resumed by running again.
+//! with each agent's memory (MEMORY.md, facts, episodic items, its
+//! working-memory schema) and each session's evicted outputs and own
+//! working-memory schema (see [`agentmem::storage::copy`]), each session's
+//! copy checked; a run cut short is resumed by running again. A session's
+//! working-memory state is its log's updates, so it goes with the events.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentmem::config::DatabaseUrl;
-use agentmem::storage::copy::{copy_evicted, copy_memory, copy_session, Copied};
+use agentmem::storage::copy::{
+    copy_evicted, copy_memory, copy_session, copy_session_schema, Copied,
+};
 use agentmem::{AgentId, Backend, Config, SessionId, Store};
 use agentmem_postgres::PgStorage;
 use anyhow::Context as _;
@@ -17,9 +21,6 @@ use super::Context;
 use crate::cli::MigrateArgs;
 use crate::output::print_json;
 use crate::storage::Opened;
-
-/// What an agent's folder may hold that the seam does not carry yet.
-const LEFT_ON_FILES: &[&str] = &["working_memory.schema.json"];
 
 /// A store to copy from or to.
 enum Place {
@@ -84,8 +85,8 @@ struct Tally {
     notebooks: usize,
     facts: usize,
     episodes: usize,
-    /// Files the seam does not carry yet, left where they are.
-    left_on_files: Vec<String>,
+    /// Working-memory schemas written, agents' and sessions' own.
+    schemas: usize,
 }
 
 pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
@@ -129,6 +130,12 @@ pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
             Copied::AlreadyThere => tally.already_there += 1,
         }
         tally.evicted_outputs += copy_evicted(&*source.memory, &*target.memory, agent, id)?;
+        tally.schemas += usize::from(copy_session_schema(
+            &*source.memory,
+            &*target.memory,
+            agent,
+            id,
+        )?);
         tally.sessions += 1;
         bar.inc(1);
     }
@@ -138,25 +145,17 @@ pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
         tally.notebooks += usize::from(copied.notebook);
         tally.facts += copied.facts;
         tally.episodes += copied.episodes;
+        tally.schemas += usize::from(copied.schema);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if let Place::Dir(dir) = &from {
-        for agent in &agents {
-            for name in LEFT_ON_FILES {
-                let path = dir.join("agents").join(agent.as_str()).join(name);
-                if path.exists() {
-                    tally.left_on_files.push(path.display().to_string());
-                }
-            }
-        }
-    }
     if ctx.json {
         return print_json(&tally);
     }
     eprintln!(
         "agentmem: {} sessions migrated from {} to {}: {} copied ({} events, {} evicted outputs), \
-         {} already there; the memory of {} agents ({} notebooks, {} facts, {} episodes written)",
+         {} already there; the memory of {} agents ({} notebooks, {} facts, {} episodes, \
+         {} working-memory schemas written)",
         tally.sessions,
         from.name(),
         to.name(),
@@ -167,17 +166,13 @@ pub fn run(ctx: &Context, args: &MigrateArgs) -> anyhow::Result<()> {
         tally.agents,
         tally.notebooks,
         tally.facts,
-        tally.episodes
+        tally.episodes,
+        tally.schemas
     );
     eprintln!(
         "agentmem: the search index is not copied: {} builds its own from the copied events \
          when it is first searched (vectors are embedded again)",
         to.name()
     );
-    for path in &tally.left_on_files {
-        eprintln!(
-            "agentmem: warning: {path} is not behind the storage seam yet and was not migrated"
-        );
-    }
     Ok(())
 }

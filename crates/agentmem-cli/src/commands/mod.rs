@@ -122,6 +122,15 @@ impl Context {
         self.store.config().redaction.unwrap_or_default()
     }
 
+    /// Where the memory tools find the agent's memory and history: the
+    /// store's files, or the configured backend behind the storage seam.
+    pub fn tools_on(&self) -> agentmem::Result<agentmem::tools::ToolsOn<'_>> {
+        Ok(match self.backend() {
+            agentmem::Backend::Files => agentmem::tools::ToolsOn::StoreFiles,
+            agentmem::Backend::Postgres => agentmem::tools::ToolsOn::Seam(self.shared_storage()?),
+        })
+    }
+
     /// Opens the session `id` on the configured backend, for writing
     /// (taking its lock) or for reading.
     pub fn open_session(

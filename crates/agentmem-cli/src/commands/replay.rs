@@ -23,9 +23,14 @@ pub fn run(ctx: &Context, args: &ReplayArgs) -> anyhow::Result<()> {
     let events = without_recorded_usage(imported.events);
     let scratch = tempfile::tempdir()?;
     let mut session = match &args.session {
-        Some(id) => ctx
-            .store
-            .create_session(&ctx.agent, Some(ctx.session_id(id)?))?,
+        // Kept on the configured backend, where the replayed session can be
+        // looked at afterwards.
+        Some(id) => ctx.store.create_session_in(
+            ctx.shared_storage()?,
+            &ctx.agent,
+            Some(ctx.session_id(id)?),
+        )?,
+        // Nothing kept: a throwaway folder, whatever the backend.
         None => {
             Store::open(scratch.path(), ctx.store.durability())?.create_session(&ctx.agent, None)?
         }

@@ -22,7 +22,7 @@ pub fn run(ctx: &Context, args: &StateArgs) -> anyhow::Result<()> {
     };
     if let Some(path) = &args.patch {
         let patch = StatePatch::from_json(read_json(path)?)?;
-        let mut session = ctx.store.open_session(&ctx.agent, &id)?;
+        let mut session = ctx.write_session(&id)?;
         ctx.report_recoveries(&session);
         session.update_working_memory(patch, args.expect_version)?;
         show(ctx, &session)?;
@@ -30,13 +30,13 @@ pub fn run(ctx: &Context, args: &StateArgs) -> anyhow::Result<()> {
     }
     if args.schema.is_some() || args.no_schema {
         let schema = args.schema.as_deref().map(read_json).transpose()?;
-        let mut session = ctx.store.open_session(&ctx.agent, &id)?;
+        let mut session = ctx.write_session(&id)?;
         ctx.report_recoveries(&session);
         session.set_working_memory_schema(scope, schema.clone())?;
         report_schema(ctx, &session, scope, schema)?;
         return Ok(session.close()?);
     }
-    let session = ctx.store.read_session(&ctx.agent, &id)?;
+    let session = ctx.read_session(&id)?;
     ctx.report_recoveries(&session);
     if args.history {
         return history(ctx, &session.working_memory_history()?);

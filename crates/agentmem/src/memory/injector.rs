@@ -19,6 +19,8 @@ use crate::redact::RedactionPolicy;
 use crate::search::vectors::{SharedEmbedder, EMBED_BATCH_TEXTS};
 use crate::search::{HistoryIndex, IndexFeeder};
 use crate::storage::memory::MemoryStorage;
+use crate::storage::search::SearchIndex;
+use crate::storage::Storage;
 use crate::tokens::{Encoding, Tokenizer};
 
 /// How long a look at the memory files stands for calls that come faster.
@@ -62,12 +64,18 @@ pub(crate) struct MemoryInjector {
     /// The agent's memory when it is kept behind the storage seam (the
     /// agent's folder holds none of it then, and no search index).
     seam: Option<SeamMemory>,
+    /// Behind the seam, the agent's history index as opened, caught up,
+    /// to see whether there is anything to recall: the recall that
+    /// follows in the same call reads it.
+    seam_index: Option<Box<dyn SearchIndex>>,
 }
 
 /// An agent's memory kept behind the storage seam.
 #[derive(Debug, Clone)]
 pub(crate) struct SeamMemory {
     pub(crate) memory: Arc<dyn MemoryStorage>,
+    /// The sessions, whose history index recall reads.
+    pub(crate) storage: Arc<dyn Storage>,
     pub(crate) agent: AgentId,
 }
 
@@ -153,6 +161,7 @@ impl MemoryInjector {
             index: IndexReader::Unopened,
             index_use,
             seam: None,
+            seam_index: None,
         }
     }
 
@@ -294,10 +303,18 @@ impl MemoryInjector {
     /// facts after each of its compactions. A writer's indexer (`feeder`)
     /// has the answer ready, as of the latest events it indexed.
     fn nothing_to_recall(&mut self, feeder: Option<&IndexFeeder>) -> bool {
-        if self.seam.is_some() {
-            // The search index is not behind the seam: the block of the
-            // agent's best facts and latest summaries stands in.
-            return true;
+        if let Some(seam) = &self.seam {
+            // The backend's index, caught up with every session: anything
+            // of another session there is something to recall.
+            self.seam_index = seam.storage.search_index(&seam.agent).ok();
+            let session = &self.session;
+            return self.seam_index.as_ref().is_none_or(|index| {
+                !index.indexed_sessions().is_ok_and(|sessions| {
+                    sessions
+                        .iter()
+                        .any(|(other, count)| other != session && *count > 0)
+                })
+            });
         }
         match feeder.and_then(IndexFeeder::memories_beyond) {
             Some(beyond) => !beyond,
@@ -325,12 +342,24 @@ impl MemoryInjector {
         let embedder = self.embedder.clone();
         let redaction = self.redaction;
         let maintain = self.index_use == IndexUse::Maintain;
+        let mut request = RecallRequest::new(query, budget);
+        request.exclude_session = Some(session);
+        if let Some(index) = self.seam_index.take() {
+            // Behind the seam the index catches up as it is opened: its
+            // vectors are the backend's, embedded by recall as it goes.
+            let vectors = embedder.as_ref().map(|e| &*e.0 as &dyn Embedder);
+            let recall = |vectors| recall(&*index, &request, tokenizer, vectors, None, redaction);
+            let recalled = match recall(vectors) {
+                Ok(recalled) => recalled,
+                Err(_) if vectors.is_some() => recall(None).ok()?,
+                Err(_) => return None,
+            };
+            return (!recalled.items.is_empty()).then(|| format!("{heading}\n{}", recalled.block));
+        }
         let index = self.index_mut()?;
         if maintain {
             refresh_memories(index, &agent_dir).ok()?;
         }
-        let mut request = RecallRequest::new(query, budget);
-        request.exclude_session = Some(session);
         // A backlog larger than one call (a history older than the
         // embedder) is not embedded on the way to a model call: until a
         // recall outside prepare catches up, this one is lexical.

@@ -327,19 +327,6 @@ impl SessionLog {
         }
     }
 
-    /// `Ok` when the session is kept in its folder; `feature`, which keeps
-    /// its state in files beside the log, is refused on the storage seam
-    /// ([`Error::NotOnBackend`]) rather than written to files there.
-    pub(crate) fn require_folder(&self, feature: &'static str) -> Result<()> {
-        match &self.keeping {
-            Keeping::Folder { .. } => Ok(()),
-            Keeping::Seam { storage, .. } => Err(Error::NotOnBackend {
-                feature,
-                backend: storage.backend().name(),
-            }),
-        }
-    }
-
     /// The agent memory of the backend the session is kept on, when that
     /// is behind the storage seam; `None` in its folder, where the agent's
     /// files beside it hold the memory.
@@ -347,6 +334,15 @@ impl SessionLog {
         match &self.keeping {
             Keeping::Folder { .. } => None,
             Keeping::Seam { storage, .. } => Some(Arc::clone(storage).memory()),
+        }
+    }
+
+    /// The backend the session is kept on, when that is behind the
+    /// storage seam; `None` in its folder.
+    pub(crate) fn seam_storage(&self) -> Option<Arc<dyn crate::storage::Storage>> {
+        match &self.keeping {
+            Keeping::Folder { .. } => None,
+            Keeping::Seam { storage, .. } => Some(Arc::clone(storage)),
         }
     }
 

@@ -24,12 +24,12 @@
 //!
 //! A session is kept in its folder (the files backend) or behind the
 //! storage seam ([`Session::on_seam`], a database): the core loop —
-//! ingest, prepare, compact, the events — is the same on both. What still
-//! keeps its state in files beside the log is refused on the seam with
-//! [`crate::Error::NotOnBackend`], never written to files there: working
-//! memory. Its long-term memory (a compaction's episode and facts, an
-//! ending's episode, evicted tool outputs, what its contexts are given)
-//! goes through the backend's [`crate::storage::memory::MemoryStorage`].
+//! ingest, prepare, compact, the events, working memory — is the same on
+//! both. Its long-term memory (a compaction's episode and facts, an
+//! ending's episode, evicted tool outputs, what its contexts are given,
+//! its working-memory schemas) goes through the backend's
+//! [`crate::storage::memory::MemoryStorage`]; its working-memory state is
+//! its log's updates, replayed when it is opened there.
 
 mod accounting;
 mod compaction;
@@ -184,16 +184,18 @@ impl Session {
         id: SessionId,
         settings: ContextSettings,
     ) -> Result<Session> {
-        let backend = storage.backend().name();
-        let (log, snapshot) =
+        let memory = Arc::clone(&storage).memory();
+        let (mut log, snapshot) =
             SessionLog::on_seam(storage, writer, paths, agent, id, settings.redaction)?;
-        let working = SessionWorkingMemory::on_seam(
-            log.paths(),
-            settings.agent_dir.clone(),
+        let (working, replay_recoveries) = SessionWorkingMemory::on_seam(
+            memory,
+            log.agent().clone(),
+            log.id().clone(),
             snapshot.as_ref(),
             log.events(),
-            backend,
+            || log.archived_events(),
         )?;
+        log.add_recoveries(replay_recoveries);
         Session::assemble(log, snapshot, working, settings)
     }
 
@@ -219,8 +221,9 @@ impl Session {
                 IndexUse::ReadAsIs
             },
         )
-        .on_seam(log.seam_memory().map(|memory| SeamMemory {
-            memory,
+        .on_seam(log.seam_storage().map(|storage| SeamMemory {
+            memory: Arc::clone(&storage).memory(),
+            storage,
             agent: log.agent().clone(),
         }));
         let mut session = Session {
@@ -343,14 +346,6 @@ impl Session {
     pub fn ingest(&mut self, events: Vec<Event>) -> Result<IngestReport> {
         let admitted = self.log.admit(events)?;
         let mut fresh = admitted.fresh;
-        if !self.log.in_folder()
-            && fresh
-                .iter()
-                .any(|e| e.trace_type == TraceType::WorkingMemory)
-        {
-            self.log
-                .require_folder("working memory (a working_memory event)")?;
-        }
         let working = self.working.stage(&mut fresh, &admitted.batch_index)?;
         // Eviction writes files and may fail: before any state changes.
         let evicted = match self.log.seam_memory() {

@@ -4,7 +4,9 @@
 //! Every change goes the same way, whoever makes it (a tool call, the
 //! command line, an imported log): checked against the current state and
 //! the schema before anything is written, appended to the log as an event,
-//! and only then materialized in `working_memory.json`.
+//! and only then materialized in `working_memory.json` (in the files
+//! backend; behind the storage seam the log alone keeps the state, and the
+//! backend's memory keeps the schemas).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,25 +17,45 @@ use super::Session;
 use crate::base::error::SchemaScope;
 use crate::base::error::{Error, Result};
 use crate::base::event::Event;
+use crate::base::id::{AgentId, SessionId};
 use crate::base::state::{StateMark, StatePatch, StateUpdate};
 use crate::files::jsonl::Recovery;
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
+use crate::storage::memory::{MemoryStorage, SchemaOf};
 use crate::tokens::{Encoding, Tokenizer};
 use crate::working::cache::{self, Freshness};
 use crate::working::schema::{store_schema, StateSchema};
 use crate::working::section::render_section;
-use crate::working::{Keep, StateVersion, WorkingMemory};
+use crate::working::{replay, Keep, Replayed, StateVersion, WorkingMemory};
 
 /// One session's working memory: the current state as the log's updates
-/// made it, where its files are, and its section as last rendered.
+/// made it, where its schema and materialized state are kept, and its
+/// section as last rendered.
 #[derive(Debug)]
 pub(crate) struct SessionWorkingMemory {
-    paths: SessionPaths,
-    /// The agent's folder (an agent-wide schema lives there).
-    agent_dir: PathBuf,
+    kept: Kept,
     state: WorkingMemory,
     section: Option<SectionCache>,
+}
+
+/// Where a session's working memory is kept beside its log.
+#[derive(Debug)]
+enum Kept {
+    /// In files: the state materialized in the session's folder, the
+    /// schemas in the session's and the agent's folders.
+    Folder {
+        paths: SessionPaths,
+        /// The agent's folder (an agent-wide schema lives there).
+        agent_dir: PathBuf,
+    },
+    /// Behind the storage seam: the state only in the log (replayed when
+    /// the session is opened), the schemas in the backend's memory.
+    Seam {
+        memory: Arc<dyn MemoryStorage>,
+        agent: AgentId,
+        id: SessionId,
+    },
 }
 
 /// The rendered section and its tokens, kept while the version and the
@@ -63,46 +85,50 @@ impl SessionWorkingMemory {
                 if writable {
                     cache::write(&paths.dir, &replayed.state)?;
                 }
-                let recoveries = replayed
-                    .skipped
-                    .into_iter()
-                    .map(|(event_id, error)| Recovery::WorkingMemoryUpdate { event_id, error })
-                    .collect();
-                (replayed.state, recoveries)
+                (replayed.state, skipped_updates(replayed.skipped))
             }
         };
         let working = SessionWorkingMemory {
-            paths: paths.clone(),
-            agent_dir,
+            kept: Kept::Folder {
+                paths: paths.clone(),
+                agent_dir,
+            },
             state,
             section: None,
         };
         Ok((working, recoveries))
     }
 
-    /// The working memory of a session kept behind the storage seam, where
-    /// working memory is not yet: empty, and refused
-    /// ([`Error::NotOnBackend`] on `backend`) for a session whose log or
-    /// snapshot records a state, rather than shown empty.
+    /// The working memory of a session kept behind the storage seam, and
+    /// the updates its replay skipped: the state replayed from its log
+    /// (from the archive too when a compaction moved updates there,
+    /// `archived` reading it), its schemas in `memory`.
     pub(crate) fn on_seam(
-        paths: &SessionPaths,
-        agent_dir: PathBuf,
+        memory: Arc<dyn MemoryStorage>,
+        agent: AgentId,
+        id: SessionId,
         snapshot: Option<&Snapshot>,
         events: &[Arc<Event>],
-        backend: &'static str,
-    ) -> Result<SessionWorkingMemory> {
-        if cache::last_recorded(snapshot, events).is_some_and(|mark| mark.version > 0) {
-            return Err(Error::NotOnBackend {
-                feature: "a session with working memory",
-                backend,
-            });
-        }
-        Ok(SessionWorkingMemory {
-            paths: paths.clone(),
-            agent_dir,
-            state: WorkingMemory::default(),
+        archived: impl FnOnce() -> Result<Vec<Event>>,
+    ) -> Result<(SessionWorkingMemory, Vec<Recovery>)> {
+        let before_active = match snapshot.and_then(|s| s.working_memory.as_ref()) {
+            Some(mark) if mark.version > 0 => {
+                replay(WorkingMemory::default(), &archived()?, Keep::LastOnly)
+            }
+            Some(_) | None => Replayed::default(),
+        };
+        let replayed = replay(
+            before_active.state,
+            events.iter().map(|e| &**e),
+            Keep::LastOnly,
+        );
+        let skipped = [before_active.skipped, replayed.skipped].concat();
+        let working = SessionWorkingMemory {
+            kept: Kept::Seam { memory, agent, id },
+            state: replayed.state,
             section: None,
-        })
+        };
+        Ok((working, skipped_updates(skipped)))
     }
 
     /// The current state.
@@ -117,7 +143,10 @@ impl SessionWorkingMemory {
 
     /// The schema updates must keep to: the session's own, else the agent's.
     pub(crate) fn schema(&self) -> Result<Option<StateSchema>> {
-        StateSchema::load(&self.agent_dir, &self.paths.dir)
+        match &self.kept {
+            Kept::Folder { paths, agent_dir } => StateSchema::load(agent_dir, &paths.dir),
+            Kept::Seam { memory, agent, id } => StateSchema::load_from(&**memory, agent, id),
+        }
     }
 
     /// `patch` as the update that makes the next version, checked against
@@ -167,22 +196,44 @@ impl SessionWorkingMemory {
                     ),
                 })?;
         }
-        let dir = match scope {
-            SchemaScope::Session => &self.paths.dir,
-            SchemaScope::Agent => &self.agent_dir,
-        };
-        store_schema(dir, compiled.as_ref())
+        match &self.kept {
+            Kept::Folder { paths, agent_dir } => {
+                let dir = match scope {
+                    SchemaScope::Session => &paths.dir,
+                    SchemaScope::Agent => agent_dir,
+                };
+                store_schema(dir, compiled.as_ref())
+            }
+            Kept::Seam { memory, agent, id } => {
+                let of = match scope {
+                    SchemaScope::Session => SchemaOf::Session(id),
+                    SchemaScope::Agent => SchemaOf::Agent,
+                };
+                memory.put_state_schema(agent, of, compiled.as_ref().map(StateSchema::json))
+            }
+        }
     }
 
-    /// Every version, oldest first, replayed from the archive and `active`
-    /// (the active log) on the `snapshot`'s mark.
+    /// Every version, oldest first, replayed from the archive (`archived`
+    /// reads it behind the seam) and `active` (the active log) on the
+    /// `snapshot`'s mark.
     pub(crate) fn history(
         &self,
         snapshot: Option<&Snapshot>,
         active: &[Arc<Event>],
+        archived: impl FnOnce() -> Result<Vec<Event>>,
     ) -> Result<Vec<StateVersion>> {
-        let replayed = cache::replay_log(&self.paths, snapshot, active, Keep::EveryVersion)?;
-        Ok(replayed.versions)
+        match &self.kept {
+            Kept::Folder { paths, .. } => {
+                let replayed = cache::replay_log(paths, snapshot, active, Keep::EveryVersion)?;
+                Ok(replayed.versions)
+            }
+            Kept::Seam { .. } => {
+                let archive = archived()?;
+                let events = archive.iter().chain(active.iter().map(|e| &**e));
+                Ok(replay(WorkingMemory::default(), events, Keep::EveryVersion).versions)
+            }
+        }
     }
 
     /// Checks the working-memory updates among `fresh` in order, against the
@@ -225,10 +276,13 @@ impl SessionWorkingMemory {
     }
 
     /// Makes `state` current once its events are in the log: in memory, then
-    /// in the materialized file.
+    /// in the materialized file (behind the seam the log alone keeps it).
     pub(crate) fn settle(&mut self, state: WorkingMemory) -> Result<()> {
         self.state = state;
-        cache::write(&self.paths.dir, &self.state)
+        match &self.kept {
+            Kept::Folder { paths, .. } => cache::write(&paths.dir, &self.state),
+            Kept::Seam { .. } => Ok(()),
+        }
     }
 
     /// The section for a prepare counted with `tokenizer`, and its tokens;
@@ -254,15 +308,23 @@ impl SessionWorkingMemory {
     }
 }
 
+/// What a replay skipped, as the recoveries of the session's opening.
+fn skipped_updates(skipped: Vec<(String, String)>) -> Vec<Recovery> {
+    skipped
+        .into_iter()
+        .map(|(event_id, error)| Recovery::WorkingMemoryUpdate { event_id, error })
+        .collect()
+}
+
 impl Session {
-    /// The current working memory (O(1): kept in memory and materialized on disk).
+    /// The current working memory (O(1): kept in memory, and materialized
+    /// on disk in the files backend).
     pub fn working_memory(&self) -> &WorkingMemory {
         self.working.state()
     }
 
     /// The schema updates must keep to: the session's own, else the agent's.
     pub fn working_memory_schema(&self) -> Result<Option<StateSchema>> {
-        self.log.require_folder("working memory")?;
         self.working.schema()
     }
 
@@ -277,7 +339,6 @@ impl Session {
         expected_version: Option<u64>,
     ) -> Result<&WorkingMemory> {
         self.log.require_writer()?;
-        self.log.require_folder("working memory")?;
         let update = self.working.update_for(patch, expected_version)?;
         self.ingest(vec![Event::working_memory(update).with_source("engine")])?;
         Ok(self.working.state())
@@ -294,16 +355,16 @@ impl Session {
         schema: Option<Value>,
     ) -> Result<()> {
         self.log.require_writer()?;
-        self.log.require_folder("working memory")?;
         self.working.set_schema(scope, schema)
     }
 
     /// Every version of the working memory, oldest first, each with the
     /// event that made it (archived updates included).
     pub fn working_memory_history(&self) -> Result<Vec<StateVersion>> {
-        self.log.require_folder("working memory")?;
         self.working
-            .history(self.view.snapshot(), self.log.events())
+            .history(self.view.snapshot(), self.log.events(), || {
+                self.log.archived_events()
+            })
     }
 }
 

@@ -12,7 +12,7 @@
 use crate::base::error::{Error, Result};
 use crate::base::id::{AgentId, SessionId};
 use crate::files::jsonl::encode_lines;
-use crate::storage::memory::{MemoryStorage, Swapped};
+use crate::storage::memory::{MemoryStorage, SchemaOf, Swapped};
 use crate::storage::{CommitMemory, CompactionCommit, EventRange, SnapshotFields, Storage};
 
 /// Events appended to the target in one batch.
@@ -110,6 +110,8 @@ pub struct MemoryCopied {
     pub facts: usize,
     /// Episodic items the target lacked.
     pub episodes: usize,
+    /// The agent's working-memory schema was written at the target.
+    pub schema: bool,
 }
 
 /// Copies `agent`'s long-term memory from `from` to `to`: its notebook,
@@ -173,7 +175,47 @@ pub fn copy_memory(
             copied.episodes += 1;
         }
     }
+    copied.schema = copy_schema(from, to, agent, SchemaOf::Agent)?;
     Ok(copied)
+}
+
+/// Copies the working-memory schema of session `id` of `agent`, if it has
+/// one of its own (the session must be at the target already); says
+/// whether it wrote it. One the target holds already is left as it is; a
+/// different one there is an error, never overwritten.
+pub fn copy_session_schema(
+    from: &dyn MemoryStorage,
+    to: &dyn MemoryStorage,
+    agent: &AgentId,
+    id: &SessionId,
+) -> Result<bool> {
+    copy_schema(from, to, agent, SchemaOf::Session(id))
+}
+
+/// Copies the working-memory schema `of` the agent or a session.
+fn copy_schema(
+    from: &dyn MemoryStorage,
+    to: &dyn MemoryStorage,
+    agent: &AgentId,
+    of: SchemaOf<'_>,
+) -> Result<bool> {
+    let Some(schema) = from.state_schema(agent, of)? else {
+        return Ok(false);
+    };
+    match to.state_schema(agent, of)? {
+        Some(there) if there == schema => Ok(false),
+        None => to.put_state_schema(agent, of, Some(&schema)).map(|()| true),
+        Some(_) => Err(Error::Storage {
+            backend: to.backend().name(),
+            action: format!(
+                "copy the {} working-memory schema of agent {agent}",
+                of.scope().as_str()
+            ),
+            message: "the target holds another schema there; remove it there (or pick another \
+                      agent) and copy again"
+                .to_owned(),
+        }),
+    }
 }
 
 /// Copies the evicted tool outputs of session `id` of `agent` (the session

@@ -14,9 +14,15 @@
 //!   memory lock, read and rewritten as one step ([`MemoryStorage::change_facts`]).
 //! - **Idempotent appends**: an episode whose id the agent already holds
 //!   is not added again, so a step run again after a crash runs once.
+//!
+//! It also keeps the working-memory schemas (an agent's, and a session's
+//! own, which goes with the session when it is forked or deleted): the
+//! state itself is the log's working-memory events, replayed.
 
 use std::fmt;
 use std::path::PathBuf;
+
+use serde_json::Value;
 
 use crate::base::error::Result;
 use crate::base::id::{AgentId, SessionId};
@@ -31,6 +37,25 @@ pub enum Swapped {
     /// The notebook no longer had the hash it was read with: nothing was
     /// written; read it again and redo the edit.
     Changed,
+}
+
+/// Whose working-memory schema (see [`crate::working::schema`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaOf<'a> {
+    /// The agent's: every session of it without one of its own.
+    Agent,
+    /// One session's own, which wins over the agent's there.
+    Session(&'a SessionId),
+}
+
+impl SchemaOf<'_> {
+    /// Where the schema applies, as errors and answers name it.
+    pub fn scope(self) -> crate::base::error::SchemaScope {
+        match self {
+            SchemaOf::Agent => crate::base::error::SchemaScope::Agent,
+            SchemaOf::Session(_) => crate::base::error::SchemaScope::Session,
+        }
+    }
 }
 
 /// Where the agents' long-term memory and the sessions' evicted outputs
@@ -86,4 +111,18 @@ pub trait MemoryStorage: fmt::Debug + Send + Sync {
 
     /// The names of the session's evicted outputs, sorted.
     fn evicted_names(&self, agent: &AgentId, id: &SessionId) -> Result<Vec<String>>;
+
+    /// The working-memory schema `of` the agent or one of its sessions, as
+    /// it was set; `None` when there is none.
+    fn state_schema(&self, agent: &AgentId, of: SchemaOf<'_>) -> Result<Option<Value>>;
+
+    /// Sets the working-memory schema `of` the agent or one of its
+    /// sessions (already compiled by the engine, so known to be one), or
+    /// removes it with `None`.
+    fn put_state_schema(
+        &self,
+        agent: &AgentId,
+        of: SchemaOf<'_>,
+        schema: Option<&Value>,
+    ) -> Result<()>;
 }

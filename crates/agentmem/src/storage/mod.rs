@@ -62,29 +62,45 @@
 //! and replaced by compare-and-swap on its hash), the semantic facts
 //! (changed under the agent's memory lock, read and written as one
 //! step), the episodic items (appended once by id), the key redacted
-//! facts' fingerprints are made with, and each session's evicted tool
-//! outputs. The engine's [`crate::memory::notebook::Notebook`] and
+//! facts' fingerprints are made with, each session's evicted tool
+//! outputs, and the working-memory schemas (the agent's, and a
+//! session's own, which a fork copies and a delete removes). The engine's
+//! [`crate::memory::notebook::Notebook`] and
 //! [`crate::memory::facts::FactStore`] work over it
 //! (`Notebook::on`, `FactStore::on`): on files they keep using their file
 //! code, caches and format; elsewhere their edits (append, replace,
 //! merge, supersede, delete) run the same decisions over the backend.
-//! [`copy::copy_memory`] and [`copy::copy_evicted`] copy them between
-//! backends, again without duplicates after an interruption.
+//! [`copy::copy_memory`], [`copy::copy_evicted`] and
+//! [`copy::copy_session_schema`] copy them between backends, again
+//! without duplicates after an interruption.
 //!
 //! A session on a backend takes that backend's memory
 //! ([`Storage::memory`]): its compaction's episode and facts go with the
 //! commit ([`CommitMemory`]), ending it appends an episode, the write-time
 //! guard's evictions are kept there, and its contexts get the agent's
-//! MEMORY.md, facts and latest summaries read through it.
+//! MEMORY.md, facts and latest summaries read through it, and recall of
+//! the agent's other sessions read through the backend's history index
+//! ([`Storage::search_index`]), as a session on files recalls from its
+//! own.
 //!
-//! # Not yet behind the seam
+//! # Working memory on the seam
 //!
-//! Working memory's cached state and schema still live in files under
-//! the data directory: a session on another backend refuses working
-//! memory with [`crate::Error::NotOnBackend`], never a silent fallback
-//! to files. The history index and its vectors are behind the seam
-//! ([`search`]): search and recall read the backend's index, and on
-//! another backend a session's contexts recall from the history there.
+//! A session's working memory is its log's working-memory events: each
+//! update is checked against the current state and the schema, numbered,
+//! and appended like any event, so its compare-and-swap
+//! ([`crate::Error::WorkingMemoryConflict`] on a stale version) and its
+//! history are the same on every backend. Opened on a backend, a session
+//! replays its state from the log (from the archive too when its
+//! snapshot names a state a compaction moved there); on files it keeps
+//! the materialized `working_memory.json` beside its log, as before. The
+//! schemas are the memory side's ([`memory::SchemaOf`]).
+//!
+//! # Not behind the seam
+//!
+//! Nothing a command or the service uses: every feature runs on every
+//! backend, and one that could not would be refused with
+//! [`crate::Error::NotOnBackend`], never a silent fallback to files. The
+//! history index and its vectors are behind the seam ([`search`]).
 //!
 //! # How a backend is chosen
 //!

@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use serde_json::Value;
+
 use super::Store;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::id::{AgentId, SessionId};
@@ -13,8 +15,9 @@ use crate::files::records::EpisodicItem;
 use crate::memory::facts::{Fact, FactStore};
 use crate::memory::notebook::MemoryVersion;
 use crate::redact::RedactionPolicy;
-use crate::storage::memory::{MemoryStorage, Swapped};
+use crate::storage::memory::{MemoryStorage, SchemaOf, Swapped};
 use crate::storage::Backend;
+use crate::working::schema::{read_schema_file, schema_path, store_schema_json};
 
 /// The files backend's agent memory: `agents/<agent>/` of a data directory.
 #[derive(Debug, Clone)]
@@ -44,10 +47,19 @@ impl FilesMemory {
     }
 
     fn evicted_dir(&self, agent: &AgentId, id: &SessionId) -> PathBuf {
-        self.agent_dir(agent)
-            .join("sessions")
-            .join(id.as_str())
-            .join("evicted")
+        self.session_dir(agent, id).join("evicted")
+    }
+
+    fn session_dir(&self, agent: &AgentId, id: &SessionId) -> PathBuf {
+        self.agent_dir(agent).join("sessions").join(id.as_str())
+    }
+
+    /// The folder the schema `of` the agent or a session is kept in.
+    fn schema_dir(&self, agent: &AgentId, of: SchemaOf<'_>) -> PathBuf {
+        match of {
+            SchemaOf::Agent => self.agent_dir(agent),
+            SchemaOf::Session(id) => self.session_dir(agent, id),
+        }
     }
 }
 
@@ -135,5 +147,29 @@ impl MemoryStorage for FilesMemory {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    fn state_schema(&self, agent: &AgentId, of: SchemaOf<'_>) -> Result<Option<Value>> {
+        read_schema_file(&schema_path(&self.schema_dir(agent, of)), of.scope())
+    }
+
+    fn put_state_schema(
+        &self,
+        agent: &AgentId,
+        of: SchemaOf<'_>,
+        schema: Option<&Value>,
+    ) -> Result<()> {
+        let dir = self.schema_dir(agent, of);
+        if let SchemaOf::Session(id) = of {
+            // A session's schema lives in its folder: never make one for a
+            // session that is not there.
+            if !dir.is_dir() {
+                return Err(Error::SessionNotFound {
+                    agent: agent.to_string(),
+                    session: id.to_string(),
+                });
+            }
+        }
+        store_schema_json(&dir, schema)
     }
 }

@@ -186,7 +186,7 @@ impl Store {
     }
 
     /// What the configuration's `[redaction]` has redacted (secrets always).
-    fn redaction(&self) -> crate::redact::RedactionPolicy {
+    pub(crate) fn redaction(&self) -> crate::redact::RedactionPolicy {
         self.config.redaction.unwrap_or_default()
     }
 

@@ -10,12 +10,12 @@
 //! on a tool's mistake.
 //!
 //! ```
-//! use agentmem::tools::{self, ToolContext};
+//! use agentmem::tools::{self, ToolContext, ToolsOn};
 //! use agentmem::{Durability, Store};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path(), Durability::Batch).unwrap();
 //! let agent = Default::default();
-//! let context = ToolContext { store: &store, agent: &agent, session: None };
+//! let context = ToolContext { store: &store, agent: &agent, session: None, on: ToolsOn::StoreFiles };
 //! let args = serde_json::json!({"content": "- The user prefers tabs."});
 //! let answer = tools::run(&context, "write_memory", &args).unwrap();
 //! assert!(answer.contains("hash"));
@@ -26,32 +26,83 @@
 
 pub mod working;
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::base::arguments::parse;
 use crate::base::error::{Error, Result};
 use crate::base::id::{AgentId, SessionId};
-use crate::files::evicted::read_evicted;
+use crate::files::evicted::{page_of, read_evicted};
 use crate::files::records::{NewFact, Provenance, Trust};
-use crate::memory::facts::Added;
+use crate::memory::facts::{Added, FactStore};
+use crate::memory::notebook::Notebook;
 use crate::memory::recall::RecallRequest;
 use crate::pipeline::guard::{read_evicted_output_schema, DEFAULT_READ_LIMIT_LINES};
 use crate::render::ToolSchema;
 use crate::search::{parse_tool_arguments, render_hits, search_tool_schema};
+use crate::storage::Storage;
 use crate::store::Store;
 use crate::tokens::Encoding;
 
 /// Where a tool runs: the store, the agent, and the session asking (if any).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolContext<'a> {
-    /// The store the tool reads and writes.
+    /// The store the tool reads and writes (its settings, and its files on
+    /// the files backend).
     pub store: &'a Store,
     /// The agent whose memory it uses.
     pub agent: &'a AgentId,
     /// The session whose model called the tool: its evicted outputs are
     /// read, its own history is left out of recall, its facts cite it.
     pub session: Option<&'a SessionId>,
+    /// Where the agent's memory and history are kept.
+    pub on: ToolsOn<'a>,
+}
+
+/// Where the tools find the agent's memory and its sessions' history.
+#[derive(Debug, Clone, Copy)]
+pub enum ToolsOn<'a> {
+    /// The store's own files (the files backend).
+    StoreFiles,
+    /// A backend behind the storage seam: its sessions' history index, and
+    /// its memory ([`Storage::memory`]).
+    Seam(&'a Arc<dyn Storage>),
+}
+
+impl ToolContext<'_> {
+    /// The agent's MEMORY.md, where it is kept.
+    fn notebook(&self) -> Notebook {
+        match self.on {
+            ToolsOn::StoreFiles => self.store.notebook(self.agent),
+            ToolsOn::Seam(storage) => Notebook::on(
+                Arc::clone(storage).memory(),
+                self.agent,
+                self.store.redaction(),
+            ),
+        }
+    }
+
+    /// The agent's facts, where they are kept.
+    fn facts(&self) -> FactStore {
+        match self.on {
+            ToolsOn::StoreFiles => self.store.facts(self.agent),
+            ToolsOn::Seam(storage) => FactStore::on(
+                Arc::clone(storage).memory(),
+                self.agent,
+                self.store.redaction(),
+            ),
+        }
+    }
+
+    /// The sessions the history is read from.
+    fn storage(&self) -> Option<&dyn Storage> {
+        match self.on {
+            ToolsOn::StoreFiles => None,
+            ToolsOn::Seam(storage) => Some(&**storage),
+        }
+    }
 }
 
 /// The name under which the extractor of facts the model states is recorded.
@@ -97,6 +148,7 @@ pub fn session_schemas() -> Vec<ToolSchema> {
 pub fn run_in_session(
     store: &Store,
     agent: &AgentId,
+    on: ToolsOn<'_>,
     session: &mut crate::session::Session,
     name: &str,
     arguments: &Value,
@@ -108,6 +160,7 @@ pub fn run_in_session(
         store,
         agent,
         session: Some(session.id()),
+        on,
     };
     run(&context, name, arguments)
 }
@@ -180,7 +233,12 @@ pub fn run(context: &ToolContext<'_>, name: &str, arguments: &Value) -> Option<S
         "write_memory" => parse(name, arguments).and_then(|args| write_memory(context, args)),
         "update_memory" => parse(name, arguments).and_then(|args| update_memory(context, args)),
         "search_conversation_history" => parse_tool_arguments(arguments)
-            .and_then(|(query, filter)| context.store.search(context.agent, &query, &filter))
+            .and_then(|(query, filter)| match context.storage() {
+                None => context.store.search(context.agent, &query, &filter),
+                Some(storage) => context
+                    .store
+                    .search_on(storage, context.agent, &query, &filter),
+            })
             .map(|hits| render_hits(&hits)),
         "recall" => parse(name, arguments).and_then(|args| recall(context, args)),
         "remember_fact" => parse(name, arguments).and_then(|args| remember_fact(context, args)),
@@ -201,15 +259,14 @@ fn non_empty<'a>(text: &'a str, key: &str, tool: &str) -> Result<&'a str> {
 }
 
 fn read_memory(context: &ToolContext<'_>) -> Result<String> {
-    let version = context.store.notebook(context.agent).read()?;
+    let version = context.notebook().read()?;
     Ok(format!("hash: {}\n\n{}", version.hash, version.content))
 }
 
 fn write_memory(context: &ToolContext<'_>, args: WriteMemoryArgs) -> Result<String> {
     let content = non_empty(&args.content, "content", "write_memory")?;
     let version = context
-        .store
-        .notebook(context.agent)
+        .notebook()
         .append(content, args.expected_hash.as_deref())?;
     Ok(format!(
         "Appended. MEMORY.md is now at hash {}.",
@@ -219,11 +276,9 @@ fn write_memory(context: &ToolContext<'_>, args: WriteMemoryArgs) -> Result<Stri
 
 fn update_memory(context: &ToolContext<'_>, args: UpdateMemoryArgs) -> Result<String> {
     let old = non_empty(&args.old_text, "old_text", "update_memory")?;
-    let version = context.store.notebook(context.agent).update(
-        old,
-        &args.new_text,
-        args.expected_hash.as_deref(),
-    )?;
+    let version = context
+        .notebook()
+        .update(old, &args.new_text, args.expected_hash.as_deref())?;
     Ok(format!(
         "Replaced. MEMORY.md is now at hash {}.",
         version.hash
@@ -236,10 +291,13 @@ fn recall(context: &ToolContext<'_>, args: RecallArgs) -> Result<String> {
         .unwrap_or(crate::memory::project::DEFAULT_CROSS_SESSION_TOKENS);
     let mut request = RecallRequest::new(non_empty(&args.query, "query", "recall")?, budget);
     request.exclude_session = context.session.map(|s| s.to_string());
-    let recalled =
-        context
+    let tokenizer = Encoding::default().tokenizer();
+    let recalled = match context.storage() {
+        None => context.store.recall(context.agent, &request, tokenizer)?,
+        Some(storage) => context
             .store
-            .recall(context.agent, &request, Encoding::default().tokenizer())?;
+            .recall_on(storage, context.agent, &request, tokenizer)?,
+    };
     Ok(if recalled.items.is_empty() {
         "Nothing recalled for that.".to_owned()
     } else {
@@ -248,7 +306,7 @@ fn recall(context: &ToolContext<'_>, args: RecallArgs) -> Result<String> {
 }
 
 fn remember_fact(context: &ToolContext<'_>, args: RememberFactArgs) -> Result<String> {
-    let added = context.store.facts(context.agent).add(NewFact {
+    let added = context.facts().add(NewFact {
         fact: non_empty(&args.fact, "fact", "remember_fact")?.to_owned(),
         tags: args.tags,
         confidence: 0.8,
@@ -276,13 +334,24 @@ fn evicted(context: &ToolContext<'_>, args: ReadEvictedArgs) -> Result<String> {
             })
         }
     };
-    let paths = context.store.session_paths(context.agent, &session);
-    let page = read_evicted(
-        &paths.evicted(),
-        non_empty(&args.call_id, "call_id", "read_evicted_output")?,
+    let call_id = non_empty(&args.call_id, "call_id", "read_evicted_output")?;
+    let (offset, limit) = (
         args.offset.unwrap_or(0),
         args.limit.unwrap_or(DEFAULT_READ_LIMIT_LINES),
-    )?;
+    );
+    let page = match context.on {
+        ToolsOn::StoreFiles => {
+            let paths = context.store.session_paths(context.agent, &session);
+            read_evicted(&paths.evicted(), call_id, offset, limit)?
+        }
+        ToolsOn::Seam(storage) => {
+            let text =
+                Arc::clone(storage)
+                    .memory()
+                    .read_evicted(context.agent, &session, call_id)?;
+            page_of(&text, offset, limit)
+        }
+    };
     Ok(format!(
         "{}\n(lines {}–{} of {}{})",
         page.text.trim_end(),

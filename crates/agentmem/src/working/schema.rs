@@ -2,7 +2,8 @@
 //! set for an agent (all its sessions) or for one session (which then wins).
 //!
 //! A schema is checked as a schema when it is set, and kept as
-//! `working_memory.schema.json` in the agent's or the session's folder.
+//! `working_memory.schema.json` in the agent's or the session's folder
+//! (on another backend, where its [`MemoryStorage`] keeps it).
 //! Drafts 2020-12 (the default when `$schema` is absent), 2019-09, 7, 6 and
 //! 4 are understood. References reach only inside the schema itself: a
 //! schema that would load another document is refused, so validation never
@@ -14,6 +15,8 @@ use serde_json::Value;
 
 use crate::base::error::{Error, IoContext, Result, SchemaScope};
 use crate::base::fs::write_atomic;
+use crate::base::id::{AgentId, SessionId};
+use crate::storage::memory::{MemoryStorage, SchemaOf};
 
 /// The schema's file name, in an agent's or a session's folder.
 pub(crate) const SCHEMA_FILE: &str = "working_memory.schema.json";
@@ -123,6 +126,21 @@ impl StateSchema {
         }
         Ok(None)
     }
+
+    /// The schema that applies to session `id` of `agent` whose memory
+    /// `memory` keeps: the session's own, else the agent's, else none.
+    pub fn load_from(
+        memory: &dyn MemoryStorage,
+        agent: &AgentId,
+        id: &SessionId,
+    ) -> Result<Option<StateSchema>> {
+        for of in [SchemaOf::Session(id), SchemaOf::Agent] {
+            if let Some(json) = memory.state_schema(agent, of)? {
+                return StateSchema::compile(json, of.scope()).map(Some);
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// The schema file in `dir` (an agent's or a session's folder).
@@ -133,10 +151,16 @@ pub(crate) fn schema_path(dir: &Path) -> PathBuf {
 /// Writes `schema` (already compiled, so known to be one) into `dir`, or
 /// removes the file there when `None`.
 pub(crate) fn store_schema(dir: &Path, schema: Option<&StateSchema>) -> Result<()> {
+    store_schema_json(dir, schema.map(StateSchema::json))
+}
+
+/// Writes the schema document `json` into `dir` as [`store_schema`] does,
+/// or removes the file there when `None`.
+pub(crate) fn store_schema_json(dir: &Path, json: Option<&Value>) -> Result<()> {
     let path = schema_path(dir);
-    match schema {
-        Some(schema) => {
-            let text = serde_json::to_vec_pretty(schema.json()).expect("a JSON value serializes");
+    match json {
+        Some(json) => {
+            let text = serde_json::to_vec_pretty(json).expect("a JSON value serializes");
             crate::base::fs::create_dir_all(dir).io("create", dir)?;
             write_atomic(&path, &text)
         }
@@ -148,7 +172,8 @@ pub(crate) fn store_schema(dir: &Path, schema: Option<&StateSchema>) -> Result<(
     }
 }
 
-fn read_schema_file(path: &Path, scope: SchemaScope) -> Result<Option<Value>> {
+/// The schema document in the file at `path`, if there is one.
+pub(crate) fn read_schema_file(path: &Path, scope: SchemaScope) -> Result<Option<Value>> {
     match std::fs::read(path) {
         Ok(bytes) => {
             serde_json::from_slice(&bytes)
