@@ -107,6 +107,8 @@ fn several_servers_share_one_database_under_load() {
             assert_eq!(report["events_logged"], report["events_sent"], "{report}");
             assert_eq!(report["events_lost"], 0, "{report}");
             assert_eq!(report["events_duplicated"], 0, "{report}");
+            assert_eq!(report["clients_out_of_order"], 0, "{report}");
+            assert_eq!(report["sessions_read"], report["sessions"], "{report}");
         }
     }
     // Each client starts on its own server's sessions; a shared session is

@@ -32,6 +32,7 @@
 
 mod memory;
 pub mod migrations;
+mod pool;
 mod search;
 mod storage;
 mod writer;

@@ -91,6 +91,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the history index: documents with a tsvector under GIN, BM25 statistics, vectors",
         sql: include_str!("migrations/search_index.sql"),
     },
+    Migration {
+        version: 5,
+        name: "the history index's term statistics: how many events hold each lexeme",
+        sql: include_str!("migrations/search_terms.sql"),
+    },
 ];
 
 /// The advisory lock key migrators take turns on.
