@@ -291,6 +291,9 @@ fn time_queries(
             &format!("{QUERIES} queries, {RECALL_BUDGET_TOKENS}-token budget"),
         ),
     ];
+    for row in &mut rows {
+        row["events"] = json!(events);
+    }
     if let Some(vectors) = vectors {
         rows.extend(bench_vectors(index, queries, events, vectors, prefix)?);
     }
