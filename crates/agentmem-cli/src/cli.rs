@@ -539,6 +539,15 @@ pub enum ExportFormat {
     OpenaiMessages,
 }
 
+/// Where `bench --history` times its history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryBackend {
+    /// A files store in the bench's scratch folder.
+    Files,
+    /// The PostgreSQL database of `AGENTMEM_DATABASE_URL`.
+    Postgres,
+}
+
 /// What the write-time guard does with tool outputs over its eviction threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LargeOutputs {
@@ -575,6 +584,15 @@ pub struct BenchArgs {
     /// its own, removed afterwards).
     #[arg(long, requires = "history")]
     pub on_postgres: bool,
+    /// With --history: where the history is timed (default files, and
+    /// postgres too with --on-postgres); `postgres` alone skips files.
+    #[arg(long = "history-on", requires = "history", num_args = 1..)]
+    pub history_on: Vec<HistoryBackend>,
+    /// With --history: time search and recall also once the history
+    /// loaded holds this many events (repeatable), not only at the end,
+    /// with the same queries each time.
+    #[arg(long = "measure-at", requires = "history", num_args = 1..)]
+    pub measure_at: Vec<usize>,
     /// With --history: also store a vector for every document and time
     /// recall with vectors (a stand-in embedder of hashed words, so the
     /// figures are the index's cost, not a model's).

@@ -107,6 +107,8 @@ fn several_servers_share_one_database_under_load() {
             assert_eq!(report["events_logged"], report["events_sent"], "{report}");
             assert_eq!(report["events_lost"], 0, "{report}");
             assert_eq!(report["events_duplicated"], 0, "{report}");
+            assert_eq!(report["clients_out_of_order"], 0, "{report}");
+            assert_eq!(report["sessions_read"], report["sessions"], "{report}");
         }
     }
     // Each client starts on its own server's sessions; a shared session is
@@ -154,4 +156,73 @@ fn the_files_backend_serves_from_one_process() {
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("measure 2 servers on postgres"), "{stderr}");
+}
+
+#[test]
+fn history_search_is_timed_at_each_checkpoint_on_both_backends() {
+    let Some(url) = agentmem_postgres::test_database("bench history") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = (0..2)
+        .map(|session| {
+            let path = dir.path().join(format!("{session}.jsonl"));
+            let lines: Vec<String> = (0..30)
+                .flat_map(|turn| {
+                    [
+                        serde_json::json!({"turn": turn, "trace_type": "user",
+                            "content": format!("session {session} turn {turn}: why does the parser reject tabs")}),
+                        serde_json::json!({"turn": turn, "trace_type": "assistant",
+                            "content": format!("the lexer in step {turn} drops tabs before parsing")}),
+                    ]
+                })
+                .map(|line| line.to_string())
+                .collect();
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            path.to_str().unwrap().to_owned()
+        })
+        .collect();
+    let mut args = vec!["--json", "bench", "--skip-storage", "--history"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--measure-at", "50", "--history-on", "files", "postgres"]);
+    let rows = rows(&agentmem(Some(url.expose()), "bench-history", &args));
+    for prefix in ["", "postgres: "] {
+        for bench in ["history search", "history recall"] {
+            let name = format!("{prefix}{bench}");
+            let timed: Vec<&Value> = rows.iter().filter(|r| r["bench"] == name).collect();
+            let events: Vec<&Value> = timed.iter().map(|r| &r["events"]).collect();
+            assert_eq!(
+                events,
+                [60, 120],
+                "{name}: timed after each checkpoint and at the end"
+            );
+            assert!(timed.iter().all(|r| r["p99_ms"].as_f64().unwrap() > 0.0));
+        }
+    }
+    let built: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["bench"] == "postgres: history append + index")
+        .collect();
+    assert_eq!(built.len(), 2);
+    assert!(built[1]["index_mb"].as_f64().unwrap() > 0.0, "{}", built[1]);
+    let searched = |name: &str| {
+        rows.iter()
+            .filter(|r| r["bench"] == name)
+            // "p99 …; 200 queries … over N events, H hits each"
+            .map(|r| {
+                r["detail"]
+                    .as_str()
+                    .unwrap()
+                    .split_once("; ")
+                    .unwrap()
+                    .1
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        searched("history search"),
+        searched("postgres: history search"),
+        "the same queries find as many hits on both backends"
+    );
 }

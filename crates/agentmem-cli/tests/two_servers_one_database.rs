@@ -10,7 +10,8 @@
 //! shared session is written through one server at a time: a client the
 //! other server refuses (`423 locked`) sends its batch to the holder.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,6 +64,12 @@ struct Counts {
     retried_after_loss: AtomicUsize,
     redirected_when_locked: AtomicUsize,
     duplicates_on_retry: AtomicUsize,
+    /// Set once server 0 is killed.
+    killed: AtomicBool,
+    /// Sessions server 0 wrote before it was killed (it held their locks).
+    held_by_killed: Mutex<BTreeSet<String>>,
+    /// Of those, the ones written again after the kill: their locks reclaimed.
+    reclaimed: Mutex<BTreeSet<String>>,
 }
 
 /// A client: sends its batches to `session`, first through server
@@ -105,6 +112,13 @@ fn client(
                         answer["appended"].as_u64().unwrap() as usize + duplicates,
                         BATCH_EVENTS
                     );
+                    if !counts.killed.load(Ordering::SeqCst) {
+                        if server == 0 {
+                            counts.held_by_killed.lock().unwrap().insert(session.into());
+                        }
+                    } else if counts.held_by_killed.lock().unwrap().contains(session) {
+                        counts.reclaimed.lock().unwrap().insert(session.into());
+                    }
                     break;
                 }
                 Sent::Locked => {
@@ -197,8 +211,10 @@ fn two_servers_share_one_database_through_a_kill_and_a_restart() {
         assert!(!clients[0].is_finished(), "client 0 stopped early");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // SIGKILL: the server's locks go with its connections.
     servers[0].child.kill().unwrap();
     servers[0].child.wait().unwrap();
+    counts.killed.store(true, Ordering::SeqCst);
     servers[0] = common::serve_on_database(dirs[0].path(), &url, &agent);
     bases.lock().unwrap()[0] = servers[0].base.clone();
     let acknowledged: Vec<(&str, Vec<String>)> = plan
@@ -207,8 +223,10 @@ fn two_servers_share_one_database_through_a_kill_and_a_restart() {
         .map(|(&(_, session, _), client)| (session, client.join().unwrap()))
         .collect();
 
+    let (mut read_back, mut in_order) = (0, 0);
     for session in ["own-0", "own-1", "shared"] {
         let ids = stored(&servers[1].base, session);
+        read_back += 1;
         let mut seen = std::collections::HashSet::new();
         assert!(
             ids.iter().all(|id| seen.insert(id)),
@@ -233,10 +251,21 @@ fn two_servers_share_one_database_through_a_kill_and_a_restart() {
                 mine.iter().collect::<Vec<_>>(),
                 "{session}: a client's events in the order it sent them"
             );
+            in_order += mine.len();
         }
     }
+    let held = counts.held_by_killed.lock().unwrap().clone();
+    let reclaimed = counts.reclaimed.lock().unwrap().clone();
+    assert!(
+        reclaimed.contains("own-0"),
+        "the killed server's own session is written again after the kill: {reclaimed:?}"
+    );
     eprintln!(
-        "two servers, one database: {} batches acknowledged, {} resent after the kill, {} sent to the other server when locked out, {} events found already stored on a resend",
+        "two servers, one database: {in_order} acknowledged events each stored once and in order; \
+         {read_back} of 3 sessions read back; {} of the {} sessions the SIGKILLed server held \
+         written again after the kill (locks reclaimed); {} batches acknowledged, {} resent after the kill, {} sent to the other server when locked out, {} events found already stored on a resend",
+        reclaimed.len(),
+        held.len(),
         counts.acknowledged.load(Ordering::Relaxed),
         counts.retried_after_loss.load(Ordering::Relaxed),
         counts.redirected_when_locked.load(Ordering::Relaxed),

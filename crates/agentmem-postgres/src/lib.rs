@@ -24,7 +24,9 @@
 //!   whose connection died cannot write any more: its appends fail.
 //! - **Search and recall**: each agent's history index is in the database
 //!   too ([`PgSearch`]): a `tsvector` of every event under a GIN index,
-//!   ranked by BM25 as the files index ranks, vectors compared by an exact scan.
+//!   each lexeme's document count in a table kept with it, ranked by BM25
+//!   as the files index ranks, vectors compared by an exact scan; searched
+//!   on connections a store keeps open between searches.
 //! - **Readers never block**: reads take no lock and see the last
 //!   committed state.
 //! - **The URL's password** is never logged or shown: errors name the
@@ -32,6 +34,7 @@
 
 mod memory;
 pub mod migrations;
+mod pool;
 mod search;
 mod storage;
 mod writer;

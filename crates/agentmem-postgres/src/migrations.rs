@@ -109,6 +109,11 @@ pub const MIGRATIONS: &[Migration] = &[
         );
     ",
     },
+    Migration {
+        version: 5,
+        name: "the history index's term statistics: how many events hold each lexeme",
+        sql: include_str!("migrations/search_terms.sql"),
+    },
 ];
 
 /// The advisory lock key migrators take turns on.

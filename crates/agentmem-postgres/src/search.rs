@@ -8,10 +8,17 @@
 //!   FTS5 tokenizer's ([`agentmem::search::lexemes`]): each lexeme with
 //!   one position per occurrence, so a lexeme's positions count its term
 //!   frequency (up to PostgreSQL's 256 positions a lexeme).
-//! - **Fed by catching up**: before it answers, the index adds each
-//!   session's events it lacks, in one transaction per session, numbering
-//!   them under a per-agent advisory lock; sessions deleted since leave it.
-//!   Two servers catching up at once take turns and add each event once.
+//! - **Fed by catching up**: when the index is opened, one query finds
+//!   the sessions whose logs hold events it lacks (a session's log is
+//!   numbered densely from 1, so its next number says how many it holds)
+//!   and the sessions deleted since; only the missing events are read and
+//!   added, in one transaction per session, numbered under a per-agent
+//!   advisory lock. Two servers catching up at once take turns and add
+//!   each event once. An index is opened on a connection kept open between
+//!   searches ([`crate::pool`]), not on a new one.
+//! - **Term statistics**: how many events hold each lexeme is kept in a
+//!   table updated in the same transactions as the documents, so a query's
+//!   document frequencies are one lookup, not a count over the documents.
 //! - **Ranking**: BM25 as FTS5 computes it, in SQL (`agentmem_bm25`), from
 //!   the document counts, lengths and term frequencies kept here; queries
 //!   look at the newest documents first and widen, and common terms only
@@ -21,7 +28,8 @@
 //!   signed byte a dimension) and compared by an exact scan.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentmem::memory::recall::Embedder;
 use agentmem::search::index::{
@@ -42,6 +50,8 @@ use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row};
 
 use crate::db_error;
+use crate::pool::Connections;
+use crate::storage::from_json;
 
 /// Documents inserted by one statement while catching up.
 const INSERT_BATCH: usize = 2_000;
@@ -54,10 +64,53 @@ const MAX_LEXEME_BYTES: usize = 2_046;
 const CANDIDATE_COLUMNS: &str =
     "d.kind, d.ref, d.session_id, d.turn, d.ord, d.role, d.ts, d.salience, d.speaker, d.text, d.doc";
 
+/// A document's BM25 as FTS5 computes it (see migration 3's
+/// `agentmem_bm25`): the query's lexemes `$3`, their idfs `$4`, the mean
+/// length `$5`. Written into the query rather than called: a SQL function
+/// reading from a set is not inlined, and the call cost twice the work.
+const BM25: &str = "(SELECT coalesce(sum(($4::float8[])[array_position($3::text[], u.lexeme)]
+         * (cardinality(u.positions) * (1.2::float8 + 1.0::float8))
+         / (cardinality(u.positions)
+            + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * length / $5::float8))), 0)
+     FROM unnest(ts_filter(setweight(lexemes, 'A', $3::text[]), '{a}')) AS u)";
+
 /// One agent's history index in a PostgreSQL database.
 pub struct PgSearch {
-    client: Mutex<Client>,
+    /// The connection it searches on, taken from `pool` and handed back
+    /// when the index is dropped (`None` only then).
+    client: Mutex<Option<Client>>,
+    pool: Arc<Connections>,
     agent: AgentId,
+}
+
+/// The index's connection, while one call uses it.
+struct Held<'a>(MutexGuard<'a, Option<Client>>);
+
+impl Deref for Held<'_> {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        self.0
+            .as_ref()
+            .expect("an index holds its connection until dropped")
+    }
+}
+
+impl DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.0
+            .as_mut()
+            .expect("an index holds its connection until dropped")
+    }
+}
+
+impl Drop for PgSearch {
+    fn drop(&mut self) {
+        let slot = self.client.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(client) = slot.take() {
+            self.pool.give_back(client);
+        }
+    }
 }
 
 impl std::fmt::Debug for PgSearch {
@@ -74,15 +127,15 @@ struct Term {
     /// The word, as the FTS5 expression quotes it.
     word: String,
     lexemes: Vec<String>,
-    /// How many events hold its one lexeme, once counted in full.
-    documents: Option<i64>,
 }
 
-/// How one query is asked: all its terms, and the terms that are not
-/// common (see `agentmem::search::index`'s plan).
+/// How one query is asked: all its terms, the terms that are not common
+/// (see `agentmem::search::index`'s plan), and how many events hold each
+/// of their lexemes.
 struct Plan {
     all: Vec<Term>,
     rare: Vec<Term>,
+    frequencies: HashMap<String, i64>,
 }
 
 /// One way of asking a query: what matches and how it scores.
@@ -107,17 +160,67 @@ enum Join {
 }
 
 impl PgSearch {
-    /// `agent`'s index, on `client` (a connection of its own).
-    pub(crate) fn new(client: Client, agent: AgentId) -> PgSearch {
-        PgSearch {
-            client: Mutex::new(client),
+    /// `agent`'s index, on a connection from `pool`, caught up with the
+    /// agent's sessions.
+    pub(crate) fn open(pool: &Arc<Connections>, agent: AgentId) -> Result<PgSearch> {
+        let index = PgSearch {
+            client: Mutex::new(Some(pool.take()?)),
+            pool: Arc::clone(pool),
             agent,
-        }
+        };
+        index.catch_up()?;
+        Ok(index)
     }
 
-    fn client(&self) -> MutexGuard<'_, Client> {
+    fn client(&self) -> Held<'_> {
         // A panic mid-query leaves nothing half-done on the connection.
-        self.client.lock().unwrap_or_else(|e| e.into_inner())
+        Held(self.client.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Adds the events the agent's sessions hold that the index lacks
+    /// (reading only those), and removes the sessions deleted since.
+    fn catch_up(&self) -> Result<()> {
+        let action = "catch the history index up with the sessions";
+        let mut client = self.client();
+        let lagging = client
+            .query(
+                "SELECT s.session_id, coalesce(i.events, 0)
+                 FROM agentmem_sessions s
+                 LEFT JOIN agentmem_search_sessions i
+                   ON i.agent_id = s.agent_id AND i.session_id = s.session_id
+                 WHERE s.agent_id = $1 AND s.next_seq - 1 > coalesce(i.events, 0)
+                 ORDER BY (s.meta::jsonb ->> 'created')::float8, s.session_id",
+                &[&self.agent()],
+            )
+            .map_err(|e| db_error(action, &e))?;
+        for row in &lagging {
+            let (session, have): (String, i64) = (row.get(0), row.get(1));
+            // Seqs number a session's full history from 1, archive first.
+            let events = client
+                .query(
+                    "SELECT line FROM agentmem_events
+                     WHERE agent_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq",
+                    &[&self.agent(), &session, &have],
+                )
+                .map_err(|e| db_error(action, &e))?
+                .iter()
+                .map(|row| from_json::<Event>("read an event", row.get(0)))
+                .collect::<Result<Vec<_>>>()?;
+            add_events(&mut client, &self.agent, &session, have as u64, &events)?;
+        }
+        let gone = client
+            .query(
+                "SELECT i.session_id FROM agentmem_search_sessions i
+                 WHERE i.agent_id = $1 AND NOT EXISTS (
+                     SELECT 1 FROM agentmem_sessions s
+                     WHERE s.agent_id = i.agent_id AND s.session_id = i.session_id)",
+                &[&self.agent()],
+            )
+            .map_err(|e| db_error(action, &e))?;
+        for row in &gone {
+            remove_session(&mut client, &self.agent, row.get(0))?;
+        }
+        Ok(())
     }
 
     fn agent(&self) -> &str {
@@ -143,32 +246,53 @@ impl PgSearch {
                 .into_iter()
                 .map(|l| cut_lexeme(&l))
                 .collect();
-            all.push(Term {
-                word,
-                lexemes,
-                documents: None,
-            });
+            all.push(Term { word, lexemes });
         }
+        let frequencies = self.frequencies(client, &all)?;
         let docs = self.newest_doc(client)?;
         let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
         let mut rare = Vec::new();
-        for term in &mut all {
+        for term in &all {
             if docs <= cap {
                 rare.push(term.clone());
                 continue;
             }
-            let count = self.documents_with(client, term, Some(cap))?;
+            let count = match term.lexemes.as_slice() {
+                [one] => frequencies.get(one).copied().unwrap_or(0),
+                _ => self.documents_with(client, term, cap)?,
+            };
             if count < cap {
-                // Counted in full: the idf needs no second count.
-                term.documents = (term.lexemes.len() == 1).then_some(count);
                 rare.push(term.clone());
             }
         }
-        Ok(Plan { all, rare })
+        Ok(Plan {
+            all,
+            rare,
+            frequencies,
+        })
     }
 
-    /// How many events hold `term` (counting up to `cap` only, if given).
-    fn documents_with(&self, client: &mut Client, term: &Term, cap: Option<i64>) -> Result<i64> {
+    /// How many events hold each lexeme of `terms`, from the term statistics.
+    fn frequencies(&self, client: &mut Client, terms: &[Term]) -> Result<HashMap<String, i64>> {
+        let lexemes: Vec<&str> = terms
+            .iter()
+            .flat_map(|t| t.lexemes.iter().map(String::as_str))
+            .collect();
+        if lexemes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = client
+            .query(
+                "SELECT lexeme, docs FROM agentmem_search_terms
+                 WHERE agent_id = $1 AND lexeme = ANY($2)",
+                &[&self.agent(), &lexemes],
+            )
+            .map_err(|e| db_error("read the history index's term statistics", &e))?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+
+    /// How many events hold every lexeme of `term`, counting up to `cap` only.
+    fn documents_with(&self, client: &mut Client, term: &Term, cap: i64) -> Result<i64> {
         let Some(tsquery) = tsquery(std::slice::from_ref(term), Join::All) else {
             return Ok(0);
         };
@@ -177,7 +301,7 @@ impl PgSearch {
                 "SELECT count(*) FROM (SELECT 1 FROM agentmem_search_docs
                    WHERE agent_id = $1 AND kind = 'event' AND lexemes @@ $2::text::tsquery
                    LIMIT $3) AS found",
-                &[&self.agent(), &tsquery, &cap.unwrap_or(i64::MAX)],
+                &[&self.agent(), &tsquery, &cap],
             )
             .map(|row| row.get(0))
             .map_err(|e| db_error("count the events holding a word", &e))
@@ -185,7 +309,13 @@ impl PgSearch {
 
     /// How `terms` are asked, joined by `join`, with the statistics BM25
     /// needs: `None` when they hold no word.
-    fn asked(&self, client: &mut Client, terms: &[Term], join: Join) -> Result<Option<Asked>> {
+    fn asked(
+        &self,
+        client: &mut Client,
+        terms: &[Term],
+        frequencies: &HashMap<String, i64>,
+        join: Join,
+    ) -> Result<Option<Asked>> {
         let Some(tsquery) = tsquery(terms, join) else {
             return Ok(None);
         };
@@ -207,15 +337,7 @@ impl PgSearch {
         let mut idfs = Vec::new();
         for term in terms {
             for lexeme in &term.lexemes {
-                let single = Term {
-                    word: term.word.clone(),
-                    lexemes: vec![lexeme.clone()],
-                    documents: None,
-                };
-                let hits = match term.documents {
-                    Some(known) => known,
-                    None => self.documents_with(client, &single, None)?,
-                } as f64;
+                let hits = frequencies.get(lexeme).copied().unwrap_or(0) as f64;
                 let idf = ((rows - hits + 0.5) / (hits + 0.5)).ln();
                 lexemes.push(lexeme.clone());
                 idfs.push(if idf <= 0.0 { 1e-6 } else { idf });
@@ -265,7 +387,7 @@ impl PgSearch {
             .query(
                 &format!(
                     "WITH top AS (
-                         SELECT doc, agentmem_bm25(lexemes, length, $3, $4, $5) AS score
+                         SELECT doc, {BM25} AS score
                          FROM agentmem_search_docs
                          WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
                            AND kind = 'event' AND ($7::text IS NULL OR session_id <> $7)
@@ -303,8 +425,9 @@ impl PgSearch {
         let role = filter.role.map(SearchRole::as_str);
         let rows = client
             .query(
-                "WITH top AS (
-                     SELECT doc, agentmem_bm25(lexemes, length, $3, $4, $5) AS score
+                &format!(
+                    "WITH top AS (
+                     SELECT doc, {BM25} AS score
                      FROM agentmem_search_docs
                      WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
                        AND kind = 'event'
@@ -315,7 +438,8 @@ impl PgSearch {
                      ORDER BY score DESC, doc LIMIT $11)
                  SELECT d.doc, d.session_id, d.ref, d.turn, d.ord, d.role, d.ts, top.score, d.text
                  FROM top JOIN agentmem_search_docs d ON d.agent_id = $1 AND d.doc = top.doc
-                 ORDER BY top.score DESC, top.doc",
+                 ORDER BY top.score DESC, top.doc"
+                ),
                 &[
                     &self.agent(),
                     &asked.tsquery,
@@ -451,17 +575,7 @@ impl SearchIndex for PgSearch {
 
     fn remove_session(&mut self, session: &str) -> Result<()> {
         let agent = self.agent.clone();
-        let mut client = self.client();
-        let action = "remove a deleted session from the history index";
-        let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
-        for statement in [
-            "DELETE FROM agentmem_search_docs WHERE agent_id = $1 AND session_id = $2 AND kind = 'event'",
-            "DELETE FROM agentmem_search_sessions WHERE agent_id = $1 AND session_id = $2",
-        ] {
-            tx.execute(statement, &[&agent.as_str(), &session])
-                .map_err(|e| db_error(action, &e))?;
-        }
-        tx.commit().map_err(|e| db_error(action, &e))
+        remove_session(&mut self.client(), &agent, session)
     }
 
     fn search(&self, text: &str, filter: &SearchFilter) -> Result<Vec<SearchHit>> {
@@ -474,7 +588,7 @@ impl SearchIndex for PgSearch {
             if ranked.len() >= filter.limit {
                 break;
             }
-            let Some(asked) = self.asked(client, terms, join)? else {
+            let Some(asked) = self.asked(client, terms, &plan.frequencies, join)? else {
                 continue;
             };
             let found = self.newest_first(client, filter.limit, |client, lowest| {
@@ -526,7 +640,7 @@ impl SearchIndex for PgSearch {
             false => (&plan.rare, Join::Any),
             true => (&plan.all, Join::All),
         };
-        let Some(asked) = self.asked(client, terms, join)? else {
+        let Some(asked) = self.asked(client, terms, &plan.frequencies, join)? else {
             return Ok(Vec::new());
         };
         self.newest_first(client, limit, |client, lowest| {
@@ -678,11 +792,7 @@ fn add_events(
     let action = "add events to the history index";
     let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
     // Numbering takes turns per agent: documents are numbered in the order indexed.
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-        &[&format!("agentmem search {}", agent.as_str())],
-    )
-    .map_err(|e| db_error(action, &e))?;
+    take_turns(&mut tx, agent, action)?;
     let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
     let present: std::collections::HashSet<String> = tx
         .query(
@@ -709,6 +819,7 @@ fn add_events(
         .map_err(|e| db_error(action, &e))?
         .get(0);
     let mut tokens: i64 = 0;
+    let mut holding: HashMap<String, i64> = HashMap::new();
     let mut speakers = std::collections::BTreeSet::new();
     for chunk in fresh.chunks(INSERT_BATCH) {
         let rows: Vec<Document> = chunk
@@ -721,6 +832,11 @@ fn add_events(
             .collect();
         let words = lexemes_of(&texts)?;
         tokens += words.iter().map(|w| i64::from(w.length)).sum::<i64>();
+        for merged in words.iter().map(merged_lexemes) {
+            for (lexeme, _) in merged {
+                *holding.entry(lexeme).or_default() += 1;
+            }
+        }
         speakers.extend(
             rows.iter()
                 .filter(|d| !d.speaker.is_empty())
@@ -745,8 +861,55 @@ fn add_events(
         &[&agent.as_str(), &speakers],
     )
     .map_err(|e| db_error(action, &e))?;
+    let mut holding: Vec<(String, i64)> = holding.into_iter().collect();
+    holding.sort_unstable();
+    let (lexemes, counts): (Vec<String>, Vec<i64>) = holding.into_iter().unzip();
+    tx.execute(
+        "INSERT INTO agentmem_search_terms (agent_id, lexeme, docs)
+         SELECT $1, lexeme, docs FROM unnest($2::text[], $3::bigint[]) AS t(lexeme, docs)
+         ON CONFLICT (agent_id, lexeme) DO UPDATE
+         SET docs = agentmem_search_terms.docs + excluded.docs",
+        &[&agent.as_str(), &lexemes, &counts],
+    )
+    .map_err(|e| db_error(action, &e))?;
     tx.commit().map_err(|e| db_error(action, &e))?;
     Ok(fresh.len())
+}
+
+/// Waits for the agent's index to be free of other writers of it (until
+/// the transaction ends): documents are numbered, and term statistics
+/// counted, one transaction at a time.
+fn take_turns(tx: &mut postgres::Transaction<'_>, agent: &AgentId, action: &str) -> Result<()> {
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        &[&format!("agentmem search {}", agent.as_str())],
+    )
+    .map(|_| ())
+    .map_err(|e| db_error(action, &e))
+}
+
+/// Removes `session`'s events from `agent`'s index, and them from its term statistics.
+fn remove_session(client: &mut Client, agent: &AgentId, session: &str) -> Result<()> {
+    let action = "remove a deleted session from the history index";
+    let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+    take_turns(&mut tx, agent, action)?;
+    for statement in [
+        "WITH gone AS (
+             DELETE FROM agentmem_search_docs
+             WHERE agent_id = $1 AND session_id = $2 AND kind = 'event'
+             RETURNING lexemes),
+         held AS (
+             SELECT u.lexeme, count(*) AS docs FROM gone, unnest(gone.lexemes) AS u
+             GROUP BY u.lexeme)
+         UPDATE agentmem_search_terms t SET docs = t.docs - held.docs
+         FROM held WHERE t.agent_id = $1 AND t.lexeme = held.lexeme",
+        "DELETE FROM agentmem_search_terms WHERE agent_id = $1 AND docs <= 0 AND $2::text IS NOT NULL",
+        "DELETE FROM agentmem_search_sessions WHERE agent_id = $1 AND session_id = $2",
+    ] {
+        tx.execute(statement, &[&agent.as_str(), &session])
+            .map_err(|e| db_error(action, &e))?;
+    }
+    tx.commit().map_err(|e| db_error(action, &e))
 }
 
 /// An event as the index keeps it.
@@ -824,9 +987,16 @@ fn insert_documents(
     Ok(())
 }
 
-/// A document's words as a `tsvector` literal: each lexeme with one
-/// position per occurrence (at most [`MAX_POSITIONS`]).
-fn tsvector(words: &Lexemes) -> String {
+/// A document's distinct lexemes as a `tsvector` keeps them (cut to what
+/// it holds, the counts of those cut alike added up), with their counts.
+fn merged_lexemes(words: &Lexemes) -> Vec<(String, u32)> {
+    if words
+        .counts
+        .iter()
+        .all(|(l, _)| l.len() <= MAX_LEXEME_BYTES)
+    {
+        return words.counts.clone();
+    }
     let mut merged: Vec<(String, u32)> = Vec::with_capacity(words.counts.len());
     for (lexeme, count) in &words.counts {
         let lexeme = cut_lexeme(lexeme);
@@ -835,8 +1005,14 @@ fn tsvector(words: &Lexemes) -> String {
             None => merged.push((lexeme, *count)),
         }
     }
+    merged
+}
+
+/// A document's words as a `tsvector` literal: each lexeme with one
+/// position per occurrence (at most [`MAX_POSITIONS`]).
+fn tsvector(words: &Lexemes) -> String {
     let mut out = String::new();
-    for (lexeme, count) in merged {
+    for (lexeme, count) in merged_lexemes(words) {
         if !out.is_empty() {
             out.push(' ');
         }
@@ -917,17 +1093,14 @@ mod tests {
             Term {
                 word: "a".into(),
                 lexemes: vec!["a".into()],
-                documents: None,
             },
             Term {
                 word: "…".into(),
                 lexemes: vec![],
-                documents: None,
             },
             Term {
                 word: "b\\c".into(),
                 lexemes: vec!["b".into(), "c\\".into()],
-                documents: None,
             },
         ];
         assert_eq!(

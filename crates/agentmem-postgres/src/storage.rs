@@ -8,11 +8,12 @@ use agentmem::files::jsonl::encode_lines;
 use agentmem::files::meta::SessionMeta;
 use agentmem::files::snapshot::Snapshot;
 use agentmem::redact::RedactionPolicy;
-use agentmem::storage::search::{catch_up, SearchIndex};
+use agentmem::storage::search::SearchIndex;
 use agentmem::storage::{Backend, EventCount, EventRange, SessionWriter, Storage};
 use agentmem::{AgentId, Durability, Error, Event, Result, SessionId};
 use postgres::{Client, GenericClient, NoTls};
 
+use crate::pool::Connections;
 use crate::search::PgSearch;
 use crate::writer::PgWriter;
 use crate::{data_error, db_error, migrations};
@@ -29,6 +30,8 @@ pub struct PgStorage {
     /// Where changes of agents' facts run their transactions, connected
     /// the first time one does (see [`crate::memory`]).
     pub(crate) memory: Mutex<Option<Client>>,
+    /// Where history indexes search, kept open between searches.
+    search: std::sync::Arc<Connections>,
 }
 
 impl std::fmt::Debug for PgStorage {
@@ -59,6 +62,7 @@ impl PgStorage {
             .application_name(&holder_name());
         let mut reader = connect(&config, url)?;
         migrations::migrate(&mut reader)?;
+        let search = std::sync::Arc::new(Connections::new(config.clone(), url.clone()));
         Ok(PgStorage {
             config,
             url: url.clone(),
@@ -66,6 +70,7 @@ impl PgStorage {
             durability: Durability::default(),
             reader: Mutex::new(reader),
             memory: Mutex::new(None),
+            search,
         })
     }
 
@@ -81,6 +86,21 @@ impl PgStorage {
     pub fn with_durability(mut self, durability: Durability) -> PgStorage {
         self.durability = durability;
         self
+    }
+
+    /// Bytes the history index takes in the database (every agent's):
+    /// its tables, their indexes and their TOAST.
+    pub fn search_index_bytes(&self) -> Result<i64> {
+        self.reader()
+            .query_one(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind = 'r' AND n.nspname = current_schema()
+                   AND c.relname LIKE 'agentmem\\_search\\_%'",
+                &[],
+            )
+            .map(|row| row.get(0))
+            .map_err(|e| db_error("measure the history index", &e))
     }
 
     /// The database, its password masked.
@@ -198,9 +218,7 @@ impl Storage for PgStorage {
     }
 
     fn search_index(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
-        let mut index = PgSearch::new(connect(&self.config, &self.url)?, agent.clone());
-        catch_up(&mut index, self, agent)?;
-        Ok(Box::new(index))
+        Ok(Box::new(PgSearch::open(&self.search, agent.clone())?))
     }
 
     fn create_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {

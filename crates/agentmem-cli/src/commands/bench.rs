@@ -21,7 +21,7 @@ use agentmem::{AgentId, Config, Durability, Encoding, Event, Storage, Store};
 use agentmem_import as import;
 use serde_json::json;
 
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, HistoryBackend};
 use crate::output::{print_json, print_table};
 
 /// Events in one synthetic turn.
@@ -90,24 +90,32 @@ pub fn run(
             (None, true) => Some(super::bench_search::Vectors::StandIn),
             (None, false) => None,
         };
-        rows.extend(super::bench_search::run(
-            dir.path(),
-            &args.history,
-            vectors(),
-            &super::bench_search::HistoryOn::Files,
-        )?);
-        if args.on_postgres {
-            let url = std::env::var(agentmem::config::DATABASE_URL_ENV).map_err(|_| {
-                anyhow::anyhow!(
-                    "--on-postgres needs the database's URL in {}",
-                    agentmem::config::DATABASE_URL_ENV
-                )
-            })?;
+        let on: Vec<HistoryBackend> = match (args.history_on.is_empty(), args.on_postgres) {
+            (false, _) => args.history_on.clone(),
+            (true, false) => vec![HistoryBackend::Files],
+            (true, true) => vec![HistoryBackend::Files, HistoryBackend::Postgres],
+        };
+        for backend in on {
+            let on = match backend {
+                HistoryBackend::Files => super::bench_search::HistoryOn::Files,
+                HistoryBackend::Postgres => {
+                    let url = std::env::var(agentmem::config::DATABASE_URL_ENV).map_err(|_| {
+                        anyhow::anyhow!(
+                            "timing the history on postgres needs the database's URL in {}",
+                            agentmem::config::DATABASE_URL_ENV
+                        )
+                    })?;
+                    super::bench_search::HistoryOn::Postgres(agentmem::config::DatabaseUrl::new(
+                        url,
+                    ))
+                }
+            };
             rows.extend(super::bench_search::run(
                 dir.path(),
                 &args.history,
                 vectors(),
-                &super::bench_search::HistoryOn::Postgres(agentmem::config::DatabaseUrl::new(url)),
+                &on,
+                &args.measure_at,
             )?);
         }
     }

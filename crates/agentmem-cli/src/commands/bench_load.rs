@@ -57,6 +57,11 @@ pub(crate) struct PhaseReport {
     pub(crate) events_logged: usize,
     pub(crate) events_lost: usize,
     pub(crate) events_duplicated: usize,
+    /// Clients whose acknowledged events the log does not hold in the
+    /// order they were sent.
+    pub(crate) clients_out_of_order: usize,
+    /// Sessions read back whole afterwards, of [`PhaseReport::sessions`].
+    pub(crate) sessions_read: usize,
 }
 
 /// Why the load test could not run.
@@ -124,15 +129,13 @@ fn phase(
             .collect()
     });
     let seconds = started.elapsed().as_secs_f64();
-    let mut sent: HashMap<&str, Vec<String>> = HashMap::new();
+    let mut sent: HashMap<&str, Vec<&[String]>> = HashMap::new();
     for (outcome, session) in outcomes.iter().zip(sessions) {
-        sent.entry(session)
-            .or_default()
-            .extend(outcome.event_ids.iter().cloned());
+        sent.entry(session).or_default().push(&outcome.event_ids);
     }
     let mut audit = Audit::default();
-    for (session, ids) in &sent {
-        audit.compare(ids, &client.logged_ids(session)?);
+    for (session, by_client) in &sent {
+        audit.compare(by_client, &client.logged_ids(session)?);
     }
     let appends: Vec<f64> = outcomes
         .iter()
@@ -162,6 +165,8 @@ fn phase(
         events_logged: audit.logged,
         events_lost: audit.lost,
         events_duplicated: audit.duplicated,
+        clients_out_of_order: audit.out_of_order,
+        sessions_read: audit.sessions,
     })
 }
 
@@ -237,21 +242,36 @@ struct Audit {
     logged: usize,
     lost: usize,
     duplicated: usize,
+    out_of_order: usize,
+    sessions: usize,
 }
 
 impl Audit {
-    fn compare(&mut self, sent: &[String], logged: &[String]) {
+    /// One session's log against what each of its clients sent, in order.
+    fn compare(&mut self, by_client: &[&[String]], logged: &[String]) {
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for id in logged {
             *counts.entry(id).or_default() += 1;
         }
-        self.sent += sent.len();
+        self.sessions += 1;
         self.logged += logged.len();
-        self.lost += sent
-            .iter()
-            .filter(|id| !counts.contains_key(id.as_str()))
-            .count();
         self.duplicated += counts.values().map(|n| n.saturating_sub(1)).sum::<usize>();
+        for sent in by_client {
+            self.sent += sent.len();
+            self.lost += sent
+                .iter()
+                .filter(|id| !counts.contains_key(id.as_str()))
+                .count();
+            let mine: std::collections::HashSet<&str> = sent.iter().map(String::as_str).collect();
+            let order: Vec<&str> = logged
+                .iter()
+                .map(String::as_str)
+                .filter(|id| mine.contains(id))
+                .collect();
+            if !order.iter().copied().eq(sent.iter().map(String::as_str)) {
+                self.out_of_order += 1;
+            }
+        }
     }
 }
 
@@ -439,6 +459,8 @@ mod tests {
                 (0, 0),
                 "{report:?}"
             );
+            assert_eq!(report.clients_out_of_order, 0, "{report:?}");
+            assert_eq!(report.sessions_read, report.sessions, "{report:?}");
         }
         assert_eq!(
             reports[1].sessions, 1,

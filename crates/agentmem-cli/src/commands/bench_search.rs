@@ -32,33 +32,32 @@ pub enum HistoryOn {
     Postgres(agentmem::config::DatabaseUrl),
 }
 
-/// A history loaded for timing.
-struct Loaded {
-    events: usize,
-    user_messages: Vec<String>,
-    /// The row saying how fast it was stored and indexed.
-    row: serde_json::Value,
-}
-
 pub fn run(
     root: &Path,
     files: &[PathBuf],
     vectors: Option<Vectors>,
     on: &HistoryOn,
+    measure_at: &[usize],
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     match on {
         HistoryOn::Files => {
             let store = Store::open(root.join("history"), Durability::Os)?;
             let agent = AgentId::default();
-            let loaded = load_into_files(&store, &agent, files)?;
-            let index = store.history_index(&agent)?;
-            time_queries(&index, loaded, vectors, "")
+            let mut loader = FilesLoader {
+                store: &store,
+                agent: &agent,
+            };
+            measure(&mut loader, files, vectors, measure_at, "")
         }
         HistoryOn::Postgres(url) => {
             let storage = agentmem_postgres::PgStorage::connect(url, Default::default())?;
             let agent = AgentId::new(format!("bench-history-{}", agentmem::SessionId::generate()))?;
-            let timed = load_into_database(&storage, &agent, files)
-                .and_then(|(loaded, index)| time_queries(&*index, loaded, vectors, "postgres: "));
+            let mut loader = DatabaseLoader {
+                storage: &storage,
+                agent: &agent,
+                index_seconds: 0.0,
+            };
+            let timed = measure(&mut loader, files, vectors, measure_at, "postgres: ");
             for meta in storage.list_sessions(&agent)? {
                 storage.delete_session(&agent, &agentmem::SessionId::new(&meta.id)?)?;
             }
@@ -68,119 +67,166 @@ pub fn run(
     }
 }
 
-/// Each workload file as a session of a files store, ingested turn by turn
-/// (the log and the index fed as events arrive).
-fn load_into_files(store: &Store, agent: &AgentId, files: &[PathBuf]) -> anyhow::Result<Loaded> {
-    let mut events = 0usize;
-    let mut bytes = 0usize;
-    let mut user_messages = Vec::new();
-    let mut seconds = 0.0;
-    for file in files {
+/// Where a history is loaded and how its index is read.
+trait Loader {
+    /// Stores one workload file as a session, adding what it held to `totals`.
+    fn load(&mut self, file: &Path, totals: &mut Totals) -> anyhow::Result<()>;
+    /// The index caught up with what is loaded, and the row saying how
+    /// fast the history so far was stored and indexed.
+    fn index(&mut self, totals: &Totals, sessions: usize) -> anyhow::Result<Indexed<'_>>;
+}
+
+/// An index caught up with the history loaded, and the row saying how fast
+/// that history was stored and indexed.
+type Indexed<'a> = (Box<dyn SearchIndex + 'a>, serde_json::Value);
+
+/// What has been loaded so far.
+#[derive(Default)]
+struct Totals {
+    events: usize,
+    bytes: usize,
+    /// Seconds spent storing (and, on files, indexing as events arrive).
+    seconds: f64,
+    user_messages: Vec<String>,
+}
+
+impl Totals {
+    fn add(&mut self, turn: &[agentmem::Event]) {
+        self.events += turn.len();
+        self.bytes += turn.iter().map(|e| e.content.len()).sum::<usize>();
+        self.user_messages.extend(user_texts(turn));
+    }
+}
+
+/// Loads `files` one session each, and times searches and recalls once
+/// each of `measure_at`'s event counts is reached, and at the end; every
+/// time with the same queries (from the history loaded when first timed).
+fn measure(
+    loader: &mut dyn Loader,
+    files: &[PathBuf],
+    mut vectors: Option<Vectors>,
+    measure_at: &[usize],
+    prefix: &str,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let mut totals = Totals::default();
+    let mut rows = Vec::new();
+    let mut queries: Option<Vec<String>> = None;
+    let mut pending: Vec<usize> = measure_at.to_vec();
+    pending.sort_unstable();
+    for (i, file) in files.iter().enumerate() {
+        loader.load(file, &mut totals)?;
+        let last = i + 1 == files.len();
+        let reached = pending.first().is_some_and(|&at| totals.events >= at);
+        if !reached && !last {
+            continue;
+        }
+        pending.retain(|&at| totals.events < at);
+        let (index, row) = loader.index(&totals, i + 1)?;
+        rows.push(row);
+        let asked = queries.get_or_insert_with(|| queries_from(&totals.user_messages));
+        let with = if last { vectors.take() } else { None };
+        rows.extend(time_queries(&*index, asked, totals.events, with, prefix)?);
+    }
+    Ok(rows)
+}
+
+/// A files store: each session ingested turn by turn, the log and the
+/// SQLite index fed as events arrive.
+struct FilesLoader<'a> {
+    store: &'a Store,
+    agent: &'a AgentId,
+}
+
+impl Loader for FilesLoader<'_> {
+    fn load(&mut self, file: &Path, totals: &mut Totals) -> anyhow::Result<()> {
         let turns = super::bench_workload::read_turns(file)?;
         let started = Instant::now();
-        let mut session = store.create_session(agent, None)?;
+        let mut session = self.store.create_session(self.agent, None)?;
         for turn in turns {
-            events += turn.len();
-            bytes += turn.iter().map(|e| e.content.len()).sum::<usize>();
-            user_messages.extend(user_texts(&turn));
+            totals.add(&turn);
             session.ingest(turn)?;
         }
         session.flush_index();
         session.close()?;
-        seconds += started.elapsed().as_secs_f64();
+        totals.seconds += started.elapsed().as_secs_f64();
+        Ok(())
     }
-    let index_file = store
-        .agent_dir(agent)
-        .join(agentmem::search::index::INDEX_FILE);
-    let index_mb = std::fs::metadata(&index_file).map_or(0, |m| m.len()) as f64 / 1e6;
-    let row = json!({
-        "bench": "history ingest + index",
-        "figure": format!("{:.0} events/s", events as f64 / seconds),
-        "detail": format!("{events} events in {} sessions, {:.0} MB of content ({:.1} MB/s), index {index_mb:.0} MB, {seconds:.1} s",
-            files.len(), bytes as f64 / 1e6, bytes as f64 / 1e6 / seconds),
-        "events": events,
-        "events_per_second": events as f64 / seconds,
-        "index_mb": index_mb,
-    });
-    Ok(Loaded {
-        events,
-        user_messages,
-        row,
-    })
+
+    fn index(&mut self, totals: &Totals, sessions: usize) -> anyhow::Result<Indexed<'_>> {
+        let index_file = self
+            .store
+            .agent_dir(self.agent)
+            .join(agentmem::search::index::INDEX_FILE);
+        let index_mb = std::fs::metadata(&index_file).map_or(0, |m| m.len()) as f64 / 1e6;
+        let (events, seconds, mb) = (totals.events, totals.seconds, totals.bytes as f64 / 1e6);
+        let row = json!({
+            "bench": "history ingest + index",
+            "figure": format!("{:.0} events/s", events as f64 / seconds),
+            "detail": format!("{events} events in {sessions} sessions, {mb:.0} MB of content ({:.1} MB/s), index {index_mb:.0} MB, {seconds:.1} s",
+                mb / seconds),
+            "events": events,
+            "events_per_second": events as f64 / seconds,
+            "index_mb": index_mb,
+        });
+        Ok((Box::new(self.store.history_index(self.agent)?), row))
+    }
 }
 
 /// Events appended to the database in one batch while loading a history.
 const DATABASE_BATCH_EVENTS: usize = 5_000;
 
-/// Each workload file as a session in the database, appended in batches
-/// of [`DATABASE_BATCH_EVENTS`], then the database's index caught up.
-fn load_into_database(
-    storage: &agentmem_postgres::PgStorage,
-    agent: &AgentId,
-    files: &[PathBuf],
-) -> anyhow::Result<(Loaded, Box<dyn SearchIndex>)> {
-    let mut events = 0usize;
-    let mut bytes = 0usize;
-    let mut user_messages = Vec::new();
-    let started = Instant::now();
-    for file in files {
+/// A PostgreSQL database: each session appended in batches of
+/// [`DATABASE_BATCH_EVENTS`], the database's index caught up when read.
+struct DatabaseLoader<'a> {
+    storage: &'a agentmem_postgres::PgStorage,
+    agent: &'a AgentId,
+    /// Seconds spent catching the index up so far.
+    index_seconds: f64,
+}
+
+impl Loader for DatabaseLoader<'_> {
+    fn load(&mut self, file: &Path, totals: &mut Totals) -> anyhow::Result<()> {
         let turns = super::bench_workload::read_turns(file)?;
-        let mut writer = storage.create_session(agent, &agentmem::SessionId::generate())?;
+        let started = Instant::now();
+        let mut writer = self
+            .storage
+            .create_session(self.agent, &agentmem::SessionId::generate())?;
         let mut batch = Vec::new();
         for turn in turns {
-            events += turn.len();
-            bytes += turn.iter().map(|e| e.content.len()).sum::<usize>();
-            user_messages.extend(user_texts(&turn));
+            totals.add(&turn);
             batch.extend(turn);
             if batch.len() >= DATABASE_BATCH_EVENTS {
                 writer.append(std::mem::take(&mut batch))?;
             }
         }
         writer.append(batch)?;
+        totals.seconds += started.elapsed().as_secs_f64();
+        Ok(())
     }
-    let stored = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let index = storage.search_index(agent)?;
-    let indexed = started.elapsed().as_secs_f64();
-    let row = json!({
-        "bench": "postgres: history append + index",
-        "figure": format!("{:.0} events/s", events as f64 / (stored + indexed)),
-        "detail": format!("{events} events in {} sessions, {:.0} MB of content; appended in batches of {DATABASE_BATCH_EVENTS} in {stored:.1} s, indexed in {indexed:.1} s",
-            files.len(), bytes as f64 / 1e6),
-        "events": events,
-        "append_seconds": stored,
-        "index_seconds": indexed,
-    });
-    Ok((
-        Loaded {
-            events,
-            user_messages,
-            row,
-        },
-        index,
-    ))
+
+    fn index(&mut self, totals: &Totals, sessions: usize) -> anyhow::Result<Indexed<'_>> {
+        let started = Instant::now();
+        let index = self.storage.search_index(self.agent)?;
+        self.index_seconds += started.elapsed().as_secs_f64();
+        let (events, stored, indexed) = (totals.events, totals.seconds, self.index_seconds);
+        let index_mb = self.storage.search_index_bytes()? as f64 / 1e6;
+        let row = json!({
+            "bench": "postgres: history append + index",
+            "figure": format!("{:.0} events/s", events as f64 / (stored + indexed)),
+            "detail": format!("{events} events in {sessions} sessions, {:.0} MB of content; appended in batches of {DATABASE_BATCH_EVENTS} in {stored:.1} s, indexed in {indexed:.1} s ({:.0} events/s), index tables {index_mb:.0} MB",
+                totals.bytes as f64 / 1e6, events as f64 / indexed),
+            "events": events,
+            "append_seconds": stored,
+            "index_seconds": indexed,
+            "index_mb": index_mb,
+        });
+        Ok((index, row))
+    }
 }
 
-fn user_texts(turn: &[agentmem::Event]) -> impl Iterator<Item = String> + '_ {
-    turn.iter()
-        .filter(|e| e.trace_type == TraceType::User)
-        .map(|e| e.content.clone())
-}
-
-/// Times [`QUERIES`] searches and recalls (and, with `vectors`, recalls
-/// with vectors) on `index`; row names start with `prefix`.
-fn time_queries(
-    index: &dyn SearchIndex,
-    loaded: Loaded,
-    vectors: Option<Vectors>,
-    prefix: &str,
-) -> anyhow::Result<Vec<serde_json::Value>> {
-    let Loaded {
-        events,
-        user_messages,
-        row,
-    } = loaded;
-    let queries: Vec<String> = (0..QUERIES)
+/// [`QUERIES`] queries of [`QUERY_WORDS`] words, from user messages spread over the history.
+fn queries_from(user_messages: &[String]) -> Vec<String> {
+    (0..QUERIES)
         .map(|i| {
             let message = &user_messages[i * user_messages.len() / QUERIES];
             terms(message)
@@ -190,17 +236,34 @@ fn time_queries(
                 .collect::<Vec<_>>()
                 .join(" ")
         })
-        .collect();
+        .collect()
+}
+
+fn user_texts(turn: &[agentmem::Event]) -> impl Iterator<Item = String> + '_ {
+    turn.iter()
+        .filter(|e| e.trace_type == TraceType::User)
+        .map(|e| e.content.clone())
+}
+
+/// Times `queries` as searches and recalls (and, with `vectors`, recalls
+/// with vectors) on `index`, which holds `events`; row names start with `prefix`.
+fn time_queries(
+    index: &dyn SearchIndex,
+    queries: &[String],
+    events: usize,
+    vectors: Option<Vectors>,
+    prefix: &str,
+) -> anyhow::Result<Vec<serde_json::Value>> {
     let mut search_ms = Vec::new();
     let mut hits = 0;
-    for query in &queries {
+    for query in queries {
         let started = Instant::now();
         hits += index.search(query, &SearchFilter::default())?.len();
         search_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     let tokenizer = Encoding::O200kBase.tokenizer();
     let mut recall_ms = Vec::new();
-    for query in &queries {
+    for query in queries {
         let started = Instant::now();
         let request = RecallRequest::new(query.as_str(), RECALL_BUDGET_TOKENS);
         agentmem::memory::recall::recall(
@@ -214,7 +277,6 @@ fn time_queries(
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     let mut rows = vec![
-        row,
         latency(
             &format!("{prefix}history search"),
             &search_ms,
@@ -229,8 +291,11 @@ fn time_queries(
             &format!("{QUERIES} queries, {RECALL_BUDGET_TOKENS}-token budget"),
         ),
     ];
+    for row in &mut rows {
+        row["events"] = json!(events);
+    }
     if let Some(vectors) = vectors {
-        rows.extend(bench_vectors(index, &queries, events, vectors, prefix)?);
+        rows.extend(bench_vectors(index, queries, events, vectors, prefix)?);
     }
     Ok(rows)
 }

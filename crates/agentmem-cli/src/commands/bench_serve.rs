@@ -77,8 +77,8 @@ pub(super) fn run(
                 "bench": format!("serve {} ({} server{})", r.phase, r.servers, if r.servers == 1 { "" } else { "s" }),
                 "figure": format!("{:.0} req/s, append p99 {:.1} ms, prepare p99 {:.1} ms", r.requests_per_second, r.append_p99_ms, r.prepare_p99_ms),
                 "detail": format!(
-                    "{} clients on {} session(s) through {} server(s), durability {durability}, {} requests in {:.2} s, {:.0} events/s; p50 append {:.2} ms, prepare {:.2} ms; {} errors, {} sent on because another server held the session; events sent {}, logged {}, lost {}, duplicated {}",
-                    r.clients, r.sessions, r.servers, r.requests, r.seconds, r.events_per_second, r.append_p50_ms, r.prepare_p50_ms, r.errors, r.redirects, r.events_sent, r.events_logged, r.events_lost, r.events_duplicated
+                    "{} clients on {} session(s) through {} server(s), durability {durability}, {} requests in {:.2} s, {:.0} events/s; p50 append {:.2} ms, prepare {:.2} ms; {} errors, {} sent on because another server held the session; events acknowledged {}, logged {}, lost {}, duplicated {}; clients whose events are out of order {}; sessions read back {} of {}",
+                    r.clients, r.sessions, r.servers, r.requests, r.seconds, r.events_per_second, r.append_p50_ms, r.prepare_p50_ms, r.errors, r.redirects, r.events_sent, r.events_logged, r.events_lost, r.events_duplicated, r.clients_out_of_order, r.sessions_read, r.sessions
                 ),
                 "report": r,
             })
