@@ -1107,6 +1107,12 @@ fn eval_locomo_reports_recall_beside_both_baselines() {
     assert_eq!(report["questions"], 5);
     for method in ["agentmem", "bm25", "trimming"] {
         assert!(report[method]["recall"].is_number(), "{method}");
+        let share = report[method]["passage_recall"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{method}: {share}");
+        assert!(
+            report[method]["evidence_turns"].as_u64().unwrap() >= 5,
+            "{method}"
+        );
     }
     let table = stdout(&run_ok(
         agentmem(dir.path())
@@ -1115,6 +1121,7 @@ fn eval_locomo_reports_recall_beside_both_baselines() {
     ));
     assert_eq!(table.matches("mini.json: evidence recall at").count(), 2);
     assert!(table.contains("trimming") && table.contains("bm25"));
+    assert!(table.contains("PASSAGES"), "{table}");
 }
 
 /// Several files in one run, each scored at every budget; a file whose

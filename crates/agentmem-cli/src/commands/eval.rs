@@ -125,13 +125,14 @@ fn print_report(report: &locomo::LocomoReport) {
                     .get(c)
                     .map_or("-".into(), |s| format!("{:.3}", s.recall))
             }));
+            row.push(format!("{:.3}", score.passage_recall));
             row.push(format!("{:.0}", score.mean_tokens));
             row
         })
         .collect();
     print_table(
         &[
-            "METHOD", "RECALL", "CAT 1", "CAT 2", "CAT 3", "CAT 4", "TOKENS",
+            "METHOD", "RECALL", "CAT 1", "CAT 2", "CAT 3", "CAT 4", "PASSAGES", "TOKENS",
         ],
         &rows,
     );

@@ -84,6 +84,14 @@ pub struct MethodScore {
     pub by_type: BTreeMap<String, CategoryScore>,
     /// Mean tokens of the contexts built.
     pub mean_tokens: f64,
+    /// Evidence turns of the questions scored.
+    pub evidence_turns: usize,
+    /// Of those, the turns whose passage that best matches the question
+    /// (recall's own choice, the whole turn when it is short) is in the context.
+    pub passages_shown: usize,
+    /// `passages_shown / evidence_turns`: evidence found by its matching
+    /// part, where `recall` asks for every evidence turn whole.
+    pub passage_recall: f64,
 }
 
 /// Recall within one category.
@@ -405,6 +413,14 @@ impl Asked<'_> {
             }
             report.questions += 1;
             let evidence: Vec<&str> = known.iter().map(|id| turns[id.as_str()]).collect();
+            let passages = evidence
+                .iter()
+                .map(|text| recall::matching_passage(text, &question.question))
+                .collect::<agentmem::Result<Vec<String>>>()?;
+            let evidence = Evidence {
+                turns: &evidence,
+                passages: &passages,
+            };
             let mut request = RecallRequest::new(&question.question, budget_tokens);
             request.asked_at = question.asked_at;
             let redaction = RedactionPolicy::default();
@@ -527,9 +543,24 @@ fn trimming_block(conversation: &Conversation, budget: u64, tokenizer: Tokenizer
     }
 }
 
-fn tally(score: &mut MethodScore, question: &Question, context: &Recalled, evidence: &[&str]) {
+/// A question's evidence turns, and the passage of each that best matches it.
+struct Evidence<'a> {
+    turns: &'a [&'a str],
+    passages: &'a [String],
+}
+
+fn tally(score: &mut MethodScore, question: &Question, context: &Recalled, evidence: &Evidence) {
     let block = normalize(&context.block);
-    let hit = evidence.iter().all(|text| block.contains(&normalize(text)));
+    let hit = evidence
+        .turns
+        .iter()
+        .all(|text| block.contains(&normalize(text)));
+    score.evidence_turns += evidence.passages.len();
+    score.passages_shown += evidence
+        .passages
+        .iter()
+        .filter(|passage| block.contains(&normalize(passage)))
+        .count();
     score.questions += 1;
     score.recalled += usize::from(hit);
     score.mean_tokens += context.tokens as f64;
@@ -546,6 +577,7 @@ fn tally(score: &mut MethodScore, question: &Question, context: &Recalled, evide
 fn finish(score: &mut MethodScore) {
     let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     score.recall = ratio(score.recalled, score.questions);
+    score.passage_recall = ratio(score.passages_shown, score.evidence_turns);
     score.mean_tokens = if score.questions == 0 {
         0.0
     } else {

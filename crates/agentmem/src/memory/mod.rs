@@ -21,6 +21,7 @@ pub(crate) mod hidden;
 pub(crate) mod injector;
 mod keeping;
 pub mod notebook;
+pub(crate) mod passages;
 pub mod project;
 pub mod recall;
 

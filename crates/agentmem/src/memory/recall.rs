@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::base::error::Result;
 use crate::files::records::Trust;
 use crate::memory::facts::{near, word_set};
+use crate::memory::passages::{self, byte_prefix};
 use crate::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex, MemoryDoc};
 use crate::search::vectors::{embed_checked, Similarities};
@@ -33,7 +34,8 @@ use crate::tokens::Tokenizer;
 
 /// How many BM25 matches are scored before packing.
 pub(crate) const DEFAULT_CANDIDATES: usize = 300;
-/// The longest raw event shown in recall, in tokens (longer ones are cut).
+/// The least of a raw event recall shows whole, in tokens (a longer one is
+/// shown by its best-matching passages, see [`passage_window`]).
 pub(crate) const MAX_EVENT_TOKENS: usize = 256;
 /// No token is longer than this many bytes in practice.
 const MAX_BYTES_PER_TOKEN: usize = 16;
@@ -110,6 +112,10 @@ pub struct Weights {
     pub after_match: f64,
     /// The same for the events before a match (the question it answers).
     pub before_match: f64,
+    /// The most of the budget (0–1) the neighbours of matches show
+    /// together: past it, a neighbour is left out however it ranks, so a
+    /// match's context never crowds out other matches.
+    pub neighbour_share: f64,
     /// The share of its score an event keeps when the query names speakers
     /// and it is not theirs: asked what Melanie likes, Melanie's own lines
     /// answer, while the lines that name her are mostly addressed to her.
@@ -128,6 +134,7 @@ impl Default for Weights {
             named_date_half_life_days: 3.0,
             after_match: 0.9,
             before_match: 0.7,
+            neighbour_share: 0.5,
             other_speakers: 0.5,
         }
     }
@@ -265,7 +272,14 @@ pub fn recall(
     if let Some(reranker) = reranker {
         scored = rerank(scored, &request.query, reranker)?;
     }
-    let items = pack(scored, request.budget_tokens, tokenizer, redaction);
+    let items = pack(
+        scored,
+        &request.query,
+        request.budget_tokens,
+        &request.weights,
+        tokenizer,
+        redaction,
+    )?;
     let block = render(&items);
     let tokens = if block.is_empty() {
         0
@@ -558,14 +572,19 @@ const RERANKED_LINE_CHARS: usize = 400;
 /// when first used.
 fn pack(
     scored: Vec<RecalledItem>,
+    query: &str,
     budget: u64,
+    weights: &Weights,
     tokenizer: Tokenizer,
     redaction: RedactionPolicy,
-) -> Vec<RecalledItem> {
+) -> Result<Vec<RecalledItem>> {
     let mut chosen: Vec<RecalledItem> = Vec::new();
     let mut chosen_words: Vec<BTreeSet<String>> = Vec::new();
     let mut headings: HashSet<String> = HashSet::new();
     let mut used = 0u64;
+    // Neighbours take what they show from their own share of the budget.
+    let neighbour_room = (budget as f64 * weights.neighbour_share.clamp(0.0, 1.0)) as u64;
+    let mut neighbours_used = 0u64;
     let mut misfits = 0;
     for mut item in scored {
         if budget.saturating_sub(used) < MIN_USEFUL_TOKENS || misfits >= MAX_MISFITS {
@@ -577,7 +596,7 @@ fn pack(
         if chosen_words.iter().any(|w| near(w, &words)) {
             continue;
         }
-        item.text = shown(&item, event_cap_tokens(budget), tokenizer, redaction);
+        item.text = shown(&item, query, event_cap_tokens(budget), tokenizer, redaction)?;
         let new_headings: Vec<String> = headings_of(&item)
             .into_iter()
             .filter(|h| !headings.contains(h))
@@ -591,32 +610,104 @@ fn pack(
             misfits += 1;
             continue;
         }
+        if item.next_to.is_some() {
+            if neighbours_used.saturating_add(cost) > neighbour_room {
+                continue;
+            }
+            neighbours_used += cost;
+        }
         misfits = 0;
         used += cost;
         headings.extend(new_headings);
         chosen_words.push(words);
         chosen.push(item);
     }
-    chosen
+    Ok(chosen)
 }
 
-/// An item's text as recall shows it: redacted, and an event's cut to
-/// [`MAX_EVENT_TOKENS`]. The cut comes after the redaction, so it never
-/// leaves part of a credential that redaction would not know.
+/// An item's text as recall shows it: redacted, and an event longer than
+/// `cap_tokens` shown by the passages around the one that best matches
+/// `query` (see [`passage_window`]). Redaction comes before any cut, so a
+/// cut never leaves part of a credential that redaction would not know.
 fn shown(
     item: &RecalledItem,
+    query: &str,
     cap_tokens: usize,
     tokenizer: Tokenizer,
     redaction: RedactionPolicy,
-) -> String {
+) -> Result<String> {
     match item.kind {
-        DocKind::Event => cut_to_tokens(
-            &redact_start(&item.text, cap_tokens * MAX_BYTES_PER_TOKEN, redaction),
-            cap_tokens,
-            tokenizer,
-        ),
-        DocKind::Fact | DocKind::Episode => redact(&item.text, redaction).0,
+        DocKind::Event => {
+            let scanned = passages::MAX_SCANNED_BYTES.max(cap_tokens * MAX_BYTES_PER_TOKEN);
+            let text = redact_start(&item.text, scanned, redaction);
+            if item.text.len() <= cap_tokens * MAX_BYTES_PER_TOKEN
+                && tokenizer.count(&text) <= cap_tokens
+            {
+                return Ok(text);
+            }
+            passage_window(&text, &item.source, query, cap_tokens, tokenizer)
+        }
+        DocKind::Fact | DocKind::Episode => Ok(redact(&item.text, redaction).0),
     }
+}
+
+/// The tokens a passage pointer (`⟦event …, passage k of n⟧`) is allowed.
+const POINTER_TOKENS: usize = 24;
+
+/// A long event as recall shows it: a pointer to the whole event and the
+/// passage that best matches `query`, widened by the passages after and
+/// before it while they fit `cap_tokens`; `…` marks what is left out.
+fn passage_window(
+    text: &str,
+    event: &str,
+    query: &str,
+    cap_tokens: usize,
+    tokenizer: Tokenizer,
+) -> Result<String> {
+    let found = passages::best_passage(text, query)?;
+    let room = cap_tokens.saturating_sub(POINTER_TOKENS).max(1);
+    let cost = |at: usize| tokenizer.count(&text[found.passages[at].clone()]);
+    let (mut first, mut last) = (found.best, found.best);
+    let mut used = cost(found.best);
+    loop {
+        let after = (last + 1 < found.passages.len()).then_some(last + 1);
+        let before = first.checked_sub(1);
+        let mut grew = false;
+        for at in after.into_iter().chain(before) {
+            let more = cost(at);
+            if used + more <= room {
+                used += more;
+                first = first.min(at);
+                last = last.max(at);
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    let (start, end) = (found.passages[first].start, found.passages[last].end);
+    let window = cut_to_tokens(text[start..end].trim(), room, tokenizer);
+    let lead = if start > 0 { "…" } else { "" };
+    let trail = if end < text.len() && !window.ends_with('…') {
+        "…"
+    } else {
+        ""
+    };
+    Ok(format!(
+        "⟦event {event}, passage {} of {}⟧ {lead}{window}{trail}",
+        found.best + 1,
+        found.passages.len()
+    ))
+}
+
+/// The passage of an event's `text` that recall shows first for `query`
+/// when the event is too long to show whole (the whole text when it is a
+/// single passage): what an evaluation looks for in the block beside the
+/// whole event.
+pub fn matching_passage(text: &str, query: &str) -> Result<String> {
+    let found = passages::best_passage(text, query)?;
+    Ok(text[found.passages[found.best].clone()].trim().to_owned())
 }
 
 /// The block the model sees: facts, episodes, then raw events grouped by
@@ -691,15 +782,6 @@ fn line_of(item: &RecalledItem) -> String {
 
 fn day(ts: f64) -> String {
     crate::base::event::format_ts(ts).chars().take(10).collect()
-}
-
-/// The longest prefix of `text` of at most `max_bytes`, on a char boundary.
-fn byte_prefix(text: &str, max_bytes: usize) -> &str {
-    let mut head = text.len().min(max_bytes);
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    &text[..head]
 }
 
 fn cut_to_tokens(text: &str, max_tokens: usize, tokenizer: Tokenizer) -> String {
@@ -813,6 +895,39 @@ mod tests {
     fn a_long_event_shows_more_of_itself_in_a_larger_block() {
         assert_eq!(event_cap_tokens(500), MAX_EVENT_TOKENS);
         assert_eq!(event_cap_tokens(4_000), 1_000);
+    }
+
+    #[test]
+    fn a_long_event_is_shown_by_the_passage_that_matches_with_a_pointer_to_it() {
+        let tokenizer = Encoding::O200kBase.tokenizer();
+        let filler = "The build log lists every crate compiled in this step. ".repeat(40);
+        let text = format!(
+            "{filler}\nerror[E0502]: cannot borrow `parser` as mutable in src/parser.rs\n{filler}"
+        );
+        let cap = MAX_EVENT_TOKENS;
+        let shown = passage_window(
+            &text,
+            "ev-7",
+            "why does the parser borrow fail",
+            cap,
+            tokenizer,
+        )
+        .unwrap();
+        assert!(shown.starts_with("⟦event ev-7, passage "), "{shown}");
+        assert!(shown.contains("cannot borrow `parser`"), "{shown}");
+        assert!(shown.contains('…'), "what is left out is marked: {shown}");
+        assert!(
+            tokenizer.count(&shown) <= cap,
+            "{} tokens",
+            tokenizer.count(&shown)
+        );
+        let passage = matching_passage(&text, "why does the parser borrow fail").unwrap();
+        assert!(passage.contains("cannot borrow"), "{passage}");
+        assert!(normalized(&shown).contains(&normalized(&passage)));
+    }
+
+    fn normalized(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     #[test]

@@ -5,7 +5,10 @@ use std::path::Path;
 
 use agentmem::Encoding;
 
-use super::{parse_session_date, repair_evidence};
+use super::{
+    finish, parse_session_date, recall, repair_evidence, tally, Evidence, MethodScore, Question,
+    Recalled,
+};
 use crate::eval::locomo;
 
 fn mini() -> Vec<locomo::Conversation> {
@@ -86,6 +89,56 @@ fn recall_beats_trimming_and_plain_bm25_under_a_tight_budget() {
 
     assert_eq!(generous.agentmem.recall, 1.0);
     assert_eq!(generous.trimming.recall, 1.0);
+}
+
+/// A long evidence turn the context shows only in part counts as recalled
+/// by its matching passage, never by the whole-turn rule.
+#[test]
+fn a_turn_shown_by_its_matching_passage_counts_for_passages_only() {
+    let filler = "We talked about the weather and the garden for a while. ".repeat(12);
+    let turn = format!("{filler}\nMy sourdough starter needs rye flour twice a day.\n{filler}");
+    let question = Question {
+        question: "What does my sourdough starter need?".into(),
+        category: 1,
+        question_type: None,
+        asked_at: None,
+        evidence: vec!["D1:1".into()],
+    };
+    let passage = recall::matching_passage(&turn, &question.question).unwrap();
+    assert!(passage.contains("sourdough starter"), "{passage}");
+    let context = |block: String| Recalled {
+        items: Vec::new(),
+        considered: 0,
+        tokens: 10,
+        block,
+    };
+    let evidence = Evidence {
+        turns: &[turn.as_str()],
+        passages: std::slice::from_ref(&passage),
+    };
+    let mut score = MethodScore::default();
+    tally(
+        &mut score,
+        &question,
+        &context(format!("A: …{passage}…")),
+        &evidence,
+    );
+    tally(
+        &mut score,
+        &question,
+        &context("A: the weather".into()),
+        &evidence,
+    );
+    tally(
+        &mut score,
+        &question,
+        &context(format!("A: {turn}")),
+        &evidence,
+    );
+    finish(&mut score);
+    assert_eq!((score.recalled, score.questions), (1, 3));
+    assert_eq!((score.passages_shown, score.evidence_turns), (2, 3));
+    assert!((score.passage_recall - 2.0 / 3.0).abs() < 1e-9);
 }
 
 #[test]
