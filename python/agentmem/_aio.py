@@ -77,6 +77,10 @@ class AsyncSession:
         """See :meth:`Session.compact`."""
         return await asyncio.to_thread(self.sync.compact, focus)
 
+    async def wait_for_draft(self) -> int | None:
+        """See :meth:`Session.wait_for_draft`."""
+        return await asyncio.to_thread(self.sync.wait_for_draft)
+
     async def events(self, after_seq: int | None = None, limit: int | None = None) -> list[dict]:
         """See :meth:`Session.events`."""
         return await asyncio.to_thread(self.sync.events, after_seq, limit)

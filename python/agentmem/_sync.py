@@ -265,6 +265,17 @@ class Session:
         """
         return json.loads(self._native.compact(focus))
 
+    def wait_for_draft(self) -> int | None:
+        """Waits until the compaction drafted in the background, if any, is ready.
+
+        A :meth:`prepare` never waits for a draft when ``compaction_timing`` is
+        ``"background"``; the next one applies a draft that is ready. Call this
+        where the next call must see the compaction (a test, a batch job about
+        to end). Returns how many events the draft folds, or ``None`` when none
+        is being drafted.
+        """
+        return self._native.wait_for_draft()
+
     def events(self, after_seq: int | None = None, limit: int | None = None) -> list[dict]:
         """The whole history in order, archive included; after ``after_seq``, at most ``limit``."""
         return json.loads(self._native.events(after_seq, limit))

@@ -193,6 +193,11 @@ def test_a_python_summarizer_drafts_in_the_background(tmp_path: Path, long_sessi
             actions = session.prepare(model="gpt-4o", context_window=24_000, max_output_tokens=4_000, safety_margin=4_000).stats["actions"]
             started += sum(1 for a in actions if a["action"] == "compaction_started")
             applied += sum(1 for a in actions if a["action"] == "compacted")
+        # The last draft may still be running when the turns end: wait for it,
+        # so the check does not depend on how fast this machine drafts.
+        if session.wait_for_draft() is not None:
+            actions = session.prepare(model="gpt-4o", context_window=24_000, max_output_tokens=4_000, safety_margin=4_000).stats["actions"]
+            applied += sum(1 for a in actions if a["action"] == "compacted")
         assert started >= 1 and applied >= 1
         assert threads and threading.get_ident() not in threads
         assert "drafted off the agent's thread" in str(session.prepare(model="gpt-4o", context_window=24_000, max_output_tokens=4_000, safety_margin=4_000))

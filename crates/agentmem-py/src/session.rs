@@ -314,6 +314,12 @@ impl NativeSession {
         })
     }
 
+    /// Waits until the compaction drafted in the background, if any, is
+    /// ready (the next `prepare` applies it); how many events it folds.
+    fn wait_for_draft(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        self.with(py, |_, session| Ok(session.wait_for_draft()))
+    }
+
     /// The whole history, archive included, after `after_seq`, at most `limit` events (JSON).
     #[pyo3(signature = (after_seq=None, limit=None))]
     fn events(
