@@ -571,6 +571,16 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         assert!(mean > 0.0 && mean <= max && p50 <= max, "{span}");
     }
     assert!(per_turn["detail"].as_str().unwrap().contains("40 turns"));
+    let slowest = row("workload slowest turns")["turns"].as_array().unwrap();
+    assert_eq!(slowest.len(), 5, "{slowest:?}");
+    let totals: Vec<f64> = slowest
+        .iter()
+        .map(|t| t["ingest_us"].as_f64().unwrap() + t["prepare_us"].as_f64().unwrap())
+        .collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
+    assert!(slowest
+        .iter()
+        .all(|t| (1..=40).contains(&t["turn"].as_u64().unwrap())));
     let budget = row("workload budget");
     assert_eq!(budget["turns_over_budget"], 0, "{budget}");
     let detail = budget["detail"].as_str().unwrap();
