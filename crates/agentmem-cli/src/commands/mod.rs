@@ -231,11 +231,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     // counts kept in the data directory, it need not load an encoding.
     let kept = ctx.store.load_kept_token_counts();
     let root = ctx.store.root().to_path_buf();
+    let dry_run = matches!(cli.command, Command::Prepare { dry_run: true, .. });
     let done = run_command(ctx, cli.command);
     // Only into a data directory that exists (a command such as `tokens`
-    // makes none), and as a cache: a failed write costs the next command
-    // time, never data.
-    if root.is_dir() {
+    // makes none), never from a dry run, and as a cache: a failed write
+    // costs the next command time, never data.
+    if root.is_dir() && !dry_run {
         let _ = kept.save();
     }
     done
