@@ -333,9 +333,14 @@ pub(crate) fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) 
             turns.push(item.event.turn_id.as_str());
         }
     }
+    // With the framing of the messages a turn starts: a sum of its parts
+    // alone would leave the running total too high and trim turns that fit.
+    let shares = crate::pipeline::transcript::item_totals(items, shrink.tokenizer);
     let mut per_turn: HashMap<&str, u64> = HashMap::new();
-    for item in items.iter().filter(|i| is_trimmable(&i.event)) {
-        *per_turn.entry(item.event.turn_id.as_str()).or_default() += item.tokens.total;
+    for (item, share) in items.iter().zip(shares) {
+        if is_trimmable(&item.event) {
+            *per_turn.entry(item.event.turn_id.as_str()).or_default() += share;
+        }
     }
     let must_drop = shrink
         .settings
@@ -535,5 +540,46 @@ mod tests {
         );
         let left: Vec<&str> = items.iter().map(|i| i.event.id.as_str()).collect();
         assert_eq!(left, ["c2", "c2-out", "c3", "c3-out"]);
+    }
+    /// Many short turns, where message framing is much of each turn: the
+    /// trim keeps the longest run of newest turns that fits, not fewer.
+    #[test]
+    fn trimming_keeps_every_newest_turn_that_fits() {
+        let events: Vec<Event> = (0..60)
+            .flat_map(|t| {
+                let turn = format!("turn_{t:04}");
+                [
+                    Event {
+                        turn_id: turn.clone(),
+                        ..Event::user(format!("q{t}")).with_id(format!("u{t}"))
+                    },
+                    Event {
+                        turn_id: turn.clone(),
+                        ..Event::assistant(format!("a{t}")).with_id(format!("a{t}"))
+                    },
+                ]
+            })
+            .collect();
+        let tokenizer = Encoding::O200kBase.tokenizer();
+        let all = Transcript::from_events(Encoding::O200kBase, &events)
+            .items()
+            .to_vec();
+        let settings = PipelineSettings::default();
+        let target = measure(&all, tokenizer).total / 3;
+        let shrink = Shrink {
+            target,
+            tokenizer,
+            settings: &settings,
+        };
+        let mut items = all.clone();
+        trim_oldest_turns(&mut items, &shrink);
+        let kept = measure(&items, tokenizer).total;
+        assert!(kept < target, "{kept} of {target}");
+        let one_more = &all[all.len() - items.len() - 2..];
+        assert!(
+            measure(one_more, tokenizer).total >= target,
+            "the newest turn left out would have fitted: {} of {target}",
+            measure(one_more, tokenizer).total
+        );
     }
 }
