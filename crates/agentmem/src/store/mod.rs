@@ -279,9 +279,9 @@ impl Store {
     }
 
     /// Recalls for `request` from `agent`'s history kept in `storage`: as
-    /// [`Store::recall`] on files; on another backend from its index, with
-    /// this store's embedder and reranker, without the facts and episodes
-    /// that are not behind the seam yet.
+    /// [`Store::recall`] on files; on another backend from its index (the
+    /// agent's events, facts and episodes), with this store's embedder and
+    /// reranker.
     pub fn recall_on(
         &self,
         storage: &dyn crate::Storage,
