@@ -571,6 +571,14 @@ pub struct BenchArgs {
     /// A text file whose lines are counted in o200k_base and cl100k_base (MB/s).
     #[arg(long)]
     pub tokens: Option<PathBuf>,
+    /// A workload from `../shared/bench/workload.py`, replayed into a store
+    /// of one conversation on which `search`, `recall`, `context` and
+    /// `prepare` are timed as whole processes, as a script or hook runs them.
+    #[arg(long)]
+    pub cold: Option<PathBuf>,
+    /// Timed runs of each command with --cold.
+    #[arg(long, default_value_t = 20)]
+    pub cold_runs: usize,
     /// A workload from `../shared/bench/workload.py`, replayed turn by turn:
     /// ingest the turn, then prepare the next call (per-turn cost).
     #[arg(long)]

@@ -571,6 +571,16 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         assert!(mean > 0.0 && mean <= max && p50 <= max, "{span}");
     }
     assert!(per_turn["detail"].as_str().unwrap().contains("40 turns"));
+    let slowest = row("workload slowest turns")["turns"].as_array().unwrap();
+    assert_eq!(slowest.len(), 5, "{slowest:?}");
+    let totals: Vec<f64> = slowest
+        .iter()
+        .map(|t| t["ingest_us"].as_f64().unwrap() + t["prepare_us"].as_f64().unwrap())
+        .collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
+    assert!(slowest
+        .iter()
+        .all(|t| (1..=40).contains(&t["turn"].as_u64().unwrap())));
     let budget = row("workload budget");
     assert_eq!(budget["turns_over_budget"], 0, "{budget}");
     let detail = budget["detail"].as_str().unwrap();
@@ -1385,5 +1395,79 @@ fn ingest_import_and_serve_keep_unknown_numbers_as_written() {
                 "{session}: {text}"
             );
         }
+    }
+}
+
+/// A command keeps the token counts it made in the data directory; the next
+/// command finds every piece it counts there, so it writes nothing new and
+/// its output is the same; a damaged file is ignored and written anew.
+#[test]
+fn commands_keep_token_counts_for_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    common::run_with_stdin(
+        agentmem(dir.path()).args(["ingest", "--session", "s1"]),
+        &events_ndjson(40),
+    );
+    let kept = dir.path().join("token-counts");
+    let context = || {
+        stdout(&run_ok(
+            agentmem(dir.path()).args(["--json", "context", "s1"]),
+        ))
+    };
+    let first = context();
+    assert!(
+        kept.exists(),
+        "context counted the session and kept the counts"
+    );
+    let written = std::fs::read(&kept).unwrap();
+    let modified = std::fs::metadata(&kept).unwrap().modified().unwrap();
+    assert_eq!(context(), first);
+    assert_eq!(std::fs::read(&kept).unwrap(), written);
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().modified().unwrap(),
+        modified
+    );
+    std::fs::write(&kept, b"damaged").unwrap();
+    assert_eq!(context(), first, "a damaged file only costs time");
+    assert_ne!(
+        std::fs::read(&kept).unwrap(),
+        b"damaged",
+        "and is written anew"
+    );
+}
+
+/// `bench --cold` times the query commands as whole processes on a store of
+/// the replayed workload, with and without kept token counts.
+#[test]
+fn bench_cold_times_the_query_commands_as_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let out = run_ok(
+        agentmem(dir.path())
+            .args(["--json", "bench", "--skip-storage", "--cold"])
+            .arg(&workload)
+            .args(["--cold-runs", "2"]),
+    );
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["bench"].as_str().unwrap()).collect();
+    let commands = [
+        "cold process start (--version)",
+        "cold search",
+        "cold recall",
+        "cold context",
+        "cold prepare",
+    ];
+    assert_eq!(names, [commands, commands].concat());
+    for (row, kept) in rows.iter().zip(
+        ["token counts kept"; 5]
+            .into_iter()
+            .chain(["no token counts kept"; 5]),
+    ) {
+        let (p50, p99) = (
+            row["p50_ms"].as_f64().unwrap(),
+            row["p99_ms"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p50 <= p99, "{row}");
+        assert!(row["detail"].as_str().unwrap().ends_with(kept), "{row}");
     }
 }

@@ -32,6 +32,7 @@
 //! - **The URL's password** is never logged or shown: errors name the
 //!   database by [`agentmem::config::DatabaseUrl::masked`].
 
+mod feed;
 mod memory;
 pub mod migrations;
 mod pool;

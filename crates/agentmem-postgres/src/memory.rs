@@ -342,7 +342,10 @@ pub(crate) fn keep_compaction_memory(
     write_facts(tx, agent, &before, &after)
 }
 
-fn read_facts(client: &mut impl postgres::GenericClient, agent: &AgentId) -> Result<Vec<Fact>> {
+pub(crate) fn read_facts(
+    client: &mut impl postgres::GenericClient,
+    agent: &AgentId,
+) -> Result<Vec<Fact>> {
     read_rows(
         client,
         "SELECT line FROM agentmem_facts WHERE agent_id = $1 ORDER BY position",
@@ -351,7 +354,7 @@ fn read_facts(client: &mut impl postgres::GenericClient, agent: &AgentId) -> Res
     )
 }
 
-fn read_episodes(
+pub(crate) fn read_episodes(
     client: &mut impl postgres::GenericClient,
     agent: &AgentId,
 ) -> Result<Vec<EpisodicItem>> {

@@ -114,6 +114,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the history index's term statistics: how many events hold each lexeme",
         sql: include_str!("migrations/search_terms.sql"),
     },
+    Migration {
+        version: 6,
+        name: "facts and episodes in the history index, with their own BM25 statistics; LZ4 for its documents",
+        sql: include_str!("migrations/search_memories.sql"),
+    },
 ];
 
 /// The advisory lock key migrators take turns on.

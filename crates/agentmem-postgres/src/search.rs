@@ -8,14 +8,23 @@
 //!   FTS5 tokenizer's ([`agentmem::search::lexemes`]): each lexeme with
 //!   one position per occurrence, so a lexeme's positions count its term
 //!   frequency (up to PostgreSQL's 256 positions a lexeme).
-//! - **Fed by catching up**: when the index is opened, one query finds
-//!   the sessions whose logs hold events it lacks (a session's log is
-//!   numbered densely from 1, so its next number says how many it holds)
-//!   and the sessions deleted since; only the missing events are read and
-//!   added, in one transaction per session, numbered under a per-agent
-//!   advisory lock. Two servers catching up at once take turns and add
-//!   each event once. An index is opened on a connection kept open between
+//! - **Fed as events are appended**: a writer hands each committed append
+//!   to its store's indexer thread ([`crate::feed`]), which adds it on a
+//!   connection of its own. When an index is opened, one query still
+//!   finds the sessions whose logs hold events it lacks (an append the
+//!   indexer had not reached, or a process that died first; a session's
+//!   log is numbered densely from 1, so its next number says how many it
+//!   holds) and the sessions deleted since: only the missing events are
+//!   read and added, in one transaction per session, numbered under a
+//!   per-agent advisory lock. Two feeders at once take turns and add each
+//!   event once. An index is opened on a connection kept open between
 //!   searches ([`crate::pool`]), not on a new one.
+//! - **Facts and episodes**: the agent's current facts and its episodes
+//!   (compaction and session summaries) are documents too, beside the
+//!   events and numbered with them, as on files: replaced together, in one
+//!   transaction, when the index is opened after they changed (a
+//!   fingerprint of the stored rows says so), and ranked among themselves
+//!   with their own BM25 statistics.
 //! - **Term statistics**: how many events hold each lexeme is kept in a
 //!   table updated in the same transactions as the documents, so a query's
 //!   document frequencies are one lookup, not a count over the documents.
@@ -31,9 +40,10 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use agentmem::memory::recall::memory_documents;
 use agentmem::memory::recall::Embedder;
 use agentmem::search::index::{
-    context_text, indexed_text, speaker, Candidate, DocKind, COMMON_TERM_MIN_DOCS,
+    context_text, indexed_text, speaker, Candidate, DocKind, MemoryDoc, COMMON_TERM_MIN_DOCS,
     COMMON_TERM_SHARE, CONTEXT_EVENTS, EVENT_SALIENCE, FIRST_WINDOW_DOCS,
 };
 use agentmem::search::lexemes::{excerpt_for, lexemes_of, lexemes_of_term, Lexemes};
@@ -50,6 +60,7 @@ use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row};
 
 use crate::db_error;
+use crate::memory::{read_episodes, read_facts};
 use crate::pool::Connections;
 use crate::storage::from_json;
 
@@ -150,6 +161,37 @@ struct Asked {
     avgdl: f64,
 }
 
+/// Which of the index's two rankings a query is asked of, as the files
+/// index's two FTS5 tables: each has its own BM25 statistics, so scores
+/// compare only within one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ranked {
+    /// The events of every session.
+    Events,
+    /// The agent's facts and episodes.
+    Memories,
+}
+
+impl Ranked {
+    /// The condition on `kind` selecting its documents, written out so
+    /// that the memories' partial indexes serve it.
+    fn kinds(self) -> &'static str {
+        match self {
+            Ranked::Events => "kind = 'event'",
+            Ranked::Memories => "kind <> 'event'",
+        }
+    }
+}
+
+/// A fingerprint of the agent's facts and episodes as they are stored:
+/// it changes whenever they do, so the index replaces its copy of them
+/// only then (as the files index does on its files' stamp).
+const MEMORY_STAMP: &str = "
+    SELECT (SELECT md5(coalesce(string_agg(fact_id || E'\\t' || line, E'\\n' ORDER BY position, fact_id), ''))
+            FROM agentmem_facts WHERE agent_id = $1)
+        || ':' || (SELECT count(*) || ':' || coalesce(max(position), 0)
+                   FROM agentmem_episodes WHERE agent_id = $1)";
+
 /// How the terms of an [`Asked`] are joined.
 #[derive(Debug, Clone, Copy)]
 enum Join {
@@ -195,18 +237,7 @@ impl PgSearch {
             .map_err(|e| db_error(action, &e))?;
         for row in &lagging {
             let (session, have): (String, i64) = (row.get(0), row.get(1));
-            // Seqs number a session's full history from 1, archive first.
-            let events = client
-                .query(
-                    "SELECT line FROM agentmem_events
-                     WHERE agent_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq",
-                    &[&self.agent(), &session, &have],
-                )
-                .map_err(|e| db_error(action, &e))?
-                .iter()
-                .map(|row| from_json::<Event>("read an event", row.get(0)))
-                .collect::<Result<Vec<_>>>()?;
-            add_events(&mut client, &self.agent, &session, have as u64, &events)?;
+            catch_up_session(&mut client, &self.agent, &session, have as u64)?;
         }
         let gone = client
             .query(
@@ -220,7 +251,7 @@ impl PgSearch {
         for row in &gone {
             remove_session(&mut client, &self.agent, row.get(0))?;
         }
-        Ok(())
+        sync_memories(&mut client, &self.agent)
     }
 
     fn agent(&self) -> &str {
@@ -239,7 +270,7 @@ impl PgSearch {
     }
 
     /// The query's terms and which of them are rare, as the files index plans.
-    fn plan(&self, client: &mut Client, text: &str) -> Result<Plan> {
+    fn plan(&self, client: &mut Client, text: &str, ranked: Ranked) -> Result<Plan> {
         let mut all = Vec::new();
         for word in query::terms(text) {
             let lexemes = lexemes_of_term(&word)?
@@ -248,7 +279,10 @@ impl PgSearch {
                 .collect();
             all.push(Term { word, lexemes });
         }
-        let frequencies = self.frequencies(client, &all)?;
+        let frequencies = match ranked {
+            Ranked::Events => self.frequencies(client, &all)?,
+            Ranked::Memories => self.memory_frequencies(client, &all)?,
+        };
         let docs = self.newest_doc(client)?;
         let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
         let mut rare = Vec::new();
@@ -259,7 +293,7 @@ impl PgSearch {
             }
             let count = match term.lexemes.as_slice() {
                 [one] => frequencies.get(one).copied().unwrap_or(0),
-                _ => self.documents_with(client, term, cap)?,
+                _ => self.documents_with(client, term, cap, ranked)?,
             };
             if count < cap {
                 rare.push(term.clone());
@@ -291,16 +325,53 @@ impl PgSearch {
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
-    /// How many events hold every lexeme of `term`, counting up to `cap` only.
-    fn documents_with(&self, client: &mut Client, term: &Term, cap: i64) -> Result<i64> {
+    /// How many facts and episodes hold each lexeme of `terms`, counted
+    /// over them (a handful of rows, under an index of their own).
+    fn memory_frequencies(
+        &self,
+        client: &mut Client,
+        terms: &[Term],
+    ) -> Result<HashMap<String, i64>> {
+        let lexemes: Vec<&str> = terms
+            .iter()
+            .flat_map(|t| t.lexemes.iter().map(String::as_str))
+            .collect();
+        if lexemes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let any: Vec<String> = lexemes.iter().map(|l| quoted(l)).collect();
+        let rows = client
+            .query(
+                "SELECT u.lexeme, count(*) FROM agentmem_search_docs d, unnest(d.lexemes) AS u
+                 WHERE d.agent_id = $1 AND d.kind <> 'event' AND d.lexemes @@ $3::text::tsquery
+                   AND u.lexeme = ANY($2)
+                 GROUP BY u.lexeme",
+                &[&self.agent(), &lexemes, &any.join(" | ")],
+            )
+            .map_err(|e| db_error("count the facts and episodes holding a word", &e))?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+
+    /// How many documents of `ranked` hold every lexeme of `term`, counting
+    /// up to `cap` only.
+    fn documents_with(
+        &self,
+        client: &mut Client,
+        term: &Term,
+        cap: i64,
+        ranked: Ranked,
+    ) -> Result<i64> {
         let Some(tsquery) = tsquery(std::slice::from_ref(term), Join::All) else {
             return Ok(0);
         };
         client
             .query_one(
-                "SELECT count(*) FROM (SELECT 1 FROM agentmem_search_docs
-                   WHERE agent_id = $1 AND kind = 'event' AND lexemes @@ $2::text::tsquery
-                   LIMIT $3) AS found",
+                &format!(
+                    "SELECT count(*) FROM (SELECT 1 FROM agentmem_search_docs
+                       WHERE agent_id = $1 AND {} AND lexemes @@ $2::text::tsquery
+                       LIMIT $3) AS found",
+                    ranked.kinds()
+                ),
                 &[&self.agent(), &tsquery, &cap],
             )
             .map(|row| row.get(0))
@@ -315,6 +386,7 @@ impl PgSearch {
         terms: &[Term],
         frequencies: &HashMap<String, i64>,
         join: Join,
+        ranked: Ranked,
     ) -> Result<Option<Asked>> {
         let Some(tsquery) = tsquery(terms, join) else {
             return Ok(None);
@@ -325,12 +397,18 @@ impl PgSearch {
             Join::Any => query::any_of(&words),
         }
         .unwrap_or_default();
-        let stats = client
-            .query_one(
+        let statistics = match ranked {
+            Ranked::Events => {
                 "SELECT coalesce(sum(events), 0)::float8, coalesce(sum(tokens), 0)::float8
-                 FROM agentmem_search_sessions WHERE agent_id = $1",
-                &[&self.agent()],
-            )
+                 FROM agentmem_search_sessions WHERE agent_id = $1"
+            }
+            Ranked::Memories => {
+                "SELECT coalesce(sum(docs), 0)::float8, coalesce(sum(tokens), 0)::float8
+                 FROM agentmem_search_memories WHERE agent_id = $1"
+            }
+        };
+        let stats = client
+            .query_one(statistics, &[&self.agent()])
             .map_err(|e| db_error("read the history index's statistics", &e))?;
         let (rows, tokens): (f64, f64) = (stats.get(0), stats.get(1));
         let mut lexemes = Vec::new();
@@ -373,12 +451,13 @@ impl PgSearch {
         }
     }
 
-    /// The best `limit` events matching `asked` from document `lowest` on,
-    /// outside `exclude_session`.
+    /// The best `limit` documents of `kinds` (all of `ranked`'s) matching
+    /// `asked` from document `lowest` on, outside `exclude_session`.
     fn matches_from(
         &self,
         client: &mut Client,
         asked: &Asked,
+        (ranked, kinds): (Ranked, &[&str]),
         exclude_session: Option<&str>,
         limit: usize,
         lowest: i64,
@@ -390,11 +469,13 @@ impl PgSearch {
                          SELECT doc, {BM25} AS score
                          FROM agentmem_search_docs
                          WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
-                           AND kind = 'event' AND ($7::text IS NULL OR session_id <> $7)
+                           AND {kinds_of} AND kind = ANY($9::text[])
+                           AND ($7::text IS NULL OR session_id <> $7)
                          ORDER BY score DESC, doc LIMIT $8)
                      SELECT {CANDIDATE_COLUMNS}, top.score
                      FROM top JOIN agentmem_search_docs d ON d.agent_id = $1 AND d.doc = top.doc
-                     ORDER BY top.score DESC, top.doc"
+                     ORDER BY top.score DESC, top.doc",
+                    kinds_of = ranked.kinds()
                 ),
                 &[
                     &self.agent(),
@@ -405,12 +486,44 @@ impl PgSearch {
                     &lowest,
                     &exclude_session,
                     &(limit as i64),
+                    &kinds,
                 ],
             )
             .map_err(|e| db_error("look up the history index", &e))?;
         rows.iter()
             .map(|row| candidate_from_row(row, row.get(11)))
             .collect()
+    }
+
+    /// The best `limit` documents of `kinds` (of `ranked`) for `text`: its
+    /// rarer terms when it has some, else all of them (as the files index
+    /// ranks for recall), newest documents first.
+    fn best_of(
+        &self,
+        client: &mut Client,
+        text: &str,
+        (ranked, kinds): (Ranked, &[&str]),
+        exclude_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Candidate>> {
+        let plan = self.plan(client, text, ranked)?;
+        let (terms, join) = match plan.rare.is_empty() {
+            false => (&plan.rare, Join::Any),
+            true => (&plan.all, Join::All),
+        };
+        let Some(asked) = self.asked(client, terms, &plan.frequencies, join, ranked)? else {
+            return Ok(Vec::new());
+        };
+        self.newest_first(client, limit, |client, lowest| {
+            self.matches_from(
+                client,
+                &asked,
+                (ranked, kinds),
+                exclude_session,
+                limit,
+                lowest,
+            )
+        })
     }
 
     /// The best `filter.limit` events matching `asked` within `filter`,
@@ -581,14 +694,15 @@ impl SearchIndex for PgSearch {
     fn search(&self, text: &str, filter: &SearchFilter) -> Result<Vec<SearchHit>> {
         let mut client = self.client();
         let client = &mut *client;
-        let plan = self.plan(client, text)?;
+        let plan = self.plan(client, text, Ranked::Events)?;
         let mut ranked: Vec<(i64, SearchHit, String, String)> = Vec::new();
         // Events with every word first; then, if too few, those with the rarer words.
         for (terms, join) in [(&plan.all, Join::All), (&plan.rare, Join::Any)] {
             if ranked.len() >= filter.limit {
                 break;
             }
-            let Some(asked) = self.asked(client, terms, &plan.frequencies, join)? else {
+            let Some(asked) = self.asked(client, terms, &plan.frequencies, join, Ranked::Events)?
+            else {
                 continue;
             };
             let found = self.newest_first(client, filter.limit, |client, lowest| {
@@ -616,12 +730,26 @@ impl SearchIndex for PgSearch {
         exclude_session: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Candidate>> {
-        // Facts and episodes are not behind the seam yet: only events are indexed here.
-        if !kinds.contains(&DocKind::Event) {
-            return Ok(Vec::new());
-        }
         let mut client = self.client();
         let client = &mut *client;
+        let memories: Vec<&str> = kinds
+            .iter()
+            .filter(|k| **k != DocKind::Event)
+            .map(|k| k.as_str())
+            .collect();
+        let mut found = Vec::new();
+        if !memories.is_empty() {
+            found.extend(self.best_of(
+                client,
+                text,
+                (Ranked::Memories, &memories),
+                exclude_session,
+                limit,
+            )?);
+        }
+        if !kinds.contains(&DocKind::Event) {
+            return Ok(found);
+        }
         if let Some(session) = exclude_session {
             let others: bool = client
                 .query_one(
@@ -632,20 +760,17 @@ impl SearchIndex for PgSearch {
                 .map(|row| row.get(0))
                 .map_err(|e| db_error("read the history index's sessions", &e))?;
             if !others {
-                return Ok(Vec::new());
+                return Ok(found);
             }
         }
-        let plan = self.plan(client, text)?;
-        let (terms, join) = match plan.rare.is_empty() {
-            false => (&plan.rare, Join::Any),
-            true => (&plan.all, Join::All),
-        };
-        let Some(asked) = self.asked(client, terms, &plan.frequencies, join)? else {
-            return Ok(Vec::new());
-        };
-        self.newest_first(client, limit, |client, lowest| {
-            self.matches_from(client, &asked, exclude_session, limit, lowest)
-        })
+        found.extend(self.best_of(
+            client,
+            text,
+            (Ranked::Events, &[DocKind::Event.as_str()]),
+            exclude_session,
+            limit,
+        )?);
+        Ok(found)
     }
 
     fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>> {
@@ -780,6 +905,67 @@ impl SearchIndex for PgSearch {
     }
 }
 
+/// Adds the events of `session`'s log from position `have` on (the index
+/// holds the ones before), read from the events table.
+fn catch_up_session(client: &mut Client, agent: &AgentId, session: &str, have: u64) -> Result<()> {
+    let events = client
+        .query(
+            "SELECT line FROM agentmem_events
+             WHERE agent_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq",
+            &[
+                &agent.as_str(),
+                &session,
+                &(have.min(i64::MAX as u64) as i64),
+            ],
+        )
+        .map_err(|e| db_error("catch the history index up with a session", &e))?
+        .iter()
+        .map(|row| from_json::<Event>("read an event", row.get(0)))
+        .collect::<Result<Vec<_>>>()?;
+    add_events(client, agent, session, have, &events)?;
+    Ok(())
+}
+
+/// Events just appended to one session, as a writer hands them over.
+pub(crate) struct IndexedRun<'a> {
+    pub(crate) agent: &'a AgentId,
+    pub(crate) session: &'a str,
+    /// The first one's position in the session's full history.
+    pub(crate) first_ord: u64,
+    pub(crate) events: &'a [Event],
+}
+
+/// Indexes `run`'s events the index lacks; when it holds less of the
+/// session than where `run` starts (an append it never saw), everything
+/// it lacks of the session, read from the log: the index always holds a
+/// prefix of each session's history.
+pub(crate) fn feed_session(client: &mut Client, run: &IndexedRun<'_>) -> Result<()> {
+    let have: i64 = client
+        .query_opt(
+            "SELECT events FROM agentmem_search_sessions WHERE agent_id = $1 AND session_id = $2",
+            &[&run.agent.as_str(), &run.session],
+        )
+        .map_err(|e| db_error("read the history index's sessions", &e))?
+        .map_or(0, |row| row.get(0));
+    let have = have.max(0) as u64;
+    if have < run.first_ord {
+        return catch_up_session(client, run.agent, run.session, have);
+    }
+    let skip = usize::try_from(have - run.first_ord)
+        .unwrap_or(usize::MAX)
+        .min(run.events.len());
+    if skip < run.events.len() {
+        add_events(
+            client,
+            run.agent,
+            run.session,
+            run.first_ord + skip as u64,
+            &run.events[skip..],
+        )?;
+    }
+    Ok(())
+}
+
 /// Indexes `events` of `session` (the first at position `first_ord`) that
 /// the index lacks, in one transaction; returns how many it added.
 fn add_events(
@@ -824,7 +1010,7 @@ fn add_events(
     for chunk in fresh.chunks(INSERT_BATCH) {
         let rows: Vec<Document> = chunk
             .iter()
-            .map(|(ord, event)| Document::of(*ord, event))
+            .map(|(ord, event)| Document::of(session, *ord, event))
             .collect();
         let texts: Vec<(&str, &str)> = rows
             .iter()
@@ -842,7 +1028,7 @@ fn add_events(
                 .filter(|d| !d.speaker.is_empty())
                 .map(|d| d.speaker.clone()),
         );
-        insert_documents(&mut tx, agent, session, &rows, &words, next)?;
+        insert_documents(&mut tx, agent, &rows, &words, next)?;
         next += rows.len() as i64;
     }
     tx.execute(
@@ -912,27 +1098,107 @@ fn remove_session(client: &mut Client, agent: &AgentId, session: &str) -> Result
     tx.commit().map_err(|e| db_error(action, &e))
 }
 
-/// An event as the index keeps it.
+/// Replaces the index's copy of `agent`'s facts and episodes when they
+/// changed since it was made (see [`MEMORY_STAMP`]), in one transaction.
+fn sync_memories(client: &mut Client, agent: &AgentId) -> Result<()> {
+    let action = "index the agent's facts and episodes";
+    let stamp: String = client
+        .query_one(MEMORY_STAMP, &[&agent.as_str()])
+        .map_err(|e| db_error(action, &e))?
+        .get(0);
+    let indexed: Option<String> = client
+        .query_opt(
+            "SELECT stamp FROM agentmem_search_memories WHERE agent_id = $1",
+            &[&agent.as_str()],
+        )
+        .map_err(|e| db_error(action, &e))?
+        .map(|row| row.get(0));
+    if indexed.as_deref() == Some(stamp.as_str()) {
+        return Ok(());
+    }
+    let memories = memory_documents(&read_facts(client, agent)?, read_episodes(client, agent)?);
+    let rows: Vec<Document> = memories.iter().map(Document::of_memory).collect();
+    let texts: Vec<(&str, &str)> = rows.iter().map(|d| ("", d.text.as_str())).collect();
+    let words = lexemes_of(&texts)?;
+    let tokens: i64 = words.iter().map(|w| i64::from(w.length)).sum();
+    let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+    take_turns(&mut tx, agent, action)?;
+    tx.execute(
+        "DELETE FROM agentmem_search_docs WHERE agent_id = $1 AND kind <> 'event'",
+        &[&agent.as_str()],
+    )
+    .map_err(|e| db_error(action, &e))?;
+    let next: i64 = tx
+        .query_one(
+            "SELECT coalesce(max(doc), 0) + 1 FROM agentmem_search_docs WHERE agent_id = $1",
+            &[&agent.as_str()],
+        )
+        .map_err(|e| db_error(action, &e))?
+        .get(0);
+    let batches = rows.chunks(INSERT_BATCH).zip(words.chunks(INSERT_BATCH));
+    for (i, (chunk, words)) in batches.enumerate() {
+        let first = next + (i * INSERT_BATCH) as i64;
+        insert_documents(&mut tx, agent, chunk, words, first)?;
+    }
+    tx.execute(
+        "INSERT INTO agentmem_search_memories (agent_id, stamp, docs, tokens)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (agent_id) DO UPDATE
+         SET stamp = excluded.stamp, docs = excluded.docs, tokens = excluded.tokens",
+        &[&agent.as_str(), &stamp, &(rows.len() as i64), &tokens],
+    )
+    .map_err(|e| db_error(action, &e))?;
+    tx.commit().map_err(|e| db_error(action, &e))
+}
+
+/// A document as the index keeps it: an event, a fact or an episode.
 struct Document {
+    kind: DocKind,
+    session: String,
     ord: i64,
     reference: String,
     turn: String,
     role: &'static str,
     ts: f64,
+    salience: f64,
     speaker: String,
     text: String,
 }
 
 impl Document {
-    fn of(ord: u64, event: &Event) -> Document {
+    /// `event`, at position `ord` of `session`'s full history.
+    fn of(session: &str, ord: u64, event: &Event) -> Document {
         Document {
+            kind: DocKind::Event,
+            session: session.to_owned(),
             ord: ord.min(i64::MAX as u64) as i64,
             reference: event.id.clone(),
             turn: event.turn_id.clone(),
             role: SearchRole::of(event.trace_type).as_str(),
             ts: event.ts,
+            salience: EVENT_SALIENCE,
             speaker: speaker(event).unwrap_or_default(),
             text: indexed_text(event),
+        }
+    }
+
+    /// A fact or an episode, as the files index keeps it.
+    fn of_memory(memory: &MemoryDoc) -> Document {
+        let role = match memory.kind {
+            DocKind::Fact => SearchRole::Fact,
+            DocKind::Episode | DocKind::Event => SearchRole::Episode,
+        };
+        Document {
+            kind: memory.kind,
+            session: memory.session.clone(),
+            ord: 0,
+            reference: memory.id.clone(),
+            turn: memory.turns.clone(),
+            role: role.as_str(),
+            ts: memory.ts,
+            salience: memory.salience,
+            speaker: String::new(),
+            text: memory.text.clone(),
         }
     }
 }
@@ -941,12 +1207,14 @@ impl Document {
 fn insert_documents(
     client: &mut impl GenericClient,
     agent: &AgentId,
-    session: &str,
     rows: &[Document],
     words: &[Lexemes],
     first_doc: i64,
 ) -> Result<()> {
     let docs: Vec<i64> = (first_doc..).take(rows.len()).collect();
+    let kinds: Vec<&str> = rows.iter().map(|d| d.kind.as_str()).collect();
+    let sessions: Vec<&str> = rows.iter().map(|d| d.session.as_str()).collect();
+    let saliences: Vec<f64> = rows.iter().map(|d| d.salience).collect();
     let refs: Vec<&str> = rows.iter().map(|d| d.reference.as_str()).collect();
     let ords: Vec<i64> = rows.iter().map(|d| d.ord).collect();
     let turns: Vec<&str> = rows.iter().map(|d| d.turn.as_str()).collect();
@@ -956,9 +1224,9 @@ fn insert_documents(
     let texts: Vec<&str> = rows.iter().map(|d| d.text.as_str()).collect();
     let vectors: Vec<String> = words.iter().map(tsvector).collect();
     let lengths: Vec<i32> = words.iter().map(|w| w.length as i32).collect();
-    let params: [&(dyn ToSql + Sync); 13] = [
+    let params: [&(dyn ToSql + Sync); 14] = [
         &agent.as_str(),
-        &session,
+        &kinds,
         &docs,
         &refs,
         &ords,
@@ -969,21 +1237,24 @@ fn insert_documents(
         &texts,
         &vectors,
         &lengths,
-        &EVENT_SALIENCE,
+        &sessions,
+        &saliences,
     ];
     client
         .execute(
             "INSERT INTO agentmem_search_docs
                  (agent_id, doc, kind, ref, session_id, ord, turn, role, ts, salience,
                   speaker, text, lexemes, length)
-             SELECT $1, doc, 'event', ref, $2, ord, turn, role, ts, $13, speaker, text,
+             SELECT $1, doc, kind, ref, session_id, ord, turn, role, ts, salience, speaker, text,
                     lexemes::tsvector, length
-             FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-                         $8::float8[], $9::text[], $10::text[], $11::text[], $12::int[])
-                  AS e(doc, ref, ord, turn, role, ts, speaker, text, lexemes, length)",
+             FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[],
+                         $7::text[], $8::float8[], $9::text[], $10::text[], $11::text[],
+                         $12::int[], $13::text[], $14::float8[])
+                  AS e(kind, doc, ref, ord, turn, role, ts, speaker, text, lexemes, length,
+                       session_id, salience)",
             &params,
         )
-        .map_err(|e| db_error("add events to the history index", &e))?;
+        .map_err(|e| db_error("add documents to the history index", &e))?;
     Ok(())
 }
 

@@ -13,6 +13,7 @@ use agentmem::storage::{Backend, EventCount, EventRange, SessionWriter, Storage}
 use agentmem::{AgentId, Durability, Error, Event, Result, SessionId};
 use postgres::{Client, GenericClient, NoTls};
 
+use crate::feed::Feeder;
 use crate::pool::Connections;
 use crate::search::PgSearch;
 use crate::writer::PgWriter;
@@ -32,6 +33,8 @@ pub struct PgStorage {
     pub(crate) memory: Mutex<Option<Client>>,
     /// Where history indexes search, kept open between searches.
     search: std::sync::Arc<Connections>,
+    /// What indexes the writers' appends as they commit, started by the first writer.
+    feeder: std::sync::OnceLock<std::sync::Arc<Feeder>>,
 }
 
 impl std::fmt::Debug for PgStorage {
@@ -71,6 +74,7 @@ impl PgStorage {
             reader: Mutex::new(reader),
             memory: Mutex::new(None),
             search,
+            feeder: std::sync::OnceLock::new(),
         })
     }
 
@@ -133,7 +137,11 @@ impl PgStorage {
         if !try_lock(&mut client, &key)? {
             return Err(locked_error(&mut client, id, &key));
         }
-        let writer = PgWriter::open(client, agent.clone(), id.clone(), self.redaction)?;
+        let feeder = self
+            .feeder
+            .get_or_init(|| std::sync::Arc::new(Feeder::start(self.search.clone())))
+            .clone();
+        let writer = PgWriter::open(client, agent.clone(), id.clone(), self.redaction, feeder)?;
         Ok(Box::new(writer))
     }
 }

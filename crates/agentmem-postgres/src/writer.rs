@@ -6,9 +6,11 @@
 //! that the session holds already, then one statement that inserts the
 //! events and updates the session's row (a single statement is its own
 //! transaction: all of it or nothing). Both are prepared once, when the
-//! writer opens.
+//! writer opens. Once committed, the events are handed to the store's
+//! [`Feeder`], which indexes them off the append's path.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use agentmem::base::turn::turn_number;
 use agentmem::files::meta::{title_from, SessionMeta};
@@ -20,6 +22,7 @@ use agentmem::{AgentId, Event, Result, SessionId, TraceType};
 use postgres::{Client, Statement};
 
 use crate::db_error;
+use crate::feed::Feeder;
 use crate::storage::{lock_key, read_lines, read_meta, to_json, EventRows, Rows, INSERT_EVENTS};
 
 /// Which of the ids `$3` the session (`$1`, `$2`) holds, archive included.
@@ -53,6 +56,8 @@ pub(crate) struct PgWriter {
     next_seq: i64,
     assigner: Assigner,
     prepared: Prepared,
+    /// Indexes each append once it is committed.
+    feeder: Arc<Feeder>,
 }
 
 impl std::fmt::Debug for PgWriter {
@@ -72,6 +77,7 @@ impl PgWriter {
         agent: AgentId,
         id: SessionId,
         redaction: RedactionPolicy,
+        feeder: Arc<Feeder>,
     ) -> Result<PgWriter> {
         let meta = read_meta(&mut client, &agent, &id)?;
         let active = read_lines(&mut client, &agent, &id, Rows::all_active())?;
@@ -100,6 +106,7 @@ impl PgWriter {
             redaction,
             meta,
             next_seq,
+            feeder,
         })
     }
 
@@ -196,11 +203,15 @@ impl SessionWriter for PgWriter {
         }
         let before = self.assigner.assign(&mut fresh);
         let meta = self.meta_with(&fresh);
+        // Seqs number the session's full history from 1.
+        let first_ord = (self.next_seq - 1) as u64;
         if let Err(error) = self.store(&fresh, &meta) {
             self.assigner.restore(before);
             return Err(error);
         }
         self.meta = meta;
+        self.feeder
+            .add(&self.agent, self.id.as_str(), first_ord, &fresh);
         Ok(Appended {
             events: fresh,
             duplicates: admitted.duplicates,

@@ -869,6 +869,59 @@ fn search_and_recall_answer_alike_on_both_backends() {
     }
 }
 
+/// On PostgreSQL a writer's appends are indexed as they commit, before
+/// anything searches: once the host is gone (which waits for its indexer),
+/// the history index holds every event appended, each once, and an index
+/// opened then has nothing to catch up.
+#[test]
+fn appends_are_indexed_as_they_commit_on_postgres() {
+    let Some(url) = agentmem_postgres::test_database("the postgres index feeder case") else {
+        return;
+    };
+    let agent = fresh_agent();
+    let host = PgStorage::connect(&url, Default::default()).unwrap();
+    let mut writer = host.create_session(&agent, &sid("fed")).unwrap();
+    for turn in 0..5 {
+        writer
+            .append(vec![
+                Event::user(format!("turn {turn}: the parser test fails")),
+                Event::assistant("Borrow the tokens immutably."),
+            ])
+            .unwrap();
+    }
+    writer
+        .append(vec![with_id(Event::user("one more"), "e-last")])
+        .unwrap();
+    // Appended again: idempotent by id, indexed once.
+    writer
+        .append(vec![with_id(Event::user("one more"), "e-last")])
+        .unwrap();
+    drop(writer);
+    drop(host);
+    let mut admin = postgres::Client::connect(url.expose(), postgres::NoTls).unwrap();
+    let counted = |admin: &mut postgres::Client| -> (i64, i64) {
+        let row = admin
+            .query_one(
+                "SELECT (SELECT events FROM agentmem_search_sessions
+                         WHERE agent_id = $1 AND session_id = 'fed'),
+                        (SELECT count(*) FROM agentmem_search_docs
+                         WHERE agent_id = $1 AND session_id = 'fed' AND kind = 'event')",
+                &[&agent.as_str()],
+            )
+            .unwrap();
+        (row.get::<_, Option<i64>>(0).unwrap_or(0), row.get(1))
+    };
+    assert_eq!(counted(&mut admin), (11, 11), "indexed before any search");
+    let host = PgStorage::connect(&url, Default::default()).unwrap();
+    let hits = host
+        .search_index(&agent)
+        .unwrap()
+        .search("parser", &Default::default())
+        .unwrap();
+    assert_eq!(hits.len(), 5);
+    assert_eq!(counted(&mut admin), (11, 11), "nothing added twice");
+}
+
 /// Every case, run against the backend `make` gives (`None`: not available here).
 macro_rules! conformance {
     ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {

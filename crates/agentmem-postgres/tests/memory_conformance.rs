@@ -581,6 +581,124 @@ fn recall_is_injected_alike_on_both_backends() {
     assert_eq!(recalled_context(&postgres), recalled_context(&files()));
 }
 
+/// What recall answers questions with when a fact or a summary holds the
+/// answer: an earlier session, two facts (one by hand, one drawn from that
+/// session), an episode summarizing it, then a fact added after the first
+/// recalls; the same times on every backend.
+fn recalled_memories(backend: &dyn Backend) -> Vec<String> {
+    let agent = fresh_agent();
+    let (sessions, memory) = backend.host();
+    let store = backend.settings();
+    let at = |n: usize| 1_772_359_200.0 + 60.0 * n as f64;
+    let mut early = store
+        .create_session_in(&sessions, &agent, Some(SessionId::new("early").unwrap()))
+        .unwrap();
+    let mut said = vec![
+        Event::user("Where do the deploys go first?").with_id("e1"),
+        Event::assistant("Through the staging cluster, then production.").with_id("e2"),
+    ];
+    for (n, event) in said.iter_mut().enumerate() {
+        event.ts = at(n + 1);
+    }
+    early.ingest(said).unwrap();
+    early.flush_index();
+    drop(early);
+    let facts = FactStore::on(memory.clone(), &agent, Default::default());
+    let fixed_times = |memory: &Arc<dyn MemoryStorage>| {
+        memory
+            .change_facts(&agent, &mut |mut all| {
+                for fact in &mut all {
+                    fact.ts = at(3);
+                }
+                Ok(all)
+            })
+            .unwrap();
+    };
+    facts
+        .add(by_hand("Deploys pass the canary stage before production."))
+        .unwrap();
+    let mut drawn = by_hand("The parser benchmarks run nightly on the build farm.");
+    drawn.provenance.session_id = Some("early".into());
+    facts.add(drawn).unwrap();
+    fixed_times(&memory);
+    memory
+        .append_episode(
+            &agent,
+            &EpisodicItem {
+                id: "ep-early".into(),
+                ts: at(4),
+                session_id: "early".into(),
+                turn_ids: vec!["turn_0001".into()],
+                summary: "## Goal\n- Rewrite the rollback script for the staging cluster.".into(),
+                tags: vec![],
+                salience: 0.7,
+            },
+        )
+        .unwrap();
+    let recall = |query: &str| {
+        let mut request = agentmem::RecallRequest::new(query, 1_000);
+        request.exclude_session = Some("late".into());
+        request.asked_at = Some(at(10));
+        store
+            .recall_on(
+                &*sessions,
+                &agent,
+                &request,
+                agentmem::Encoding::O200kBase.tokenizer(),
+            )
+            .unwrap()
+            .block
+    };
+    let mut blocks: Vec<String> = [
+        "Which stage do deploys pass before production?",
+        "Who rewrote the rollback script?",
+        "When do the parser benchmarks run?",
+    ]
+    .iter()
+    .map(|query| recall(query))
+    .collect();
+    // Facts that change after a recall are recalled as they are now.
+    facts
+        .add(by_hand("Releases are tagged on Fridays."))
+        .unwrap();
+    fixed_times(&memory);
+    blocks.push(recall("When are releases tagged?"));
+    blocks
+}
+
+fn facts_and_summaries_are_recalled(backend: &dyn Backend) {
+    let blocks = recalled_memories(backend);
+    assert!(
+        blocks[0].contains("Deploys pass the canary stage before production."),
+        "a fact given by hand: {}",
+        blocks[0]
+    );
+    assert!(
+        blocks[1].contains("(session early, turn_0001)")
+            && blocks[1].contains("Rewrite the rollback script"),
+        "an episode: {}",
+        blocks[1]
+    );
+    assert!(
+        blocks[2].contains("The parser benchmarks run nightly"),
+        "a fact drawn from a session: {}",
+        blocks[2]
+    );
+    assert!(
+        blocks[3].contains("Releases are tagged on Fridays."),
+        "a fact added since: {}",
+        blocks[3]
+    );
+}
+
+/// Facts and episodes are recalled by the same questions, in the same
+/// blocks, on PostgreSQL as on files.
+#[test]
+fn facts_and_summaries_are_recalled_alike_on_both_backends() {
+    let Some(postgres) = postgres() else { return };
+    assert_eq!(recalled_memories(&postgres), recalled_memories(&files()));
+}
+
 macro_rules! every_case {
     ($($case:ident),* $(,)?) => {
         mod files_backend {
@@ -600,6 +718,7 @@ every_case!(
     a_compaction_and_an_ending_leave_memory_seen_after_reopen_and_by_other_sessions,
     working_memory_changes_by_compare_and_swap_and_keeps_its_history,
     an_earlier_session_is_recalled_into_the_context,
+    facts_and_summaries_are_recalled,
 );
 
 fn files() -> Files {

@@ -1383,3 +1383,173 @@ fn trimming_after_an_unprepared_call_keeps_turns_whole() {
     let spec = trimming_with_usage_and_memory_blocks(3742, turns);
     check_turns_stay_whole(&spec);
 }
+
+/// A case property 3 found after a manual compaction: the newest turn, a
+/// pasted log answered by two responses, was left with its first answer cut.
+#[test]
+fn trimming_after_a_manual_compaction_keeps_the_newest_turn_whole() {
+    use Arrival::{Late, Missing, OnTime};
+    let (bash, read_file, grep) = (0, 1, 2);
+    let err = |call: CallSpec| CallSpec {
+        error: true,
+        ..call
+    };
+    let turns = vec![
+        turn(UserSpec::Words(3), vec![resp(1, vec![])]),
+        turn(
+            UserSpec::Words(3),
+            vec![resp(0, vec![call(grep, 1, 66, OnTime)])],
+        ),
+        turn(
+            UserSpec::Words(49),
+            vec![
+                resp(56, vec![]),
+                resp(
+                    20,
+                    vec![
+                        call(grep, 0, 3, OnTime),
+                        call(grep, 2, 24, Late),
+                        err(call(read_file, 0, 1, OnTime)),
+                    ],
+                ),
+            ],
+        ),
+        turn(
+            UserSpec::Words(26),
+            vec![
+                resp(
+                    77,
+                    vec![
+                        call(grep, 2, 2, OnTime),
+                        call(read_file, 3, 427, OnTime),
+                        call(grep, 0, 2, OnTime),
+                    ],
+                ),
+                resp(
+                    0,
+                    vec![call(bash, 0, 64, OnTime), call(read_file, 3, 24, OnTime)],
+                ),
+            ],
+        ),
+        turn(
+            UserSpec::Words(34),
+            vec![
+                resp(0, vec![call(read_file, 2, 1, OnTime)]),
+                resp(26, vec![err(call(read_file, 3, 886, OnTime))]),
+            ],
+        ),
+        turn(
+            UserSpec::Words(44),
+            vec![resp(
+                48,
+                vec![err(call(bash, 3, 63, OnTime)), call(bash, 0, 19, OnTime)],
+            )],
+        ),
+        turn(
+            UserSpec::Words(29),
+            vec![
+                resp(87, vec![]),
+                resp(0, vec![call(read_file, 2, 71, Late)]),
+            ],
+        ),
+        turn(
+            UserSpec::Words(26),
+            vec![
+                resp(0, vec![call(grep, 1, 363, OnTime)]),
+                resp(
+                    22,
+                    vec![call(grep, 1, 18, OnTime), call(read_file, 0, 138, Missing)],
+                ),
+            ],
+        ),
+        turn(
+            UserSpec::Words(54),
+            vec![resp(
+                0,
+                vec![
+                    call(grep, 0, 114, Missing),
+                    err(call(read_file, 3, 442, OnTime)),
+                ],
+            )],
+        ),
+        turn(
+            UserSpec::Words(21),
+            vec![resp(111, vec![call(read_file, 2, 1, OnTime)])],
+        ),
+        turn(
+            UserSpec::Words(18),
+            vec![
+                resp(79, vec![call(read_file, 0, 20, Missing)]),
+                resp(88, vec![call(read_file, 3, 330, OnTime)]),
+            ],
+        ),
+        turn(
+            UserSpec::Words(55),
+            vec![
+                resp(0, vec![call(grep, 1, 677, Missing)]),
+                resp(47, vec![err(call(grep, 3, 393, OnTime))]),
+            ],
+        ),
+        turn(
+            UserSpec::Words(9),
+            vec![
+                resp(0, vec![call(read_file, 3, 2, OnTime)]),
+                resp(116, vec![call(read_file, 3, 1, OnTime)]),
+            ],
+        ),
+        turn(
+            UserSpec::Words(23),
+            vec![resp(
+                0,
+                vec![
+                    call(read_file, 1, 53, OnTime),
+                    call(grep, 2, 3, OnTime),
+                    call(bash, 0, 32, OnTime),
+                ],
+            )],
+        ),
+        turn(
+            UserSpec::Words(57),
+            vec![
+                resp(0, vec![call(bash, 1, 3, OnTime), call(bash, 0, 2, Late)]),
+                resp(105, vec![call(grep, 1, 105, OnTime)]),
+            ],
+        ),
+        TurnSpec {
+            compact_first: true,
+            ..turn(
+                UserSpec::Words(26),
+                vec![resp(
+                    78,
+                    vec![call(bash, 3, 10, OnTime), err(call(bash, 1, 23, OnTime))],
+                )],
+            )
+        },
+        turn(
+            UserSpec::Paste(101),
+            vec![
+                resp(
+                    70,
+                    vec![call(grep, 0, 80, Missing), err(call(bash, 1, 1, OnTime))],
+                ),
+                resp(
+                    58,
+                    vec![call(bash, 0, 8, OnTime), call(read_file, 3, 20, OnTime)],
+                ),
+            ],
+        ),
+    ];
+    let spec = Spec {
+        context_window: 5261,
+        strategy: Shaping::Trim,
+        max_turns: None,
+        keep_tool_results: None,
+        raw_tail_turns: None,
+        compaction_timing: CompactionTiming::Inline,
+        report_usage: false,
+        varying_system: false,
+        reopen_before_turn: None,
+        turns,
+    };
+    check_turns_stay_whole(&spec);
+}

@@ -4,7 +4,8 @@
 //!   (a user message, two tool calls with results, an answer);
 //! - the time to open a session of `--open-events` events, for writing and for reading;
 //! - import speed of the given transcript files (parse, and parse + store);
-//! - with `--history`, search index build rate and search and recall latency.
+//! - with `--history`, search index build rate and search and recall latency;
+//! - with `--cold`, the query commands' time as whole processes.
 //!
 //! Append throughput, the workload and the `--serve` load test run on the
 //! configured storage backend (`AGENTMEM_DATABASE_URL` or `[storage]`), so
@@ -83,6 +84,9 @@ pub fn run(
     }
     if let Some(path) = &args.tokens {
         rows.extend(bench_tokens(path)?);
+    }
+    if let Some(path) = &args.cold {
+        rows.extend(super::bench_cold::run(dir.path(), path, args.cold_runs)?);
     }
     if !args.history.is_empty() {
         let vectors = || match (&args.embedder_dir, args.vectors) {

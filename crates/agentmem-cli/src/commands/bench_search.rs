@@ -402,7 +402,7 @@ impl Embedder for HashedWords {
     }
 }
 
-fn latency(name: &str, ms: &[f64], detail: &str) -> serde_json::Value {
+pub(super) fn latency(name: &str, ms: &[f64], detail: &str) -> serde_json::Value {
     let mut sorted = ms.to_vec();
     sorted.sort_by(f64::total_cmp);
     let percentile = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];

@@ -62,6 +62,7 @@ pub fn run(
     request.context.compaction_timing = Some(setup.compaction_timing);
     let (mut over_budget, mut estimated_turns) = (0, 0);
     let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
+    let mut actions: Vec<String> = Vec::new();
     for turn in turns {
         let started = Instant::now();
         session.ingest(turn)?;
@@ -70,6 +71,13 @@ pub fn run(
         ingest_us.push((ingested - started).as_secs_f64() * 1e6);
         prepare_us.push(ingested.elapsed().as_secs_f64() * 1e6);
         stats_tokens.push(prepared.stats.context_tokens);
+        let described: Vec<String> = prepared
+            .stats
+            .actions
+            .iter()
+            .map(super::replay::describe_action)
+            .collect();
+        actions.push(described.join("; "));
         if prepared.stats.context_tokens > prepared.stats.input_budget {
             over_budget += 1;
         }
@@ -106,6 +114,7 @@ pub fn run(
             "turns_estimated": estimated_turns,
         }),
     ];
+    rows.push(slowest_turns(&ingest_us, &prepare_us, &actions));
     for at in [200, 2_000] {
         if let Some(us) = total.get(at - 1) {
             rows.push(json!({
@@ -116,6 +125,52 @@ pub fn run(
         }
     }
     Ok(rows)
+}
+
+/// How many of the slowest turns are listed with what the engine did in them.
+const SLOWEST_TURNS: usize = 5;
+
+/// The slowest turns, each with its ingest and prepare time and the
+/// prepare's actions: what the tail is made of.
+fn slowest_turns(ingest_us: &[f64], prepare_us: &[f64], actions: &[String]) -> serde_json::Value {
+    let mut turns: Vec<usize> = (0..ingest_us.len()).collect();
+    turns.sort_by(|&a, &b| {
+        (ingest_us[b] + prepare_us[b]).total_cmp(&(ingest_us[a] + prepare_us[a]))
+    });
+    turns.truncate(SLOWEST_TURNS);
+    let listed: Vec<serde_json::Value> = turns
+        .iter()
+        .map(|&t| {
+            json!({
+                "turn": t + 1,
+                "ingest_us": ingest_us[t],
+                "prepare_us": prepare_us[t],
+                "actions": actions[t],
+            })
+        })
+        .collect();
+    let detail: Vec<String> = turns
+        .iter()
+        .map(|&t| {
+            let what = if actions[t].is_empty() {
+                "no action"
+            } else {
+                &actions[t]
+            };
+            format!(
+                "turn {}: ingest {:.1} ms, prepare {:.1} ms ({what})",
+                t + 1,
+                ingest_us[t] / 1e3,
+                prepare_us[t] / 1e3
+            )
+        })
+        .collect();
+    json!({
+        "bench": "workload slowest turns",
+        "figure": format!("{} listed", listed.len()),
+        "detail": detail.join(" | "),
+        "turns": listed,
+    })
 }
 
 fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {

@@ -1,6 +1,7 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod bench;
+mod bench_cold;
 mod bench_load;
 mod bench_search;
 mod bench_serve;
@@ -226,7 +227,23 @@ impl std::error::Error for InputRejected {}
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli.global, &cli.command)?;
-    match cli.command {
+    // A command counts mostly words earlier commands counted: with their
+    // counts kept in the data directory, it need not load an encoding.
+    let kept = ctx.store.load_kept_token_counts();
+    let root = ctx.store.root().to_path_buf();
+    let dry_run = matches!(cli.command, Command::Prepare { dry_run: true, .. });
+    let done = run_command(ctx, cli.command);
+    // Only into a data directory that exists (a command such as `tokens`
+    // makes none), never from a dry run, and as a cache: a failed write
+    // costs the next command time, never data.
+    if root.is_dir() && !dry_run {
+        let _ = kept.save();
+    }
+    done
+}
+
+fn run_command(ctx: Context, command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Ingest { session, ack } => ingest::run(&ctx, session.as_deref(), ack),
         Command::Import {
             path,

@@ -302,7 +302,7 @@ fn describe_turn(line: &TurnLine) -> String {
     text
 }
 
-fn describe_action(action: &Action) -> String {
+pub(super) fn describe_action(action: &Action) -> String {
     let saved = |tokens: &u64| format!("{} tokens saved", thousands(*tokens));
     match action {
         Action::PairsRepaired { pass, .. } => format!("tool pairs repaired ({pass})"),

@@ -36,3 +36,6 @@ pub(crate) const MEMORY_FILE: &str = "MEMORY.md";
 pub(crate) const SEMANTIC_FILE: &str = "semantic.jsonl";
 /// The episodic store's file name inside the agent folder.
 pub(crate) const EPISODIC_FILE: &str = "episodic.jsonl";
+/// The data directory's file of token counts kept between processes
+/// (see [`crate::tokens::KeptCounts`]).
+pub(crate) const TOKEN_COUNTS_FILE: &str = "token-counts";

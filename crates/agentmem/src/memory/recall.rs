@@ -825,29 +825,38 @@ pub fn refresh_memories(index: &mut HistoryIndex, agent_dir: &std::path::Path) -
     index.sync_memories(&format!("{stamp:?}"), || {
         let facts = crate::memory::facts::FactStore::new(agent_dir, Default::default()).all()?;
         let episodes = crate::memory::episodic::read_episodes(agent_dir)?;
-        let facts = facts
-            .iter()
-            .filter(|f| f.is_current())
-            .map(|fact| MemoryDoc {
-                kind: DocKind::Fact,
-                id: fact.id.clone(),
-                session: fact.provenance.session_id.clone().unwrap_or_default(),
-                turns: String::new(),
-                ts: fact.ts,
-                salience: f64::from(fact.salience * fact.confidence),
-                text: fact_line(fact),
-            });
-        let episodes = episodes.into_iter().map(|episode| MemoryDoc {
-            kind: DocKind::Episode,
-            id: episode.id,
-            session: episode.session_id,
-            turns: episode.turn_ids.join(","),
-            ts: episode.ts,
-            salience: f64::from(episode.salience),
-            text: episode.summary,
-        });
-        Ok(facts.chain(episodes).collect())
+        Ok(memory_documents(&facts, episodes))
     })
+}
+
+/// The agent's current facts, then its episodes, as every backend's
+/// history index keeps them for recall.
+pub fn memory_documents(
+    facts: &[crate::memory::facts::Fact],
+    episodes: Vec<crate::files::records::EpisodicItem>,
+) -> Vec<MemoryDoc> {
+    let facts = facts
+        .iter()
+        .filter(|f| f.is_current())
+        .map(|fact| MemoryDoc {
+            kind: DocKind::Fact,
+            id: fact.id.clone(),
+            session: fact.provenance.session_id.clone().unwrap_or_default(),
+            turns: String::new(),
+            ts: fact.ts,
+            salience: f64::from(fact.salience * fact.confidence),
+            text: fact_line(fact),
+        });
+    let episodes = episodes.into_iter().map(|episode| MemoryDoc {
+        kind: DocKind::Episode,
+        id: episode.id,
+        session: episode.session_id,
+        turns: episode.turn_ids.join(","),
+        ts: episode.ts,
+        salience: f64::from(episode.salience),
+        text: episode.summary,
+    });
+    facts.chain(episodes).collect()
 }
 
 /// A fact as it is indexed and shown: one that came from tool output says so,

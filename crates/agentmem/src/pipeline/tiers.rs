@@ -333,9 +333,14 @@ pub(crate) fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) 
             turns.push(item.event.turn_id.as_str());
         }
     }
+    // With the framing of the messages a turn starts: a sum of its parts
+    // alone would leave the running total too high and trim turns that fit.
+    let shares = crate::pipeline::transcript::item_totals(items, shrink.tokenizer);
     let mut per_turn: HashMap<&str, u64> = HashMap::new();
-    for item in items.iter().filter(|i| is_trimmable(&i.event)) {
-        *per_turn.entry(item.event.turn_id.as_str()).or_default() += item.tokens.total;
+    for (item, share) in items.iter().zip(shares) {
+        if is_trimmable(&item.event) {
+            *per_turn.entry(item.event.turn_id.as_str()).or_default() += share;
+        }
     }
     let must_drop = shrink
         .settings
@@ -425,50 +430,77 @@ fn remove_pairs(
 /// with its results — until the view fits, never the latest user message.
 /// Only reached when whole-turn trimming and placeholders were not enough
 /// (the current turn alone is over the budget).
+///
+/// Leaves out as few as it can: each candidate count is measured whole,
+/// message framing included, since a running sum of items would miss the
+/// framing freed with them and leave out one item too many.
 pub(crate) fn drop_oldest_items(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) -> Option<Action> {
+    let before = measure(items, shrink.tokenizer).total;
+    if before <= shrink.target {
+        return None;
+    }
+    let units = droppable_units_oldest_first(items);
+    if units.is_empty() {
+        return None;
+    }
+    let without = |count: usize| -> Vec<ViewItem> {
+        let dropped: HashSet<usize> = units[..count].iter().flatten().copied().collect();
+        (0..items.len())
+            .filter(|i| !dropped.contains(i))
+            .map(|i| items[i].clone())
+            .collect()
+    };
+    let fits = |count: usize| measure(&without(count), shrink.tokenizer).total <= shrink.target;
+    // Leaving out more never adds tokens, so the fewest units that fit are
+    // found by bisection (all of them when nothing fits).
+    let (mut fewest, mut most) = (1, units.len());
+    while fewest < most {
+        let middle = fewest + (most - fewest) / 2;
+        if fits(middle) {
+            most = middle;
+        } else {
+            fewest = middle + 1;
+        }
+    }
+    let count = fewest;
+    let dropped = units[..count].iter().map(Vec::len).sum();
+    *items = without(count);
+    Some(Action::ItemsDropped {
+        items: dropped,
+        tokens_saved: before.saturating_sub(measure(items, shrink.tokenizer).total),
+    })
+}
+
+/// What [`drop_oldest_items`] may leave out, in order: each item on its own,
+/// a tool call with its results, never a result alone nor the latest user
+/// message.
+fn droppable_units_oldest_first(items: &[ViewItem]) -> Vec<Vec<usize>> {
     let latest_user = items
         .iter()
         .rposition(|i| i.event.trace_type == TraceType::User);
-    let before = measure(items, shrink.tokenizer).total;
-    let mut total = before;
-    let mut dropped_calls: HashSet<String> = HashSet::new();
-    let mut keep = vec![true; items.len()];
-    for i in 0..items.len() {
-        if total <= shrink.target {
-            break;
-        }
-        if Some(i) == latest_user || !keep[i] {
+    let mut units = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let event = &item.event;
+        if Some(i) == latest_user || event.trace_type == TraceType::ToolResult {
             continue;
         }
-        let event = &items[i].event;
-        if event.trace_type == TraceType::ToolResult {
-            continue; // leaves with its call
-        }
-        keep[i] = false;
-        total = total.saturating_sub(items[i].tokens.total);
+        let mut unit = vec![i];
         if let (TraceType::ToolCall, Some(id)) = (event.trace_type, &event.tool_call_id) {
-            dropped_calls.insert(id.clone());
-            for (j, other) in items.iter().enumerate().skip(i + 1) {
-                if other.event.trace_type == TraceType::ToolResult
-                    && other.event.tool_call_id.as_ref() == Some(id)
-                {
-                    keep[j] = false;
-                    total = total.saturating_sub(other.tokens.total);
-                }
-            }
+            unit.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .skip(i + 1)
+                    .filter_map(|(j, other)| {
+                        let answers = other.event.trace_type == TraceType::ToolResult
+                            && other.event.tool_call_id.as_ref() == Some(id);
+                        answers.then_some(j)
+                    }),
+            );
         }
+        units.push(unit);
     }
-    let dropped = keep.iter().filter(|k| !**k).count();
-    if dropped == 0 {
-        return None;
-    }
-    let mut flags = keep.into_iter();
-    items.retain(|_| flags.next().unwrap_or(true));
-    let saved = before.saturating_sub(measure(items, shrink.tokenizer).total);
-    Some(Action::ItemsDropped {
-        items: dropped,
-        tokens_saved: saved,
-    })
+    units
 }
 
 #[cfg(test)]
@@ -508,5 +540,46 @@ mod tests {
         );
         let left: Vec<&str> = items.iter().map(|i| i.event.id.as_str()).collect();
         assert_eq!(left, ["c2", "c2-out", "c3", "c3-out"]);
+    }
+    /// Many short turns, where message framing is much of each turn: the
+    /// trim keeps the longest run of newest turns that fits, not fewer.
+    #[test]
+    fn trimming_keeps_every_newest_turn_that_fits() {
+        let events: Vec<Event> = (0..60)
+            .flat_map(|t| {
+                let turn = format!("turn_{t:04}");
+                [
+                    Event {
+                        turn_id: turn.clone(),
+                        ..Event::user(format!("q{t}")).with_id(format!("u{t}"))
+                    },
+                    Event {
+                        turn_id: turn.clone(),
+                        ..Event::assistant(format!("a{t}")).with_id(format!("a{t}"))
+                    },
+                ]
+            })
+            .collect();
+        let tokenizer = Encoding::O200kBase.tokenizer();
+        let all = Transcript::from_events(Encoding::O200kBase, &events)
+            .items()
+            .to_vec();
+        let settings = PipelineSettings::default();
+        let target = measure(&all, tokenizer).total / 3;
+        let shrink = Shrink {
+            target,
+            tokenizer,
+            settings: &settings,
+        };
+        let mut items = all.clone();
+        trim_oldest_turns(&mut items, &shrink);
+        let kept = measure(&items, tokenizer).total;
+        assert!(kept < target, "{kept} of {target}");
+        let one_more = &all[all.len() - items.len() - 2..];
+        assert!(
+            measure(one_more, tokenizer).total >= target,
+            "the newest turn left out would have fitted: {} of {target}",
+            measure(one_more, tokenizer).total
+        );
     }
 }

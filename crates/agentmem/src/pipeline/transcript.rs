@@ -677,6 +677,26 @@ pub fn measure(items: &[ViewItem], tokenizer: Tokenizer) -> TokenCounts {
     total
 }
 
+/// Each item's share of [`measure`]: its parts, plus the framing of the
+/// message it starts if it starts one. Their sum is the view's total, so
+/// leaving out a whole turn frees its items' shares.
+pub(crate) fn item_totals(items: &[ViewItem], tokenizer: Tokenizer) -> Vec<u64> {
+    let mut previous: Option<&Event> = None;
+    items
+        .iter()
+        .map(|item| {
+            let starts = starts_message(previous, &item.event);
+            let framing = if starts {
+                message_framing(&item.event, tokenizer).total
+            } else {
+                0
+            };
+            previous = Some(&item.event);
+            item.tokens.total.saturating_add(framing)
+        })
+        .collect()
+}
+
 /// How many messages the view's items make.
 pub(crate) fn message_count(items: &[ViewItem]) -> usize {
     message_starts(items)

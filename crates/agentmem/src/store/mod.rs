@@ -89,6 +89,16 @@ impl Store {
         self.embedder.as_ref().map(|e| &*e.0)
     }
 
+    /// The token counts earlier processes kept in this data directory
+    /// (`token-counts`), loaded into this thread's memo: a short-lived
+    /// process that meets only known words never loads an encoding's tables.
+    /// Call [`KeptCounts::save`] when done to keep what it counted.
+    ///
+    /// [`KeptCounts::save`]: crate::tokens::KeptCounts::save
+    pub fn load_kept_token_counts(&self) -> crate::tokens::KeptCounts {
+        crate::tokens::KeptCounts::load(self.root.join(crate::files::paths::TOKEN_COUNTS_FILE))
+    }
+
     /// The model registry: built-in table plus the configuration's overrides.
     pub fn registry(&self) -> &ModelRegistry {
         &self.registry
@@ -269,9 +279,9 @@ impl Store {
     }
 
     /// Recalls for `request` from `agent`'s history kept in `storage`: as
-    /// [`Store::recall`] on files; on another backend from its index, with
-    /// this store's embedder and reranker, without the facts and episodes
-    /// that are not behind the seam yet.
+    /// [`Store::recall`] on files; on another backend from its index (the
+    /// agent's events, facts and episodes), with this store's embedder and
+    /// reranker.
     pub fn recall_on(
         &self,
         storage: &dyn crate::Storage,

@@ -8,11 +8,13 @@
 
 pub mod budget;
 pub(crate) mod count;
+mod kept;
 mod pretokenize;
 pub mod registry;
 pub(crate) mod tokenizer;
 
 pub use count::TokenCounts;
 pub use count::{count_message, count_tool_schemas};
+pub use kept::KeptCounts;
 pub use registry::{ModelInfo, ModelOverride, ModelRegistry, ModelSource};
 pub use tokenizer::{Encoding, Tokenizer};

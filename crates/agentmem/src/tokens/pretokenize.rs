@@ -6,8 +6,15 @@
 //! its classes shrink to a few byte ranges, so the same split is made here by
 //! hand, alternative by alternative in the regex's own order (the first that
 //! matches wins, each as greedy as the regex). Text with any non-ASCII byte
-//! goes through `bpe-openai`'s regex, and the tests check that both split
-//! every ASCII text alike.
+//! goes through the encoding's regex ([`unicode_pieces`]), compiled here on
+//! first use (a few milliseconds) so that splitting never loads the
+//! encoding's BPE tables (tens of milliseconds); the tests check that both
+//! split every text as `bpe-openai` does.
+
+use std::sync::LazyLock;
+
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
 
 /// The split rules of one encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +25,57 @@ pub(crate) enum Rules {
     /// cl100k_base: letters of any case together, contractions on their own,
     /// line breaks kept after punctuation.
     Cl100k,
+}
+
+/// The pieces of any `text`, in order, by the encoding's regex: its first
+/// pattern as it is, then `\s+\s` (a look-ahead: its last character is left
+/// for the next piece, as `\s+(?!\S)` would) and `\s+`.
+pub(crate) fn unicode_pieces(text: &str, rules: Rules) -> impl Iterator<Item = &str> {
+    let regex = match rules {
+        Rules::O200k => &*O200K_REGEX,
+        Rules::Cl100k => &*CL100K_REGEX,
+    };
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let input = Input::new(&text[start..]).anchored(Anchored::Yes);
+        let found = regex.find(input)?;
+        let mut end = start + found.end();
+        if found.pattern().as_usize() == LOOKAHEAD_PATTERN {
+            end -= text[start..end]
+                .chars()
+                .next_back()
+                .map_or(0, char::len_utf8);
+        }
+        let piece = &text[start..end];
+        start = end;
+        Some(piece)
+    })
+}
+
+/// Which of the regex's patterns is the look-ahead one.
+const LOOKAHEAD_PATTERN: usize = 1;
+
+static O200K_REGEX: LazyLock<Regex> = LazyLock::new(|| {
+    let words = [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+$",
+    ]
+    .join("|");
+    splitting_regex(&words)
+});
+
+static CL100K_REGEX: LazyLock<Regex> = LazyLock::new(|| {
+    splitting_regex(
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+$",
+    )
+});
+
+fn splitting_regex(words: &str) -> Regex {
+    Regex::new_many(&[words, r"\s+\s", r"\s+"]).expect("the encodings' split patterns are valid")
 }
 
 /// The pieces of `text`, in order; `text` must be ASCII.
@@ -157,6 +215,25 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    #[test]
+    fn splits_any_text_as_the_encodings_do() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let readme = std::fs::read_to_string(format!("{dir}/README.md")).unwrap();
+        let texts = [
+            "Naïve café — ⟦event 3, passage 1 of 2⟧ façade",
+            "日本語のテキスト、そして English words 123456",
+            "ÀÉÎÕÜ àéîõü ǅungla ǈ Ⅻ ½ ٣٤٥ x\u{301}y \u{a0}\u{2003}nbsp\u{2028}",
+            "emoji 👩‍💻 and flags 🇫🇷 mixed:\r\n  next  \t",
+            "don’t I’LL we'Re it's O'NEIL’S",
+        ];
+        for text in texts.iter().copied().chain(readme.lines()) {
+            for rules in [Rules::O200k, Rules::Cl100k] {
+                let ours: Vec<&str> = unicode_pieces(text, rules).collect();
+                assert_eq!(ours, regex_pieces(text, rules), "{rules:?} on {text:?}");
+            }
+        }
+    }
+
     fn regex_pieces(text: &str, rules: Rules) -> Vec<&str> {
         let bpe = match rules {
             Rules::O200k => bpe_openai::o200k_base(),
@@ -214,6 +291,14 @@ mod tests {
         ) {
             for rules in [Rules::O200k, Rules::Cl100k] {
                 let ours: Vec<&str> = ascii_pieces(&text, rules).collect();
+                prop_assert_eq!(ours, regex_pieces(&text, rules), "{:?}", rules);
+            }
+        }
+
+        #[test]
+        fn splits_any_unicode_text_as_the_encodings_do(text in "\\PC{0,40}") {
+            for rules in [Rules::O200k, Rules::Cl100k] {
+                let ours: Vec<&str> = unicode_pieces(&text, rules).collect();
                 prop_assert_eq!(ours, regex_pieces(&text, rules), "{:?}", rules);
             }
         }

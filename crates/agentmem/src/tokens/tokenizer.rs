@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use either::Either;
 
-use super::pretokenize::{ascii_pieces, Rules};
+use super::pretokenize::{ascii_pieces, unicode_pieces, Rules};
 
 /// A way of turning text into a token count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -157,11 +157,9 @@ impl Tokenizer {
     pub(crate) fn bpe(&self) -> Option<Bpe> {
         match self.encoding {
             Encoding::O200kBase => Some(Bpe {
-                tokenizer: bpe_openai::o200k_base(),
                 rules: Rules::O200k,
             }),
             Encoding::Cl100kBase => Some(Bpe {
-                tokenizer: bpe_openai::cl100k_base(),
                 rules: Rules::Cl100k,
             }),
             Encoding::Approximate => None,
@@ -170,22 +168,31 @@ impl Tokenizer {
 }
 
 /// One of OpenAI's byte-pair encodings, with the rules that split text into
-/// the pieces it encodes one by one.
+/// the pieces it encodes one by one. Its tables (tens of milliseconds to
+/// load) are loaded when a piece is not in the memo of counts, so a process
+/// that finds every piece there never loads them.
 #[derive(Clone, Copy)]
 pub(crate) struct Bpe {
-    pub(crate) tokenizer: &'static bpe_openai::Tokenizer,
     rules: Rules,
 }
 
 impl Bpe {
+    /// The encoding's tokenizer, loaded on first use.
+    pub(crate) fn tokenizer(&self) -> &'static bpe_openai::Tokenizer {
+        match self.rules {
+            Rules::O200k => bpe_openai::o200k_base(),
+            Rules::Cl100k => bpe_openai::cl100k_base(),
+        }
+    }
+
     /// The pieces of `text`, as the encoding's regex splits it (by hand when
-    /// the text is ASCII: the same pieces, several times faster).
+    /// the text is ASCII: the same pieces, several times faster), without
+    /// loading the encoding's tables.
     pub(crate) fn pieces<'t>(&self, text: &'t str) -> impl Iterator<Item = &'t str> + use<'t> {
-        let tokenizer = self.tokenizer;
         if text.is_ascii() {
             Either::Left(ascii_pieces(text, self.rules))
         } else {
-            Either::Right(tokenizer.split(text))
+            Either::Right(unicode_pieces(text, self.rules))
         }
     }
 
@@ -194,9 +201,8 @@ impl Bpe {
         match piece.len() {
             // Every byte is a token of a byte-level BPE.
             0 | 1 => piece.len(),
-            n if n > MEMO_PIECE_MAX_BYTES => self.tokenizer.bpe.count(piece.as_bytes()),
-            _ => PIECE_COUNTS
-                .with(|memos| memos.borrow_mut()[self.memo()].count(self.tokenizer, piece)),
+            n if n > MEMO_PIECE_MAX_BYTES => self.tokenizer().bpe.count(piece.as_bytes()),
+            _ => PIECE_COUNTS.with(|memos| memos.borrow_mut()[self.memo()].count(*self, piece)),
         }
     }
 
@@ -204,13 +210,16 @@ impl Bpe {
     /// tokenized only until it passes the limit.
     pub(crate) fn piece_tokens_till(&self, piece: &str, limit: usize) -> Option<usize> {
         if piece.len() > MEMO_PIECE_MAX_BYTES {
-            return self.tokenizer.bpe.count_till_limit(piece.as_bytes(), limit);
+            return self
+                .tokenizer()
+                .bpe
+                .count_till_limit(piece.as_bytes(), limit);
         }
         Some(self.piece_tokens(piece)).filter(|&n| n <= limit)
     }
 
     /// Which memo of piece counts is this encoding's.
-    fn memo(&self) -> usize {
+    pub(crate) fn memo(&self) -> usize {
         match self.rules {
             Rules::O200k => 0,
             Rules::Cl100k => 1,
@@ -227,13 +236,13 @@ impl fmt::Debug for Bpe {
 /// Pieces (pre-tokenizer splits: words, numbers, punctuation runs) at most
 /// this long have their counts remembered: text repeats its words, and a
 /// remembered count skips the BPE, whose every call allocates.
-const MEMO_PIECE_MAX_BYTES: usize = 24;
+pub(crate) const MEMO_PIECE_MAX_BYTES: usize = 255;
 /// Remembered pieces per encoding and thread; the memo starts over when full.
 const MEMO_MAX_PIECES: usize = 1 << 16;
 
 thread_local! {
     /// Token counts of short pieces, one memo per BPE encoding.
-    static PIECE_COUNTS: std::cell::RefCell<[PieceMemo; 2]> = Default::default();
+    pub(crate) static PIECE_COUNTS: std::cell::RefCell<[PieceMemo; 2]> = Default::default();
 }
 
 /// Remembered token counts of short pieces. Looking one up is most of what
@@ -242,18 +251,21 @@ thread_local! {
 /// one map per length, and compared without a call to `memcmp`. Hashed with
 /// foldhash: keys are a few bytes.
 #[derive(Default)]
-struct PieceMemo {
-    packed: [foldhash::HashMap<(u64, u64), u32>; PACKED_PIECE_MAX_BYTES + 1],
-    longer: foldhash::HashMap<Box<str>, u32>,
+pub(crate) struct PieceMemo {
+    pub(crate) packed: [foldhash::HashMap<(u64, u64), u32>; PACKED_PIECE_MAX_BYTES + 1],
+    pub(crate) longer: foldhash::HashMap<Box<str>, u32>,
     len: usize,
+    /// Pieces counted by the encoding since the memo was made: the memo
+    /// learnt something a file of kept counts lacks.
+    pub(crate) counted: usize,
 }
 
 /// Pieces at most this long are keyed by [`packed_piece`].
-const PACKED_PIECE_MAX_BYTES: usize = 16;
+pub(crate) const PACKED_PIECE_MAX_BYTES: usize = 16;
 
 impl PieceMemo {
     /// The count of a short piece, counted and kept if new.
-    fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, piece: &str) -> usize {
+    fn count(&mut self, bpe: Bpe, piece: &str) -> usize {
         let bytes = piece.as_bytes();
         let remembered = match bytes.len() {
             n @ ..=PACKED_PIECE_MAX_BYTES => self.packed[n].get(&packed_piece(bytes)),
@@ -262,25 +274,34 @@ impl PieceMemo {
         if let Some(&count) = remembered {
             return count as usize;
         }
-        let count = tokenizer.bpe.count(bytes);
+        let count = bpe.tokenizer().bpe.count(bytes);
+        self.counted += 1;
+        self.keep(piece, count as u32);
+        count
+    }
+
+    /// Keeps `count` as the count of `piece` (at most [`MEMO_PIECE_MAX_BYTES`]).
+    pub(crate) fn keep(&mut self, piece: &str, count: u32) {
         if self.len >= MEMO_MAX_PIECES {
-            *self = PieceMemo::default();
+            let counted = self.counted;
+            *self = PieceMemo {
+                counted,
+                ..PieceMemo::default()
+            };
         }
         self.len += 1;
+        let bytes = piece.as_bytes();
         match bytes.len() {
-            n @ ..=PACKED_PIECE_MAX_BYTES => {
-                self.packed[n].insert(packed_piece(bytes), count as u32)
-            }
-            _ => self.longer.insert(piece.into(), count as u32),
+            n @ ..=PACKED_PIECE_MAX_BYTES => self.packed[n].insert(packed_piece(bytes), count),
+            _ => self.longer.insert(piece.into(), count),
         };
-        count
     }
 }
 
 /// A piece of at most [`PACKED_PIECE_MAX_BYTES`] as two integers: its first
 /// and last eight bytes (or four, or two, or one), which overlap when it is
 /// shorter than 16 and so, for one length, never stand for two pieces.
-fn packed_piece(bytes: &[u8]) -> (u64, u64) {
+pub(crate) fn packed_piece(bytes: &[u8]) -> (u64, u64) {
     let n = bytes.len();
     let word = |at: usize, width: usize| {
         let mut buffer = [0u8; 8];
@@ -312,7 +333,7 @@ thread_local! {
         Default::default();
 }
 
-/// Exactly `bpe.tokenizer.count(text)`, remembered for the text.
+/// Exactly `bpe.tokenizer().count(text)`, remembered for the text.
 fn count_remembered(bpe: Bpe, text: &str) -> usize {
     let key = text_key(text);
     let known = TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].get(&key).copied());
@@ -343,18 +364,17 @@ fn remember_text(bpe: Bpe, key: (u64, usize), count: usize) {
     });
 }
 
-/// Exactly `bpe.tokenizer.count(text)`, with the counts of short pieces remembered.
+/// Exactly `bpe.tokenizer().count(text)`, with the counts of short pieces
+/// remembered. Neither encoding normalizes its input (NFC is for others).
 fn count_pieces(bpe: Bpe, text: &str) -> usize {
-    let text = bpe.tokenizer.normalize(text);
-    let encode = &bpe.tokenizer.bpe;
     PIECE_COUNTS.with(|memos| {
         let mut memos = memos.borrow_mut();
         let memo = &mut memos[bpe.memo()];
-        bpe.pieces(text.as_str())
+        bpe.pieces(text)
             .map(|piece| match piece.len() {
                 0 | 1 => piece.len(),
-                n if n > MEMO_PIECE_MAX_BYTES => encode.count(piece.as_bytes()),
-                _ => memo.count(bpe.tokenizer, piece),
+                n if n > MEMO_PIECE_MAX_BYTES => bpe.tokenizer().bpe.count(piece.as_bytes()),
+                _ => memo.count(bpe, piece),
             })
             .sum()
     })

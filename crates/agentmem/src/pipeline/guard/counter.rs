@@ -2,6 +2,7 @@
 //! head or a tail to a budget, and a tally of the bytes tokenized.
 
 use super::cut::{ceil_boundary, floor_boundary, offset_in};
+use crate::tokens::tokenizer::Bpe;
 use crate::tokens::Tokenizer;
 
 /// What a prefix count found.
@@ -158,7 +159,7 @@ impl Counter {
                     }
                 }
                 None => {
-                    end = start + self.partial_prefix(bpe.tokenizer, piece, remaining);
+                    end = start + self.partial_prefix(bpe, piece, remaining);
                     break;
                 }
             }
@@ -167,23 +168,14 @@ impl Counter {
     }
 
     /// The length of a prefix of `piece` with at most `remaining` tokens.
-    fn partial_prefix(
-        &mut self,
-        bpe: &bpe_openai::Tokenizer,
-        piece: &str,
-        remaining: usize,
-    ) -> usize {
+    fn partial_prefix(&mut self, bpe: Bpe, piece: &str, remaining: usize) -> usize {
         for ratio in [8, 4, 2] {
             let k = floor_boundary(piece, remaining.saturating_mul(ratio));
             if k == 0 || k >= piece.len() {
                 continue;
             }
             self.bytes_counted += k;
-            if bpe
-                .bpe
-                .count_till_limit(&piece.as_bytes()[..k], remaining)
-                .is_some()
-            {
+            if bpe.piece_tokens_till(&piece[..k], remaining).is_some() {
                 return k;
             }
         }
@@ -242,17 +234,12 @@ impl Counter {
                 return piece_end;
             }
             let piece = &text[piece_start..piece_end];
-            return piece_end - self.partial_suffix(bpe.tokenizer, piece, budget - used);
+            return piece_end - self.partial_suffix(bpe, piece, budget - used);
         }
     }
 
     /// The length of a suffix of `piece` with at most `remaining` tokens.
-    fn partial_suffix(
-        &mut self,
-        bpe: &bpe_openai::Tokenizer,
-        piece: &str,
-        remaining: usize,
-    ) -> usize {
+    fn partial_suffix(&mut self, bpe: Bpe, piece: &str, remaining: usize) -> usize {
         for ratio in [8, 4, 2] {
             let want = remaining.saturating_mul(ratio);
             if want >= piece.len() {
@@ -263,11 +250,7 @@ impl Counter {
                 continue;
             }
             self.bytes_counted += piece.len() - start;
-            if bpe
-                .bpe
-                .count_till_limit(&piece.as_bytes()[start..], remaining)
-                .is_some()
-            {
+            if bpe.piece_tokens_till(&piece[start..], remaining).is_some() {
                 return piece.len() - start;
             }
         }

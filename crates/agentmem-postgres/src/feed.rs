@@ -1,0 +1,158 @@
+//! [`Feeder`]: the history index fed as events are appended, not when it
+//! is next searched. A process's writers hand each committed append to one
+//! background thread, which indexes it on a connection of its own while the
+//! agent goes on: the append costs what it cost before, and the index is
+//! caught up by the time a question reaches recall, whose catch-up then
+//! finds nothing to add.
+//!
+//! The events table, not the index, is the record: an append the thread
+//! has not indexed when the process dies, or cannot index, is added by the
+//! next index opened on the agent (see [`crate::search`]'s catch-up).
+
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use agentmem::{AgentId, Event};
+use postgres::Client;
+
+use crate::pool::Connections;
+use crate::search::{feed_session, IndexedRun};
+
+/// What the thread is asked.
+enum Job {
+    /// Index `events`, the first at position `first_ord` of the session's full history.
+    Add {
+        agent: AgentId,
+        session: String,
+        first_ord: u64,
+        events: Vec<Event>,
+    },
+}
+
+/// The background indexer of one store's writers. Dropping it waits for
+/// the appends already handed over to be indexed.
+pub(crate) struct Feeder {
+    jobs: Mutex<Option<Sender<Job>>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Feeder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feeder").finish_non_exhaustive()
+    }
+}
+
+impl Feeder {
+    /// Starts the indexer, on a connection from `pool` once it has work.
+    pub(crate) fn start(pool: Arc<Connections>) -> Feeder {
+        let (jobs, queue) = mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("agentmem-pg-index".into())
+            .spawn(move || work(&pool, &queue))
+            .ok();
+        Feeder {
+            jobs: Mutex::new(worker.as_ref().map(|_| jobs)),
+            worker,
+        }
+    }
+
+    fn send(&self, job: Job) -> bool {
+        let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok())
+    }
+
+    /// Hands `events` (appended to `agent`'s `session`, the first at
+    /// position `first_ord` of its full history) to the indexer.
+    pub(crate) fn add(&self, agent: &AgentId, session: &str, first_ord: u64, events: &[Event]) {
+        self.send(Job::Add {
+            agent: agent.clone(),
+            session: session.to_owned(),
+            first_ord,
+            events: events.to_vec(),
+        });
+    }
+}
+
+impl Drop for Feeder {
+    fn drop(&mut self) {
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// `client`, set to commit without waiting for the server's disk: the
+/// index is derived data, and what a crash of the server loses of it the
+/// next catch-up adds again (its counts commit with its documents).
+fn derived_data_commits(mut client: Client) -> agentmem::Result<Client> {
+    client
+        .batch_execute("SET synchronous_commit = off")
+        .map_err(|e| crate::db_error("set up the indexer's connection", &e))?;
+    Ok(client)
+}
+
+/// The indexer's loop: each append, or every append waiting for one
+/// session in a row, indexed in one transaction. It stops at its first
+/// failure (the next search catches up).
+fn work(pool: &Connections, queue: &Receiver<Job>) {
+    let mut client: Option<Client> = None;
+    let mut waiting: Option<Job> = None;
+    loop {
+        let job = match waiting.take() {
+            Some(job) => job,
+            None => match queue.recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+        };
+        match job {
+            Job::Add {
+                agent,
+                session,
+                first_ord,
+                mut events,
+            } => {
+                // What is already waiting for the same session joins this run.
+                while let Ok(next) = queue.try_recv() {
+                    match next {
+                        Job::Add {
+                            agent: ref a,
+                            session: ref s,
+                            first_ord: f,
+                            events: ref more,
+                        } if *a == agent
+                            && *s == session
+                            && f == first_ord + events.len() as u64 =>
+                        {
+                            events.extend_from_slice(more);
+                        }
+                        other => {
+                            waiting = Some(other);
+                            break;
+                        }
+                    }
+                }
+                let connection = match client.take() {
+                    Some(open) => Ok(open),
+                    None => pool.take().and_then(derived_data_commits),
+                };
+                let Ok(mut open) = connection else { break };
+                let run = IndexedRun {
+                    agent: &agent,
+                    session: &session,
+                    first_ord,
+                    events: &events,
+                };
+                if feed_session(&mut open, &run).is_err() {
+                    break;
+                }
+                client = Some(open);
+            }
+        }
+    }
+    if let Some(open) = client {
+        pool.give_back(open);
+    }
+}
