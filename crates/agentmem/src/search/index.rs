@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::lexemes::{excerpt_for, lexemes_of_term};
-use super::text::{self, Change, Join, Table, TextDoc, TextIndex, Totals, Within};
+use super::text::{self, Join, Table, TextDoc, TextIndex, TextWriter, Totals, Within};
 use super::{ContextLine, SearchFilter, SearchHit, SearchRole};
 use crate::base::error::{Error, Result};
 use crate::base::event::{Event, TraceType};
@@ -33,13 +33,13 @@ pub const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
-const SCHEMA_VERSION: i32 = 7;
+const SCHEMA_VERSION: i32 = 8;
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS docs(
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
     ref TEXT NOT NULL,
     session TEXT NOT NULL,
@@ -173,7 +173,11 @@ impl HistoryIndex {
         let mut conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         retry_while_busy(|| initialize(&mut conn)).map_err(fail)?;
+        // Under the database's write lock: of several opening a new index
+        // at once, one makes the text index and the others find it made.
+        let opening = write_transaction(&mut conn).map_err(fail)?;
         let text = TextIndex::open(agent_dir)?;
+        opening.commit().map_err(fail)?;
         let mut index = HistoryIndex { conn, path, text };
         index.keep_text_in_step()?;
         Ok(index)
@@ -189,8 +193,16 @@ impl HistoryIndex {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
         let tx = write_transaction(&mut self.conn).map_err(fail)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO session_numbers(session) SELECT DISTINCT session FROM docs",
+            [],
+        )
+        .map_err(fail)?;
         let next = next_generation(&tx).map_err(fail)?;
-        rebuild_text(&tx, &self.text, &next)?;
+        let mut writer = self.text.writer()?;
+        writer.remove_all()?;
+        add_newer(&tx, &mut writer)?;
+        writer.commit(&next)?;
         tx.commit().map_err(fail)
     }
 
@@ -202,10 +214,62 @@ impl HistoryIndex {
             .map_err(|e| self.error(e))
     }
 
-    /// The text index as of the database's latest commit.
+    /// The text index as of the database's latest commit, its tail read.
     fn text(&self) -> Result<&TextIndex> {
         self.text.refresh(&self.generation()?)?;
+        if self.text.tail_len() >= 2 * FLUSH_DOCS {
+            // Another process has most likely written them to the index.
+            self.text.reload()?;
+        }
+        let mut docs = Vec::new();
+        for_each_doc_after(&self.conn, self.text.newest_seen(), |doc| {
+            docs.push(doc);
+            Ok(())
+        })?;
+        self.text.extend_tail(docs);
         Ok(&self.text)
+    }
+
+    /// How many documents queries read from the tail, and the text
+    /// index's newest document.
+    #[cfg(test)]
+    pub(crate) fn tail_and_indexed(&self) -> (usize, i64) {
+        let text = self.text().unwrap();
+        text.reload().unwrap();
+        let text = self.text().unwrap();
+        (text.tail_len(), text.newest_indexed())
+    }
+
+    /// Writes the documents newer than the text index's to it, however
+    /// few: what a writer does as it closes, so that the next process to
+    /// open the index finds their words there instead of splitting them.
+    pub(crate) fn write_tail(&self) -> Result<()> {
+        self.flush_text(1)
+    }
+
+    /// Writes the tail to the text index once it holds `at_least`
+    /// documents; another writer meanwhile waits for the text index, never
+    /// for the database.
+    fn flush_text(&self, at_least: usize) -> Result<()> {
+        let newest = self.newest_id()?;
+        if newest - self.text.newest_indexed() < at_least as i64 {
+            return Ok(());
+        }
+        let mut writer = self.text.writer()?;
+        if newest - writer.newest() < at_least as i64 {
+            return Ok(());
+        }
+        let fail = |e: rusqlite::Error| self.error(e);
+        // One snapshot for the generation and the documents.
+        let read = self.conn.unchecked_transaction().map_err(fail)?;
+        let current = stamp_of(&read).map_err(fail)?;
+        // A removal between its two commits, or a crash there: the next
+        // removal or opening puts the index back in step.
+        if writer.generation()?.as_deref() != Some(current.as_str()) {
+            return Ok(());
+        }
+        add_newer(&read, &mut writer)?;
+        writer.commit(&current)
     }
 
     /// How many documents of `table` there are, and their tokens.
@@ -339,7 +403,7 @@ impl HistoryIndex {
             .map_err(fail)?;
         add_to_totals(&tx, Table::Events, -docs, -tokens).map_err(fail)?;
         if let Some(number) = number_of(&tx, session).map_err(fail)? {
-            commit_text(&tx, &self.text, Change::RemoveSession(number))?;
+            commit_text(&tx, &self.text, Removal::Session(number))?;
         }
         tx.commit().map_err(fail)
     }
@@ -366,7 +430,7 @@ impl HistoryIndex {
         let tx = write_transaction(&mut self.conn).map_err(fail)?;
         tx.execute("DELETE FROM docs WHERE kind IN ('fact', 'episode')", [])
             .map_err(fail)?;
-        let mut docs = Vec::with_capacity(memories.len());
+        let (mut docs, mut tokens) = (0usize, 0usize);
         {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
             for memory in &memories {
@@ -391,21 +455,15 @@ impl HistoryIndex {
                     ])
                     .map_err(fail)?;
                 if added == 1 {
-                    docs.push(TextDoc {
-                        doc: tx.last_insert_rowid(),
-                        kind: memory.kind,
-                        session: assign_number(&tx, &memory.session).map_err(fail)?,
-                        role,
-                        ts: memory.ts,
-                        words,
-                    });
+                    assign_number(&tx, &memory.session).map_err(fail)?;
+                    docs += 1;
+                    tokens += words.len();
                 }
             }
         }
-        let tokens: usize = docs.iter().map(|d| d.words.len()).sum();
         tx.execute(
             "INSERT OR REPLACE INTO totals(tab, docs, tokens) VALUES (?1, ?2, ?3)",
-            params![Table::Memories.as_str(), docs.len() as i64, tokens as i64],
+            params![Table::Memories.as_str(), docs as i64, tokens as i64],
         )
         .map_err(fail)?;
         tx.execute(
@@ -413,11 +471,7 @@ impl HistoryIndex {
             [stamp],
         )
         .map_err(fail)?;
-        commit_text(
-            &tx,
-            &self.text,
-            Change::ReplaceMemories(&mut docs.into_iter().map(Ok)),
-        )?;
+        commit_text(&tx, &self.text, Removal::Memories)?;
         tx.commit().map_err(fail)
     }
 
@@ -716,8 +770,8 @@ impl HistoryIndex {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
         let tx = write_transaction(&mut self.conn).map_err(fail)?;
-        let number = assign_number(&tx, session).map_err(fail)?;
-        let mut docs = Vec::new();
+        assign_number(&tx, session).map_err(fail)?;
+        let (mut added, mut tokens) = (0usize, 0usize);
         {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
             for (ord, event) in events {
@@ -725,9 +779,9 @@ impl HistoryIndex {
                 // per session is how a lagging index is recognised.
                 let text = indexed_text(event);
                 let speaker = speaker(event).unwrap_or_default();
-                let words = TextDoc::words_of(&speaker, &text);
+                let words = TextDoc::words_of(&speaker, &text).len();
                 let role = SearchRole::of(event.trace_type);
-                let added = insert
+                let inserted = insert
                     .execute(params![
                         DocKind::Event.as_str(),
                         event.id,
@@ -739,22 +793,15 @@ impl HistoryIndex {
                         EVENT_SALIENCE,
                         speaker,
                         text,
-                        words.len() as i64,
+                        words as i64,
                     ])
                     .map_err(fail)?;
-                if added == 1 {
-                    docs.push(TextDoc {
-                        doc: tx.last_insert_rowid(),
-                        kind: DocKind::Event,
-                        session: number,
-                        role,
-                        ts: event.ts,
-                        words,
-                    });
+                if inserted == 1 {
+                    added += 1;
+                    tokens += words;
                 }
             }
         }
-        let added = docs.len();
         if added == 0 {
             return Ok(0);
         }
@@ -764,10 +811,12 @@ impl HistoryIndex {
             params![session, added as i64],
         )
         .map_err(fail)?;
-        let tokens: usize = docs.iter().map(|d| d.words.len()).sum();
         add_to_totals(&tx, Table::Events, added as i64, tokens as i64).map_err(fail)?;
-        commit_text(&tx, &self.text, Change::Add(&mut docs.into_iter().map(Ok)))?;
         tx.commit().map_err(fail)?;
+        // The documents are in and found through the tail: a batch that
+        // cannot be written now (another writer held the text index past
+        // the lock timeout) is written by the next insert.
+        let _ = self.flush_text(FLUSH_DOCS);
         Ok(added)
     }
 
@@ -785,42 +834,59 @@ fn write_transaction(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transa
     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
 }
 
-/// Applies `change` to the text index as the next generation, stamped in
-/// `tx`, which the caller then commits. A text index not at the database's
-/// generation before is rebuilt from the documents instead.
-fn commit_text(tx: &rusqlite::Transaction<'_>, text: &TextIndex, change: Change<'_>) -> Result<()> {
-    let fail =
-        |e: rusqlite::Error| index_error(tx.path().map(Path::new).unwrap_or(Path::new("")), e);
-    let current: String = tx
-        .query_row("SELECT stamp FROM stamps WHERE name = 'text'", [], |row| {
-            row.get(0)
-        })
-        .map_err(fail)?;
-    let next = next_generation(tx).map_err(fail)?;
-    if text.generation()?.as_deref() == Some(current.as_str()) {
-        text.write(&next, change)
-    } else {
-        rebuild_text(tx, text, &next)
-    }
+/// What a removal takes out of the text index.
+#[derive(Debug, Clone, Copy)]
+enum Removal {
+    /// A session's events, by its number.
+    Session(u64),
+    /// Every fact and episode.
+    Memories,
 }
 
-/// Remakes the text index from every document `tx` sees, as `generation`.
-fn rebuild_text(tx: &rusqlite::Transaction<'_>, text: &TextIndex, generation: &str) -> Result<()> {
+/// Writes `removal` and the tail to the text index as the next generation,
+/// stamped in `tx`, which the caller then commits. A text index not at the
+/// database's generation before is rebuilt from the documents instead.
+fn commit_text(tx: &rusqlite::Transaction<'_>, text: &TextIndex, removal: Removal) -> Result<()> {
     let fail =
         |e: rusqlite::Error| index_error(tx.path().map(Path::new).unwrap_or(Path::new("")), e);
-    tx.execute(
-        "INSERT OR IGNORE INTO session_numbers(session) SELECT DISTINCT session FROM docs",
-        [],
-    )
-    .map_err(fail)?;
-    let mut statement = tx
-        .prepare(
+    let current = stamp_of(tx).map_err(fail)?;
+    let next = next_generation(tx).map_err(fail)?;
+    let mut writer = text.writer()?;
+    if writer.generation()?.as_deref() == Some(current.as_str()) {
+        match removal {
+            Removal::Session(number) => writer.remove_session(number),
+            Removal::Memories => writer.remove_memories(),
+        }
+    } else {
+        writer.remove_all()?;
+    }
+    add_newer(tx, &mut writer)?;
+    writer.commit(&next)
+}
+
+/// Adds to `writer` every document `conn` sees after the text index's newest.
+fn add_newer(conn: &Connection, writer: &mut TextWriter<'_>) -> Result<()> {
+    for_each_doc_after(conn, writer.newest(), |doc| writer.add(doc))
+}
+
+/// Calls `each` with every document `conn` sees after `after`, in order.
+fn for_each_doc_after(
+    conn: &Connection,
+    after: i64,
+    mut each: impl FnMut(TextDoc) -> Result<()>,
+) -> Result<()> {
+    let fail =
+        |e: rusqlite::Error| index_error(conn.path().map(Path::new).unwrap_or(Path::new("")), e);
+    let mut statement = conn
+        .prepare_cached(
             "SELECT d.id, d.kind, n.num, d.role, d.ts, d.speaker, d.text
-             FROM docs d JOIN session_numbers n ON n.session = d.session ORDER BY d.id",
+             FROM docs d JOIN session_numbers n ON n.session = d.session
+             WHERE d.id > ?1 ORDER BY d.id",
         )
         .map_err(fail)?;
-    let rows = statement
-        .query_map([], |row| {
+    let mut rows = statement.query([after]).map_err(fail)?;
+    while let Some(row) = rows.next().map_err(fail)? {
+        let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<TextDoc> {
             let (speaker, body): (String, String) = (row.get(5)?, row.get(6)?);
             Ok(TextDoc {
                 doc: row.get(0)?,
@@ -830,21 +896,22 @@ fn rebuild_text(tx: &rusqlite::Transaction<'_>, text: &TextIndex, generation: &s
                 ts: row.get(4)?,
                 words: TextDoc::words_of(&speaker, &body),
             })
-        })
-        .map_err(fail)?;
-    let written = text.write(
-        generation,
-        Change::Rebuild(&mut rows.map(|r| r.map_err(fail))),
-    );
-    written
+        };
+        each(read(row).map_err(fail)?)?;
+    }
+    Ok(())
+}
+
+/// The text generation stamped in the database.
+fn stamp_of(conn: &Connection) -> rusqlite::Result<String> {
+    conn.query_row("SELECT stamp FROM stamps WHERE name = 'text'", [], |row| {
+        row.get(0)
+    })
 }
 
 /// Moves the text generation stamped in `tx` on by one; returns the new one.
 fn next_generation(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<String> {
-    let current: String =
-        tx.query_row("SELECT stamp FROM stamps WHERE name = 'text'", [], |row| {
-            row.get(0)
-        })?;
+    let current = stamp_of(tx)?;
     let (epoch, count) = current.rsplit_once('.').unwrap_or((current.as_str(), "0"));
     let next = format!("{epoch}.{}", count.parse::<u64>().unwrap_or(0) + 1);
     tx.execute("UPDATE stamps SET stamp = ?1 WHERE name = 'text'", [&next])?;
@@ -992,6 +1059,10 @@ pub const COMMON_TERM_SHARE: f64 = 0.05;
 /// widening fourfold until it has enough (the files index finds the best
 /// of all documents at once).
 pub const FIRST_WINDOW_DOCS: i64 = 50_000;
+/// Documents the text index's tail gathers before they are written to it
+/// in one batch: a query reads and splits at most about this many from the
+/// database beside the index, and a batch costs one commit of the index.
+pub const FLUSH_DOCS: usize = 2_048;
 /// Below this many documents, no term counts as common.
 pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
 
@@ -1240,10 +1311,32 @@ mod tests {
             }
             assert!(compared > 50, "compared {compared}");
         };
+        // Most documents in the text index, the last ones in its tail.
+        assert_eq!(index.text().unwrap().newest_indexed(), 2_500);
         compare(&index, &conn);
         index.remove_session("removed").unwrap();
         conn.execute("DELETE FROM t WHERE rowid > 2500", [])
             .unwrap();
+        compare(&index, &conn);
+        // Documents added after a removal: numbered past every removed one,
+        // in the tail again.
+        let again: Vec<Event> = removed[..300]
+            .iter()
+            .map(|e| e.clone().with_id(format!("again-{}", e.id)))
+            .collect();
+        index.add_events("again", 0, &again).unwrap();
+        for (j, event) in again.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO t(rowid, speaker, text) VALUES (?1, ?2, ?3)",
+                params![
+                    3_001 + j as i64,
+                    speaker(event).unwrap_or_default(),
+                    indexed_text(event)
+                ],
+            )
+            .unwrap();
+        }
+        assert_eq!(index.text().unwrap().tail_len(), 300);
         compare(&index, &conn);
     }
 
@@ -1270,6 +1363,11 @@ mod tests {
         std::fs::remove_dir_all(dir.path().join(text::TEXT_DIR)).unwrap();
         let index = HistoryIndex::open(dir.path()).unwrap();
         assert_eq!(found(&index), ["e2", "e0"], "rebuilt when lost");
+        let in_the_index = |index: &HistoryIndex| {
+            let text = index.text().unwrap();
+            (text.newest_indexed(), text.tail_len())
+        };
+        assert_eq!(in_the_index(&index), (3, 0));
         // A database one generation behind its text index (a crash between
         // the two commits) is taken as stale too.
         index
@@ -1285,6 +1383,7 @@ mod tests {
             index.text.generation().unwrap(),
             Some(index.generation().unwrap())
         );
+        assert_eq!(in_the_index(&index), (3, 0));
         assert_eq!(found(&index), ["e2", "e0"]);
     }
 

@@ -26,10 +26,20 @@
 //!
 //! # Staying in step with the database
 //!
-//! Each write commits here first, with the database's new generation as the
-//! commit's payload, and then in the database. An index whose payload is not
-//! the database's generation (a crash between the two, a lost or foreign
-//! folder) is rebuilt from the documents the database holds.
+//! The database holds every document; the index takes them in batches,
+//! oldest first: a batch adds every document after the index's newest, so
+//! the index always holds a prefix of them (document numbers are never used
+//! twice). Queries read the rest, the tail, from the database into memory
+//! ([`super::tail`]) and search it beside the index, so a document is found
+//! as soon as its transaction commits, and adding one costs the database's
+//! write alone.
+//!
+//! Removals are written in the database's transaction: the index commits
+//! them first, with the batch the tail holds and the database's new
+//! generation as the commit's payload, and then the database. An index
+//! whose payload is not the database's generation (a crash between the two,
+//! a lost or foreign folder) is rebuilt from the documents the database
+//! holds.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -47,9 +57,12 @@ use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{PreTokenizedString, Token};
-use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, TantivyDocument, Term, TERMINATED};
+use tantivy::{
+    DocId, DocSet, Index, IndexReader, IndexWriter, Searcher, TantivyDocument, Term, TERMINATED,
+};
 
 use super::index::DocKind;
+use super::tail::Tail;
 use super::tokenizer::for_each_word;
 use super::SearchRole;
 use crate::base::error::{Error, Result};
@@ -127,6 +140,39 @@ pub(crate) struct Within {
     pub since: Option<f64>,
     /// Only before this time.
     pub until: Option<f64>,
+}
+
+impl Within {
+    /// Whether a document is within, its kind, session, role (their codes)
+    /// and time read only as the bounds need them.
+    pub(crate) fn admits(
+        &self,
+        kind: impl FnOnce() -> u64,
+        session: impl Fn() -> u64,
+        role: impl FnOnce() -> u64,
+        ts: impl Fn() -> f64,
+    ) -> bool {
+        (self.kinds == 0 || self.kinds & (1 << kind()) != 0)
+            && self.session.is_none_or(|s| session() == s)
+            && self.not_session.is_none_or(|s| session() != s)
+            && self.role.is_none_or(|r| role() == r)
+            && self.since.is_none_or(|t| ts() >= t)
+            && self.until.is_none_or(|t| ts() < t)
+    }
+
+    /// The same bounds without a kind bound that every document of
+    /// `table` meets.
+    fn within_table(&self, table: Table) -> Within {
+        let every = match table {
+            Table::Events => 1 << kind_code(DocKind::Event),
+            Table::Memories => 1 << kind_code(DocKind::Fact) | 1 << kind_code(DocKind::Episode),
+        };
+        let mut within = *self;
+        if within.kinds & every == every {
+            within.kinds = 0;
+        }
+        within
+    }
 }
 
 /// One document as the text index holds it.
@@ -227,8 +273,16 @@ pub(crate) struct TextIndex {
     reader: IndexReader,
     fields: Fields,
     path: PathBuf,
-    /// The generation the reader last loaded.
-    loaded: Mutex<Option<String>>,
+    view: Mutex<View>,
+}
+
+/// What queries read: the reader's segments as last loaded, and the
+/// database's documents after the newest of them.
+struct View {
+    /// The database's generation when the reader was last loaded.
+    generation: Option<String>,
+    searcher: Searcher,
+    tail: Tail,
 }
 
 impl std::fmt::Debug for TextIndex {
@@ -281,17 +335,23 @@ impl TextIndex {
     }
 
     fn with_reader(index: Index, fields: Fields, path: PathBuf) -> Result<TextIndex> {
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(tantivy::ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| text_error(&path, e))?;
+        let searcher = reader.searcher();
+        let tail = Tail::after(newest_of(&searcher).map_err(|e| text_error(&path, e))?);
         Ok(TextIndex {
             index,
             reader,
             fields,
             path,
-            loaded: Mutex::new(None),
+            view: Mutex::new(View {
+                generation: None,
+                searcher,
+                tail,
+            }),
         })
     }
 
@@ -303,108 +363,102 @@ impl TextIndex {
             .and_then(|p| p.strip_prefix(&format!("{LAYOUT}/")).map(str::to_owned)))
     }
 
-    /// Applies `change` and commits it as `generation`, waiting for the
-    /// merges it starts; nothing of it stays when it fails.
-    pub(crate) fn write(&self, generation: &str, change: Change<'_>) -> Result<()> {
-        let mut writer = self.writer()?;
-        let fail = |e: tantivy::TantivyError| text_error(&self.path, e);
-        match change {
-            Change::Add(docs) => self.add(&writer, docs)?,
-            Change::RemoveSession(session) => {
-                writer.delete_term(Term::from_field_u64(self.fields.events_of, session));
-            }
-            Change::ReplaceMemories(docs) => {
-                for kind in [DocKind::Fact, DocKind::Episode] {
-                    writer.delete_term(Term::from_field_u64(self.fields.kind, kind_code(kind)));
-                }
-                self.add(&writer, docs)?;
-            }
-            Change::Rebuild(docs) => {
-                writer.delete_all_documents().map_err(fail)?;
-                self.add(&writer, docs)?;
-            }
-        }
-        let mut prepared = writer.prepare_commit().map_err(fail)?;
-        prepared.set_payload(&format!("{LAYOUT}/{generation}"));
-        prepared.commit().map_err(fail)?;
-        writer.wait_merging_threads().map_err(fail)
-    }
-
-    fn add(
-        &self,
-        writer: &IndexWriter<TantivyDocument>,
-        docs: &mut dyn Iterator<Item = Result<TextDoc>>,
-    ) -> Result<()> {
-        let f = self.fields;
-        for doc in docs {
-            let doc = doc?;
-            let mut out = TantivyDocument::new();
-            out.add_i64(f.doc, doc.doc);
-            out.add_u64(f.kind, kind_code(doc.kind));
-            out.add_u64(f.session, doc.session);
-            if doc.kind == DocKind::Event {
-                out.add_u64(f.events_of, doc.session);
-            }
-            out.add_u64(f.role, role_code(doc.role));
-            out.add_f64(f.ts, doc.ts);
-            out.add_u64(f.length, doc.words.len() as u64);
-            let tokens = doc
-                .words
-                .into_iter()
-                .enumerate()
-                .map(|(position, text)| Token {
-                    position,
-                    text,
-                    ..Token::default()
-                })
-                .collect();
-            out.add_pre_tokenized_text(
-                f.words(Table::of(doc.kind)),
-                PreTokenizedString {
-                    text: String::new(),
-                    tokens,
-                },
-            );
-            writer
-                .add_document(out)
-                .map_err(|e| text_error(&self.path, e))?;
-        }
-        Ok(())
-    }
-
-    /// A writer, waiting while another holds the index (another process's
-    /// writer between its database's commit and its own).
-    fn writer(&self) -> Result<IndexWriter<TantivyDocument>> {
+    /// Holds the index for writing (another writer, of this process or
+    /// another, waits), as of its latest commit.
+    pub(crate) fn writer(&self) -> Result<TextWriter<'_>> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
-        loop {
+        let writer = loop {
             match self.index.writer_with_num_threads(1, WRITER_MEMORY) {
                 Err(tantivy::TantivyError::LockFailure(..)) if started.elapsed() < LOCK_TIMEOUT => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
-                done => return done.map_err(|e| self.error(e)),
+                done => break done.map_err(|e| self.error(e))?,
             }
-        }
+        };
+        let newest = self.reload()?;
+        Ok(TextWriter {
+            text: self,
+            writer,
+            newest,
+        })
     }
 
-    /// Makes the reader see the commit of `generation` (the database's) if
-    /// it does not yet.
+    /// Reloads the reader when the database's generation is not the one it
+    /// was loaded at (a removal or a rebuild since).
     pub(crate) fn refresh(&self, generation: &str) -> Result<()> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        if loaded.as_deref() != Some(generation) {
-            self.reader.reload().map_err(|e| self.error(e))?;
-            *loaded = Some(generation.to_owned());
+        let loaded = self.view().generation.as_deref() == Some(generation);
+        if !loaded {
+            self.reload_afresh()?;
+            self.view().generation = Some(generation.to_owned());
         }
         Ok(())
     }
 
+    /// Loads the index's latest commit; the tail keeps only what is newer
+    /// than its newest document, which this returns.
+    pub(crate) fn reload(&self) -> Result<i64> {
+        self.reader.reload().map_err(|e| self.error(e))?;
+        let searcher = self.reader.searcher();
+        let newest = newest_of(&searcher).map_err(|e| self.error(e))?;
+        let mut view = self.view();
+        if view.tail.newest_indexed() != newest {
+            view.tail = Tail::after(newest);
+        }
+        view.searcher = searcher;
+        Ok(newest)
+    }
+
+    /// Loads the index's latest commit with an empty tail: documents the
+    /// tail held may have been removed since.
+    fn reload_afresh(&self) -> Result<()> {
+        let newest = self.reload()?;
+        self.view().tail = Tail::after(newest);
+        Ok(())
+    }
+
+    /// The newest document queries see, the tail's included.
+    pub(crate) fn newest_seen(&self) -> i64 {
+        self.view().tail.newest()
+    }
+
+    /// The newest document the index held when last loaded.
+    pub(crate) fn newest_indexed(&self) -> i64 {
+        self.view().tail.newest_indexed()
+    }
+
+    /// How many documents the tail holds, past the index's newest.
+    pub(crate) fn tail_len(&self) -> usize {
+        self.view().tail.len()
+    }
+
+    /// Adds documents newer than [`TextIndex::newest_seen`] to the tail, in order.
+    pub(crate) fn extend_tail(&self, docs: impl IntoIterator<Item = TextDoc>) {
+        let mut view = self.view();
+        for doc in docs {
+            view.tail.push(doc);
+        }
+    }
+
+    fn view(&self) -> std::sync::MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// How many documents of `table` hold `word` (its lexemes, all of them).
     pub(crate) fn documents_with(&self, table: Table, word: &[String]) -> Result<u64> {
-        let searcher = self.reader.searcher();
+        let view = self.view();
         let field = self.fields.words(table);
-        let mut count = 0u64;
-        for segment in searcher.segment_readers() {
+        let mut count = view.tail.documents_with(table, word);
+        for segment in view.searcher.segment_readers() {
+            if let ([lexeme], None) = (word, segment.alive_bitset()) {
+                // The term's own count: no postings to read.
+                let inverted = segment.inverted_index(field).map_err(|e| self.error(e))?;
+                let term = Term::from_field_text(field, lexeme);
+                let info = inverted.get_term_info(&term).map_err(|e| self.error(e))?;
+                count += info.map_or(0, |i| u64::from(i.doc_freq));
+                continue;
+            }
             let Some(mut cursor) =
                 WordCursor::open(segment, field, word).map_err(|e| self.error(e))?
             else {
@@ -449,9 +503,12 @@ impl TextIndex {
             idf,
             avgdl: totals.tokens as f64 / totals.docs as f64,
         };
-        let searcher = self.reader.searcher();
+        let within = &within.within_table(table);
+        let view = self.view();
         let mut top = Top::new(limit);
-        for segment in searcher.segment_readers() {
+        view.tail
+            .offer(table, words, join, within, &scorer, &mut top);
+        for segment in view.searcher.segment_readers() {
             let segment = SegmentView::open(segment, within).map_err(|e| self.error(e))?;
             let field = self.fields.words(table);
             let mut cursors = Vec::with_capacity(words.len());
@@ -471,6 +528,112 @@ impl TextIndex {
     fn error(&self, error: impl std::fmt::Display) -> Error {
         text_error(&self.path, error)
     }
+}
+
+/// The text index held for writing: what it adds and removes is seen by
+/// no reader until [`TextWriter::commit`], and dropped if it is not.
+pub(crate) struct TextWriter<'a> {
+    text: &'a TextIndex,
+    writer: IndexWriter<TantivyDocument>,
+    newest: i64,
+}
+
+impl TextWriter<'_> {
+    /// The newest document the index holds: the database's documents after
+    /// it are the ones to add.
+    pub(crate) fn newest(&self) -> i64 {
+        self.newest
+    }
+
+    /// The generation of the database the index was last committed with.
+    pub(crate) fn generation(&self) -> Result<Option<String>> {
+        self.text.generation()
+    }
+
+    /// Removes a session's events.
+    pub(crate) fn remove_session(&mut self, session: u64) {
+        let term = Term::from_field_u64(self.text.fields.events_of, session);
+        self.writer.delete_term(term);
+    }
+
+    /// Removes every fact and episode.
+    pub(crate) fn remove_memories(&mut self) {
+        for kind in [DocKind::Fact, DocKind::Episode] {
+            let term = Term::from_field_u64(self.text.fields.kind, kind_code(kind));
+            self.writer.delete_term(term);
+        }
+    }
+
+    /// Removes everything.
+    pub(crate) fn remove_all(&mut self) -> Result<()> {
+        self.writer
+            .delete_all_documents()
+            .map_err(|e| self.text.error(e))?;
+        self.newest = 0;
+        Ok(())
+    }
+
+    /// Adds `doc`.
+    pub(crate) fn add(&mut self, doc: TextDoc) -> Result<()> {
+        let f = self.text.fields;
+        let mut out = TantivyDocument::new();
+        out.add_i64(f.doc, doc.doc);
+        out.add_u64(f.kind, kind_code(doc.kind));
+        out.add_u64(f.session, doc.session);
+        if doc.kind == DocKind::Event {
+            out.add_u64(f.events_of, doc.session);
+        }
+        out.add_u64(f.role, role_code(doc.role));
+        out.add_f64(f.ts, doc.ts);
+        out.add_u64(f.length, doc.words.len() as u64);
+        let tokens = doc
+            .words
+            .into_iter()
+            .enumerate()
+            .map(|(position, text)| Token {
+                position,
+                text,
+                ..Token::default()
+            })
+            .collect();
+        out.add_pre_tokenized_text(
+            f.words(Table::of(doc.kind)),
+            PreTokenizedString {
+                text: String::new(),
+                tokens,
+            },
+        );
+        self.newest = self.newest.max(doc.doc);
+        self.writer
+            .add_document(out)
+            .map(drop)
+            .map_err(|e| self.text.error(e))
+    }
+
+    /// Commits what was added and removed as the database's `generation`,
+    /// waiting for the merges it starts, and lets other writers in.
+    pub(crate) fn commit(mut self, generation: &str) -> Result<()> {
+        let fail = |e: tantivy::TantivyError| self.text.error(e);
+        let mut prepared = self.writer.prepare_commit().map_err(fail)?;
+        prepared.set_payload(&format!("{LAYOUT}/{generation}"));
+        prepared.commit().map_err(fail)?;
+        self.writer.wait_merging_threads().map_err(fail)?;
+        self.text.reload().map(drop)
+    }
+}
+
+/// The newest document `searcher`'s segments hold (0 when none). Document
+/// numbers are never used twice, so every document of the database up to
+/// it is in the index.
+fn newest_of(searcher: &Searcher) -> tantivy::Result<i64> {
+    let mut newest = 0;
+    for segment in searcher.segment_readers() {
+        if segment.max_doc() > 0 {
+            let column = segment.fast_fields().i64("doc")?.first_or_default_col(0);
+            newest = newest.max(column.max_value());
+        }
+    }
+    Ok(newest)
 }
 
 /// tantivy's memory-mapped folder, its files readable by their owner only
@@ -543,18 +706,6 @@ impl Directory for PrivateDirectory {
     }
 }
 
-/// What a write does.
-pub(crate) enum Change<'a> {
-    /// Adds documents.
-    Add(&'a mut dyn Iterator<Item = Result<TextDoc>>),
-    /// Removes a session's events.
-    RemoveSession(u64),
-    /// Replaces every fact and episode with these.
-    ReplaceMemories(&'a mut dyn Iterator<Item = Result<TextDoc>>),
-    /// Replaces everything with these.
-    Rebuild(&'a mut dyn Iterator<Item = Result<TextDoc>>),
-}
-
 /// FTS5's IDF of a word `n` of `docs` documents hold.
 fn fts5_idf(docs: u64, n: u64) -> f64 {
     let (docs, n) = (docs as f64, n as f64);
@@ -567,7 +718,7 @@ fn fts5_idf(docs: u64, n: u64) -> f64 {
 }
 
 /// FTS5's BM25 for one query.
-struct Bm25 {
+pub(crate) struct Bm25 {
     /// Each query word's IDF, in the query's order.
     idf: Vec<f64>,
     avgdl: f64,
@@ -576,7 +727,7 @@ struct Bm25 {
 impl Bm25 {
     /// The score of a document of `length` tokens holding each query word
     /// `tf[i]` times, summed in the query's order as FTS5 sums it.
-    fn score(&self, tf: &[u32], length: u64) -> f64 {
+    pub(crate) fn score(&self, tf: &[u32], length: u64) -> f64 {
         let d = length as f64;
         let mut score = 0.0;
         for (idf, &tf) in self.idf.iter().zip(tf) {
@@ -631,13 +782,12 @@ impl<'a> SegmentView<'a> {
         {
             return false;
         }
-        let w = &self.within;
-        (w.kinds == 0 || w.kinds & (1 << self.kind.get_val(doc)) != 0)
-            && w.session.is_none_or(|s| self.session.get_val(doc) == s)
-            && w.not_session.is_none_or(|s| self.session.get_val(doc) != s)
-            && w.role.is_none_or(|r| self.role.get_val(doc) == r)
-            && w.since.is_none_or(|t| self.ts.get_val(doc) >= t)
-            && w.until.is_none_or(|t| self.ts.get_val(doc) < t)
+        self.within.admits(
+            || self.kind.get_val(doc),
+            || self.session.get_val(doc),
+            || self.role.get_val(doc),
+            || self.ts.get_val(doc),
+        )
     }
 }
 
@@ -849,7 +999,7 @@ fn below(bound: f64, threshold: Option<f64>) -> bool {
 }
 
 /// The best `limit` documents offered: higher score first, then lower document.
-struct Top {
+pub(crate) struct Top {
     limit: usize,
     heap: BinaryHeap<Ranked>,
 }
@@ -893,7 +1043,7 @@ impl Top {
             .flatten()
     }
 
-    fn offer(&mut self, score: f64, doc: i64) {
+    pub(crate) fn offer(&mut self, score: f64, doc: i64) {
         let ranked = Ranked { score, doc };
         if self.heap.len() < self.limit {
             self.heap.push(ranked);
