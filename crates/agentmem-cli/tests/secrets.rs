@@ -347,6 +347,7 @@ fn is_raw_record_or_index(path: &Path) -> bool {
         || name == "raw_traces_archive.jsonl"
         || name.ends_with(".corrupt")
         || name.starts_with("search.sqlite")
+        || path.parent().is_some_and(|p| p.ends_with("search.text"))
         || name == "working_memory.json"
         || path.parent().is_some_and(|p| p.ends_with("evicted"))
 }

@@ -153,16 +153,16 @@ impl Loader for FilesLoader<'_> {
     }
 
     fn index(&mut self, totals: &Totals, sessions: usize) -> anyhow::Result<Indexed<'_>> {
-        let index_file = self
-            .store
-            .agent_dir(self.agent)
-            .join(agentmem::search::index::INDEX_FILE);
-        let index_mb = std::fs::metadata(&index_file).map_or(0, |m| m.len()) as f64 / 1e6;
+        let agent_dir = self.store.agent_dir(self.agent);
+        let index_file = agent_dir.join(agentmem::search::index::INDEX_FILE);
+        let database_mb = std::fs::metadata(&index_file).map_or(0, |m| m.len()) as f64 / 1e6;
+        let words_mb = bytes_in(&agent_dir.join(agentmem::search::index::TEXT_DIR)) as f64 / 1e6;
+        let index_mb = database_mb + words_mb;
         let (events, seconds, mb) = (totals.events, totals.seconds, totals.bytes as f64 / 1e6);
         let row = json!({
             "bench": "history ingest + index",
             "figure": format!("{:.0} events/s", events as f64 / seconds),
-            "detail": format!("{events} events in {sessions} sessions, {mb:.0} MB of content ({:.1} MB/s), index {index_mb:.0} MB, {seconds:.1} s",
+            "detail": format!("{events} events in {sessions} sessions, {mb:.0} MB of content ({:.1} MB/s), index {index_mb:.0} MB (documents {database_mb:.0} MB, words {words_mb:.0} MB), {seconds:.1} s",
                 mb / seconds),
             "events": events,
             "events_per_second": events as f64 / seconds,
@@ -170,6 +170,18 @@ impl Loader for FilesLoader<'_> {
         });
         Ok((Box::new(self.store.history_index(self.agent)?), row))
     }
+}
+
+/// The bytes of the files in `dir` (not below it); 0 when it cannot be read.
+fn bytes_in(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    })
 }
 
 /// Events appended to the database in one batch while loading a history.

@@ -34,7 +34,8 @@ enum Job {
 }
 
 /// The background indexer of one session writer. Dropping it waits for the
-/// events already handed over to be indexed.
+/// events already handed over to be indexed, and their words written to the
+/// text index.
 #[derive(Debug)]
 pub(crate) struct IndexFeeder {
     jobs: Option<Sender<Job>>,
@@ -147,6 +148,11 @@ fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
                 let _ = done.send(());
             }
         }
+    }
+    // The log is the record: words left unwritten are read from the
+    // database by whoever opens the index next.
+    if let Some(index) = index {
+        let _ = index.write_tail();
     }
 }
 
@@ -272,6 +278,31 @@ mod tests {
         assert!(
             next.is_none() && queue.try_recv().is_ok(),
             "left for the next batch"
+        );
+    }
+
+    #[test]
+    fn a_closing_feeder_leaves_every_word_in_the_text_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let events: Vec<Event> = (0..5)
+            .map(|i| Event::user(format!("the parser fails at line {i}")).with_id(format!("e{i}")))
+            .collect();
+        let feeder = IndexFeeder::start(dir.path().to_path_buf());
+        feeder.add("s", 0, crate::files::jsonl::encode_lines(&events));
+        feeder.flush();
+        let open = HistoryIndex::open(dir.path()).unwrap();
+        assert_eq!(
+            open.tail_and_indexed(),
+            (5, 0),
+            "in the tail until it closes"
+        );
+        drop(feeder);
+        let index = HistoryIndex::open(dir.path()).unwrap();
+        assert_eq!(index.tail_and_indexed(), (0, 5));
+        assert_eq!(
+            open.tail_and_indexed(),
+            (0, 5),
+            "seen by the open index too"
         );
     }
 

@@ -1,7 +1,9 @@
-//! The agent's search index: one SQLite database with an FTS5 table
-//! (porter-stemmed, BM25-ranked) over every event of every session — archive
+//! The agent's search index over every event of every session — archive
 //! included, since compaction never removes an indexed event — and over the
-//! agent's facts and episodic items.
+//! agent's facts and episodic items: one SQLite database holding the
+//! documents (their text, position, speaker, vectors), and beside it a
+//! tantivy index of their words ([`super::text`]) that ranks them by FTS5's
+//! BM25, the best `k` found without scoring every match.
 //!
 //! The index is derived data. Events are added when they are ingested;
 //! `HistoryIndex::catch_up` adds whatever a session's log holds that the
@@ -14,13 +16,15 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::excerpt::{excerpt, MATCH_CLOSE, MATCH_OPEN};
+use super::lexemes::{excerpt_for, lexemes_of_term};
+use super::text::{self, Join, Table, TextDoc, TextIndex, TextWriter, Totals, Within};
 use super::{ContextLine, SearchFilter, SearchHit, SearchRole};
 use crate::base::error::{Error, Result};
 use crate::base::event::{Event, TraceType};
 
-/// The index's file name, in the agent's folder.
+/// The index's database file name, in the agent's folder.
 pub const INDEX_FILE: &str = "search.sqlite";
+pub use super::text::TEXT_DIR;
 /// The most of one event's text that is indexed (half head, half tail): a
 /// huge tool output is found by its start and end, and stays in the log whole.
 pub const MAX_INDEXED_BYTES: usize = 64 * 1024;
@@ -29,13 +33,13 @@ pub const CONTEXT_EVENTS: u32 = 2;
 /// The longest context line, in characters.
 const CONTEXT_LINE_CHARS: usize = 240;
 /// Bumped when the schema changes; an index of another version is rebuilt.
-const SCHEMA_VERSION: i32 = 6;
+const SCHEMA_VERSION: i32 = 8;
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS docs(
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
     ref TEXT NOT NULL,
     session TEXT NOT NULL,
@@ -46,34 +50,20 @@ CREATE TABLE IF NOT EXISTS docs(
     salience REAL NOT NULL,
     speaker TEXT NOT NULL,
     text TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
     UNIQUE(kind, session, ref)
 );
 CREATE INDEX IF NOT EXISTS docs_by_position ON docs(session, ord);
 CREATE INDEX IF NOT EXISTS docs_by_kind ON docs(kind);
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
-    speaker, text, content='docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    speaker, text, content='docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
-);
 CREATE TABLE IF NOT EXISTS speakers(name TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS event_added AFTER INSERT ON docs WHEN new.kind = 'event' BEGIN
-    INSERT INTO events_fts(rowid, speaker, text) VALUES (new.id, new.speaker, new.text);
-    INSERT OR IGNORE INTO speakers(name) SELECT new.speaker WHERE new.speaker <> '';
-END;
-CREATE TRIGGER IF NOT EXISTS event_removed AFTER DELETE ON docs WHEN old.kind = 'event' BEGIN
-    INSERT INTO events_fts(events_fts, rowid, speaker, text)
-        VALUES ('delete', old.id, old.speaker, old.text);
-END;
-CREATE TRIGGER IF NOT EXISTS memory_added AFTER INSERT ON docs WHEN new.kind <> 'event' BEGIN
-    INSERT INTO memories_fts(rowid, speaker, text) VALUES (new.id, new.speaker, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS memory_removed AFTER DELETE ON docs WHEN old.kind <> 'event' BEGIN
-    INSERT INTO memories_fts(memories_fts, rowid, speaker, text)
-        VALUES ('delete', old.id, old.speaker, old.text);
+CREATE TRIGGER IF NOT EXISTS event_added AFTER INSERT ON docs
+    WHEN new.kind = 'event' AND new.speaker <> '' BEGIN
+    INSERT OR IGNORE INTO speakers(name) VALUES (new.speaker);
 END;
 CREATE TABLE IF NOT EXISTS stamps(name TEXT PRIMARY KEY, stamp TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(session TEXT PRIMARY KEY, events INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS session_numbers(num INTEGER PRIMARY KEY, session TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS totals(tab TEXT PRIMARY KEY, docs INTEGER NOT NULL, tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors(
     id INTEGER NOT NULL, model TEXT NOT NULL, kind TEXT NOT NULL, session TEXT NOT NULL,
     vector BLOB NOT NULL, PRIMARY KEY(id, model)
@@ -164,11 +154,12 @@ pub struct Candidate {
     pub bm25: f64,
 }
 
-/// An open index. Cheap to keep open; several processes may share the file.
+/// An open index. Cheap to keep open; several processes may share it.
 #[derive(Debug)]
 pub struct HistoryIndex {
     pub(super) conn: Connection,
     path: PathBuf,
+    text: TextIndex,
 }
 
 impl HistoryIndex {
@@ -182,7 +173,134 @@ impl HistoryIndex {
         let mut conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         retry_while_busy(|| initialize(&mut conn)).map_err(fail)?;
-        Ok(HistoryIndex { conn, path })
+        // Under the database's write lock: of several opening a new index
+        // at once, one makes the text index and the others find it made.
+        let opening = write_transaction(&mut conn).map_err(fail)?;
+        let text = TextIndex::open(agent_dir)?;
+        opening.commit().map_err(fail)?;
+        let mut index = HistoryIndex { conn, path, text };
+        index.keep_text_in_step()?;
+        Ok(index)
+    }
+
+    /// Rebuilds the text index from the documents when it is not the
+    /// database's generation (lost, made anew, or a crash between the two).
+    fn keep_text_in_step(&mut self) -> Result<()> {
+        let generation = self.generation()?;
+        if self.text.generation()?.as_deref() == Some(generation.as_str()) {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| index_error(&path, e);
+        let tx = write_transaction(&mut self.conn).map_err(fail)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO session_numbers(session) SELECT DISTINCT session FROM docs",
+            [],
+        )
+        .map_err(fail)?;
+        let next = next_generation(&tx).map_err(fail)?;
+        let mut writer = self.text.writer()?;
+        writer.remove_all()?;
+        add_newer(&tx, &mut writer)?;
+        writer.commit(&next)?;
+        tx.commit().map_err(fail)
+    }
+
+    /// The database's generation: what the text index was last committed with.
+    fn generation(&self) -> Result<String> {
+        self.conn
+            .prepare_cached("SELECT stamp FROM stamps WHERE name = 'text'")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(|e| self.error(e))
+    }
+
+    /// The text index as of the database's latest commit, its tail read.
+    fn text(&self) -> Result<&TextIndex> {
+        self.text.refresh(&self.generation()?)?;
+        if self.text.tail_len() >= 2 * FLUSH_DOCS {
+            // Another process has most likely written them to the index.
+            self.text.reload()?;
+        }
+        let mut docs = Vec::new();
+        for_each_doc_after(&self.conn, self.text.newest_seen(), |doc| {
+            docs.push(doc);
+            Ok(())
+        })?;
+        self.text.extend_tail(docs);
+        Ok(&self.text)
+    }
+
+    /// How many documents queries read from the tail, and the text
+    /// index's newest document.
+    #[cfg(test)]
+    pub(crate) fn tail_and_indexed(&self) -> (usize, i64) {
+        let text = self.text().unwrap();
+        text.reload().unwrap();
+        let text = self.text().unwrap();
+        (text.tail_len(), text.newest_indexed())
+    }
+
+    /// Writes the documents newer than the text index's to it, however
+    /// few: what a writer does as it closes, so that the next process to
+    /// open the index finds their words there instead of splitting them.
+    pub(crate) fn write_tail(&self) -> Result<()> {
+        self.flush_text(1)
+    }
+
+    /// Writes the tail to the text index once it holds `at_least`
+    /// documents; another writer meanwhile waits for the text index, never
+    /// for the database.
+    fn flush_text(&self, at_least: usize) -> Result<()> {
+        let newest = self.newest_id()?;
+        if newest - self.text.newest_indexed() < at_least as i64 {
+            return Ok(());
+        }
+        let mut writer = self.text.writer()?;
+        if newest - writer.newest() < at_least as i64 {
+            return Ok(());
+        }
+        let fail = |e: rusqlite::Error| self.error(e);
+        // One snapshot for the generation and the documents.
+        let read = self.conn.unchecked_transaction().map_err(fail)?;
+        let current = stamp_of(&read).map_err(fail)?;
+        // A removal between its two commits, or a crash there: the next
+        // removal or opening puts the index back in step.
+        if writer.generation()?.as_deref() != Some(current.as_str()) {
+            return Ok(());
+        }
+        add_newer(&read, &mut writer)?;
+        writer.commit(&current)
+    }
+
+    /// How many documents of `table` there are, and their tokens.
+    fn totals(&self, table: Table) -> Result<Totals> {
+        self.conn
+            .prepare_cached("SELECT docs, tokens FROM totals WHERE tab = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([table.as_str()], |row| {
+                        Ok(Totals {
+                            docs: row.get::<_, i64>(0)? as u64,
+                            tokens: row.get::<_, i64>(1)? as u64,
+                        })
+                    })
+                    .optional()
+            })
+            .map(Option::unwrap_or_default)
+            .map_err(|e| self.error(e))
+    }
+
+    /// The number the text index knows `session` by, if it has one.
+    fn session_number(&self, session: &str) -> Result<Option<u64>> {
+        self.conn
+            .prepare_cached("SELECT num FROM session_numbers WHERE session = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([session], |row| row.get::<_, i64>(0))
+                    .optional()
+            })
+            .map(|num| num.map(|n| n as u64))
+            .map_err(|e| self.error(e))
     }
 
     /// Opens the index in `agent_dir` for reading only, as it is: `None`
@@ -206,7 +324,10 @@ impl HistoryIndex {
         }
         .map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        Ok(Some(HistoryIndex { conn, path }))
+        let Some(text) = TextIndex::open_read_only(agent_dir)? else {
+            return Ok(None);
+        };
+        Ok(Some(HistoryIndex { conn, path, text }))
     }
 
     /// The index file.
@@ -264,7 +385,15 @@ impl HistoryIndex {
     pub(crate) fn remove_session(&mut self, session: &str) -> Result<()> {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let tx = self.write_transaction().map_err(fail)?;
+        let tx = write_transaction(&mut self.conn).map_err(fail)?;
+        let (docs, tokens): (i64, i64) = tx
+            .query_row(
+                "SELECT count(*), coalesce(sum(tokens), 0) FROM docs
+                 WHERE kind = 'event' AND session = ?1",
+                [session],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(fail)?;
         tx.execute(
             "DELETE FROM docs WHERE kind = 'event' AND session = ?1",
             [session],
@@ -272,6 +401,10 @@ impl HistoryIndex {
         .map_err(fail)?;
         tx.execute("DELETE FROM sessions WHERE session = ?1", [session])
             .map_err(fail)?;
+        add_to_totals(&tx, Table::Events, -docs, -tokens).map_err(fail)?;
+        if let Some(number) = number_of(&tx, session).map_err(fail)? {
+            commit_text(&tx, &self.text, Removal::Session(number))?;
+        }
         tx.commit().map_err(fail)
     }
 
@@ -294,9 +427,10 @@ impl HistoryIndex {
         let memories = load()?;
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let tx = self.write_transaction().map_err(fail)?;
+        let tx = write_transaction(&mut self.conn).map_err(fail)?;
         tx.execute("DELETE FROM docs WHERE kind IN ('fact', 'episode')", [])
             .map_err(fail)?;
+        let (mut docs, mut tokens) = (0usize, 0usize);
         {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
             for memory in &memories {
@@ -304,7 +438,8 @@ impl HistoryIndex {
                     DocKind::Fact => SearchRole::Fact,
                     DocKind::Episode | DocKind::Event => SearchRole::Episode,
                 };
-                insert
+                let words = TextDoc::words_of("", &memory.text);
+                let added = insert
                     .execute(params![
                         memory.kind.as_str(),
                         memory.id,
@@ -316,15 +451,27 @@ impl HistoryIndex {
                         memory.salience,
                         "",
                         memory.text,
+                        words.len() as i64,
                     ])
                     .map_err(fail)?;
+                if added == 1 {
+                    assign_number(&tx, &memory.session).map_err(fail)?;
+                    docs += 1;
+                    tokens += words.len();
+                }
             }
         }
+        tx.execute(
+            "INSERT OR REPLACE INTO totals(tab, docs, tokens) VALUES (?1, ?2, ?3)",
+            params![Table::Memories.as_str(), docs as i64, tokens as i64],
+        )
+        .map_err(fail)?;
         tx.execute(
             "INSERT OR REPLACE INTO stamps(name, stamp) VALUES ('memories', ?1)",
             [stamp],
         )
         .map_err(fail)?;
+        commit_text(&tx, &self.text, Removal::Memories)?;
         tx.commit().map_err(fail)
     }
 
@@ -370,72 +517,40 @@ impl HistoryIndex {
         exclude_session: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Candidate>> {
+        let not_session = match exclude_session {
+            Some(session) => self.session_number(session)?,
+            None => None,
+        };
         let mut found = Vec::new();
-        let memories: Vec<DocKind> = kinds
+        let memories = kinds
             .iter()
-            .copied()
-            .filter(|k| *k != DocKind::Event)
-            .collect();
-        if let (false, Some(expression)) = (
-            memories.is_empty(),
-            self.plan("memories_fts", query)?.for_ranking(),
-        ) {
-            found.extend(self.matches(
-                "memories_fts",
-                &expression,
-                &memories,
-                exclude_session,
-                limit,
-            )?);
+            .filter(|k| Table::of(**k) == Table::Memories)
+            .fold(0u8, |mask, k| mask | 1 << text::kind_code(*k));
+        if memories != 0 {
+            if let Some(ask) = self.plan(Table::Memories, query)?.for_ranking() {
+                let within = Within {
+                    kinds: memories,
+                    not_session,
+                    ..Within::default()
+                };
+                found.extend(self.matches(Table::Memories, &ask, &within, limit)?);
+            }
         }
         let other_events = match exclude_session {
             Some(session) => self.has_other_sessions(session)?,
             None => true,
         };
         if kinds.contains(&DocKind::Event) && other_events {
-            if let Some(expression) = self.plan("events_fts", query)?.for_ranking() {
-                found.extend(self.matches(
-                    "events_fts",
-                    &expression,
-                    &[DocKind::Event],
-                    exclude_session,
-                    limit,
-                )?);
+            if let Some(ask) = self.plan(Table::Events, query)?.for_ranking() {
+                let within = Within {
+                    kinds: 1 << text::kind_code(DocKind::Event),
+                    not_session,
+                    ..Within::default()
+                };
+                found.extend(self.matches(Table::Events, &ask, &within, limit)?);
             }
         }
         Ok(found)
-    }
-
-    /// Runs `query` on the newest [`FIRST_WINDOW_DOCS`] documents (by row
-    /// id, i.e. by indexing order), then on four times as many, and so on,
-    /// until it returns `wanted` rows or has seen the whole index. A query
-    /// whose words are everywhere is then answered from recent history at
-    /// the cost of a window, not of the whole index; a query with rare words
-    /// widens quickly, each step cheap.
-    fn newest_first<T>(
-        &self,
-        wanted: usize,
-        mut query: impl FnMut(i64) -> Result<Vec<T>>,
-    ) -> Result<Vec<T>> {
-        self.widening_from(FIRST_WINDOW_DOCS, wanted, &mut query)
-    }
-
-    fn widening_from<T>(
-        &self,
-        first_window: i64,
-        wanted: usize,
-        query: &mut impl FnMut(i64) -> Result<Vec<T>>,
-    ) -> Result<Vec<T>> {
-        let newest = self.newest_id()?;
-        let mut window = first_window;
-        loop {
-            let lowest_id = newest.saturating_sub(window).max(0);
-            let found = query(lowest_id)?;
-            if found.len() >= wanted || lowest_id == 0 {
-                return Ok(found);
-            }
-            window = window.saturating_mul(4);
-        }
     }
 
     fn newest_id(&self) -> Result<i64> {
@@ -447,32 +562,23 @@ impl HistoryIndex {
 
     /// How `text` is best asked of `table`: all its terms together, and
     /// its terms that are not common in the index (see [`COMMON_TERM_SHARE`]).
-    fn plan(&self, table: &str, text: &str) -> Result<QueryPlan> {
+    fn plan(&self, table: Table, text: &str) -> Result<QueryPlan> {
         let terms = super::query::terms(text);
         let docs = self.newest_id()?;
         let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
+        let mut all = Vec::with_capacity(terms.len());
         let mut rare = Vec::new();
-        for term in &terms {
-            if docs <= cap || self.documents_with(table, term, cap)? < cap {
-                rare.push(term.clone());
+        for term in terms {
+            let word = lexemes_of_term(&term)?;
+            if docs <= cap || self.text()?.documents_with(table, &word)? < cap as u64 {
+                rare.push((term.clone(), word.clone()));
             }
+            all.push((term, word));
         }
         Ok(QueryPlan {
-            all: super::query::all_of(&terms),
-            rare: super::query::any_of(&rare),
+            all: Ask::of(all, Join::All),
+            rare: Ask::of(rare, Join::Any),
         })
-    }
-
-    /// How many documents of `table` hold `term`, counting up to `cap` only.
-    fn documents_with(&self, table: &str, term: &str, cap: i64) -> Result<i64> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ?1 LIMIT ?2)"
-            ))
-            .and_then(|mut statement| {
-                statement.query_row(params![format!("\"{term}\""), cap], |row| row.get(0))
-            })
-            .map_err(|e| self.error(e))
     }
 
     /// Whether any session other than `session` has indexed events or
@@ -489,59 +595,39 @@ impl HistoryIndex {
             .map_err(|e| self.error(e))
     }
 
+    /// The best `limit` documents of `table` within `within` for `ask`, as candidates.
     fn matches(
         &self,
-        table: &str,
-        expression: &str,
-        kinds: &[DocKind],
-        exclude_session: Option<&str>,
+        table: Table,
+        ask: &Ask,
+        within: &Within,
         limit: usize,
     ) -> Result<Vec<Candidate>> {
-        let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-        self.newest_first(limit, |lowest_id| {
-            self.matches_from(table, expression, &kinds, exclude_session, limit, lowest_id)
-        })
-    }
-
-    fn matches_from(
-        &self,
-        table: &str,
-        expression: &str,
-        kinds: &[&str],
-        exclude_session: Option<&str>,
-        limit: usize,
-        lowest_id: i64,
-    ) -> Result<Vec<Candidate>> {
+        let ranked = self.text()?.top(
+            table,
+            &ask.words,
+            ask.join,
+            within,
+            limit,
+            self.totals(table)?,
+        )?;
         let mut statement = self
             .conn
-            .prepare_cached(&format!(
-                "WITH top AS (
-                     SELECT {table}.rowid AS id, bm25({table}) AS score
-                     FROM {table} JOIN docs d ON d.id = {table}.rowid
-                     WHERE {table} MATCH ?1 AND {table}.rowid >= ?5
-                       AND instr(?2, ',' || d.kind || ',') > 0
-                       AND (?3 IS NULL OR d.session <> ?3)
-                     ORDER BY score LIMIT ?4)
-                 SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
-                        d.speaker, d.text, top.score, d.id
-                 FROM top JOIN docs d ON d.id = top.id ORDER BY top.score"
-            ))
-            .map_err(|e| self.error(e))?;
-        let rows = statement
-            .query_map(
-                params![
-                    expression,
-                    format!(",{},", kinds.join(",")),
-                    exclude_session,
-                    limit as i64,
-                    lowest_id
-                ],
-                // FTS5's bm25() is negated so that ascending order ranks best first.
-                |row| candidate_from_row(row, -row.get::<_, f64>(10)?),
+            .prepare_cached(
+                "SELECT kind, ref, session, turn, ord, role, ts, salience, speaker, text, 0.0, id
+                 FROM docs WHERE id = ?1",
             )
             .map_err(|e| self.error(e))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.error(e))
+        let mut found = Vec::with_capacity(ranked.len());
+        for (doc, score) in ranked {
+            // A document removed since the text index's last commit is left out.
+            let row = statement
+                .query_row([doc], |row| candidate_from_row(row, score))
+                .optional()
+                .map_err(|e| self.error(e))?;
+            found.extend(row);
+        }
+        Ok(found)
     }
 
     /// The events of `session` at positions `ord - radius ..= ord + radius`
@@ -575,115 +661,78 @@ impl HistoryIndex {
     /// The events matching `query` within `filter`, best first, each with an
     /// excerpt and the events around it.
     pub fn search(&self, query: &str, filter: &SearchFilter) -> Result<Vec<SearchHit>> {
-        let plan = self.plan("events_fts", query)?;
-        let mut ranked = Vec::new();
+        let session = match &filter.session {
+            Some(session) => match self.session_number(session)? {
+                Some(number) => Some(number),
+                // A session never indexed has no events to find.
+                None => return Ok(Vec::new()),
+            },
+            None => None,
+        };
+        let within = Within {
+            kinds: 1 << text::kind_code(DocKind::Event),
+            session,
+            role: filter.role.map(text::role_code),
+            since: filter.since,
+            until: filter.until,
+            ..Within::default()
+        };
+        let plan = self.plan(Table::Events, query)?;
+        let totals = self.totals(Table::Events)?;
+        let mut ranked: Vec<(i64, f64, String)> = Vec::new();
         // Events with every word first; then, if too few, those with the rarer words.
-        for expression in [plan.all, plan.rare].into_iter().flatten() {
+        for ask in [plan.all, plan.rare].into_iter().flatten() {
             if ranked.len() >= filter.limit {
                 break;
             }
-            let found = self.newest_first(filter.limit, |lowest_id| {
-                self.ranked_events(&expression, filter, lowest_id)
-            })?;
-            for (id, hit) in found {
+            let found = self.text()?.top(
+                Table::Events,
+                &ask.words,
+                ask.join,
+                &within,
+                filter.limit,
+                totals,
+            )?;
+            for (id, score) in found {
                 if ranked.len() < filter.limit && !ranked.iter().any(|(seen, _, _)| *seen == id) {
-                    ranked.push((id, hit, expression.clone()));
+                    ranked.push((id, score, ask.expression.clone()));
                 }
             }
         }
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT session, ref, turn, ord, role, ts, text FROM docs WHERE id = ?1",
+            )
+            .map_err(|e| self.error(e))?;
         let mut hits = Vec::with_capacity(ranked.len());
-        for (id, mut hit, expression) in ranked {
-            hit.excerpt = self.snippet(&expression, id)?;
+        for (id, score, expression) in ranked {
+            let row = statement
+                .query_row([id], |row| {
+                    let hit = SearchHit {
+                        session: row.get(0)?,
+                        event_id: row.get(1)?,
+                        turn_id: row.get(2)?,
+                        ord: row.get::<_, i64>(3)? as u64,
+                        role: SearchRole::parse_stored(&row.get::<_, String>(4)?),
+                        ts: row.get(5)?,
+                        score,
+                        excerpt: String::new(),
+                        context: Vec::new(),
+                    };
+                    Ok((hit, row.get::<_, String>(6)?))
+                })
+                .optional()
+                .map_err(|e| self.error(e))?;
+            // A document removed since the text index's last commit is left out.
+            let Some((mut hit, text)) = row else {
+                continue;
+            };
+            hit.excerpt = excerpt_for(&text, &expression)?;
             hit.context = self.around(&hit.session, hit.ord, CONTEXT_EVENTS)?;
             hits.push(hit);
         }
         Ok(hits)
-    }
-
-    /// The best `filter.limit` events matching `expression` within `filter`, with their row ids.
-    fn ranked_events(
-        &self,
-        expression: &str,
-        filter: &SearchFilter,
-        lowest_id: i64,
-    ) -> Result<Vec<(i64, SearchHit)>> {
-        let filtered = filter.session.is_some()
-            || filter.role.is_some()
-            || filter.since.is_some()
-            || filter.until.is_some();
-        // Without filters, matches are ranked without reading their rows.
-        let filters = if filtered {
-            "JOIN docs d ON d.id = events_fts.rowid
-             WHERE events_fts MATCH ?1 AND events_fts.rowid >= ?7
-               AND (?2 IS NULL OR d.session = ?2)
-               AND (?3 IS NULL OR d.role = ?3)
-               AND (?4 IS NULL OR d.ts >= ?4)
-               AND (?5 IS NULL OR d.ts < ?5)"
-        } else {
-            "WHERE events_fts MATCH ?1 AND events_fts.rowid >= ?7
-               AND coalesce(?2, ?3, ?4, ?5) IS NULL"
-        };
-        // Ranked on ids and scores alone; the rows' columns are read for the
-        // top few only (a sort over every match's text is slow).
-        let mut statement = self
-            .conn
-            .prepare_cached(&format!(
-                "WITH top AS (
-                     SELECT events_fts.rowid AS id, bm25(events_fts) AS score
-                     FROM events_fts {filters}
-                     ORDER BY score LIMIT ?6)
-                 SELECT d.id, d.session, d.ref, d.turn, d.ord, d.role, d.ts, top.score
-                 FROM top JOIN docs d ON d.id = top.id ORDER BY top.score"
-            ))
-            .map_err(|e| self.error(e))?;
-        let rows = statement
-            .query_map(
-                params![
-                    expression,
-                    filter.session,
-                    filter.role.map(SearchRole::as_str),
-                    filter.since,
-                    filter.until,
-                    filter.limit as i64,
-                    lowest_id
-                ],
-                |row| {
-                    let id: i64 = row.get(0)?;
-                    let hit = SearchHit {
-                        session: row.get(1)?,
-                        event_id: row.get(2)?,
-                        turn_id: row.get(3)?,
-                        ord: row.get::<_, i64>(4)? as u64,
-                        role: SearchRole::parse_stored(&row.get::<_, String>(5)?),
-                        ts: row.get(6)?,
-                        score: -row.get::<_, f64>(7)?,
-                        excerpt: String::new(),
-                        context: Vec::new(),
-                    };
-                    Ok((id, hit))
-                },
-            )
-            .map_err(|e| self.error(e))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.error(e))
-    }
-
-    /// The part of document `id` around what matches `expression`,
-    /// matched words in brackets.
-    fn snippet(&self, expression: &str, id: i64) -> Result<String> {
-        let mut statement = self
-            .conn
-            .prepare_cached(
-                "SELECT highlight(events_fts, 1, ?3, ?4) FROM events_fts
-                 WHERE events_fts MATCH ?1 AND rowid = ?2",
-            )
-            .map_err(|e| self.error(e))?;
-        let marks = (MATCH_OPEN.to_string(), MATCH_CLOSE.to_string());
-        let highlighted: Option<String> = statement
-            .query_row(params![expression, id, marks.0, marks.1], |row| row.get(0))
-            .optional()
-            .map_err(|e| self.error(e))?;
-        Ok(excerpt(&highlighted.unwrap_or_default()))
     }
 
     /// The events of `session` from `ord - around` to `ord + around`.
@@ -720,29 +769,41 @@ impl HistoryIndex {
     ) -> Result<usize> {
         let path = self.path.clone();
         let fail = |e: rusqlite::Error| index_error(&path, e);
-        let tx = self.write_transaction().map_err(fail)?;
-        let mut added = 0;
+        let tx = write_transaction(&mut self.conn).map_err(fail)?;
+        assign_number(&tx, session).map_err(fail)?;
+        let (mut added, mut tokens) = (0usize, 0usize);
         {
             let mut insert = tx.prepare_cached(INSERT_DOC).map_err(fail)?;
             for (ord, event) in events {
                 // Every event gets a row, even a textless one: the row count
                 // per session is how a lagging index is recognised.
                 let text = indexed_text(event);
-                added += insert
+                let speaker = speaker(event).unwrap_or_default();
+                let words = TextDoc::words_of(&speaker, &text).len();
+                let role = SearchRole::of(event.trace_type);
+                let inserted = insert
                     .execute(params![
                         DocKind::Event.as_str(),
                         event.id,
                         session,
                         ord as i64,
                         event.turn_id,
-                        SearchRole::of(event.trace_type).as_str(),
+                        role.as_str(),
                         event.ts,
                         EVENT_SALIENCE,
-                        speaker(event).unwrap_or_default(),
+                        speaker,
                         text,
+                        words as i64,
                     ])
                     .map_err(fail)?;
+                if inserted == 1 {
+                    added += 1;
+                    tokens += words;
+                }
             }
+        }
+        if added == 0 {
+            return Ok(0);
         }
         tx.execute(
             "INSERT INTO sessions(session, events) VALUES (?1, ?2)
@@ -750,23 +811,149 @@ impl HistoryIndex {
             params![session, added as i64],
         )
         .map_err(fail)?;
+        add_to_totals(&tx, Table::Events, added as i64, tokens as i64).map_err(fail)?;
         tx.commit().map_err(fail)?;
+        // The documents are in and found through the tail: a batch that
+        // cannot be written now (another writer held the text index past
+        // the lock timeout) is written by the next insert.
+        let _ = self.flush_text(FLUSH_DOCS);
         Ok(added)
-    }
-
-    /// A transaction that takes the write lock when it begins, waiting for
-    /// another writer (the session's indexing thread, another process) as
-    /// long as the busy timeout allows. A deferred one would take a read
-    /// snapshot first, and upgrading it after another writer committed fails
-    /// at once with "database is locked" instead of waiting.
-    fn write_transaction(&mut self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
-        self.conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
     }
 
     pub(super) fn error(&self, error: rusqlite::Error) -> Error {
         index_error(&self.path, error)
     }
+}
+
+/// A transaction that takes the write lock when it begins, waiting for
+/// another writer (the session's indexing thread, another process) as
+/// long as the busy timeout allows. A deferred one would take a read
+/// snapshot first, and upgrading it after another writer committed fails
+/// at once with "database is locked" instead of waiting.
+fn write_transaction(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
+/// What a removal takes out of the text index.
+#[derive(Debug, Clone, Copy)]
+enum Removal {
+    /// A session's events, by its number.
+    Session(u64),
+    /// Every fact and episode.
+    Memories,
+}
+
+/// Writes `removal` and the tail to the text index as the next generation,
+/// stamped in `tx`, which the caller then commits. A text index not at the
+/// database's generation before is rebuilt from the documents instead.
+fn commit_text(tx: &rusqlite::Transaction<'_>, text: &TextIndex, removal: Removal) -> Result<()> {
+    let fail =
+        |e: rusqlite::Error| index_error(tx.path().map(Path::new).unwrap_or(Path::new("")), e);
+    let current = stamp_of(tx).map_err(fail)?;
+    let next = next_generation(tx).map_err(fail)?;
+    let mut writer = text.writer()?;
+    if writer.generation()?.as_deref() == Some(current.as_str()) {
+        match removal {
+            Removal::Session(number) => writer.remove_session(number),
+            Removal::Memories => writer.remove_memories(),
+        }
+    } else {
+        writer.remove_all()?;
+    }
+    add_newer(tx, &mut writer)?;
+    writer.commit(&next)
+}
+
+/// Adds to `writer` every document `conn` sees after the text index's newest.
+fn add_newer(conn: &Connection, writer: &mut TextWriter<'_>) -> Result<()> {
+    for_each_doc_after(conn, writer.newest(), |doc| writer.add(doc))
+}
+
+/// Calls `each` with every document `conn` sees after `after`, in order.
+fn for_each_doc_after(
+    conn: &Connection,
+    after: i64,
+    mut each: impl FnMut(TextDoc) -> Result<()>,
+) -> Result<()> {
+    let fail =
+        |e: rusqlite::Error| index_error(conn.path().map(Path::new).unwrap_or(Path::new("")), e);
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT d.id, d.kind, n.num, d.role, d.ts, d.speaker, d.text
+             FROM docs d JOIN session_numbers n ON n.session = d.session
+             WHERE d.id > ?1 ORDER BY d.id",
+        )
+        .map_err(fail)?;
+    let mut rows = statement.query([after]).map_err(fail)?;
+    while let Some(row) = rows.next().map_err(fail)? {
+        let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<TextDoc> {
+            let (speaker, body): (String, String) = (row.get(5)?, row.get(6)?);
+            Ok(TextDoc {
+                doc: row.get(0)?,
+                kind: DocKind::parse(&row.get::<_, String>(1)?),
+                session: row.get::<_, i64>(2)? as u64,
+                role: SearchRole::parse_stored(&row.get::<_, String>(3)?),
+                ts: row.get(4)?,
+                words: TextDoc::words_of(&speaker, &body),
+            })
+        };
+        each(read(row).map_err(fail)?)?;
+    }
+    Ok(())
+}
+
+/// The text generation stamped in the database.
+fn stamp_of(conn: &Connection) -> rusqlite::Result<String> {
+    conn.query_row("SELECT stamp FROM stamps WHERE name = 'text'", [], |row| {
+        row.get(0)
+    })
+}
+
+/// Moves the text generation stamped in `tx` on by one; returns the new one.
+fn next_generation(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<String> {
+    let current = stamp_of(tx)?;
+    let (epoch, count) = current.rsplit_once('.').unwrap_or((current.as_str(), "0"));
+    let next = format!("{epoch}.{}", count.parse::<u64>().unwrap_or(0) + 1);
+    tx.execute("UPDATE stamps SET stamp = ?1 WHERE name = 'text'", [&next])?;
+    Ok(next)
+}
+
+/// Adds `docs` documents of `tokens` tokens to `table`'s totals (negative to remove).
+fn add_to_totals(
+    tx: &rusqlite::Transaction<'_>,
+    table: Table,
+    docs: i64,
+    tokens: i64,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO totals(tab, docs, tokens) VALUES (?1, ?2, ?3)
+         ON CONFLICT(tab) DO UPDATE SET docs = docs + excluded.docs, tokens = tokens + excluded.tokens",
+        params![table.as_str(), docs, tokens],
+    )
+    .map(|_| ())
+}
+
+/// The number of `session` in the text index, if it has one.
+fn number_of(tx: &rusqlite::Transaction<'_>, session: &str) -> rusqlite::Result<Option<u64>> {
+    tx.query_row(
+        "SELECT num FROM session_numbers WHERE session = ?1",
+        [session],
+        |row| row.get::<_, i64>(0),
+    )
+    .optional()
+    .map(|num| num.map(|n| n as u64))
+}
+
+/// The number of `session` in the text index, given it one if it had none.
+fn assign_number(tx: &rusqlite::Transaction<'_>, session: &str) -> rusqlite::Result<u64> {
+    if let Some(number) = number_of(tx, session)? {
+        return Ok(number);
+    }
+    tx.execute(
+        "INSERT INTO session_numbers(session) VALUES (?1)",
+        [session],
+    )?;
+    Ok(tx.last_insert_rowid() as u64)
 }
 
 /// A candidate from a row of `kind, ref, session, turn, ord, role, ts,
@@ -827,10 +1014,17 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
             "DROP TABLE IF EXISTS docs_fts; DROP TABLE IF EXISTS events_fts;
              DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
              DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;
-             DROP TABLE IF EXISTS speakers; DROP TABLE IF EXISTS vectors;",
+             DROP TABLE IF EXISTS speakers; DROP TABLE IF EXISTS vectors;
+             DROP TABLE IF EXISTS session_numbers; DROP TABLE IF EXISTS totals;",
         )?;
     }
     tx.execute_batch(SCHEMA)?;
+    // A new epoch for each database made: a text index left from another
+    // one is never taken for this one's.
+    tx.execute(
+        "INSERT OR IGNORE INTO stamps(name, stamp) VALUES ('text', ?1)",
+        [format!("{}.0", uuid::Uuid::now_v7().simple())],
+    )?;
     if version != SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
@@ -861,32 +1055,63 @@ fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlit
 /// least [`COMMON_TERM_MIN_DOCS`]) tells little apart, and an OR query with
 /// it would score most of the index: it only narrows AND queries.
 pub const COMMON_TERM_SHARE: f64 = 0.05;
-/// Documents a query looks at first, newest first (see `newest_first`).
+/// Documents a database backend's query looks at first, newest first,
+/// widening fourfold until it has enough (the files index finds the best
+/// of all documents at once).
 pub const FIRST_WINDOW_DOCS: i64 = 50_000;
+/// Documents the text index's tail gathers before they are written to it
+/// in one batch: a query reads and splits at most about this many from the
+/// database beside the index, and a batch costs one commit of the index.
+pub const FLUSH_DOCS: usize = 2_048;
 /// Below this many documents, no term counts as common.
 pub const COMMON_TERM_MIN_DOCS: i64 = 2_000;
 
 /// The ways one query is asked of a table.
 struct QueryPlan {
     /// Every term (AND).
-    all: Option<String>,
+    all: Option<Ask>,
     /// The terms that are not common (OR).
-    rare: Option<String>,
+    rare: Option<Ask>,
 }
 
 impl QueryPlan {
     /// What ranks candidates: the rarer terms, else all terms together.
-    fn for_ranking(self) -> Option<String> {
+    fn for_ranking(self) -> Option<Ask> {
         self.rare.or(self.all)
+    }
+}
+
+/// One way of asking: query words joined one way.
+struct Ask {
+    /// Each word's lexemes, in the query's order.
+    words: Vec<Vec<String>>,
+    join: Join,
+    /// The same as an FTS5 expression, for excerpts.
+    expression: String,
+}
+
+impl Ask {
+    /// The ask of `terms` (each with its lexemes) joined by `join`; `None` without terms.
+    fn of(terms: Vec<(String, Vec<String>)>, join: Join) -> Option<Ask> {
+        let (terms, words): (Vec<String>, Vec<Vec<String>>) = terms.into_iter().unzip();
+        let expression = match join {
+            Join::All => super::query::all_of(&terms),
+            Join::Any => super::query::any_of(&terms),
+        }?;
+        Some(Ask {
+            words,
+            join,
+            expression,
+        })
     }
 }
 
 /// The salience of a raw event (facts and episodes carry their own).
 pub const EVENT_SALIENCE: f64 = 0.5;
 
-const INSERT_DOC: &str =
-    "INSERT OR IGNORE INTO docs(kind, ref, session, ord, turn, role, ts, salience, speaker, text)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+const INSERT_DOC: &str = "INSERT OR IGNORE INTO docs(
+         kind, ref, session, ord, turn, role, ts, salience, speaker, text, tokens)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /// What of an event is searchable: its text, or a tool call's name and
 /// arguments (the speaker's name is indexed beside it).
@@ -985,9 +1210,13 @@ mod tests {
             })
             .collect();
         index.add_events("s", 0, &events).unwrap();
-        let plan = index.plan("events_fts", "cargo parser").unwrap();
-        assert_eq!(plan.rare.as_deref(), Some("\"parser\""));
-        assert_eq!(plan.all.as_deref(), Some("\"cargo\" AND \"parser\""));
+        let plan = index.plan(Table::Events, "cargo parser").unwrap();
+        let expression = |ask: Option<Ask>| ask.map(|a| a.expression);
+        assert_eq!(expression(plan.rare).as_deref(), Some("\"parser\""));
+        assert_eq!(
+            expression(plan.all).as_deref(),
+            Some("\"cargo\" AND \"parser\"")
+        );
         let hits = index
             .search("cargo parser", &SearchFilter::default())
             .unwrap();
@@ -999,23 +1228,163 @@ mod tests {
         assert_eq!(candidates.len(), 2);
     }
 
-    #[test]
-    fn queries_widen_from_the_newest_documents_until_they_have_enough() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut index = HistoryIndex::open(dir.path()).unwrap();
-        let events: Vec<Event> = (0..2_500)
-            .map(|i| Event::user(format!("event {i}")).with_id(format!("e{i}")))
-            .collect();
-        index.add_events("s", 0, &events).unwrap();
-        let mut windows = Vec::new();
-        let found: Vec<i64> = index
-            .widening_from(100, 3, &mut |lowest| {
-                windows.push(lowest);
-                Ok((lowest..2_500).filter(|id| id % 500 == 0).collect())
+    /// FTS5's own ranking of `expression` over `table`: `(rowid, score)`, best first.
+    fn fts5_top(conn: &Connection, expression: &str, limit: usize) -> Vec<(i64, f64)> {
+        let mut statement = conn
+            .prepare(
+                "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ?1 ORDER BY bm25(t), rowid LIMIT ?2",
+            )
+            .unwrap();
+        let rows = statement
+            .query_map(params![expression, limit as i64], |row| {
+                Ok((row.get(0)?, row.get(1)?))
             })
             .unwrap();
-        assert_eq!(windows, [2_400, 2_100, 900]);
-        assert_eq!(found, [1_000, 1_500, 2_000]);
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    #[test]
+    fn scores_and_order_are_fts5_bm25s_to_the_last_digit() {
+        let texts: Vec<String> = crate::search::tokenizer::fts5::corpus()
+            .into_iter()
+            .step_by(11)
+            .take(3_000)
+            .collect();
+        let speakers = ["Caroline", "Melanie", ""];
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(speaker, text, tokenize='porter unicode61 remove_diacritics 2')",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        let mut events = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let speaker = speakers[i % speakers.len()];
+            let mut event = Event::user(text.clone()).with_id(format!("e{i}"));
+            if !speaker.is_empty() {
+                event.extra.insert("name", serde_json::json!(speaker));
+            }
+            conn.execute(
+                "INSERT INTO t(rowid, speaker, text) VALUES (?1, ?2, ?3)",
+                params![i as i64 + 1, speaker, indexed_text(&event)],
+            )
+            .unwrap();
+            events.push(event);
+        }
+        // Two sessions, the second removed below: its documents leave the statistics.
+        let (kept, removed) = events.split_at(2_500);
+        index.add_events("kept", 0, kept).unwrap();
+        index.add_events("removed", 0, removed).unwrap();
+        let compare = |index: &HistoryIndex, conn: &Connection| {
+            let mut compared = 0;
+            for text in texts.iter().step_by(37) {
+                let question: String = crate::search::query::terms(text)
+                    .into_iter()
+                    .step_by(2)
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let plan = index.plan(Table::Events, &question).unwrap();
+                for ask in [plan.all, plan.rare].into_iter().flatten() {
+                    let within = Within::default();
+                    let ours = index
+                        .text()
+                        .unwrap()
+                        .top(
+                            Table::Events,
+                            &ask.words,
+                            ask.join,
+                            &within,
+                            10,
+                            index.totals(Table::Events).unwrap(),
+                        )
+                        .unwrap();
+                    assert_eq!(
+                        ours,
+                        fts5_top(conn, &ask.expression, 10),
+                        "{}",
+                        ask.expression
+                    );
+                    compared += usize::from(!ours.is_empty());
+                }
+            }
+            assert!(compared > 50, "compared {compared}");
+        };
+        // Most documents in the text index, the last ones in its tail.
+        assert_eq!(index.text().unwrap().newest_indexed(), 2_500);
+        compare(&index, &conn);
+        index.remove_session("removed").unwrap();
+        conn.execute("DELETE FROM t WHERE rowid > 2500", [])
+            .unwrap();
+        compare(&index, &conn);
+        // Documents added after a removal: numbered past every removed one,
+        // in the tail again.
+        let again: Vec<Event> = removed[..300]
+            .iter()
+            .map(|e| e.clone().with_id(format!("again-{}", e.id)))
+            .collect();
+        index.add_events("again", 0, &again).unwrap();
+        for (j, event) in again.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO t(rowid, speaker, text) VALUES (?1, ?2, ?3)",
+                params![
+                    3_001 + j as i64,
+                    speaker(event).unwrap_or_default(),
+                    indexed_text(event)
+                ],
+            )
+            .unwrap();
+        }
+        assert_eq!(index.text().unwrap().tail_len(), 300);
+        compare(&index, &conn);
+    }
+
+    #[test]
+    fn a_lost_or_stale_text_index_is_rebuilt_from_the_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        let events: Vec<Event> = ["the parser fails", "the lexer works", "parser again"]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Event::user(*text).with_id(format!("e{i}")))
+            .collect();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        index.add_events("s", 0, &events).unwrap();
+        let found = |index: &HistoryIndex| {
+            index
+                .search("parser", &SearchFilter::default())
+                .unwrap()
+                .into_iter()
+                .map(|h| h.event_id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(found(&index), ["e2", "e0"]);
+        drop(index);
+        std::fs::remove_dir_all(dir.path().join(text::TEXT_DIR)).unwrap();
+        let index = HistoryIndex::open(dir.path()).unwrap();
+        assert_eq!(found(&index), ["e2", "e0"], "rebuilt when lost");
+        let in_the_index = |index: &HistoryIndex| {
+            let text = index.text().unwrap();
+            (text.newest_indexed(), text.tail_len())
+        };
+        assert_eq!(in_the_index(&index), (3, 0));
+        // A database one generation behind its text index (a crash between
+        // the two commits) is taken as stale too.
+        index
+            .conn
+            .execute(
+                "UPDATE stamps SET stamp = stamp || '0' WHERE name = 'text'",
+                [],
+            )
+            .unwrap();
+        drop(index);
+        let index = HistoryIndex::open(dir.path()).unwrap();
+        assert_eq!(
+            index.text.generation().unwrap(),
+            Some(index.generation().unwrap())
+        );
+        assert_eq!(in_the_index(&index), (3, 0));
+        assert_eq!(found(&index), ["e2", "e0"]);
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub(crate) mod feed;
 pub mod index;
 pub mod lexemes;
 pub mod query;
+mod tail;
+pub(crate) mod text;
 pub(crate) mod tokenizer;
 pub mod vectors;
 pub mod when;

@@ -1,6 +1,6 @@
 //! The search seam: what history search and recall need from an agent's
-//! index, wherever it is kept — the files backend's SQLite FTS5 index
-//! ([`crate::search::HistoryIndex`], unchanged) or a database's (the
+//! index, wherever it is kept — the files backend's SQLite database and
+//! tantivy index ([`crate::search::HistoryIndex`]) or a database's (the
 //! PostgreSQL backend's tsvector index in `agentmem-postgres`).
 //!
 //! # What stays in the engine
@@ -23,10 +23,12 @@
 //!   stemmed as FTS5's `porter unicode61 remove_diacritics 2` does
 //!   ([`crate::search::lexemes`]), so the same query matches the same
 //!   events on every backend.
-//! - **The same order of looking**: a query is asked of the newest
-//!   documents first and widened until it has enough (documents numbered
-//!   per agent in the order they were indexed), and common terms only
-//!   narrow queries, with the thresholds of [`crate::search::index`].
+//! - **The same terms asked**: common terms only narrow queries, with the
+//!   thresholds of [`crate::search::index`]. The files index finds the best
+//!   of all documents at once; a database may ask the newest documents
+//!   first and widen until it has enough (documents numbered per agent in
+//!   the order they were indexed; see [`crate::search::index::FIRST_WINDOW_DOCS`]),
+//!   which answers alike wherever fewer documents than the first window are indexed.
 
 use std::collections::HashMap;
 use std::fmt;
