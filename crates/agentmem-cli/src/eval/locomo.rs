@@ -6,7 +6,8 @@
 //! budget, the memory context for that question is built under the budget,
 //! and the question counts as recalled when the text of every evidence turn
 //! is in it. Two baselines get the same budget: the most recent turns that
-//! fit (trimming), and plain BM25 over the turns. Scores are given by
+//! fit (trimming), and plain BM25 over the turns (whole turns in BM25's
+//! order, packed apart from recall: see [`plain_bm25`]). Scores are given by
 //! category and, for files whose questions carry one, by their original
 //! `question_type`.
 
@@ -14,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use agentmem::memory::recall::{self, Weights};
+use agentmem::memory::recall;
 use agentmem::redact::RedactionPolicy;
 use agentmem::storage::search::SearchIndex;
 use agentmem::tokens::Tokenizer;
@@ -25,6 +26,8 @@ use agentmem::{
 use anyhow::{anyhow, Context as _, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use plain_bm25::plain_bm25;
 
 /// The categories scored: multi-hop, temporal, open-domain, single-hop
 /// (category 5, adversarial, has no evidence to recall).
@@ -433,8 +436,7 @@ impl Asked<'_> {
                 self.reranker,
                 redaction,
             )?;
-            request.weights = bm25_only();
-            let plain = recall::recall(index, &request, tokenizer, None, None, redaction)?;
+            let plain = plain_bm25(index, &question.question, budget_tokens, tokenizer)?;
             let block = normalize(&ours.block);
             let missing: Vec<String> = known
                 .iter()
@@ -592,20 +594,6 @@ fn finish(score: &mut MethodScore) {
     }
 }
 
-/// The plain-BM25 baseline's weights: the lexical ranking alone.
-fn bm25_only() -> Weights {
-    Weights {
-        recency: 0.0,
-        salience: 0.0,
-        vector: 0.0,
-        named_date: 0.0,
-        after_match: 0.0,
-        before_match: 0.0,
-        other_speakers: 1.0,
-        ..Weights::default()
-    }
-}
-
 fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -616,5 +604,6 @@ fn sanitize(id: &str) -> String {
         .collect()
 }
 
+mod plain_bm25;
 #[cfg(test)]
 mod tests;
