@@ -1301,3 +1301,52 @@ fn a_fork_of_a_compacted_session_keeps_what_the_model_saw() {
     drop(fork);
     assert_eq!(std::fs::read_to_string(&episodes).unwrap(), remembered);
 }
+
+/// `turns` turns whose user messages alone take about 1,500 tokens each,
+/// each with a 2,000-token tool result.
+fn long_asking_turns(turns: usize) -> Vec<Event> {
+    let mut events = vec![Event::system("You are a coding agent.").with_id("sys")];
+    for t in 0..turns {
+        let call = format!("call_{t}");
+        events.extend([
+            Event::user(format!("Turn {t}: look at parser case {t}. ").repeat(150))
+                .with_id(format!("u{t}")),
+            Event::tool_call(&call, "read_file", json!({"path": format!("src/p{t}.rs")}))
+                .with_id(format!("c{t}")),
+            Event::tool_result(&call, format!("fn case_{t}() {{}}\n").repeat(400))
+                .with_id(format!("r{t}")),
+            Event::assistant(format!("Case {t} looks fine.")).with_id(format!("a{t}")),
+        ]);
+    }
+    events
+}
+
+#[test]
+fn turns_no_call_could_hold_leave_the_view_before_any_tier_looks_at_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = 30;
+    let mut session = session_with(&dir, long_asking_turns(turns));
+    let mut request = timed_request(CompactionTiming::Inline);
+    request.context.strategy = Some(Strategy::Placeholder);
+    let stats = session.prepare(&request).unwrap().stats;
+    let Some(Action::TurnsOutOfReach { turns: out, .. }) = stats.actions.first() else {
+        panic!("the unreachable turns leave first: {:?}", stats.actions);
+    };
+    // 18,000 tokens of input budget hold the user messages of about twelve turns.
+    assert!((14..turns - 8).contains(out), "{out} of {turns}");
+    // Only the reachable turns' results were left for the placeholders.
+    let replaced: usize = stats
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::Microcompacted { results, .. } => *results,
+            _ => 0,
+        })
+        .sum();
+    assert!(replaced <= turns - out, "{replaced} of {}", turns - out);
+    assert!(stats.context_tokens <= stats.input_budget, "{stats:?}");
+    // The last resort fitted the rest: the oldest turn sent is newer than any left out.
+    let payload = session.prepare(&request).unwrap().payload.to_string();
+    assert!(!payload.contains(&format!("Turn {}: look", out - 1)));
+    assert!(payload.contains(&format!("Turn {}: look", turns - 1)));
+}

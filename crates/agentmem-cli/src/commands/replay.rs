@@ -325,6 +325,13 @@ pub(super) fn describe_action(action: &Action) -> String {
             turns,
             tokens_saved,
         } => format!("{turns} oldest turns left out, {}", saved(tokens_saved)),
+        Action::TurnsOutOfReach {
+            turns,
+            tokens_saved,
+        } => format!(
+            "{turns} oldest turns out of the budget's reach left out, {}",
+            saved(tokens_saved)
+        ),
         Action::ItemsDropped {
             items,
             tokens_saved,

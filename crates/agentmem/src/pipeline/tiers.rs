@@ -68,6 +68,15 @@ pub enum Action {
         /// Tokens this saved.
         tokens_saved: u64,
     },
+    /// The oldest whole turns were left out of the view before any tier
+    /// ran, because no call could hold them: the newer turns' user and
+    /// assistant messages alone, which no tier shrinks, take the input budget.
+    TurnsOutOfReach {
+        /// Turns left out.
+        turns: usize,
+        /// Tokens this saved.
+        tokens_saved: u64,
+    },
     /// The oldest items were left out (calls with their results) because
     /// the current turn alone was over the budget.
     ItemsDropped {
@@ -114,6 +123,7 @@ impl Action {
             | Action::Snipped { tokens_saved, .. }
             | Action::Microcompacted { tokens_saved, .. }
             | Action::TurnsTrimmed { tokens_saved, .. }
+            | Action::TurnsOutOfReach { tokens_saved, .. }
             | Action::ItemsDropped { tokens_saved, .. }
             | Action::Compacted { tokens_saved, .. } => *tokens_saved,
             Action::PairsRepaired { .. }
@@ -364,6 +374,62 @@ pub(crate) fn trim_oldest_turns(items: &mut Vec<ViewItem>, shrink: &Shrink<'_>) 
     Some(Action::TurnsTrimmed {
         turns: dropped.len(),
         tokens_saved: saved,
+    })
+}
+
+/// Leaves out the oldest whole turns that no call within `must_fit.target`
+/// can hold, so the tiers after it work only over what can be sent.
+///
+/// A turn's floor is what no tier shrinks: its user and assistant messages.
+/// Whatever fits the budget keeps the newest turns whole first (trimming
+/// and the last resort leave out the oldest), so a turn whose newer turns'
+/// floors alone pass the target is never sent; leaving it out now changes
+/// no call, and spares every tier a pass over it. The newest turn and the
+/// snapshot's events are never left out.
+pub(crate) fn leave_out_turns_out_of_reach(
+    items: &mut Vec<ViewItem>,
+    must_fit: &Shrink<'_>,
+) -> Option<Action> {
+    let mut floor_newer: u64 = 0;
+    let mut in_reach: HashSet<&str> = HashSet::new();
+    let mut current: Option<&str> = None;
+    let mut out_of_reach = false;
+    for item in items.iter().rev() {
+        let event = &item.event;
+        if !is_trimmable(event) {
+            continue;
+        }
+        let turn = event.turn_id.as_str();
+        if current != Some(turn) && !in_reach.contains(turn) {
+            // An older turn: out of reach once the newer ones' floors pass the target.
+            if current.is_some() && floor_newer > must_fit.target {
+                out_of_reach = true;
+                break;
+            }
+            in_reach.insert(turn);
+            current = Some(turn);
+        }
+        if matches!(event.trace_type, TraceType::User | TraceType::Assistant) {
+            floor_newer = floor_newer.saturating_add(item.tokens.total);
+        }
+    }
+    if !out_of_reach {
+        return None;
+    }
+    let in_reach: HashSet<String> = in_reach.into_iter().map(str::to_owned).collect();
+    let before = measure(items, must_fit.tokenizer).total;
+    let kept =
+        |item: &ViewItem| !is_trimmable(&item.event) || in_reach.contains(&item.event.turn_id);
+    let turns: HashSet<&str> = items
+        .iter()
+        .filter(|i| !kept(i))
+        .map(|i| i.event.turn_id.as_str())
+        .collect();
+    let turns = turns.len();
+    items.retain(kept);
+    Some(Action::TurnsOutOfReach {
+        turns,
+        tokens_saved: before.saturating_sub(measure(items, must_fit.tokenizer).total),
     })
 }
 

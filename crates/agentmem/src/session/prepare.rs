@@ -12,7 +12,9 @@ use crate::pipeline::tiers::{
     apply_tiers, microcompact_old_results, repair_pairs, trim_oldest_turns, Action, Shrink,
     AUTO_TIERS,
 };
-use crate::pipeline::tiers::{budget_tool_results, drop_oldest_items};
+use crate::pipeline::tiers::{
+    budget_tool_results, drop_oldest_items, leave_out_turns_out_of_reach,
+};
 use crate::pipeline::transcript::{measure, message_count, Bound};
 use crate::tokens::budget::Budget;
 use crate::tokens::Encoding;
@@ -100,7 +102,7 @@ impl Session {
             target: budget.input_budget().saturating_sub(offset),
             ..trigger
         };
-        let mut actions = self.shrink_to(&trigger, encoding)?;
+        let mut actions = self.shrink_to(&trigger, &must_fit, encoding)?;
         let calibration = self.accounting.calibration().get(&model.family());
         let transcript = self.view_in(encoding);
         let fits = settings.strategy == Strategy::None
@@ -177,8 +179,14 @@ impl Session {
     /// Brings the view under `shrink.target` with the strategy: view-level
     /// tiers first, then (for `auto` and `summarize`) a persistent compaction,
     /// then the tiers again on what the compaction left. A compaction drafted
-    /// in the background is applied first when it is ready.
-    fn shrink_to(&mut self, trigger: &Shrink<'_>, encoding: Encoding) -> Result<Vec<Action>> {
+    /// in the background is applied first when it is ready. Before the tiers,
+    /// turns no call within `must_fit` could hold leave the view.
+    fn shrink_to(
+        &mut self,
+        trigger: &Shrink<'_>,
+        must_fit: &Shrink<'_>,
+        encoding: Encoding,
+    ) -> Result<Vec<Action>> {
         let settings = trigger.settings;
         // Inline timing asked for while a draft is out: the compaction this
         // call would have run inline is that one, so it is waited for.
@@ -205,7 +213,7 @@ impl Session {
         if settings.max_turns.is_some() || over(self) {
             actions.extend(
                 self.transcript_in_mut(encoding)
-                    .reshape(|items| shrink_view(items, settings, shrink)),
+                    .reshape(|items| shrink_view(items, settings, shrink, must_fit)),
             );
         }
         let compacts = matches!(settings.strategy, Strategy::Auto | Strategy::Summarize);
@@ -227,7 +235,7 @@ impl Session {
                 actions.extend(
                     self.transcript_in_mut(encoding)
                         .reshape(|items| match shaping {
-                            Shaping::Strategy => shrink_view(items, settings, shrink),
+                            Shaping::Strategy => shrink_view(items, settings, shrink, must_fit),
                             Shaping::OldestTurnsOut => {
                                 trim_oldest_turns(items, shrink).into_iter().collect()
                             }
@@ -373,18 +381,27 @@ fn fit_as_last_resort(
     actions
 }
 
-/// The view-level part of each strategy.
+/// The view-level part of each strategy, after the turns out of
+/// `must_fit`'s reach left the view (all but `none`, which sends everything).
 fn shrink_view(
     items: &mut Vec<crate::pipeline::transcript::ViewItem>,
     settings: &PipelineSettings,
     shrink: &Shrink<'_>,
+    must_fit: &Shrink<'_>,
 ) -> Vec<Action> {
+    let mut actions: Vec<Action> = match settings.strategy {
+        Strategy::None => return Vec::new(),
+        Strategy::Summarize | Strategy::Trim | Strategy::Placeholder | Strategy::Auto => {
+            leave_out_turns_out_of_reach(items, must_fit)
+                .into_iter()
+                .collect()
+        }
+    };
     match settings.strategy {
-        Strategy::None | Strategy::Summarize => Vec::new(),
-        Strategy::Trim => trim_oldest_turns(items, shrink).into_iter().collect(),
-        Strategy::Placeholder => microcompact_old_results(items, shrink)
-            .into_iter()
-            .collect(),
-        Strategy::Auto => apply_tiers(items, AUTO_TIERS, shrink),
+        Strategy::None | Strategy::Summarize => {}
+        Strategy::Trim => actions.extend(trim_oldest_turns(items, shrink)),
+        Strategy::Placeholder => actions.extend(microcompact_old_results(items, shrink)),
+        Strategy::Auto => actions.extend(apply_tiers(items, AUTO_TIERS, shrink)),
     }
+    actions
 }
