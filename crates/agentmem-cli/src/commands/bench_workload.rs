@@ -215,9 +215,19 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
                 "last_turn": index * span_turns + span.len(),
                 "mean_us": mean(span),
                 "p50_us": median(span),
+                "p99_us": percentile_of(span, 0.99),
             })
         })
         .collect();
+    // The second tenth, not the first: the first holds the start-up turns.
+    let growth = |key: &str| match spans.as_slice() {
+        [_, second, .., last] => ratio(
+            second[key].as_f64().unwrap_or_default(),
+            last[key].as_f64().unwrap_or_default(),
+        ),
+        _ => 1.0,
+    };
+    let (growth_p50, growth_p99) = (growth("p50_us"), growth("p99_us"));
     let span_means: Vec<String> = spans
         .iter()
         .map(|s| format!("{:.0}", s["mean_us"].as_f64().unwrap_or_default()))
@@ -226,7 +236,7 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "bench": name,
         "figure": format!("p50 {:.0} µs/turn", percentile(0.5)),
         "detail": format!(
-            "p99 {:.0} µs, max {:.0} µs, first {window} turns mean {first:.0} µs and p50 {first_p50:.0} µs, last {window} mean {last:.0} µs (×{:.2}) and p50 {last_p50:.0} µs (×{:.2}), means of the run's tenths {} µs, {} turns, total {:.2} s",
+            "p99 {:.0} µs, max {:.0} µs, first {window} turns mean {first:.0} µs and p50 {first_p50:.0} µs, last {window} mean {last:.0} µs (×{:.2}) and p50 {last_p50:.0} µs (×{:.2}), means of the run's tenths {} µs, last tenth over the second: p50 ×{growth_p50:.2} and p99 ×{growth_p99:.2}, {} turns, total {:.2} s",
             percentile(0.99),
             percentile(1.0),
             ratio(first, last),
@@ -243,7 +253,20 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "first_window_p50_us": first_p50,
         "last_window_p50_us": last_p50,
         "history_spans": spans,
+        "last_over_second_tenth_p50": growth_p50,
+        "last_over_second_tenth_p99": growth_p99,
     })
+}
+
+/// The `p` quantile of `values` (nearest rank); 0 for none.
+fn percentile_of(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let last = sorted.len().saturating_sub(1);
+    sorted
+        .get((last as f64 * p).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
 }
 
 /// The workload's events grouped by their `turn` field, in order.
