@@ -569,7 +569,10 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         );
         let max = per_turn["max_us"].as_f64().unwrap();
         let p99 = span["p99_us"].as_f64().unwrap();
-        assert!(mean > 0.0 && mean <= max && p50 <= p99 && p99 <= max, "{span}");
+        assert!(
+            mean > 0.0 && mean <= max && p50 <= p99 && p99 <= max,
+            "{span}"
+        );
     }
     for (key, growth) in [
         ("p50_us", "last_over_second_tenth_p50"),
@@ -578,7 +581,10 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
         let tenth = |i: usize| spans[i][key].as_f64().unwrap();
         let expected = tenth(9) / tenth(1);
         let reported = per_turn[growth].as_f64().unwrap();
-        assert!((reported - expected).abs() < 1e-9, "{growth}: {reported} vs {expected}");
+        assert!(
+            (reported - expected).abs() < 1e-9,
+            "{growth}: {reported} vs {expected}"
+        );
     }
     assert!(per_turn["detail"].as_str().unwrap().contains("40 turns"));
     let slowest = row("workload slowest turns")["turns"].as_array().unwrap();
