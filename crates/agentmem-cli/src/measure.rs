@@ -40,3 +40,14 @@ pub fn median(values: &[f64]) -> f64 {
     sorted.sort_by(f64::total_cmp);
     sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
+
+/// The `p` quantile of `values` by nearest rank (`p = 0.99` is the p99); 0 for none.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let last = sorted.len().saturating_sub(1);
+    sorted
+        .get((last as f64 * p).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
+}

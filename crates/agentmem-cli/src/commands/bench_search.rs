@@ -403,9 +403,7 @@ impl Embedder for HashedWords {
 }
 
 pub(super) fn latency(name: &str, ms: &[f64], detail: &str) -> serde_json::Value {
-    let mut sorted = ms.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let percentile = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    let percentile = |p: f64| crate::measure::percentile(ms, p);
     json!({
         "bench": name,
         "figure": format!("p50 {:.2} ms", percentile(0.5)),

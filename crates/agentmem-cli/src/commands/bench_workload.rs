@@ -15,7 +15,7 @@ use serde_json::json;
 use super::bench::Backing;
 use crate::cli::LargeOutputs;
 
-use crate::measure::{median, set_input_budget};
+use crate::measure::{median, percentile, set_input_budget};
 
 /// Turns at each end of the run whose mean and median show whether cost grows.
 const WINDOW_TURNS: usize = 100;
@@ -193,9 +193,7 @@ fn slowest_turns(ingest_us: &[f64], prepare_us: &[f64], actions: &[String]) -> s
 }
 
 fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
-    let mut sorted = per_turn_us.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let percentile = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    let quantile = |p: f64| percentile(per_turn_us, p);
     let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
     let window = WINDOW_TURNS.min(per_turn_us.len());
     let (head, tail) = (
@@ -215,7 +213,7 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
                 "last_turn": index * span_turns + span.len(),
                 "mean_us": mean(span),
                 "p50_us": median(span),
-                "p99_us": percentile_of(span, 0.99),
+                "p99_us": percentile(span, 0.99),
             })
         })
         .collect();
@@ -234,20 +232,20 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         .collect();
     json!({
         "bench": name,
-        "figure": format!("p50 {:.0} µs/turn", percentile(0.5)),
+        "figure": format!("p50 {:.0} µs/turn", quantile(0.5)),
         "detail": format!(
             "p99 {:.0} µs, max {:.0} µs, first {window} turns mean {first:.0} µs and p50 {first_p50:.0} µs, last {window} mean {last:.0} µs (×{:.2}) and p50 {last_p50:.0} µs (×{:.2}), means of the run's tenths {} µs, last tenth over the second: p50 ×{growth_p50:.2} and p99 ×{growth_p99:.2}, {} turns, total {:.2} s",
-            percentile(0.99),
-            percentile(1.0),
+            quantile(0.99),
+            quantile(1.0),
             ratio(first, last),
             ratio(first_p50, last_p50),
             span_means.join(" "),
             per_turn_us.len(),
             per_turn_us.iter().sum::<f64>() / 1e6
         ),
-        "p50_us": percentile(0.5),
-        "p99_us": percentile(0.99),
-        "max_us": percentile(1.0),
+        "p50_us": quantile(0.5),
+        "p99_us": quantile(0.99),
+        "max_us": quantile(1.0),
         "first_window_mean_us": first,
         "last_window_mean_us": last,
         "first_window_p50_us": first_p50,
@@ -256,17 +254,6 @@ fn summary(name: &str, per_turn_us: &[f64]) -> serde_json::Value {
         "last_over_second_tenth_p50": growth_p50,
         "last_over_second_tenth_p99": growth_p99,
     })
-}
-
-/// The `p` quantile of `values` (nearest rank); 0 for none.
-fn percentile_of(values: &[f64], p: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let last = sorted.len().saturating_sub(1);
-    sorted
-        .get((last as f64 * p).round() as usize)
-        .copied()
-        .unwrap_or(0.0)
 }
 
 /// The workload's events grouped by their `turn` field, in order.

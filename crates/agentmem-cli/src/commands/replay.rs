@@ -245,14 +245,8 @@ fn summarize(lines: &[TurnLine], prefixes: &PrefixMeter) -> Summary {
         let engine: Vec<f64> = window.iter().map(|l| l.engine_us).collect();
         median(&engine)
     };
-    let mut per_turn: Vec<f64> = lines.iter().map(|l| l.engine_us).collect();
-    per_turn.sort_by(f64::total_cmp);
-    let percentile = |p: f64| {
-        per_turn
-            .get(((per_turn.len().max(1) - 1) as f64 * p).round() as usize)
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let per_turn: Vec<f64> = lines.iter().map(|l| l.engine_us).collect();
+    let percentile = |p: f64| crate::measure::percentile(&per_turn, p);
     let compactions = lines
         .iter()
         .flat_map(|l| &l.actions)

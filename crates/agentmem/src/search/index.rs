@@ -566,11 +566,17 @@ impl HistoryIndex {
         let terms = super::query::terms(text);
         let docs = self.newest_id()?;
         let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
+        // Read once: each read of the text index also reads its tail.
+        let text = if docs > cap { Some(self.text()?) } else { None };
         let mut all = Vec::with_capacity(terms.len());
         let mut rare = Vec::new();
         for term in terms {
             let word = lexemes_of_term(&term)?;
-            if docs <= cap || self.text()?.documents_with(table, &word)? < cap as u64 {
+            let common = match text {
+                Some(text) => text.documents_with(table, &word)? >= cap as u64,
+                None => false,
+            };
+            if !common {
                 rare.push((term.clone(), word.clone()));
             }
             all.push((term, word));
