@@ -7,10 +7,12 @@
 //! - [`message`], [`turn`], [`tool_interaction`]: what events make —
 //!   provider-neutral messages, turns, tool calls paired with their results;
 //! - [`state`]: the working memory's patches and updates that events carry;
-//! - [`json`], [`hash`], [`arguments`], `fs`: shared helpers — JSON
-//!   nesting limits, hashing, tool arguments, atomic and private files.
+//! - [`json`], [`hash`], [`arguments`], `fs`, `background`: shared helpers —
+//!   JSON nesting limits, hashing, tool arguments, atomic and private files,
+//!   threads that work beside the caller.
 
 pub mod arguments;
+pub(crate) mod background;
 pub mod error;
 pub mod event;
 pub(crate) mod fs;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::HistoryIndex;
+use crate::base::background::spawn_background;
 use crate::base::event::Event;
 
 enum Job {
@@ -54,10 +55,8 @@ impl IndexFeeder {
         let (jobs, queue) = mpsc::channel();
         let others = Arc::new(AtomicU8::new(OTHERS_UNKNOWN));
         let answer = Arc::clone(&others);
-        let worker = std::thread::Builder::new()
-            .name("agentmem-index".into())
-            .spawn(move || work(agent_dir, queue, &answer))
-            .ok();
+        let worker =
+            spawn_background("agentmem-index", move || work(agent_dir, queue, &answer)).ok();
         IndexFeeder {
             jobs: worker.as_ref().map(|_| jobs),
             worker,
