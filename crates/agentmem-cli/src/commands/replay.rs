@@ -2,10 +2,11 @@
 //! agent loop would — ingest what happened, prepare before every model call —
 //! with a line per turn and a summary, readable or (`--json`) JSON.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use agentmem::pipeline::tiers::Action;
-use agentmem::render::remove_cache_marks;
+use agentmem::render::{remove_cache_marks, Segment};
 use agentmem::{Event, Payload, PrepareRequest, Session, Store, Target, TraceType};
 use agentmem_import as import;
 use anyhow::Context as _;
@@ -159,7 +160,7 @@ fn model_call(
     session.ingest(events)?;
     let prepared = session.prepare(request)?;
     line.engine_us += started.elapsed().as_secs_f64() * 1e6;
-    prefixes.observe(request.target, &prepared.payload);
+    prefixes.observe(&prepared.payload);
     let stats = prepared.stats;
     line.context_tokens = stats.context_tokens;
     line.estimated_tokens = stats.estimated_tokens;
@@ -180,32 +181,104 @@ fn model_call(
 /// byte: what a provider's prefix cache can serve. The body is read in the
 /// order providers cache it (everything but the message list, then the
 /// list), cache marks left out: they say where to cache, they are not content.
+///
+/// A body is read as the chunks it is sent in: its fields, then each list
+/// entry and the separator after it. An entry of a segment the previous body
+/// shared is known equal without reading it, so metering costs what changed,
+/// like the prepare it meters, and does not pass a long context through the
+/// processor's caches between the calls it times.
 #[derive(Debug, Default)]
 struct PrefixMeter {
-    previous: String,
+    previous: Vec<Chunk>,
     sent_bytes: u64,
     repeated_bytes: u64,
 }
 
+/// A run of a body's text, as [`PrefixMeter`] reads it.
+#[derive(Debug)]
+enum Chunk {
+    /// Entry `.1` of a shared segment, as sent.
+    Shared(Arc<Segment>, usize),
+    /// Text made for this body alone.
+    Own(String),
+}
+
+impl Chunk {
+    fn text(&self) -> &str {
+        match self {
+            Chunk::Shared(segment, i) => segment.entries()[*i].get(),
+            Chunk::Own(text) => text,
+        }
+    }
+
+    /// Whether `self` and `other` are surely the same text without reading them.
+    fn same_entry(&self, other: &Chunk) -> bool {
+        match (self, other) {
+            (Chunk::Shared(a, i), Chunk::Shared(b, j)) => Arc::ptr_eq(a, b) && i == j,
+            (Chunk::Shared(..) | Chunk::Own(_), _) => false,
+        }
+    }
+}
+
 impl PrefixMeter {
-    fn observe(&mut self, target: Target, payload: &Payload) {
-        let mut body = payload.to_value();
-        remove_cache_marks(&mut body);
-        let Value::Object(mut fields) = body else {
-            return;
-        };
-        let list = fields.remove(target.list_key()).unwrap_or_default();
-        let text = format!("{}{list}", Value::Object(fields));
-        let repeated = self.previous.bytes().zip(text.bytes());
-        let repeated = repeated.take_while(|(a, b)| a == b).count();
-        self.sent_bytes += text.len() as u64;
+    fn observe(&mut self, payload: &Payload) {
+        let chunks = unmarked_chunks(payload);
+        let mut repeated = 0;
+        for (before, now) in self.previous.iter().zip(&chunks) {
+            if before.same_entry(now) || before.text() == now.text() {
+                repeated += now.text().len();
+                continue;
+            }
+            let common = before.text().bytes().zip(now.text().bytes());
+            repeated += common.take_while(|(a, b)| a == b).count();
+            break;
+        }
+        let sent: usize = chunks.iter().map(|c| c.text().len()).sum();
+        self.sent_bytes += sent as u64;
         self.repeated_bytes += repeated as u64;
-        self.previous = text;
+        self.previous = chunks;
     }
 
     fn share(&self) -> f64 {
         self.repeated_bytes as f64 / self.sent_bytes.max(1) as f64
     }
+}
+
+/// `payload` as [`PrefixMeter`] reads it: the fields but the list as one
+/// object, then `[`, the entries each followed by `,` (`]` after the last),
+/// cache marks removed. A shared segment holds no marks (they go on a copy of
+/// the list's end), so its entries are taken as they are.
+fn unmarked_chunks(payload: &Payload) -> Vec<Chunk> {
+    let parts = payload.parts();
+    let unmarked = |value: &Value| {
+        let mut value = value.clone();
+        remove_cache_marks(&mut value);
+        value.to_string()
+    };
+    let fields = unmarked(&Value::Object(parts.fields.clone()));
+    let mut chunks = vec![Chunk::Own(format!("{fields}["))];
+    let mut entries: Vec<Chunk> = parts.lead.iter().map(|e| Chunk::Own(unmarked(e))).collect();
+    for segment in parts.segments {
+        entries.extend((0..segment.len()).map(|i| Chunk::Shared(Arc::clone(segment), i)));
+    }
+    if let Some(last) = parts.last_entry {
+        // It stands for the segments' last entry (there is one when it is set).
+        let last: Value = serde_json::from_str(last.get()).expect("an entry is JSON");
+        entries.pop();
+        entries.push(Chunk::Own(unmarked(&last)));
+    }
+    entries.extend(parts.closing.iter().map(|e| Chunk::Own(unmarked(e))));
+    let count = entries.len();
+    for (i, entry) in entries.into_iter().enumerate() {
+        chunks.push(entry);
+        chunks.push(Chunk::Own(
+            if i + 1 == count { "]" } else { "," }.to_owned(),
+        ));
+    }
+    if count == 0 {
+        chunks.push(Chunk::Own("]".to_owned()));
+    }
+    chunks
 }
 
 /// Turns at each end of a replay whose mean and median engine time the
@@ -392,14 +465,64 @@ mod tests {
         let answered = [asked[0].clone(), Message::text(Role::Assistant, "Hello.")];
         for target in [Target::OpenAiChat, Target::Anthropic] {
             let mut meter = PrefixMeter::default();
-            meter.observe(target, &body(target, &asked));
+            meter.observe(&body(target, &asked));
             let first = meter.sent_bytes;
             assert_eq!(meter.repeated_bytes, 0);
-            meter.observe(target, &body(target, &answered));
+            meter.observe(&body(target, &answered));
             // All of the first body but the `]` that closed its list.
             assert_eq!(meter.repeated_bytes, first - 1, "{target}");
             let share = meter.share();
             assert!(share > 0.0 && share < 0.5, "{target}: {share}");
+        }
+    }
+
+    /// The old reading: the whole body parsed, marks removed, written out.
+    fn whole_body_text(target: Target, payload: &Payload) -> String {
+        let mut body = payload.to_value();
+        remove_cache_marks(&mut body);
+        let Value::Object(mut fields) = body else {
+            panic!("a body is an object");
+        };
+        let list = fields.remove(target.list_key()).unwrap_or_default();
+        format!("{}{list}", Value::Object(fields))
+    }
+
+    #[test]
+    fn the_meter_reads_a_sessions_bodies_as_a_whole_body_reading_would() {
+        for target in Target::ALL {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), agentmem::Durability::Os).unwrap();
+            let agent = agentmem::AgentId::new("agent").unwrap();
+            let mut session = store.create_session(&agent, None).unwrap();
+            let request = PrepareRequest::new("gpt-4.1", target);
+            let (mut meter, mut previous, mut repeated, mut sent) =
+                (PrefixMeter::default(), String::new(), 0, 0);
+            for turn in 0..6 {
+                let call = format!("call_{turn}");
+                session
+                    .ingest(vec![
+                        Event::user(format!("Step {turn}: read the file.")),
+                        Event::tool_call(&call, "read_file", serde_json::json!({"path": "a.rs"})),
+                        Event::tool_result(&call, format!("fn step_{turn}() {{}}")),
+                    ])
+                    .unwrap();
+                let payload = session.prepare(&request).unwrap().payload;
+                meter.observe(&payload);
+                let text = whole_body_text(target, &payload);
+                let common = previous.bytes().zip(text.bytes());
+                repeated += common.take_while(|(a, b)| a == b).count() as u64;
+                sent += text.len() as u64;
+                previous = text;
+                session
+                    .ingest(vec![Event::assistant(format!("Done {turn}."))])
+                    .unwrap();
+            }
+            assert_eq!(
+                (meter.repeated_bytes, meter.sent_bytes),
+                (repeated, sent),
+                "{target}"
+            );
+            assert!(meter.share() > 0.5, "{target}: {}", meter.share());
         }
     }
 }
