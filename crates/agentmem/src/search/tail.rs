@@ -140,7 +140,7 @@ impl Tail {
         join: Join,
         within: &Within,
         scorer: &Bm25,
-        top: &mut Top,
+        top: &mut Top<'_>,
     ) {
         let mut counts: HashMap<u32, Vec<u32>> = HashMap::new();
         for (i, word) in words.iter().enumerate() {

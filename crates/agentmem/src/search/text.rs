@@ -44,6 +44,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -492,6 +493,19 @@ impl TextIndex {
         limit: usize,
         totals: Totals,
     ) -> Result<Vec<(i64, f64)>> {
+        let query = (table, words, join, within);
+        self.top_split(query, limit, totals, PARALLEL_SEARCH_DOCUMENTS)
+    }
+
+    /// [`TextIndex::top`], on two threads when the index holds more than
+    /// `parallel_over` documents.
+    fn top_split(
+        &self,
+        (table, words, join, within): (Table, &[Vec<String>], Join, &Within),
+        limit: usize,
+        totals: Totals,
+        parallel_over: u64,
+    ) -> Result<Vec<(i64, f64)>> {
         if limit == 0 || totals.docs == 0 || words.is_empty() {
             return Ok(Vec::new());
         }
@@ -505,22 +519,38 @@ impl TextIndex {
         };
         let within = &within.within_table(table);
         let view = self.view();
-        let mut top = Top::new(limit);
+        let field = self.fields.words(table);
+        let ask = Asked {
+            field,
+            words,
+            join,
+            within,
+            scorer: &scorer,
+        };
+        let threshold = SharedThreshold::default();
+        let mut top = Top::new(limit, &threshold);
         view.tail
             .offer(table, words, join, within, &scorer, &mut top);
-        for segment in view.searcher.segment_readers() {
-            let segment = SegmentView::open(segment, within).map_err(|e| self.error(e))?;
-            let field = self.fields.words(table);
-            let mut cursors = Vec::with_capacity(words.len());
-            for word in words {
-                cursors.push(
-                    WordCursor::open(segment.reader, field, word).map_err(|e| self.error(e))?,
-                );
-            }
-            match join {
-                Join::All => all_words(&segment, cursors, &scorer, &mut top),
-                Join::Any => any_word(&segment, cursors, &scorer, &mut top),
-            }
+        let segments = view.searcher.segment_readers();
+        let (mine, theirs) = halves_by_documents(segments, parallel_over);
+        if theirs.is_empty() {
+            ask.search(mine, &mut top).map_err(|e| self.error(e))?;
+            return Ok(top.into_sorted());
+        }
+        let other = std::thread::scope(|scope| {
+            let other = scope.spawn(|| {
+                let mut top = Top::new(limit, &threshold);
+                ask.search(theirs, &mut top).map(|()| top.into_sorted())
+            });
+            let searched = ask.search(mine, &mut top);
+            let other = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            searched.and(other)
+        })
+        .map_err(|e| self.error(e))?;
+        for (doc, score) in other {
+            top.offer(score, doc);
         }
         Ok(top.into_sorted())
     }
@@ -879,7 +909,7 @@ fn all_words(
     segment: &SegmentView<'_>,
     cursors: Vec<Option<WordCursor>>,
     scorer: &Bm25,
-    top: &mut Top,
+    top: &mut Top<'_>,
 ) {
     let Some(mut cursors) = cursors.into_iter().collect::<Option<Vec<_>>>() else {
         return;
@@ -915,7 +945,7 @@ fn any_word(
     segment: &SegmentView<'_>,
     cursors: Vec<Option<WordCursor>>,
     scorer: &Bm25,
-    top: &mut Top,
+    top: &mut Top<'_>,
 ) {
     let words = cursors.len();
     let mut present: Vec<(usize, WordCursor)> = cursors
@@ -998,10 +1028,86 @@ fn below(bound: f64, threshold: Option<f64>) -> bool {
     threshold.is_some_and(|t| bound + 1e-9 * (1.0 + t.abs()) < t)
 }
 
+/// Indexes of more documents than this are searched on two threads, each
+/// over about half of the documents: a query's time then halves on an idle
+/// machine, while below it starting a thread costs more than it saves.
+const PARALLEL_SEARCH_DOCUMENTS: u64 = 200_000;
+
+/// `segments` split in two runs of about equal documents, the second empty
+/// when they hold `parallel_over` documents or fewer.
+fn halves_by_documents(
+    segments: &[tantivy::SegmentReader],
+    parallel_over: u64,
+) -> (&[tantivy::SegmentReader], &[tantivy::SegmentReader]) {
+    let documents =
+        |s: &[tantivy::SegmentReader]| s.iter().map(|r| u64::from(r.max_doc())).sum::<u64>();
+    let total = documents(segments);
+    if total <= parallel_over || segments.len() < 2 {
+        return (segments, &[]);
+    }
+    let cut = (1..segments.len())
+        .min_by_key(|&at| documents(&segments[..at]).abs_diff(total / 2))
+        .unwrap_or(1);
+    segments.split_at(cut)
+}
+
+/// One query as every segment is asked it.
+struct Asked<'a> {
+    field: Field,
+    words: &'a [Vec<String>],
+    join: Join,
+    within: &'a Within,
+    scorer: &'a Bm25,
+}
+
+impl Asked<'_> {
+    /// Offers `top` the documents of `segments` that match.
+    fn search(
+        &self,
+        segments: &[tantivy::SegmentReader],
+        top: &mut Top<'_>,
+    ) -> tantivy::Result<()> {
+        for segment in segments {
+            let segment = SegmentView::open(segment, self.within)?;
+            let mut cursors = Vec::with_capacity(self.words.len());
+            for word in self.words {
+                cursors.push(WordCursor::open(segment.reader, self.field, word)?);
+            }
+            match self.join {
+                Join::All => all_words(&segment, cursors, self.scorer, top),
+                Join::Any => any_word(&segment, cursors, self.scorer, top),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The best threshold any of a query's [`Top`]s has reached, as the bits of
+/// an `f64` (0 while none is full): a document scoring below it is below
+/// the query's own, since that many documents score at least as well.
+/// BM25 scores are positive, and positive `f64`s order as their bits do.
+#[derive(Debug, Default)]
+pub(crate) struct SharedThreshold(AtomicU64);
+
+impl SharedThreshold {
+    fn get(&self) -> Option<f64> {
+        let bits = self.0.load(AtomicOrdering::Relaxed);
+        (bits != 0).then(|| f64::from_bits(bits))
+    }
+
+    fn raise(&self, threshold: f64) {
+        if threshold > 0.0 {
+            self.0
+                .fetch_max(threshold.to_bits(), AtomicOrdering::Relaxed);
+        }
+    }
+}
+
 /// The best `limit` documents offered: higher score first, then lower document.
-pub(crate) struct Top {
+pub(crate) struct Top<'a> {
     limit: usize,
     heap: BinaryHeap<Ranked>,
+    shared: &'a SharedThreshold,
 }
 
 /// A scored document, ordered worst last (so the heap's top is the worst held).
@@ -1028,16 +1134,26 @@ impl PartialOrd for Ranked {
     }
 }
 
-impl Top {
-    fn new(limit: usize) -> Top {
+impl<'a> Top<'a> {
+    pub(crate) fn new(limit: usize, shared: &'a SharedThreshold) -> Top<'a> {
         Top {
             limit,
             heap: BinaryHeap::with_capacity(limit + 1),
+            shared,
         }
     }
 
-    /// The worst score held once full.
+    /// The score a document must reach to matter: the worst held once
+    /// full, or another part of the query's search's when that is higher.
     fn threshold(&self) -> Option<f64> {
+        let own = self.own_threshold();
+        match (own, self.shared.get()) {
+            (Some(own), Some(shared)) => Some(own.max(shared)),
+            (own, shared) => own.or(shared),
+        }
+    }
+
+    fn own_threshold(&self) -> Option<f64> {
         (self.heap.len() >= self.limit)
             .then(|| self.heap.peek().map(|r| r.score))
             .flatten()
@@ -1050,6 +1166,11 @@ impl Top {
         } else if self.heap.peek().is_some_and(|worst| ranked < *worst) {
             self.heap.pop();
             self.heap.push(ranked);
+        } else {
+            return;
+        }
+        if let Some(own) = self.own_threshold() {
+            self.shared.raise(own);
         }
     }
 
@@ -1066,5 +1187,75 @@ fn text_error(path: &Path, error: impl std::fmt::Display) -> Error {
     Error::Index {
         path: path.to_path_buf(),
         message: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Words of a toy vocabulary, chosen by a small linear congruence.
+    fn words(seed: u64, n: usize) -> Vec<String> {
+        const VOCABULARY: [&str; 12] = [
+            "parser", "cargo", "build", "index", "test", "token", "merge", "query", "cache",
+            "error", "thread", "budget",
+        ];
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                VOCABULARY[(x >> 33) as usize % VOCABULARY.len()].to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_search_split_over_two_threads_finds_what_one_thread_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = TextIndex::open(dir.path()).unwrap();
+        let (mut docs, mut tokens) = (0u64, 0u64);
+        for generation in 0..4 {
+            let mut writer = text.writer().unwrap();
+            for i in 0..500 {
+                let doc = generation * 500 + i + 1;
+                let words = words(doc as u64, 3 + (doc as usize % 17));
+                tokens += words.len() as u64;
+                docs += 1;
+                writer
+                    .add(TextDoc {
+                        doc,
+                        kind: DocKind::Event,
+                        session: 1 + doc as u64 % 3,
+                        role: SearchRole::User,
+                        ts: doc as f64,
+                        words,
+                    })
+                    .unwrap();
+            }
+            writer.commit(&format!("g{generation}")).unwrap();
+        }
+        let segments = text.view().searcher.segment_readers().len();
+        assert!(segments >= 2, "{segments} segments");
+        let totals = Totals { docs, tokens };
+        let within = Within::default();
+        let mut compared = 0;
+        for seed in 0..40 {
+            let asked: Vec<Vec<String>> = words(1_000 + seed, 1 + seed as usize % 4)
+                .into_iter()
+                .map(|w| vec![w])
+                .collect();
+            for join in [Join::All, Join::Any] {
+                for limit in [1, 10, 300] {
+                    let query = (Table::Events, asked.as_slice(), join, &within);
+                    let alone = text.top_split(query, limit, totals, u64::MAX).unwrap();
+                    let split = text.top_split(query, limit, totals, 0).unwrap();
+                    assert_eq!(split, alone, "{asked:?} {join:?} {limit}");
+                    compared += usize::from(!alone.is_empty());
+                }
+            }
+        }
+        assert!(compared > 100, "compared {compared}");
     }
 }
