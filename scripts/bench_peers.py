@@ -84,6 +84,8 @@ AGENTMEM = {
 }
 """agentmem's rows; the first two are the ones issue 33's goals are about."""
 GOAL_SYSTEMS = ("agentmem-bench", "agentmem-replay")
+COMPARED = {"agentmem-agents-session": ("openai-agents",)}
+"""agentmem rows compared with one peer only: the Agents session does the SDK session's task, not autobyteus'."""
 
 
 class PeerMissing(Exception):
@@ -250,7 +252,7 @@ def summarize(results: list[dict]) -> list[dict]:
             row["ratios"] = {
                 peer["system"]: {q: peer[f"{q}_ms"] / row[f"{q}_ms"] for q in ("p50", "p99")}
                 for peer in summary
-                if peer["turns"] == row["turns"] and peer["system"] in PEERS
+                if peer["turns"] == row["turns"] and peer["system"] in COMPARED.get(row["system"], PEERS)
             }
     return summary
 

@@ -66,6 +66,8 @@ def test_the_table_gives_each_peer_over_agentmem_and_says_the_goals_hold() -> No
     bench = summary[0]["ratios"]
     assert bench["autobyteus"] == pytest.approx({"p50": 300.0, "p99": 40.0})
     assert bench["openai-agents"] == pytest.approx({"p50": 1000.0, "p99": 60.0})
+    session = summary[2]["ratios"]
+    assert list(session) == ["openai-agents"] and session["openai-agents"] == pytest.approx({"p50": 50.0, "p99": 6.0})
     checks = bench_peers.goals(summary)
     assert [(c["system"], c["p50_holds"], c["p99_holds"]) for c in checks] == [
         ("agentmem-bench", True, True),
