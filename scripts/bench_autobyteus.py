@@ -43,8 +43,9 @@ def turns_of(path):
     return [turns[k] for k in sorted(turns)]
 
 
-async def autobyteus_turns(turns):
-    """Per-turn milliseconds of autobyteus' memory work, and prompts over budget."""
+async def autobyteus_turns(turns, base):
+    """Per-turn milliseconds of autobyteus' memory work (its files under the
+    folder `base`), and prompts over budget."""
     import tiktoken
     from autobyteus.agent.events.agent_events import ToolResultEvent
     from autobyteus.agent.llm_request_assembler import LLMRequestAssembler
@@ -69,7 +70,6 @@ async def autobyteus_turns(turns):
             )
 
     encoding = tiktoken.get_encoding("o200k_base")
-    base = tempfile.mkdtemp(prefix="autobyteus-")
     store = FileMemoryStore(base, "bench")
     policy = CompactionPolicy()
     memory = MemoryManager(
@@ -110,14 +110,15 @@ async def autobyteus_turns(turns):
     return per_turn, over
 
 
-def agentmem_p50_ms(binary, workload):
+def agentmem_bench(binary, workload):
+    """`agentmem bench --workload`'s JSON rows (syncs left to the OS, a
+    128,000-token input budget), by bench name."""
     with tempfile.TemporaryDirectory(prefix="agentmem-") as data:
         out = subprocess.run(
             [binary, "--dir", data, "--durability", "os", "--json", "bench", "--skip-storage",
-             "--workload", workload],
+             "--workload", workload, "--budget", str(BUDGET)],
             check=True, capture_output=True, text=True).stdout
-    row = next(row for row in json.loads(out) if row["bench"] == "workload ingest + prepare")
-    return row["p50_us"] / 1000
+    return {row["bench"]: row for row in json.loads(out)}
 
 
 def main():
@@ -127,9 +128,10 @@ def main():
     turns = turns_of(workload)
     ratios = []
     for run in range(1, runs + 1):
-        per_turn, over = asyncio.run(autobyteus_turns(turns))
+        with tempfile.TemporaryDirectory(prefix="autobyteus-") as base:
+            per_turn, over = asyncio.run(autobyteus_turns(turns, base))
         theirs = statistics.median(per_turn)
-        ours = agentmem_p50_ms(binary, workload)
+        ours = agentmem_bench(binary, workload)["workload ingest + prepare"]["p50_us"] / 1000
         ratios.append(theirs / ours)
         print(json.dumps({
             "run": run,
