@@ -200,6 +200,10 @@ class AsyncStore:
         """See :meth:`Store.recall`."""
         return await asyncio.to_thread(self.sync.recall, query, budget=budget, session=session)
 
+    async def embed_pending(self) -> None:
+        """See :meth:`Store.embed_pending`."""
+        await asyncio.to_thread(self.sync.embed_pending)
+
     async def read_memory(self) -> dict:
         """See :meth:`Store.read_memory`."""
         return await asyncio.to_thread(self.sync.read_memory)

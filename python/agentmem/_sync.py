@@ -498,11 +498,23 @@ class Store:
         """What long-term memory would be injected for ``query``, within ``budget`` tokens (2,000).
 
         ``session`` leaves that session's own history out. With an embedder
-        the first recall embeds the whole history; with a reranker it reads
-        the best candidates first.
+        the documents are embedded in the background as they arrive (the
+        embedder is called from a thread of its own); recall never waits for
+        them, ranks those without a vector yet by their words, and says how
+        many in ``["embedding"]["unembedded"]``. With a reranker it reads the
+        best candidates first.
         """
         arguments = _drop_none({"query": query, "budget": budget, "session": session})
         return json.loads(self._native.recall(_dumps(arguments)))
+
+    def embed_pending(self) -> None:
+        """Waits until every document of the history has a vector of the store's embedder.
+
+        :class:`agentmem.EmbedderError` when the embedder fails meanwhile
+        (what it embedded is kept, and it is retried in the background).
+        Nothing to do without an embedder.
+        """
+        self._native.embed_pending()
 
     def read_memory(self) -> dict:
         """The agent's MEMORY.md: ``{"content", "hash"}``."""

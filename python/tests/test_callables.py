@@ -4,6 +4,7 @@ error, with nothing written."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import threading
@@ -119,9 +120,44 @@ def test_a_python_embedder_joins_recall(tmp_path: Path) -> None:
     calls: list[int] = []
     store = agentmem.Store(tmp_path, embedder=words_embedder(calls), embedder_model="words-64")
     seed_history(store)
+    store.embed_pending()
     recalled = store.recall("canary deploys", budget=400, session="now")
     assert calls and sum(calls) >= 2
+    assert recalled["embedding"]["unembedded"] == 0
     assert "canary" in str(recalled)
+
+
+def test_a_python_embedder_runs_in_the_background_as_events_arrive(tmp_path: Path) -> None:
+    threads: list[str] = []
+    embedded = threading.Event()
+    words = words_embedder([])
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        threads.append(threading.current_thread().name)
+        if len(texts) > 1:
+            embedded.set()
+        return words(texts)
+
+    store = agentmem.Store(tmp_path, embedder=embed, embedder_model="words-64")
+    seed_history(store)
+    # Nobody recalls or waits: the engine's own thread calls the embedder.
+    assert embedded.wait(timeout=60), "the background embedder never ran"
+    assert threading.main_thread().name not in threads
+    store.embed_pending()
+    assert store.recall("canary deploys", session="now")["embedding"]["unembedded"] == 0
+
+
+def test_an_async_store_waits_for_its_python_embedder(tmp_path: Path) -> None:
+    calls: list[int] = []
+    store = agentmem.AsyncStore(tmp_path, embedder=words_embedder(calls), embedder_model="words-64")
+    seed_history(store.sync)
+
+    async def scenario() -> dict:
+        await store.embed_pending()
+        return await store.recall("canary deploys", session="now")
+
+    recalled = asyncio.run(scenario())
+    assert recalled["embedding"]["unembedded"] == 0 and sum(calls) >= 2
 
 
 def test_a_raising_embedder_is_an_embedder_error(tmp_path: Path) -> None:
@@ -139,7 +175,7 @@ def test_an_embedder_with_the_wrong_count_is_an_embedder_error(tmp_path: Path) -
     store = agentmem.Store(tmp_path, embedder=lambda texts: [[1.0, 0.0]])
     seed_history(store)
     with pytest.raises(agentmem.EmbedderError, match="one per text"):
-        store.recall("canary deploys")
+        store.embed_pending()
 
 
 def test_a_python_reranker_orders_recall(tmp_path: Path) -> None:

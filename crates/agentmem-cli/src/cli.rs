@@ -175,6 +175,13 @@ pub enum Command {
         model: String,
         #[command(flatten)]
         embedder: EmbedderArgs,
+        /// With an embedder: first embed every document that has no vector
+        /// yet, showing progress (the first time, the whole history). Without
+        /// it recall never waits: documents are embedded in the background
+        /// as they are indexed, those not embedded yet are ranked by their
+        /// words, and `--json` says how many (`embedding.unembedded`).
+        #[arg(long)]
+        wait_for_vectors: bool,
         #[command(flatten)]
         reranker: RerankerArgs,
     },
@@ -558,6 +565,7 @@ pub enum LargeOutputs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("embedded_runs").args(["vectors", "workload"]).multiple(true)))]
 pub struct BenchArgs {
     /// Events appended per durability mode (always is measured on a tenth of them).
     #[arg(long, default_value_t = 20_000)]
@@ -608,7 +616,10 @@ pub struct BenchArgs {
     pub vectors: bool,
     /// With --vectors: embed with this sentence-transformers model folder
     /// instead of the stand-in, so the first figure is the model's rate.
-    #[arg(long, requires = "vectors")]
+    /// With --workload: the store embeds with it in the background as the
+    /// workload is ingested, and the run reports how far behind the
+    /// embedding is (documents and seconds) beside the per-turn times.
+    #[arg(long, requires = "embedded_runs")]
     pub embedder_dir: Option<PathBuf>,
     /// The model the workload's calls are prepared for.
     #[arg(long, default_value = "gpt-4.1")]

@@ -164,14 +164,16 @@ fn long_operations_show_their_progress_on_a_terminal() {
         "what was fixed?",
         "--embedder-dir",
         path_arg(&tiny_model()),
+        "--wait-for-vectors",
     ]);
     assert!(embedded.contains("embedding"), "{embedded}");
-    // Once embedded, a recall has nothing to show.
+    // Once embedded, a wait has nothing to show.
     let again = shown(&[
         "recall",
         "what was fixed?",
         "--embedder-dir",
         path_arg(&tiny_model()),
+        "--wait-for-vectors",
     ]);
     assert!(!again.contains("embedding"), "{again}");
 }

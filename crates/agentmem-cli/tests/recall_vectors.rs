@@ -44,8 +44,15 @@ fn recall_asks_the_embedder_once_per_memory_and_finds_what_shares_no_word() {
     let url = format!("{}/v1", server.url);
     let recalled = recall(
         dir.path(),
-        &["--embedder-url", &url, "--embedder-model", "toy"],
+        &[
+            "--embedder-url",
+            &url,
+            "--embedder-model",
+            "toy",
+            "--wait-for-vectors",
+        ],
     );
+    assert_eq!(recalled["embedding"]["unembedded"], 0);
     let first = &recalled["items"][0];
     assert!(first["text"].as_str().unwrap().contains("swimming"));
     assert!(first["vector"].as_f64().unwrap() > 0.99);
@@ -90,7 +97,13 @@ fn recall_runs_a_model_folder_in_process_and_names_a_folder_that_is_not_one() {
         env!("CARGO_MANIFEST_DIR"),
         "/../agentmem-embed/tests/tiny-bert"
     );
-    let recalled = recall(dir.path(), &["--embedder-dir", model]);
+    // Without waiting, the one memory may or may not have its vector yet:
+    // the answer says which.
+    let unwaited = recall(dir.path(), &["--embedder-dir", model]);
+    assert_eq!(unwaited["embedding"]["model"], "all-MiniLM-L6-v2");
+    let unembedded = unwaited["embedding"]["unembedded"].as_u64().unwrap();
+    assert!(unembedded <= 1, "{unwaited}");
+    let recalled = recall(dir.path(), &["--embedder-dir", model, "--wait-for-vectors"]);
     let item = &recalled["items"][0];
     assert!(item["text"].as_str().unwrap().contains("swimming"));
     assert!(item["vector"].is_f64(), "scored by the model: {item}");
@@ -100,7 +113,13 @@ fn recall_runs_a_model_folder_in_process_and_names_a_folder_that_is_not_one() {
     );
     let recalled = recall(
         dir.path(),
-        &["--embedder-dir", mpnet, "--embedder-model", "tiny-mpnet"],
+        &[
+            "--embedder-dir",
+            mpnet,
+            "--embedder-model",
+            "tiny-mpnet",
+            "--wait-for-vectors",
+        ],
     );
     let item = &recalled["items"][0];
     assert!(item["vector"].is_f64(), "scored by the MPNet model: {item}");

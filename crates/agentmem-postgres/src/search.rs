@@ -640,6 +640,17 @@ impl PgSearch {
     }
 
     /// The next batch of documents after `through`, as they are embedded.
+    /// The last document embedded with `model` (0: none).
+    fn embedded_through(&self, client: &mut Client, model: &str) -> Result<i64> {
+        client
+            .query_opt(
+                "SELECT through FROM agentmem_search_embedded WHERE agent_id = $1 AND model = $2",
+                &[&self.agent(), &model],
+            )
+            .map_err(|e| db_error("read how far the documents are embedded", &e))
+            .map(|row| row.map_or(0, |row| row.get(0)))
+    }
+
     fn documents_after(
         &self,
         client: &mut Client,
@@ -801,50 +812,71 @@ impl SearchIndex for PgSearch {
     }
 
     fn embed_missing(&self, embedder: &dyn Embedder) -> Result<usize> {
+        let mut embedded = 0;
+        loop {
+            match self.embed_next_batch(embedder)? {
+                0 => return Ok(embedded),
+                batch => embedded += batch,
+            }
+        }
+    }
+
+    fn embed_next_batch(&self, embedder: &dyn Embedder) -> Result<usize> {
         let model = embedder.model();
         let mut client = self.client();
         let action = "store the documents' vectors";
-        let mut through: i64 = client
-            .query_opt(
-                "SELECT through FROM agentmem_search_embedded WHERE agent_id = $1 AND model = $2",
-                &[&self.agent(), &model],
-            )
-            .map_err(|e| db_error(action, &e))?
-            .map_or(0, |row| row.get(0));
-        let mut embedded = 0;
-        loop {
-            let batch = self.documents_after(&mut client, through)?;
-            let Some(last) = batch.last().map(|d| d.0) else {
-                return Ok(embedded);
-            };
-            let texts: Vec<&str> = batch.iter().map(|d| d.3.as_str()).collect();
-            let vectors = embed_checked(embedder, &texts)?;
-            drop(client);
-            if embedded == 0 {
-                self.ensure_dimensions(model, vectors[0].len())?;
-            }
-            client = self.client();
-            let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
-            for ((doc, kind, session, _), vector) in batch.iter().zip(&vectors) {
-                tx.execute(
-                    "INSERT INTO agentmem_search_vectors
-                         (agent_id, model, doc, kind, session_id, vector)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (agent_id, model, doc) DO UPDATE SET vector = excluded.vector",
-                    &[&self.agent(), &model, doc, kind, session, &to_bytes(vector)],
-                )
-                .map_err(|e| db_error(action, &e))?;
-            }
+        let through = self.embedded_through(&mut client, model)?;
+        let batch = self.documents_after(&mut client, through)?;
+        let Some(last) = batch.last().map(|d| d.0) else {
+            return Ok(0);
+        };
+        // The connection is not held while the embedder works.
+        drop(client);
+        let texts: Vec<&str> = batch.iter().map(|d| d.3.as_str()).collect();
+        let vectors = embed_checked(embedder, &texts)?;
+        self.ensure_dimensions(model, vectors[0].len())?;
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+        for ((doc, kind, session, _), vector) in batch.iter().zip(&vectors) {
             tx.execute(
-                "INSERT INTO agentmem_search_embedded (agent_id, model, through) VALUES ($1, $2, $3)
-                 ON CONFLICT (agent_id, model) DO UPDATE SET through = excluded.through",
-                &[&self.agent(), &model, &last],
+                "INSERT INTO agentmem_search_vectors
+                     (agent_id, model, doc, kind, session_id, vector)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (agent_id, model, doc) DO UPDATE SET vector = excluded.vector",
+                &[&self.agent(), &model, doc, kind, session, &to_bytes(vector)],
             )
             .map_err(|e| db_error(action, &e))?;
-            tx.commit().map_err(|e| db_error(action, &e))?;
-            embedded += batch.len();
-            through = last;
         }
+        // Never back: another process may have embedded further meanwhile.
+        tx.execute(
+            "INSERT INTO agentmem_search_embedded (agent_id, model, through) VALUES ($1, $2, $3)
+             ON CONFLICT (agent_id, model) DO UPDATE SET through = excluded.through
+             WHERE agentmem_search_embedded.through < excluded.through",
+            &[&self.agent(), &model, &last],
+        )
+        .map_err(|e| db_error(action, &e))?;
+        tx.commit().map_err(|e| db_error(action, &e))?;
+        Ok(batch.len())
+    }
+
+    fn unembedded(
+        &self,
+        model: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<u64> {
+        let mut client = self.client();
+        let through = self.embedded_through(&mut client, model)?;
+        let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        client
+            .query_one(
+                "SELECT count(*) FROM agentmem_search_docs
+                 WHERE agent_id = $1 AND doc > $2 AND kind = ANY($3)
+                   AND ($4::text IS NULL OR session_id <> $4)",
+                &[&self.agent(), &through, &kinds, &exclude_session],
+            )
+            .map(|row| row.get::<_, i64>(0) as u64)
+            .map_err(|e| db_error("count the documents not embedded yet", &e))
     }
 
     fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()> {

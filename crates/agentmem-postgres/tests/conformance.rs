@@ -737,6 +737,8 @@ fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
         with_vectors: Vec::new(),
     };
     let mut scores = Vec::new();
+    // Recall scores the vectors there are: all of them, here.
+    index.embed_missing(&Letters).unwrap();
     for query in QUERIES {
         let hits = index.search(query, &Default::default()).unwrap();
         answers.hits.push(compared(&hits));
@@ -805,6 +807,51 @@ fn search_and_recall(backend: &dyn Backend) -> (Answers, Scores) {
         .unwrap();
     answers.hits.push(compared(&hits));
     (answers, scores)
+}
+
+/// A writer's events are embedded in the background, with no wait and no
+/// recall asking: the index soon holds a vector for each, and a recall then
+/// says none lacks one.
+fn a_writers_events_are_embedded_in_the_background(backend: &dyn Backend) {
+    let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::from(backend.host());
+    let agent = fresh_agent();
+    let store = backend
+        .settings()
+        .with_embedder(std::sync::Arc::new(Letters));
+    let mut session = store
+        .create_session_in(&storage, &agent, Some(sid("live")))
+        .unwrap();
+    session.ingest(three_turns()).unwrap();
+    let index = storage.search_index(&agent).unwrap();
+    let everything = [agentmem::search::index::DocKind::Event];
+    let embedded = || {
+        let indexed: u64 = index.indexed_sessions().unwrap().iter().map(|s| s.1).sum();
+        indexed == 6 && index.unembedded("letters", &everything, None).unwrap() == 0
+    };
+    // A guard against a worker that never comes, not a measure of speed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !embedded() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background embedder never caught up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let recalled = store
+        .recall_on(
+            &*storage,
+            &agent,
+            &agentmem::RecallRequest::new("answer 2", 500),
+            agentmem::Encoding::O200kBase.tokenizer(),
+        )
+        .unwrap();
+    let coverage = recalled.embedding.unwrap();
+    assert_eq!((coverage.unembedded, coverage.failing), (0, None));
+    assert!(recalled.items.iter().all(|item| item.vector.is_some()));
+    // Waiting has nothing left to do.
+    store.embed_pending_in(&storage, &agent).unwrap();
+    let status = store.embedding_status(&*storage, &agent).unwrap();
+    assert_eq!((status.embedded, status.failing), (6, None));
 }
 
 /// Search and recall find what the transcript says, and nothing of a deleted session.
@@ -957,6 +1004,7 @@ macro_rules! every_case {
                 a_copy_from_files_reads_back_the_same_and_resumes,
                 the_engine_loop_reads_back_as_the_session_saw_it,
                 search_and_recall_find_the_transcript,
+                a_writers_events_are_embedded_in_the_background,
             ]
         );
     };

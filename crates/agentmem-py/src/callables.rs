@@ -21,29 +21,28 @@ use serde_json::Value;
 use crate::errors::Seam;
 use crate::json;
 
-/// The last exception a seam's callable raised, with the thread it was
-/// raised on: a call that failed inline takes it back on its own thread, so
-/// a cause is never another thread's (when two threads fail at once, the
-/// earlier one goes without).
+/// The last exception a seam's callable raised on each thread: a call
+/// that failed inline takes it back on its own thread, so a cause is never
+/// another thread's, and the store's background embedder failing meanwhile
+/// (on a thread of its own) takes none away. One is kept per thread that
+/// called the callable, the latest.
 #[derive(Debug, Default)]
-pub(crate) struct RaisedSlot(Mutex<Option<(ThreadId, PyErr)>>);
+pub(crate) struct RaisedSlot(Mutex<Vec<(ThreadId, PyErr)>>);
 
 impl RaisedSlot {
     fn keep(&self, error: PyErr) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((std::thread::current().id(), error));
+        let thread = std::thread::current().id();
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|(other, _)| *other != thread);
+        kept.push((thread, error));
     }
 
     /// The exception this thread's call raised, taken out.
     pub(crate) fn take(&self) -> Option<PyErr> {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.take() {
-            Some((thread, error)) if thread == std::thread::current().id() => Some(error),
-            other => {
-                *slot = other;
-                None
-            }
-        }
+        let thread = std::thread::current().id();
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = kept.iter().position(|(other, _)| *other == thread)?;
+        Some(kept.swap_remove(at).1)
     }
 }
 

@@ -380,7 +380,9 @@ fn engine_exception(error: &EngineError, message: String) -> PyErr {
         EngineError::BadLine { .. } | EngineError::Index { .. } => CorruptData::new_err(message),
         EngineError::Io { .. } | EngineError::Storage { .. } => StorageError::new_err(message),
         EngineError::Summarizer { .. } => SummarizerError::new_err(message),
-        EngineError::Embedder { .. } => EmbedderError::new_err(message),
+        EngineError::Embedder { .. } | EngineError::EmbeddingBehind { .. } => {
+            EmbedderError::new_err(message)
+        }
         EngineError::Reranker { .. } => RerankerError::new_err(message),
     }
 }

@@ -71,6 +71,17 @@ impl StoreShared {
     }
 }
 
+impl Drop for StoreShared {
+    /// The background embedder may be calling a Python embedder, which
+    /// needs the interpreter this thread may hold: it is stopped with the
+    /// interpreter released.
+    fn drop(&mut self) {
+        if self.callables.embedder.is_some() {
+            Python::attach(|py| py.detach(|| self.store.stop_background_embedding()));
+        }
+    }
+}
+
 /// The engine's store for one agent (see the Python `agentmem.Store`).
 #[pyclass(frozen, module = "agentmem._native")]
 pub(crate) struct NativeStore {
@@ -262,6 +273,14 @@ impl NativeStore {
                     .store
                     .search(&shared.agent, &request.query, &filter)?,
             )
+        })
+    }
+
+    /// Waits until every document of the agent's history has a vector of
+    /// the store's embedder (at once without one).
+    fn embed_pending(&self, py: Python<'_>) -> PyResult<()> {
+        self.shared.run(py, |shared| {
+            Ok(shared.store.embed_pending(&shared.agent)?)
         })
     }
 

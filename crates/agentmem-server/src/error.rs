@@ -155,6 +155,7 @@ fn kind_of(error: &EngineError) -> ErrorKind {
         | EngineError::Config { .. }
         | EngineError::Summarizer { .. }
         | EngineError::Embedder { .. }
+        | EngineError::EmbeddingBehind { .. }
         | EngineError::Reranker { .. }
         | EngineError::Io { .. }
         | EngineError::Storage { .. }

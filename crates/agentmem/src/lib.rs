@@ -127,8 +127,8 @@ pub use memory::recall::{Embedder, Reranker};
 pub use summarize::{FactKind, SummarizeError, Summarizer, Summary, SummaryFact, SummaryRequest};
 
 // Recall from long-term memory; search of the history.
-pub use memory::recall::{RecallRequest, Recalled};
-pub use search::{SearchFilter, SearchHit, SearchRole};
+pub use memory::recall::{EmbeddingCoverage, RecallRequest, Recalled};
+pub use search::{EmbeddingStatus, SearchFilter, SearchHit, SearchRole};
 
 // Working memory: the typed state a session keeps, and the patches that change it.
 pub use base::state::StatePatch;

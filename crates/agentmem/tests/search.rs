@@ -606,7 +606,9 @@ fn an_embedder_recalls_what_shares_no_word_with_the_query_and_embeds_each_memory
 
     let embedder = std::sync::Arc::new(Concepts::new("concepts-1"));
     let store = store.with_embedder(embedder.clone());
+    store.embed_pending(&agent).unwrap();
     let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+    assert_eq!(recalled.embedding.as_ref().unwrap().unembedded, 0);
     let first = &recalled.items[0];
     assert!(first.text.contains("swimming"), "{:?}", recalled.items);
     assert!(first.vector.unwrap() > 0.99 && first.bm25 == 0.0);
@@ -622,8 +624,143 @@ fn an_embedder_recalls_what_shares_no_word_with_the_query_and_embeds_each_memory
     assert_eq!(embedder.texts_asked(), 3 + 1 + 1);
     let other = std::sync::Arc::new(Concepts::new("concepts-2"));
     let store = store.with_embedder(other.clone());
+    store.embed_pending(&agent).unwrap();
     store.recall(&agent, &request, tokenizer).unwrap();
     assert_eq!(other.texts_asked(), 3 + 1);
+}
+
+/// [`Concepts`] whose batches of documents wait until the gate opens (a
+/// question alone, a query, is answered at once): an embedder slower than
+/// ingest.
+struct Gated {
+    concepts: Concepts,
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl Gated {
+    fn new() -> Gated {
+        Gated {
+            concepts: Concepts::new("gated"),
+            open: std::sync::Mutex::new(false),
+            opened: std::sync::Condvar::new(),
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+/// Opens the gate when dropped, so a failing test ends instead of waiting
+/// for a worker stuck at it.
+struct OpensOnDrop(std::sync::Arc<Gated>);
+
+impl Drop for OpensOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+impl agentmem::Embedder for Gated {
+    fn model(&self) -> &str {
+        self.concepts.model
+    }
+
+    fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+        if !matches!(texts, [query] if query.ends_with('?')) {
+            let open = self.open.lock().unwrap();
+            drop(self.opened.wait_while(open, |open| !*open).unwrap());
+        }
+        self.concepts.embed(texts)
+    }
+}
+
+/// A fresh store with a [`Gated`] embedder, and the guard that opens its
+/// gate: dropped first (bindings drop last to first), before the store,
+/// whose worker may wait at the gate.
+fn gated_store() -> (
+    tempfile::TempDir,
+    Store,
+    agentmem::AgentId,
+    std::sync::Arc<Gated>,
+    OpensOnDrop,
+) {
+    let (dir, store, agent) = common::fresh_store();
+    let gated = std::sync::Arc::new(Gated::new());
+    let store = store.with_embedder(gated.clone());
+    let opens = OpensOnDrop(gated.clone());
+    (dir, store, agent, gated, opens)
+}
+
+#[test]
+fn a_recall_right_after_ingest_does_not_wait_for_the_vectors_and_says_how_many_lack_one() {
+    let (_dir, store, agent, gated, _opens) = gated_store();
+    swimming_and_a_linker_error(&store, &agent);
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let request = RecallRequest::new("Which activities, and what build error?", 2_000);
+
+    // The embedder is stuck on the history: recall answers by words.
+    let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+    let coverage = recalled.embedding.clone().unwrap();
+    assert_eq!((coverage.model.as_str(), coverage.unembedded), ("gated", 2));
+    assert!(recalled.block.contains("linker error"));
+    assert!(!recalled.block.contains("swimming"), "{}", recalled.block);
+    assert!(recalled.items.iter().all(|i| i.vector.is_none()));
+
+    gated.open();
+    store.embed_pending(&agent).unwrap();
+    let recalled = store.recall(&agent, &request, tokenizer).unwrap();
+    assert_eq!(recalled.embedding.unwrap().unembedded, 0);
+    assert!(recalled.block.contains("swimming"));
+    assert!(recalled.items.iter().all(|i| i.vector.is_some()));
+}
+
+#[test]
+fn a_failing_embedder_fails_no_ingest_and_the_recall_says_why_its_vectors_lag() {
+    struct Down;
+    impl agentmem::Embedder for Down {
+        fn model(&self) -> &str {
+            "down"
+        }
+        fn embed(&self, texts: &[&str]) -> agentmem::Result<Vec<Vec<f32>>> {
+            match texts {
+                ["linker error"] => Ok(vec![vec![1.0, 0.0]]),
+                _ => Err(agentmem::Error::Embedder {
+                    model: "down".into(),
+                    message: "the embeddings API answered 503".into(),
+                }),
+            }
+        }
+    }
+    let (_dir, store, agent) = common::fresh_store();
+    let store = store.with_embedder(std::sync::Arc::new(Down));
+    let mut past = store.create_session(&agent, None).unwrap();
+    for said in [
+        "The build broke with a linker error.",
+        "Lunch was a sandwich.",
+    ] {
+        past.ingest(vec![Event::user(said)]).unwrap();
+    }
+    let id = past.id().clone();
+    past.close().unwrap();
+    let error = store.embed_pending(&agent).unwrap_err();
+    assert!(
+        matches!(&error, agentmem::Error::EmbeddingBehind { model, message }
+            if model == "down" && message.contains("503")),
+        "{error}"
+    );
+    let session = store.read_session(&agent, &id).unwrap();
+    assert_eq!(session.events().len(), 2, "every event kept");
+    let request = RecallRequest::new("linker error", 500);
+    let recalled = store
+        .recall(&agent, &request, Encoding::O200kBase.tokenizer())
+        .unwrap();
+    assert!(recalled.block.contains("linker error"));
+    let coverage = recalled.embedding.unwrap();
+    assert_eq!(coverage.unembedded, 2);
+    assert!(coverage.failing.unwrap().contains("503"));
 }
 
 #[test]
@@ -679,10 +816,11 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
     let tokenizer = Encoding::O200kBase.tokenizer();
     let texts = Arc::new(AtomicUsize::new(0));
     let recall = |dimensions: usize| {
-        store
+        let store = store
             .clone()
-            .with_embedder(Arc::new(Sized(dimensions, texts.clone())))
-            .recall(&agent, &request, tokenizer)
+            .with_embedder(Arc::new(Sized(dimensions, texts.clone())));
+        store.embed_pending(&agent)?;
+        store.recall(&agent, &request, tokenizer)
     };
     add("hello there");
     recall(4).unwrap();
@@ -694,7 +832,11 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
         "{error}"
     );
     add("hello again");
-    recall(8).unwrap_err();
+    let error = recall(8).unwrap_err();
+    assert!(
+        matches!(&error, agentmem::Error::EmbeddingBehind { message, .. } if message.contains("have 4")),
+        "{error}"
+    );
     texts.store(0, Ordering::SeqCst);
     recall(4).unwrap();
     assert_eq!(
@@ -702,6 +844,19 @@ fn another_model_under_the_same_name_is_refused_before_it_stores_anything() {
         2,
         "the refused model stored nothing: the new event and the query are embedded now"
     );
+}
+
+/// Two past sessions: one about swimming, one about a linker error (apart,
+/// so that neither is recalled as the other's neighbour).
+fn swimming_and_a_linker_error(store: &Store, agent: &agentmem::AgentId) {
+    for said in [
+        "I'm off to go swimming with the kids this weekend.",
+        "The build broke with a linker error.",
+    ] {
+        let mut past = store.create_session(agent, None).unwrap();
+        past.ingest(vec![Event::user(said)]).unwrap();
+        past.close().unwrap();
+    }
 }
 
 #[test]
@@ -719,19 +874,14 @@ fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_
         }
     }
     let (_dir, store, agent) = common::fresh_store();
-    for said in [
-        "I'm off to go swimming with the kids this weekend.",
-        "The build broke with a linker error.",
-    ] {
-        let mut past = store.create_session(&agent, None).unwrap();
-        past.ingest(vec![Event::user(said)]).unwrap();
-        past.close().unwrap();
-    }
+    swimming_and_a_linker_error(&store, &agent);
     let question = "Which activities do I partake in? And the build?";
     let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
     let live_context = |store: Store| {
         let mut session = store.create_session(&agent, None).unwrap();
         session.ingest(vec![Event::user(question)]).unwrap();
+        // The history embedded in the background first (or failing to).
+        let _ = store.embed_pending(&agent);
         common::live_context(&session.prepare(&request).unwrap().payload)
     };
 
@@ -748,8 +898,8 @@ fn a_new_session_recalls_by_meaning_with_the_stores_embedder_and_lexically_when_
 }
 
 #[test]
-fn prepare_leaves_a_large_embedding_backlog_to_recall_outside_it() {
-    let (_dir, store, agent) = common::fresh_store();
+fn prepare_never_waits_for_the_backlog_and_scores_its_vectors_once_embedded() {
+    let (_dir, store, agent, gated, _opens) = gated_store();
     let mut past = store.create_session(&agent, None).unwrap();
     past.ingest(vec![Event::user("I'm off to go swimming with the kids.")])
         .unwrap();
@@ -760,8 +910,6 @@ fn prepare_leaves_a_large_embedding_backlog_to_recall_outside_it() {
     )
     .unwrap();
     past.close().unwrap();
-    let embedder = std::sync::Arc::new(Concepts::new("concepts"));
-    let store = store.with_embedder(embedder.clone());
     let question = "Which activities do I partake in?";
     let request = PrepareRequest::new("gpt-4o", Target::OpenAiChat);
     let payload = || {
@@ -770,15 +918,9 @@ fn prepare_leaves_a_large_embedding_backlog_to_recall_outside_it() {
         session.prepare(&request).unwrap().payload.to_string()
     };
 
-    assert!(!payload().contains("swimming"));
-    assert_eq!(embedder.texts_asked(), 0, "no model call on the way to one");
-    store
-        .recall(
-            &agent,
-            &RecallRequest::new(question, 500),
-            Encoding::O200kBase.tokenizer(),
-        )
-        .unwrap();
+    assert!(!payload().contains("swimming"), "lexical while it embeds");
+    gated.open();
+    store.embed_pending(&agent).unwrap();
     assert!(payload().contains("swimming"));
 }
 

@@ -144,6 +144,7 @@ pub fn run(
             compaction_timing: args.compaction_timing,
             model_latency: std::time::Duration::from_millis(args.model_latency_ms),
             large_outputs: args.large_outputs,
+            embedder_dir: args.embedder_dir.as_deref(),
         };
         rows.extend(super::bench_workload::run(
             backing,

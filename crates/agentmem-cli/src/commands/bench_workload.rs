@@ -5,7 +5,12 @@
 //! turn instead: 2.5 per turn on this workload.)
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use agentmem::search::index::DocKind;
+use agentmem::Embedder;
+use anyhow::Context as _;
 
 use agentmem::pipeline::guard::GuardPolicy;
 use agentmem::pipeline::strategy::CompactionTiming;
@@ -37,6 +42,9 @@ pub struct Setup<'a> {
     pub model_latency: Duration,
     /// What the write-time guard does with outputs over its eviction threshold.
     pub large_outputs: LargeOutputs,
+    /// A sentence-transformers model folder the store embeds with, in the
+    /// background, while the workload is ingested.
+    pub embedder_dir: Option<&'a Path>,
 }
 
 pub fn run(
@@ -55,8 +63,23 @@ pub fn run(
         },
         ..GuardPolicy::default()
     });
-    let (store, storage) = backing.open(&root.join("workload"), config)?;
+    let (mut store, storage) = backing.open(&root.join("workload"), config)?;
+    let embedder = match setup.embedder_dir {
+        Some(dir) => {
+            let local = agentmem_embed::LocalEmbedder::open(dir, "bench-model")
+                .with_context(|| format!("loading the embedding model in {}", dir.display()))?;
+            let local: Arc<dyn Embedder + Send + Sync> = Arc::new(local);
+            store = store.with_embedder(Arc::clone(&local));
+            Some(local)
+        }
+        None => None,
+    };
     let mut session = store.create_session_in(&storage, backing.agent, None)?;
+    let mut lag = embedder
+        .as_ref()
+        .map(|e| EmbeddingLag::new(storage.search_index(backing.agent), e.model()))
+        .transpose()?;
+    let run_started = Instant::now();
     let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
     set_input_budget(&mut request, &store, setup.budget);
     request.context.compaction_timing = Some(setup.compaction_timing);
@@ -84,8 +107,12 @@ pub fn run(
         if prepared.stats.estimated_tokens > 0 {
             estimated_turns += 1;
         }
+        if let Some(lag) = &mut lag {
+            lag.sample()?;
+        }
         std::thread::sleep(setup.model_latency);
     }
+    let ingested_in = run_started.elapsed();
     let total: Vec<f64> = ingest_us
         .iter()
         .zip(&prepare_us)
@@ -115,6 +142,10 @@ pub fn run(
         }),
     ];
     rows.push(slowest_turns(&ingest_us, &prepare_us, &actions));
+    if let Some(lag) = lag {
+        drop(session);
+        rows.push(lag.drained(&store, &storage, backing.agent, ingested_in)?);
+    }
     for at in [200, 2_000] {
         if let Some(us) = total.get(at - 1) {
             rows.push(json!({
@@ -125,6 +156,71 @@ pub fn run(
         }
     }
     Ok(rows)
+}
+
+/// How far the background embedder is behind the ingested history, sampled
+/// after every turn (outside the timed work).
+struct EmbeddingLag {
+    index: Box<dyn agentmem::storage::search::SearchIndex>,
+    model: String,
+    /// Documents indexed but not embedded yet, after each turn.
+    behind: Vec<u64>,
+}
+
+impl EmbeddingLag {
+    fn new(
+        index: agentmem::Result<Box<dyn agentmem::storage::search::SearchIndex>>,
+        model: &str,
+    ) -> agentmem::Result<EmbeddingLag> {
+        Ok(EmbeddingLag {
+            index: index?,
+            model: model.to_owned(),
+            behind: Vec::new(),
+        })
+    }
+
+    fn sample(&mut self) -> agentmem::Result<()> {
+        let everything = [DocKind::Event, DocKind::Fact, DocKind::Episode];
+        let behind = self.index.unembedded(&self.model, &everything, None)?;
+        self.behind.push(behind);
+        Ok(())
+    }
+
+    /// Waits for the backlog left when the last turn was ingested (in
+    /// `ingested_in`), and reports it, the peak, and the embedding rate.
+    fn drained(
+        self,
+        store: &agentmem::Store,
+        storage: &Arc<dyn agentmem::Storage>,
+        agent: &agentmem::AgentId,
+        ingested_in: Duration,
+    ) -> anyhow::Result<serde_json::Value> {
+        let at_end = self.behind.last().copied().unwrap_or(0);
+        let peak = self.behind.iter().copied().max().unwrap_or(0);
+        let waited = Instant::now();
+        store.embed_pending_in(storage, agent)?;
+        let drain = waited.elapsed();
+        let embedded = store
+            .embedding_status(&**storage, agent)
+            .map_or(0, |status| status.embedded);
+        let busy = ingested_in + drain;
+        let rate = embedded as f64 / busy.as_secs_f64().max(f64::EPSILON);
+        Ok(json!({
+            "bench": "workload embedding lag",
+            "figure": format!("{at_end} documents, {:.1} s behind at the end", drain.as_secs_f64()),
+            "detail": format!(
+                "peak {peak} documents behind; {embedded} documents embedded in {:.1} s ({rate:.0}/s) while {} turns were ingested in {:.1} s",
+                busy.as_secs_f64(),
+                self.behind.len(),
+                ingested_in.as_secs_f64(),
+            ),
+            "behind_at_end_docs": at_end,
+            "behind_at_end_s": drain.as_secs_f64(),
+            "peak_behind_docs": peak,
+            "embedded_docs": embedded,
+            "embedded_per_s": rate,
+        }))
+    }
 }
 
 /// How many of the slowest turns are listed with what the engine did in them.

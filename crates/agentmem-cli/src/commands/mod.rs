@@ -312,8 +312,17 @@ fn run_command(ctx: Context, command: Command) -> anyhow::Result<()> {
             session,
             model,
             embedder,
+            wait_for_vectors,
             reranker,
-        } => search::recall(&ctx, &query, budget, session, &model, &embedder, &reranker),
+        } => {
+            let mut request = agentmem::RecallRequest::new(query, budget);
+            request.exclude_session = session;
+            let backlog = match wait_for_vectors {
+                true => search::Backlog::EmbedFirst,
+                false => search::Backlog::RankByWords,
+            };
+            search::recall(&ctx, request, &model, &embedder, backlog, &reranker)
+        }
         Command::Eval(command) => eval::run(&ctx, command),
         Command::Chat(args) => chat::run(&ctx, &args),
         Command::Mcp { session } => mcp::run(&ctx, session.as_deref()),

@@ -40,20 +40,27 @@ pub fn search(ctx: &Context, query: &str, filters: Filters) -> anyhow::Result<()
     Ok(())
 }
 
+/// What a recall with an embedder does with the documents not embedded yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backlog {
+    /// Embeds them first, showing progress.
+    EmbedFirst,
+    /// Ranks them by their words; the background embedder gets to them.
+    RankByWords,
+}
+
 pub fn recall(
     ctx: &Context,
-    query: &str,
-    budget: u64,
-    session: Option<String>,
+    request: RecallRequest,
     model: &str,
     embedder: &EmbedderArgs,
+    backlog: Backlog,
     reranker: &RerankerArgs,
 ) -> anyhow::Result<()> {
-    if let Some(session) = &session {
+    if let Some(session) = &request.exclude_session {
         ctx.session_id(session)?;
     }
-    let mut request = RecallRequest::new(query, budget);
-    request.exclude_session = session;
+    let budget = request.budget_tokens;
     let tokenizer = Encoding::for_model(model).tokenizer();
     let named = reach_model::embedder(&ctx.store, embedder)?;
     let embedder = match named {
@@ -61,18 +68,21 @@ pub fn recall(
         None => reach_model::configured_embedder(&ctx.store)?,
     };
     let mut store = ctx.store.clone();
-    let mut bar = None;
-    if let Some(embedder) = embedder {
-        let (shown, progress) = embedding_shown(ctx, embedder)?;
-        store = store.with_embedder(shown);
-        bar = progress;
-    }
     if let Some(reranker) = reach_model::reranker(&ctx.store, reranker)? {
         store = store.with_reranker(reranker);
     }
-    let recalled = store.recall_on(ctx.storage()?, &ctx.agent, &request, tokenizer);
-    bar.inspect(indicatif::ProgressBar::finish_and_clear);
-    let recalled = recalled?;
+    match (embedder, backlog) {
+        (None, Backlog::EmbedFirst | Backlog::RankByWords) => {}
+        (Some(embedder), Backlog::RankByWords) => store = store.with_embedder(embedder),
+        (Some(embedder), Backlog::EmbedFirst) => {
+            let (shown, bar) = embedding_shown(ctx, embedder)?;
+            store = store.with_embedder(shown);
+            let embedded = store.embed_pending_in(ctx.shared_storage()?, &ctx.agent);
+            bar.inspect(indicatif::ProgressBar::finish_and_clear);
+            embedded?;
+        }
+    }
+    let recalled = store.recall_on(ctx.storage()?, &ctx.agent, &request, tokenizer)?;
     if ctx.json {
         return print_json(&recalled);
     }
@@ -90,6 +100,18 @@ pub fn recall(
         })
         .collect();
     print_table(&["SCORE", "BM25", "KIND", "SOURCE", "TEXT"], &rows);
+    if let Some(coverage) = recalled.embedding.as_ref().filter(|c| c.unembedded > 0) {
+        let why = coverage
+            .failing
+            .as_deref()
+            .map_or(String::new(), |failing| {
+                format!(" (the embedder fails: {failing})")
+            });
+        eprintln!(
+            "{} documents have no {} vector yet and were ranked by their words{why}; --wait-for-vectors embeds them first",
+            coverage.unembedded, coverage.model
+        );
+    }
     println!(
         "\n{} of {} matches, {} tokens of {budget}:\n\n{}",
         recalled.items.len(),
@@ -101,7 +123,7 @@ pub fn recall(
 }
 
 /// `embedder`, showing its progress when the history has documents it has
-/// not embedded yet (the first recall with it embeds them all), and the bar.
+/// not embedded yet (a wait for them embeds them all), and the bar.
 fn embedding_shown(
     ctx: &Context,
     embedder: reach_model::Embedding,

@@ -351,6 +351,11 @@ pub fn evaluate(
                 (agent, turns, index)
             }
         };
+        // Recall scores the vectors there are: every turn is embedded
+        // before the first question, as a history long in use would be.
+        if let Some(embedder) = embedder {
+            index.embed_missing(embedder)?;
+        }
         let asked = Asked {
             conversation,
             turns: &turns,
@@ -542,6 +547,7 @@ fn trimming_block(conversation: &Conversation, budget: u64, tokenizer: Tokenizer
         considered: lines.len(),
         tokens: used,
         block: lines.join("\n"),
+        embedding: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Threads that work beside the caller: the search index's feeder and the
-//! compaction drafter. They run at a lower scheduling priority, so that
+//! Threads that work beside the caller: the search index's feeder, the
+//! background embedder and the compaction drafter. They run at a lower scheduling priority, so that
 //! when the machine has fewer free cores than busy threads the caller's
 //! turn gets a core first and they take what is left. Without it a turn
 //! that finds every core taken by them waits out their time slices, which

@@ -244,6 +244,16 @@ pub enum Error {
         message: String,
     },
 
+    /// The documents could not all be embedded: the background embedder
+    /// failed, and retries.
+    #[error("embedding the history with {model} is behind: {message}; until it catches up, recall ranks the documents without a vector by their words (it is retried; check the embedder)")]
+    EmbeddingBehind {
+        /// The model that was used.
+        model: String,
+        /// What went wrong.
+        message: String,
+    },
+
     /// The reranker failed or answered wrongly.
     #[error("reranker {model}: {message}; recall works without a reranker, in the hybrid's order")]
     Reranker {

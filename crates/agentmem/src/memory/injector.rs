@@ -16,7 +16,7 @@ use crate::base::event::{Event, TraceType};
 use crate::base::id::AgentId;
 use crate::memory::recall::{recall, refresh_memories, Embedder, RecallRequest};
 use crate::redact::RedactionPolicy;
-use crate::search::vectors::{SharedEmbedder, EMBED_BATCH_TEXTS};
+use crate::search::vectors::SharedEmbedder;
 use crate::search::{HistoryIndex, IndexFeeder};
 use crate::storage::memory::MemoryStorage;
 use crate::storage::search::SearchIndex;
@@ -346,7 +346,7 @@ impl MemoryInjector {
         request.exclude_session = Some(session);
         if let Some(index) = self.seam_index.take() {
             // Behind the seam the index catches up as it is opened: its
-            // vectors are the backend's, embedded by recall as it goes.
+            // vectors are the backend's, embedded in the background.
             let vectors = embedder.as_ref().map(|e| &*e.0 as &dyn Embedder);
             let recall = |vectors| recall(&*index, &request, tokenizer, vectors, None, redaction);
             let recalled = match recall(vectors) {
@@ -360,17 +360,9 @@ impl MemoryInjector {
         if maintain {
             refresh_memories(index, &agent_dir).ok()?;
         }
-        // A backlog larger than one call (a history older than the
-        // embedder) is not embedded on the way to a model call: until a
-        // recall outside prepare catches up, this one is lexical.
-        let vectors = embedder
-            .as_ref()
-            .map(|e| &*e.0 as &dyn Embedder)
-            .filter(|e| {
-                index
-                    .unembedded_documents(e.model())
-                    .is_ok_and(|backlog| backlog <= EMBED_BATCH_TEXTS as u64)
-            });
+        // Recall embeds only the query: the documents are embedded in the
+        // background, and those without a vector yet compete by their words.
+        let vectors = embedder.as_ref().map(|e| &*e.0 as &dyn Embedder);
         let recall = |vectors| recall(index, &request, tokenizer, vectors, None, redaction);
         let recalled = match recall(vectors) {
             Ok(recalled) => recalled,

@@ -230,11 +230,31 @@ pub struct Recalled {
     pub tokens: u64,
     /// The rendered block, ready to put in a prompt.
     pub block: String,
+    /// How far the vectors reached, when an embedder was given.
+    pub embedding: Option<EmbeddingCoverage>,
+}
+
+/// How far the vectors reached for one recall. Documents are embedded in
+/// the background as they are indexed; a recall never waits for them, and
+/// those without a vector yet compete by their words alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EmbeddingCoverage {
+    /// The model whose vectors were scored.
+    pub model: String,
+    /// Documents in the recall's scope without a vector yet.
+    pub unembedded: u64,
+    /// Why the background embedder's latest attempt failed, while it has
+    /// not succeeded since (it is retried).
+    pub failing: Option<String>,
 }
 
 /// Recalls from `index` what fits `request`'s budget, best first. What it
 /// shows is redacted by `redaction` (secrets always): it was said in
-/// another session, to be read in this one.
+/// another session, to be read in this one. With an `embedder`, only the
+/// query is embedded: the documents with a vector of its model add their
+/// similarity, the others compete without one, and
+/// [`Recalled::embedding`] says how many in scope those are (documents are
+/// embedded in the background, or by [`SearchIndex::embed_missing`]).
 pub fn recall(
     index: &dyn SearchIndex,
     request: &RecallRequest,
@@ -249,14 +269,18 @@ pub fn recall(
         request.exclude_session.as_deref(),
         request.candidates,
     )?;
-    let similarities = match embedder {
-        Some(embedder) => Some(add_similar_documents(
-            index,
-            embedder,
-            request,
-            &mut candidates,
-        )?),
-        None => None,
+    let (similarities, embedding) = match embedder {
+        Some(embedder) => {
+            let exclude = request.exclude_session.as_deref();
+            let coverage = EmbeddingCoverage {
+                model: embedder.model().to_owned(),
+                unembedded: index.unembedded(embedder.model(), &request.kinds, exclude)?,
+                failing: None,
+            };
+            let similar = add_similar_documents(index, embedder, request, &mut candidates)?;
+            (Some(similar), Some(coverage))
+        }
+        None => (None, None),
     };
     let considered = candidates.len();
     let mut scored = score(
@@ -295,12 +319,14 @@ pub fn recall(
         considered,
         tokens,
         block,
+        embedding,
     })
 }
 
-/// Embeds what has no vector yet and the query, then adds to `candidates`
-/// the documents most similar to the query that BM25 did not match: those
-/// that share no word with it are what the vector score is for.
+/// Embeds the query, then adds to `candidates` the documents most similar
+/// to it that BM25 did not match: those that share no word with it are
+/// what the vector score is for. Only the documents already embedded have
+/// a similarity: recall never waits for a history to be embedded.
 fn add_similar_documents(
     index: &dyn SearchIndex,
     embedder: &dyn Embedder,
@@ -308,7 +334,6 @@ fn add_similar_documents(
     candidates: &mut Vec<Candidate>,
 ) -> Result<Similarities> {
     let exclude = request.exclude_session.as_deref();
-    index.embed_missing(embedder)?;
     let query = embed_checked(embedder, &[request.query.as_str()])?.remove(0);
     index.ensure_dimensions(embedder.model(), query.len())?;
     let similarities = index.similarities(embedder.model(), &query, &request.kinds, exclude)?;

@@ -19,7 +19,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::HistoryIndex;
+use super::{HistoryIndex, VectorFeed};
 use crate::base::background::spawn_background;
 use crate::base::event::Event;
 
@@ -50,13 +50,16 @@ const OTHERS_ABSENT: u8 = 1;
 const OTHERS_PRESENT: u8 = 2;
 
 impl IndexFeeder {
-    /// Starts the indexer for the index in `agent_dir`.
-    pub fn start(agent_dir: PathBuf) -> IndexFeeder {
+    /// Starts the indexer for the index in `agent_dir`; it wakes `vectors`,
+    /// the index's background embedder, after each batch it indexes.
+    pub fn start(agent_dir: PathBuf, vectors: Option<Arc<VectorFeed>>) -> IndexFeeder {
         let (jobs, queue) = mpsc::channel();
         let others = Arc::new(AtomicU8::new(OTHERS_UNKNOWN));
         let answer = Arc::clone(&others);
-        let worker =
-            spawn_background("agentmem-index", move || work(agent_dir, queue, &answer)).ok();
+        let worker = spawn_background("agentmem-index", move || {
+            work(agent_dir, queue, &answer, vectors.as_deref())
+        })
+        .ok();
         IndexFeeder {
             jobs: worker.as_ref().map(|_| jobs),
             worker,
@@ -117,7 +120,7 @@ struct Batch {
     runs: Vec<(u64, Vec<u8>)>,
 }
 
-fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
+fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8, vectors: Option<&VectorFeed>) {
     let mut index = HistoryIndex::open(&agent_dir).ok();
     let mut carried = None;
     while let Some(job) = carried.take().or_else(|| queue.recv().ok()) {
@@ -140,6 +143,8 @@ fn work(agent_dir: PathBuf, queue: Receiver<Job>, others: &AtomicU8) {
                 });
                 if failed {
                     index = None;
+                } else if let Some(vectors) = vectors {
+                    vectors.wake();
                 }
                 answer_memories_beyond(index.as_ref(), &batch.session, others);
             }
@@ -286,7 +291,7 @@ mod tests {
         let events: Vec<Event> = (0..5)
             .map(|i| Event::user(format!("the parser fails at line {i}")).with_id(format!("e{i}")))
             .collect();
-        let feeder = IndexFeeder::start(dir.path().to_path_buf());
+        let feeder = IndexFeeder::start(dir.path().to_path_buf(), None);
         feeder.add("s", 0, crate::files::jsonl::encode_lines(&events));
         feeder.flush();
         let open = HistoryIndex::open(dir.path()).unwrap();

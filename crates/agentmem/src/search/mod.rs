@@ -20,6 +20,7 @@ pub mod query;
 mod tail;
 pub(crate) mod text;
 pub(crate) mod tokenizer;
+pub(crate) mod vector_feed;
 pub mod vectors;
 pub mod when;
 
@@ -32,6 +33,8 @@ use crate::render::ToolSchema;
 
 pub(crate) use feed::IndexFeeder;
 pub use index::HistoryIndex;
+pub use vector_feed::EmbeddingStatus;
+pub(crate) use vector_feed::VectorFeed;
 pub use vectors::{SharedEmbedder, Similarities};
 
 /// Excerpts a search returns unless asked otherwise.

@@ -2,11 +2,11 @@
 //! meaning beside BM25: "What activities does Melanie partake in?" shares
 //! no word with "I'm off to go swimming with the kids".
 //!
-//! An [`Embedder`] turns texts into vectors. Documents are embedded when
-//! recall first needs them, not at ingest: ingest stays free of the model's
-//! cost and failures, and an agent that never asks for vectors never pays
-//! for them. Each document is embedded once per model; its vector is stored
-//! beside it in the index and is deleted with it.
+//! An [`Embedder`] turns texts into vectors. Documents are embedded in the
+//! background as they are indexed (the store's embedding thread), not on
+//! ingest's path: ingest stays free of the model's cost and failures, and
+//! recall never waits for them. Each document is embedded once per model;
+//! its vector is stored beside it in the index and is deleted with it.
 //!
 //! Nearness is exact: the query's vector is compared with every vector in
 //! scope, stored one signed byte a dimension with the document's kind and
@@ -109,49 +109,59 @@ impl HistoryIndex {
     /// the documents up to one row, which is all that needs remembering.
     /// Returns how many it embedded.
     pub fn embed_missing(&self, embedder: &dyn Embedder) -> Result<usize> {
-        let model = embedder.model();
-        let stamp = format!("vectors/{model}");
-        let mut through = self.embedded_through(&stamp)?;
         let mut embedded = 0;
         loop {
-            let batch = self.documents_after(through)?;
-            let Some(last) = batch.last().map(|d| d.id) else {
-                return Ok(embedded);
-            };
-            let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
-            let vectors = embed_checked(embedder, &texts)?;
-            if embedded == 0 {
-                self.ensure_dimensions(model, vectors[0].len())?;
+            match self.embed_next_batch(embedder)? {
+                0 => return Ok(embedded),
+                batch => embedded += batch,
             }
-            let tx = self
-                .conn
-                .unchecked_transaction()
-                .map_err(|e| self.error(e))?;
-            for (doc, vector) in batch.iter().zip(&vectors) {
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO vectors(id, model, kind, session, vector)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        doc.id,
-                        model,
-                        doc.kind,
-                        doc.session,
-                        to_bytes(vector)
-                    ])
-                })
-                .map_err(|e| self.error(e))?;
-            }
-            tx.execute(
-                "INSERT OR REPLACE INTO stamps(name, stamp) VALUES (?1, ?2)",
-                params![stamp, last.to_string()],
-            )
-            .map_err(|e| self.error(e))?;
-            tx.commit().map_err(|e| self.error(e))?;
-            embedded += batch.len();
-            through = last;
         }
+    }
+
+    /// Embeds the next batch (up to [`EMBED_BATCH_TEXTS`]) of the documents
+    /// without a vector of `embedder`'s model, in one transaction; returns
+    /// how many it embedded (0: none was waiting).
+    pub fn embed_next_batch(&self, embedder: &dyn Embedder) -> Result<usize> {
+        let model = embedder.model();
+        let stamp = format!("vectors/{model}");
+        let through = self.embedded_through(&stamp)?;
+        let batch = self.documents_after(through)?;
+        let Some(last) = batch.last().map(|d| d.id) else {
+            return Ok(0);
+        };
+        let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
+        let vectors = embed_checked(embedder, &texts)?;
+        self.ensure_dimensions(model, vectors[0].len())?;
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| self.error(e))?;
+        for (doc, vector) in batch.iter().zip(&vectors) {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO vectors(id, model, kind, session, vector)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    doc.id,
+                    model,
+                    doc.kind,
+                    doc.session,
+                    to_bytes(vector)
+                ])
+            })
+            .map_err(|e| self.error(e))?;
+        }
+        // Never back: another process may have embedded further meanwhile.
+        tx.execute(
+            "INSERT INTO stamps(name, stamp) VALUES (?1, ?2)
+             ON CONFLICT(name) DO UPDATE SET stamp = excluded.stamp
+             WHERE CAST(excluded.stamp AS INTEGER) > CAST(stamps.stamp AS INTEGER)",
+            params![stamp, last.to_string()],
+        )
+        .map_err(|e| self.error(e))?;
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(batch.len())
     }
 
     /// How similar `query` (a vector of `model`) is to every document of
@@ -230,6 +240,31 @@ impl HistoryIndex {
         self.conn
             .prepare_cached("SELECT count(*) FROM docs WHERE id > ?1")
             .and_then(|mut s| s.query_row([through], |row| row.get::<_, i64>(0)))
+            .map(|count| count as u64)
+            .map_err(|e| self.error(e))
+    }
+
+    /// How many documents of `kinds` outside `exclude_session` have no
+    /// vector of `model` yet: those a recall in that scope ranks by their
+    /// words alone.
+    pub(crate) fn unembedded_in_scope(
+        &self,
+        model: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<u64> {
+        let through = self.embedded_through(&format!("vectors/{model}"))?;
+        self.conn
+            .prepare_cached(
+                "SELECT count(*) FROM docs
+                 WHERE id > ?1 AND instr(?2, ',' || kind || ',') > 0
+                   AND (?3 IS NULL OR session <> ?3)",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![through, kind_list(kinds), exclude_session], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
             .map(|count| count as u64)
             .map_err(|e| self.error(e))
     }

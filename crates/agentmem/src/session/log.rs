@@ -32,7 +32,7 @@ use crate::files::meta::{title_from, ImportRecord, SessionMeta};
 use crate::files::paths::SessionPaths;
 use crate::files::snapshot::Snapshot;
 use crate::redact::RedactionPolicy;
-use crate::search::IndexFeeder;
+use crate::search::{IndexFeeder, VectorFeed};
 use crate::storage::{
     CommitMemory, CompactionCommit, EventRange, SessionWriter, SnapshotFields, Storage,
 };
@@ -58,6 +58,8 @@ pub(crate) struct SessionLog {
     event_ids: EventIds,
     keeping: Keeping,
     recoveries: Vec<Recovery>,
+    /// The agent index's background embedder, woken as events are indexed.
+    vectors: Option<Arc<VectorFeed>>,
 }
 
 /// Where the session's record is kept, and this handle's hold on it.
@@ -231,7 +233,13 @@ impl SessionLog {
             meta_written: Instant::now(),
             keeping,
             recoveries: Vec::new(),
+            vectors: None,
         }
+    }
+
+    /// Wakes `feed` whenever appended events are indexed.
+    pub(crate) fn feed_vectors(&mut self, feed: Option<Arc<VectorFeed>>) {
+        self.vectors = feed;
     }
 
     /// Opens the log of a session kept behind the storage seam: as its
@@ -438,6 +446,11 @@ impl SessionLog {
         {
             // The backend assigns what the events left empty, as the engine does.
             let mut stored = writer.append(fresh)?.events;
+            // The backend indexes them in the background; its embedder
+            // looks again shortly after.
+            if let Some(vectors) = &self.vectors {
+                vectors.wake();
+            }
             let meta = writer.meta();
             for event in &mut stored {
                 self.turns.assign(event);
@@ -487,7 +500,8 @@ impl SessionLog {
         }
         let lines = lines.to_vec();
         if let Indexing::Idle { agent_dir } = indexing {
-            *indexing = Indexing::Feeding(IndexFeeder::start(agent_dir.clone()));
+            let vectors = self.vectors.clone();
+            *indexing = Indexing::Feeding(IndexFeeder::start(agent_dir.clone(), vectors));
         }
         if let Indexing::Feeding(feeder) = indexing {
             feeder.add(self.id.as_str(), first_ord, lines);

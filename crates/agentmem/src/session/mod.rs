@@ -101,6 +101,9 @@ pub struct ContextSettings {
     /// The store's embedder, whose vectors join the recall of what earlier
     /// sessions said (see `crate::search::vectors`).
     pub embedder: Option<crate::search::vectors::SharedEmbedder>,
+    /// The agent index's background embedder, for a writer when the store
+    /// has an embedder.
+    pub(crate) vector_feed: Option<Arc<crate::search::VectorFeed>>,
 }
 
 /// Runs after every applied compaction, with its report.
@@ -207,6 +210,8 @@ impl Session {
         settings: ContextSettings,
     ) -> Result<Session> {
         let agent_dir = settings.agent_dir.clone();
+        let mut log = log;
+        log.feed_vectors(settings.vector_feed.clone());
         let mut accounting = TokenAccounting::new(Arc::clone(&settings.registry));
         accounting.observe(log.events());
         let injector = MemoryInjector::new(

@@ -84,6 +84,21 @@ pub trait SearchIndex: fmt::Debug + Send {
     /// returns how many it embedded.
     fn embed_missing(&self, embedder: &dyn Embedder) -> Result<usize>;
 
+    /// Embeds the next batch of the documents without a vector of
+    /// `embedder`'s model, all or nothing; returns how many it embedded
+    /// (0: none was waiting). The background embedder works so, a batch at
+    /// a time, to stop between two when its store closes.
+    fn embed_next_batch(&self, embedder: &dyn Embedder) -> Result<usize>;
+
+    /// How many documents of `kinds` outside `exclude_session` have no
+    /// vector of `model` yet (recall ranks them by their words alone).
+    fn unembedded(
+        &self,
+        model: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<u64>;
+
     /// Fails when vectors of `model` are stored with another length than `dimensions`.
     fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()>;
 
@@ -174,6 +189,19 @@ impl SearchIndex for HistoryIndex {
 
     fn embed_missing(&self, embedder: &dyn Embedder) -> Result<usize> {
         HistoryIndex::embed_missing(self, embedder)
+    }
+
+    fn embed_next_batch(&self, embedder: &dyn Embedder) -> Result<usize> {
+        HistoryIndex::embed_next_batch(self, embedder)
+    }
+
+    fn unembedded(
+        &self,
+        model: &str,
+        kinds: &[DocKind],
+        exclude_session: Option<&str>,
+    ) -> Result<u64> {
+        HistoryIndex::unembedded_in_scope(self, model, kinds, exclude_session)
     }
 
     fn ensure_dimensions(&self, model: &str, dimensions: usize) -> Result<()> {

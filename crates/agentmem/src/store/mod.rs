@@ -20,14 +20,18 @@ use crate::files::snapshot::Snapshot;
 use crate::memory::recall::{Reranker, SharedReranker};
 use crate::pipeline::strategy::ContextSettingsLayer;
 use crate::search::vectors::{Embedder, SharedEmbedder};
+use crate::search::{EmbeddingStatus, HistoryIndex, VectorFeed};
 use crate::session::{Access, ContextSettings, Session};
+use crate::storage::search::SearchIndex;
 use crate::storage::Backend;
 use crate::tokens::budget::BudgetSettings;
 use crate::tokens::registry::ModelRegistry;
+use vector_feeds::{FeedKey, VectorFeeds};
 
 mod files_memory;
 mod files_storage;
 mod on_seam;
+mod vector_feeds;
 pub use files_memory::FilesMemory;
 pub use files_storage::FilesStorage;
 
@@ -39,6 +43,8 @@ pub struct Store {
     config: Config,
     registry: Arc<ModelRegistry>,
     embedder: Option<SharedEmbedder>,
+    /// The background embedders of the agents' indexes, shared by clones.
+    vector_feeds: Option<Arc<VectorFeeds>>,
     reranker: Option<SharedReranker>,
 }
 
@@ -59,15 +65,114 @@ impl Store {
             registry: Arc::new(ModelRegistry::builtin().with_overrides(config.models.clone())),
             config,
             embedder: None,
+            vector_feeds: None,
             reranker: None,
         }
     }
 
     /// The same store, whose recall adds `embedder`'s vector score to BM25
-    /// (see `crate::search::vectors`).
+    /// (see `crate::search::vectors`). Documents are embedded in the
+    /// background as they are indexed, one worker per agent index, never
+    /// on ingest's or recall's path; [`Store::embed_pending`] waits for them.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder + Send + Sync>) -> Store {
-        self.embedder = Some(SharedEmbedder(embedder));
+        let embedder = SharedEmbedder(embedder);
+        self.vector_feeds = Some(Arc::new(VectorFeeds::new(embedder.clone())));
+        self.embedder = Some(embedder);
         self
+    }
+
+    /// The background embedder of `agent`'s index on files, started if it
+    /// is not running; `None` without an embedder.
+    fn files_feed(&self, agent: &AgentId) -> Option<Arc<VectorFeed>> {
+        let dir = self.agent_dir(agent);
+        self.vector_feeds.as_ref().map(|feeds| {
+            feeds.feed(FeedKey::Files(dir.clone()), || {
+                Box::new(move || {
+                    let index: Box<dyn SearchIndex> = Box::new(HistoryIndex::open(&dir)?);
+                    Ok(index)
+                })
+            })
+        })
+    }
+
+    /// The background embedder of `agent`'s index in `storage`.
+    fn storage_feed(
+        &self,
+        storage: &Arc<dyn crate::Storage>,
+        agent: &AgentId,
+    ) -> Option<Arc<VectorFeed>> {
+        match storage.backend() {
+            Backend::Files => self.files_feed(agent),
+            backend @ Backend::Postgres => self.vector_feeds.as_ref().map(|feeds| {
+                feeds.feed(FeedKey::Backend(backend.name(), agent.clone()), || {
+                    let (storage, agent) = (Arc::clone(storage), agent.clone());
+                    Box::new(move || storage.search_index(&agent))
+                })
+            }),
+        }
+    }
+
+    /// Waits until every document of `agent`'s history has a vector of
+    /// this store's embedder (at once without one), as an evaluation wants
+    /// before it scores; fails with [`Error::EmbeddingBehind`] when the
+    /// embedder fails meanwhile (what it embedded is kept).
+    pub fn embed_pending(&self, agent: &AgentId) -> Result<()> {
+        let Some(feed) = self.files_feed(agent) else {
+            return Ok(());
+        };
+        // The index caught up with the logs first: it holds every event.
+        self.history_index(agent)?;
+        feed.wait_caught_up()
+    }
+
+    /// [`Store::embed_pending`] for `agent`'s history kept in `storage`.
+    pub fn embed_pending_in(
+        &self,
+        storage: &Arc<dyn crate::Storage>,
+        agent: &AgentId,
+    ) -> Result<()> {
+        match storage.backend() {
+            Backend::Files => self.embed_pending(agent),
+            Backend::Postgres => {
+                let Some(feed) = self.storage_feed(storage, agent) else {
+                    return Ok(());
+                };
+                // Opening the index catches it up with the sessions.
+                storage.search_index(agent)?;
+                feed.wait_caught_up()
+            }
+        }
+    }
+
+    /// Stops the background embedders of this store and its clones, each
+    /// after the batch it has under way (whose vectors are kept), and waits
+    /// for them; a later ingest, recall or wait starts them again. Dropping
+    /// the last clone does the same: a program whose embedder needs what
+    /// the dropping thread holds (a Python callable and the interpreter's
+    /// lock) calls this first, with it released.
+    pub fn stop_background_embedding(&self) {
+        if let Some(feeds) = &self.vector_feeds {
+            feeds.stop_all();
+        }
+    }
+
+    /// How the background embedding of `agent`'s index in `storage` stands,
+    /// when this store has an embedder and its worker runs.
+    pub fn embedding_status(
+        &self,
+        storage: &dyn crate::Storage,
+        agent: &AgentId,
+    ) -> Option<EmbeddingStatus> {
+        self.running_feed(storage.backend(), agent)
+            .map(|feed| feed.status())
+    }
+
+    fn running_feed(&self, backend: Backend, agent: &AgentId) -> Option<Arc<VectorFeed>> {
+        let key = match backend {
+            Backend::Files => FeedKey::Files(self.agent_dir(agent)),
+            other @ Backend::Postgres => FeedKey::Backend(other.name(), agent.clone()),
+        };
+        self.vector_feeds.as_ref()?.running(&key)
     }
 
     /// The same store, whose [`Store::recall`] lets `reranker` read the
@@ -143,6 +248,7 @@ impl Store {
             agent_dir: self.root.join("agents").join(agent.as_str()),
             registry: Arc::clone(&self.registry),
             embedder: self.embedder.clone(),
+            vector_feed: None,
         })
     }
 
@@ -153,7 +259,10 @@ impl Store {
         id: &SessionId,
         access: Access,
     ) -> Result<Session> {
-        let settings = self.context_settings(agent, &paths)?;
+        let mut settings = self.context_settings(agent, &paths)?;
+        if let Access::Write(_) = access {
+            settings.vector_feed = self.files_feed(agent);
+        }
         Session::load(paths, agent.clone(), id.clone(), access, settings)
     }
 
@@ -244,8 +353,10 @@ impl Store {
 
     /// What recall would inject for `request`: the agent's facts, episodes
     /// and past sessions' events that score best and fit its budget. With
-    /// an embedder ([`Store::with_embedder`]), whatever has no vector yet is
-    /// embedded first: the whole history, the first time. With a reranker
+    /// an embedder ([`Store::with_embedder`]), the documents embedded so far
+    /// add their similarity and the rest compete by their words
+    /// ([`Recalled::embedding`](crate::Recalled::embedding) says how many);
+    /// the background embedder is woken, never waited for. With a reranker
     /// ([`Store::with_reranker`]), it reads the best candidates first. What
     /// it shows is redacted as the configuration's `[redaction]` says
     /// (secrets always).
@@ -257,10 +368,15 @@ impl Store {
     ) -> Result<crate::memory::recall::Recalled> {
         let mut index = self.history_index(agent)?;
         crate::memory::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
+        let feed = self.files_feed(agent);
+        feed.as_deref().map(VectorFeed::wake);
         let embedder = self.embedder().map(|e| e as &dyn Embedder);
         let reranker = self.reranker().map(|r| r as &dyn Reranker);
         let redaction = self.redaction();
-        crate::memory::recall::recall(&index, request, tokenizer, embedder, reranker, redaction)
+        let recalled = crate::memory::recall::recall(
+            &index, request, tokenizer, embedder, reranker, redaction,
+        )?;
+        Ok(with_feed_status(recalled, feed.as_deref()))
     }
 
     /// Searches `agent`'s whole raw history kept in `storage`: this store's
@@ -293,12 +409,16 @@ impl Store {
             crate::Backend::Files => self.recall(agent, request, tokenizer),
             crate::Backend::Postgres => {
                 let index = storage.search_index(agent)?;
+                // Started by the sessions that write there (and by a wait).
+                let feed = self.running_feed(storage.backend(), agent);
+                feed.as_deref().map(VectorFeed::wake);
                 let embedder = self.embedder().map(|e| e as &dyn Embedder);
                 let reranker = self.reranker().map(|r| r as &dyn Reranker);
                 let redaction = self.redaction();
-                crate::memory::recall::recall(
+                let recalled = crate::memory::recall::recall(
                     &*index, request, tokenizer, embedder, reranker, redaction,
-                )
+                )?;
+                Ok(with_feed_status(recalled, feed.as_deref()))
             }
         }
     }
@@ -535,6 +655,17 @@ impl Store {
         crate::base::fs::sync_dir(&self.sessions_dir(agent))?;
         Ok(meta)
     }
+}
+
+/// `recalled`, saying why the background embedder fails when it does.
+fn with_feed_status(
+    mut recalled: crate::memory::recall::Recalled,
+    feed: Option<&VectorFeed>,
+) -> crate::memory::recall::Recalled {
+    if let (Some(coverage), Some(feed)) = (&mut recalled.embedding, feed) {
+        coverage.failing = feed.status().failing;
+    }
+    recalled
 }
 
 /// The entries of the folder `dir`; none when it does not exist.

@@ -74,7 +74,10 @@ impl Store {
         id: &SessionId,
     ) -> Result<Session> {
         let paths = self.session_paths(agent, id);
-        let settings = self.context_settings(agent, &paths)?;
+        let mut settings = self.context_settings(agent, &paths)?;
+        if writer.is_some() {
+            settings.vector_feed = self.storage_feed(storage, agent);
+        }
         Session::on_seam(
             Arc::clone(storage),
             writer,

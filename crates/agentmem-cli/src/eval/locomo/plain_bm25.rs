@@ -47,6 +47,7 @@ pub(super) fn plain_bm25(
         considered,
         tokens: used,
         block: lines.join("\n"),
+        embedding: None,
     })
 }
 

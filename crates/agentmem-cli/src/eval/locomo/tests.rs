@@ -111,6 +111,7 @@ fn a_turn_shown_by_its_matching_passage_counts_for_passages_only() {
         considered: 0,
         tokens: 10,
         block,
+        embedding: None,
     };
     let evidence = Evidence {
         turns: &[turn.as_str()],
