@@ -663,11 +663,16 @@ fn replay_prints_a_line_per_turn_fits_the_budget_and_plots() {
         agentmem(dir.path())
             .args(["--durability", "os", "replay"])
             .arg(example("long-coding-session.jsonl"))
+            // Inline, so that the compactions are counted whatever the
+            // machine's load: drafted in the background (the default), a
+            // replay with no model latency may outrun every draft.
             .args([
                 "--model",
                 "gpt-4o",
                 "--budget",
                 "16000",
+                "--compaction-timing",
+                "inline",
                 "--session",
                 "kept",
                 "--json",

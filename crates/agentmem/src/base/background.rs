@@ -1,9 +1,12 @@
-//! Threads that work beside the caller: the search index's feeder, the
-//! background embedder and the compaction drafter. They run at a lower scheduling priority, so that
-//! when the machine has fewer free cores than busy threads the caller's
-//! turn gets a core first and they take what is left. Without it a turn
-//! that finds every core taken by them waits out their time slices, which
-//! is most of what the slowest turns are made of on a two-core machine.
+//! Threads that work beside the caller without the caller waiting on
+//! them: the search index's feeder and the background embedder. They run at
+//! a lower scheduling priority, so that when the machine has fewer free
+//! cores than busy threads the caller's turn gets a core first and they
+//! take what is left. Without it a turn that finds every core taken by them
+//! waits out their time slices, which is most of what the slowest turns are
+//! made of on a two-core machine. The compaction drafter is not one of
+//! them: the caller's context shrinks only once its draft lands, so it
+//! keeps the caller's priority.
 
 use std::io;
 use std::thread::JoinHandle;

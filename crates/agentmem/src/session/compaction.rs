@@ -24,7 +24,6 @@ use std::time::Instant;
 
 use super::drafting::{draft, summarize_or_fall_back, Draft, DraftInput, Outcome};
 use super::{BeforeCompactionHook, CompactionHook, Session, SharedSummarizer};
-use crate::base::background::spawn_background;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::event::{now_ts, Event, TraceType};
 use crate::files::records::EpisodicItem;
@@ -228,7 +227,9 @@ impl Session {
         };
         let events = input.span_len;
         let encoding = input.tokenizer.encoding();
-        let handle = spawn_background("agentmem-compact", move || draft(input))
+        let handle = std::thread::Builder::new()
+            .name("agentmem-compact".into())
+            .spawn(move || draft(input))
             .io("start a thread for", &self.log.paths().dir)?;
         self.compactor.drafting = Some(Drafting {
             state: DraftState::Running(handle),
