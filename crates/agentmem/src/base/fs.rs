@@ -19,11 +19,29 @@ use crate::base::error::{IoContext, Result};
 
 /// Replaces `path` with `bytes` atomically and durably.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_flushed(path, bytes, Flush::ToDisk)
+}
+
+/// Whether a whole-file rewrite waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flush {
+    /// fsync the file and its folder: the rewrite survives a power loss.
+    ToDisk,
+    /// Leave flushing to the operating system: the rewrite survives a
+    /// process crash, whole or not at all, but not a power loss.
+    ByOs,
+}
+
+/// Replaces `path` with `bytes` atomically, reaching the disk as `flush` says.
+pub(crate) fn write_atomic_flushed(path: &Path, bytes: &[u8], flush: Flush) -> Result<()> {
     let dir = parent(path);
     let (tmp, mut file) = tempfile_in(dir, path)?;
     let written = (|| {
         file.write_all(bytes).io("write", &tmp)?;
-        file.sync_all().io("fsync", &tmp)?;
+        match flush {
+            Flush::ToDisk => file.sync_all().io("fsync", &tmp)?,
+            Flush::ByOs => {}
+        }
         drop(file);
         fs::rename(&tmp, path).io("rename into place", path)
     })();
@@ -31,7 +49,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     written?;
-    sync_dir(dir)
+    match flush {
+        Flush::ToDisk => sync_dir(dir),
+        Flush::ByOs => Ok(()),
+    }
 }
 
 /// Removes the temporary files (`.<target>.<…>.tmp`, as [`write_atomic`]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::IdKind;
 use crate::base::error::{Error, Result};
-use crate::base::fs::{create_private_dir_durably, write_atomic};
+use crate::base::fs::{create_private_dir_durably, write_atomic_flushed, Flush};
 use crate::base::id::validate_path_id;
 use crate::pipeline::guard::{count_lines, floor_boundary, EvictedOutputs};
 
@@ -171,9 +171,20 @@ pub fn page_of(text: &str, offset: usize, limit: usize) -> EvictedPage {
 /// assert!(write_evicted(dir.path(), "../escape", "x").is_err());
 /// ```
 pub fn write_evicted(dir: &Path, call_id: &str, content: &str) -> Result<PathBuf> {
+    write_evicted_flushed(dir, call_id, content, Flush::ToDisk)
+}
+
+/// [`write_evicted`], reaching the disk as `flush` says: as the session's
+/// own appends do (an output evicted at ingest is in the log too).
+pub(crate) fn write_evicted_flushed(
+    dir: &Path,
+    call_id: &str,
+    content: &str,
+    flush: Flush,
+) -> Result<PathBuf> {
     let path = evicted_path(dir, call_id)?;
     create_private_dir_durably(dir)?;
-    write_atomic(&path, content.as_bytes())?;
+    write_atomic_flushed(&path, content.as_bytes(), flush)?;
     Ok(path)
 }
 

@@ -35,6 +35,16 @@ pub enum Durability {
     Os,
 }
 
+impl Durability {
+    /// How a whole-file rewrite made for a session kept this way reaches the disk.
+    pub(crate) fn flush(self) -> crate::base::fs::Flush {
+        match self {
+            Durability::Always | Durability::Batch => crate::base::fs::Flush::ToDisk,
+            Durability::Os => crate::base::fs::Flush::ByOs,
+        }
+    }
+}
+
 impl FromStr for Durability {
     type Err = String;
 

@@ -243,28 +243,34 @@ pub(crate) fn snip_duplicate_calls(
     items: &mut Vec<ViewItem>,
     shrink: &Shrink<'_>,
 ) -> Option<Action> {
-    let mut latest: HashMap<(String, Vec<u8>), usize> = HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.event.trace_type == TraceType::ToolCall && !is_snapshot(&item.event) {
-            latest.insert(call_key(&item.event), i);
+    let keys: Vec<Option<(&str, Vec<u8>)>> = items
+        .iter()
+        .map(|item| {
+            let event = &item.event;
+            (event.trace_type == TraceType::ToolCall && !is_snapshot(event))
+                .then(|| call_key(event))
+        })
+        .collect();
+    let mut latest: HashMap<&(&str, Vec<u8>), usize> = HashMap::new();
+    for (i, key) in keys.iter().enumerate() {
+        if let Some(key) = key {
+            latest.insert(key, i);
         }
     }
+    let pair_tokens = tokens_by_call_id(items);
     let mut total = measure(items, shrink.tokenizer).total;
     let mut doomed: HashSet<String> = HashSet::new();
-    for (i, item) in items.iter().enumerate() {
+    for (i, (item, key)) in items.iter().zip(&keys).enumerate() {
         if total < shrink.target {
             break;
         }
-        let event = &item.event;
-        if event.trace_type != TraceType::ToolCall
-            || is_snapshot(event)
-            || latest[&call_key(event)] == i
-        {
+        let Some(key) = key else { continue };
+        if latest[key] == i {
             continue;
         }
-        if let Some(id) = &event.tool_call_id {
+        if let Some(id) = &item.event.tool_call_id {
             doomed.insert(id.clone());
-            total = total.saturating_sub(pair_tokens(items, id));
+            total = total.saturating_sub(pair_tokens.get(id.as_str()).copied().unwrap_or(0));
         }
     }
     remove_pairs(items, &doomed, shrink.tokenizer).map(|saved| Action::Snipped {
@@ -457,20 +463,24 @@ fn is_trimmable(event: &Event) -> bool {
     !is_snapshot(event) && event.turn_id != crate::base::turn::PREAMBLE_TURN
 }
 
-fn call_key(event: &Event) -> (String, Vec<u8>) {
+fn call_key(event: &Event) -> (&str, Vec<u8>) {
     let mut args = Vec::new();
     if let Some(value) = &event.tool_args {
         crate::base::json::write_value(&mut args, value);
     }
-    (event.tool_name.clone().unwrap_or_default(), args)
+    (event.tool_name.as_deref().unwrap_or_default(), args)
 }
 
-fn pair_tokens(items: &[ViewItem], call_id: &str) -> u64 {
-    items
-        .iter()
-        .filter(|i| i.event.tool_call_id.as_deref() == Some(call_id))
-        .map(|i| i.tokens.total)
-        .sum()
+/// The tokens of each call id's items (the call and its results), summed.
+fn tokens_by_call_id(items: &[ViewItem]) -> HashMap<&str, u64> {
+    let mut tokens: HashMap<&str, u64> = HashMap::new();
+    for item in items {
+        if let Some(id) = item.event.tool_call_id.as_deref() {
+            let sum = tokens.entry(id).or_default();
+            *sum = sum.saturating_add(item.tokens.total);
+        }
+    }
+    tokens
 }
 
 /// Removes calls and their results together; returns the tokens freed.

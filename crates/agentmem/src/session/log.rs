@@ -291,6 +291,18 @@ impl SessionLog {
         &self.paths
     }
 
+    /// When this writer's appends to the session's folder reach the disk;
+    /// `None` for a reader, or a session behind the storage seam.
+    pub(crate) fn folder_durability(&self) -> Option<Durability> {
+        match &self.keeping {
+            Keeping::Folder {
+                writer: Some(writer),
+                ..
+            } => Some(writer.log.durability()),
+            Keeping::Folder { writer: None, .. } | Keeping::Seam { .. } => None,
+        }
+    }
+
     /// The events of the active log, in order.
     pub(crate) fn events(&self) -> &[Arc<Event>] {
         &self.events

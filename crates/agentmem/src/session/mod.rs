@@ -354,11 +354,17 @@ impl Session {
         let working = self.working.stage(&mut fresh, &admitted.batch_index)?;
         // Eviction writes files and may fail: before any state changes.
         let evicted = match self.log.seam_memory() {
-            None => evict_large_outputs(
-                &mut fresh,
-                EvictTo::Folder(self.log.paths()),
-                &self.settings.guard,
-            )?,
+            None => {
+                let flush = self
+                    .log
+                    .folder_durability()
+                    .map_or(crate::base::fs::Flush::ToDisk, Durability::flush);
+                let place = EvictTo::Folder {
+                    paths: self.log.paths(),
+                    flush,
+                };
+                evict_large_outputs(&mut fresh, place, &self.settings.guard)?
+            }
             Some(memory) => {
                 let place = EvictTo::Seam {
                     memory: memory.as_ref(),
@@ -437,8 +443,12 @@ impl Session {
 
 /// Where a session's evicted tool outputs go.
 enum EvictTo<'a> {
-    /// Its folder's `evicted/<name>.txt`.
-    Folder(&'a SessionPaths),
+    /// Its folder's `evicted/<name>.txt`, reaching the disk as its log's
+    /// appends do.
+    Folder {
+        paths: &'a SessionPaths,
+        flush: crate::base::fs::Flush,
+    },
     /// The backend behind the storage seam that keeps the session.
     Seam {
         memory: &'a dyn crate::storage::memory::MemoryStorage,
@@ -467,10 +477,10 @@ fn evict_large_outputs(fresh: &mut [Event], to: EvictTo, guard: &GuardPolicy) ->
         let text = event.text();
         if nameable && guard::should_evict(&text, guard, Encoding::default().tokenizer()) {
             let name = match &to {
-                EvictTo::Folder(paths) => {
+                EvictTo::Folder { paths, flush } => {
                     let dir = paths.evicted();
                     let name = crate::files::evicted::unused_evicted_name(&dir, &call_id)?;
-                    crate::files::evicted::write_evicted(&dir, &name, &text)?;
+                    crate::files::evicted::write_evicted_flushed(&dir, &name, &text, *flush)?;
                     name
                 }
                 EvictTo::Seam { memory, agent, id } => {

@@ -5,11 +5,13 @@
 //! by a regex. On ASCII text the regex is most of what counting costs, and
 //! its classes shrink to a few byte ranges, so the same split is made here by
 //! hand, alternative by alternative in the regex's own order (the first that
-//! matches wins, each as greedy as the regex). Text with any non-ASCII byte
-//! goes through the encoding's regex ([`unicode_pieces`]), compiled here on
-//! first use (a few milliseconds) so that splitting never loads the
-//! encoding's BPE tables (tens of milliseconds); the tests check that both
-//! split every text as `bpe-openai` does.
+//! matches wins, each as greedy as the regex). In text with non-ASCII
+//! characters ([`mixed_pieces`]) the ASCII stretches are still split by hand,
+//! and only a piece that may reach a non-ASCII character is found by the
+//! encoding's regex ([`unicode_pieces`]), compiled here on first use (a few
+//! milliseconds) so that splitting never loads the encoding's BPE tables
+//! (tens of milliseconds); the tests check that every split is the one
+//! `bpe-openai` makes.
 
 use std::sync::LazyLock;
 
@@ -30,26 +32,114 @@ pub(crate) enum Rules {
 /// The pieces of any `text`, in order, by the encoding's regex: its first
 /// pattern as it is, then `\s+\s` (a look-ahead: its last character is left
 /// for the next piece, as `\s+(?!\S)` would) and `\s+`.
+#[cfg(test)]
 pub(crate) fn unicode_pieces(text: &str, rules: Rules) -> impl Iterator<Item = &str> {
-    let regex = match rules {
-        Rules::O200k => &*O200K_REGEX,
-        Rules::Cl100k => &*CL100K_REGEX,
-    };
     let mut start = 0;
     std::iter::from_fn(move || {
-        let input = Input::new(&text[start..]).anchored(Anchored::Yes);
-        let found = regex.find(input)?;
-        let mut end = start + found.end();
-        if found.pattern().as_usize() == LOOKAHEAD_PATTERN {
-            end -= text[start..end]
-                .chars()
-                .next_back()
-                .map_or(0, char::len_utf8);
-        }
+        let end = regex_piece_end(text, start, rules)?;
         let piece = &text[start..end];
         start = end;
         Some(piece)
     })
+}
+
+/// The end of the piece the encoding's regex finds at `start`; `None` at
+/// the end of `text`.
+fn regex_piece_end(text: &str, start: usize, rules: Rules) -> Option<usize> {
+    let regex = match rules {
+        Rules::O200k => &*O200K_REGEX,
+        Rules::Cl100k => &*CL100K_REGEX,
+    };
+    let input = Input::new(&text[start..]).anchored(Anchored::Yes);
+    let found = regex.find(input)?;
+    let mut end = start + found.end();
+    if found.pattern().as_usize() == LOOKAHEAD_PATTERN {
+        end -= text[start..end]
+            .chars()
+            .next_back()
+            .map_or(0, char::len_utf8);
+    }
+    Some(end)
+}
+
+/// The pieces of any `text`, as the encoding's regex splits it, with the
+/// regex run only where a piece may reach a non-ASCII character.
+///
+/// Every alternative of the regex matches a run of one kind (letters after
+/// one leading character, up to three digits, punctuation then line breaks,
+/// whitespace), so a piece that starts before [`hand_split_end`] of its ASCII
+/// stretch can never reach the stretch's end: each of the regex's attempts
+/// sees the same bytes by hand as in the whole text, and the split by hand
+/// is the regex's own.
+pub(crate) fn mixed_pieces(text: &str, rules: Rules) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut stretch = AsciiStretch::from(bytes, 0);
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        if start > stretch.end {
+            stretch = AsciiStretch::from(bytes, start);
+        }
+        let end = if start < stretch.hand_split_end {
+            ascii_piece_end(&bytes[..stretch.end], start, rules)
+        } else {
+            regex_piece_end(text, start, rules)?
+        };
+        let piece = &text[start..end];
+        start = end;
+        Some(piece)
+    })
+}
+
+/// A run of ASCII bytes and how far into it pieces may be split by hand.
+struct AsciiStretch {
+    /// Where the run ends: the first non-ASCII byte, or the end of the text.
+    end: usize,
+    /// Pieces that start before this end before [`AsciiStretch::end`].
+    hand_split_end: usize,
+}
+
+impl AsciiStretch {
+    fn from(bytes: &[u8], from: usize) -> AsciiStretch {
+        let end = bytes[from..]
+            .iter()
+            .position(|b| !b.is_ascii())
+            .map_or(bytes.len(), |n| from + n);
+        AsciiStretch {
+            end,
+            hand_split_end: hand_split_end(&bytes[..end], from, bytes.len()),
+        }
+    }
+}
+
+/// The first start in `stretch[from..]` from which a piece could run to the
+/// stretch's end, when more text follows it (`text_len` is past it): the
+/// start of its last run of letters (or apostrophes, for contractions),
+/// of punctuation and line breaks, or of whitespace, less the leading
+/// character a word or a punctuation run may take, and at most four bytes
+/// (three digits and a leading character) before the end.
+fn hand_split_end(stretch: &[u8], from: usize, text_len: usize) -> usize {
+    let end = stretch.len();
+    if end == text_len {
+        return end;
+    }
+    let run_start = |keep: fn(u8) -> bool| {
+        stretch[from..]
+            .iter()
+            .rposition(|&b| !keep(b))
+            .map_or(from, |i| from + i + 1)
+    };
+    let letters = run_start(|b| b.is_ascii_alphabetic() || b == b'\'');
+    let punctuation = run_start(|b| is_punctuation(b) || b == b'\r' || b == b'\n');
+    let whitespace = run_start(is_whitespace);
+    letters
+        .saturating_sub(1)
+        .min(punctuation.saturating_sub(1))
+        .min(whitespace)
+        .min(end.saturating_sub(4))
+        .max(from)
 }
 
 /// Which of the regex's patterns is the look-ahead one.
@@ -87,14 +177,19 @@ pub(crate) fn ascii_pieces(text: &str, rules: Rules) -> impl Iterator<Item = &st
         if start >= bytes.len() {
             return None;
         }
-        let end = match rules {
-            Rules::O200k => o200k_piece(bytes, start),
-            Rules::Cl100k => cl100k_piece(bytes, start),
-        };
+        let end = ascii_piece_end(bytes, start, rules);
         let piece = &text[start..end];
         start = end;
         Some(piece)
     })
+}
+
+/// The end of the piece that starts at `p` of the ASCII text `s`.
+fn ascii_piece_end(s: &[u8], p: usize, rules: Rules) -> usize {
+    match rules {
+        Rules::O200k => o200k_piece(s, p),
+        Rules::Cl100k => cl100k_piece(s, p),
+    }
 }
 
 /// The end of the o200k piece that starts at `p`.
@@ -225,11 +320,19 @@ mod tests {
             "ÀÉÎÕÜ àéîõü ǅungla ǈ Ⅻ ½ ٣٤٥ x\u{301}y \u{a0}\u{2003}nbsp\u{2028}",
             "emoji 👩‍💻 and flags 🇫🇷 mixed:\r\n  next  \t",
             "don’t I’LL we'Re it's O'NEIL’S",
+            // Pieces the regex runs past an ASCII stretch: a contraction
+            // ending in a letter that folds to `s`, and a line break's
+            // whitespace reaching over a no-break space.
+            "a'ſ it'ſ",
+            "\n  \u{a0}\n",
+            "x  \u{a0}y …\n\n—",
         ];
         for text in texts.iter().copied().chain(readme.lines()) {
             for rules in [Rules::O200k, Rules::Cl100k] {
                 let ours: Vec<&str> = unicode_pieces(text, rules).collect();
                 assert_eq!(ours, regex_pieces(text, rules), "{rules:?} on {text:?}");
+                let mixed: Vec<&str> = mixed_pieces(text, rules).collect();
+                assert_eq!(mixed, regex_pieces(text, rules), "{rules:?} on {text:?}");
             }
         }
     }
@@ -296,10 +399,30 @@ mod tests {
         }
 
         #[test]
+        fn splits_ascii_with_some_unicode_as_the_encodings_do(
+            text in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "Z", "s", "S", "t", "re", "ll", "d", "0", "7", " ", "  ", "\t", "\n", "\r\n",
+                    "'", "/", ".", ",", "-", "_", "\u{b}", "\u{1b}",
+                    "é", "É", "ſ", "\u{212a}", "…", "—", "٣", "\u{a0}", "\u{2028}", "\u{301}",
+                    "日本", "👩‍💻", "’",
+                ]),
+                0..40,
+            ).prop_map(|parts| parts.concat())
+        ) {
+            for rules in [Rules::O200k, Rules::Cl100k] {
+                let ours: Vec<&str> = mixed_pieces(&text, rules).collect();
+                prop_assert_eq!(ours, regex_pieces(&text, rules), "{:?}", rules);
+            }
+        }
+
+        #[test]
         fn splits_any_unicode_text_as_the_encodings_do(text in "\\PC{0,40}") {
             for rules in [Rules::O200k, Rules::Cl100k] {
                 let ours: Vec<&str> = unicode_pieces(&text, rules).collect();
                 prop_assert_eq!(ours, regex_pieces(&text, rules), "{:?}", rules);
+                let mixed: Vec<&str> = mixed_pieces(&text, rules).collect();
+                prop_assert_eq!(mixed, regex_pieces(&text, rules), "{:?}", rules);
             }
         }
     }

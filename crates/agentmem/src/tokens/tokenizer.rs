@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use either::Either;
 
-use super::pretokenize::{ascii_pieces, unicode_pieces, Rules};
+use super::pretokenize::{ascii_pieces, mixed_pieces, Rules};
 
 /// A way of turning text into a token count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -185,14 +185,14 @@ impl Bpe {
         }
     }
 
-    /// The pieces of `text`, as the encoding's regex splits it (by hand when
-    /// the text is ASCII: the same pieces, several times faster), without
+    /// The pieces of `text`, as the encoding's regex splits it (by hand in
+    /// its ASCII stretches: the same pieces, several times faster), without
     /// loading the encoding's tables.
     pub(crate) fn pieces<'t>(&self, text: &'t str) -> impl Iterator<Item = &'t str> + use<'t> {
         if text.is_ascii() {
             Either::Left(ascii_pieces(text, self.rules))
         } else {
-            Either::Right(unicode_pieces(text, self.rules))
+            Either::Right(mixed_pieces(text, self.rules))
         }
     }
 
@@ -216,6 +216,41 @@ impl Bpe {
                 .count_till_limit(piece.as_bytes(), limit);
         }
         Some(self.piece_tokens(piece)).filter(|&n| n <= limit)
+    }
+
+    /// Counts `text` piece by piece until the count would pass `limit`:
+    /// `Ok` with its count when it never does, else `Err` with the count of
+    /// the pieces before the one that passes it and where that piece starts
+    /// and ends (a piece is tokenized up to its end at most).
+    pub(crate) fn count_till(
+        &self,
+        text: &str,
+        limit: usize,
+    ) -> Result<usize, (usize, std::ops::Range<usize>)> {
+        PIECE_COUNTS.with(|memos| {
+            let mut memos = memos.borrow_mut();
+            let memo = &mut memos[self.memo()];
+            let mut tokens = 0usize;
+            for piece in self.pieces(text) {
+                let remaining = limit - tokens;
+                let counted = match piece.len() {
+                    0 | 1 => Some(piece.len()),
+                    n if n > MEMO_PIECE_MAX_BYTES => self
+                        .tokenizer()
+                        .bpe
+                        .count_till_limit(piece.as_bytes(), remaining),
+                    _ => Some(memo.count(*self, piece)),
+                };
+                match counted.filter(|&n| n <= remaining) {
+                    Some(n) => tokens += n,
+                    None => {
+                        let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+                        return Err((tokens, start..start + piece.len()));
+                    }
+                }
+            }
+            Ok(tokens)
+        })
     }
 
     /// Which memo of piece counts is this encoding's.

@@ -105,27 +105,25 @@ impl Counter {
             };
         };
         let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
-        let mut tokens = 0usize;
-        for piece in bpe.pieces(text) {
-            // The piece is tokenized (and pre-tokenized) up to its end at most.
-            self.bytes_counted += piece.len();
-            match bpe.piece_tokens_till(piece, limit_usize - tokens) {
-                Some(n) => tokens += n,
-                None => {
-                    return Scan {
-                        tokens: tokens as u64,
-                        end: offset_in(text, piece),
-                        complete: false,
-                        limit,
-                    }
+        match bpe.count_till(text, limit_usize) {
+            Ok(tokens) => {
+                self.bytes_counted += text.len();
+                Scan {
+                    tokens: tokens as u64,
+                    end: text.len(),
+                    complete: true,
+                    limit,
                 }
             }
-        }
-        Scan {
-            tokens: tokens as u64,
-            end: text.len(),
-            complete: true,
-            limit,
+            Err((tokens, stopping_piece)) => {
+                self.bytes_counted += stopping_piece.end;
+                Scan {
+                    tokens: tokens as u64,
+                    end: stopping_piece.start,
+                    complete: false,
+                    limit,
+                }
+            }
         }
     }
 

@@ -63,7 +63,7 @@ pub(super) fn assemble(header: &str, head: &str, marker: &str, tail: &str) -> St
 
 /// Lines as `str::lines` counts them (a final newline ends the last line).
 pub(crate) fn count_lines(text: &str) -> usize {
-    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 

@@ -91,7 +91,7 @@ pub fn eviction_preview(call_id: &str, content: &str) -> String {
             push_preview_line(&mut out, line);
         }
         out.push_str(&format!("[… {} lines omitted …]\n", total - head - tail));
-        for line in content.lines().skip(total - tail) {
+        for line in last_lines(content, tail).lines() {
             push_preview_line(&mut out, line);
         }
     }
@@ -106,6 +106,16 @@ pub fn eviction_preview(call_id: &str, content: &str) -> String {
     out
 }
 
+/// The last `n` (at least one) of the lines `str::lines` finds in
+/// `content`, found from its end.
+fn last_lines(content: &str, n: usize) -> &str {
+    let body = content.strip_suffix('\n').unwrap_or(content);
+    match memchr::memrchr_iter(b'\n', body.as_bytes()).nth(n.saturating_sub(1)) {
+        Some(newline) => &content[newline + 1..],
+        None => content,
+    }
+}
+
 fn push_preview_line(out: &mut String, line: &str) {
     let cut = floor_boundary(line, PREVIEW_LINE_MAX_BYTES);
     out.push_str(&line[..cut]);
@@ -113,4 +123,47 @@ fn push_preview_line(out: &mut String, line: &str) {
         out.push_str(&format!(" … [{} more bytes]", line.len() - cut));
     }
     out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_lines_are_those_lines_counts_from_the_start() {
+        let texts = [
+            "a\nb\nc\nd\n",
+            "a\nb\nc\nd",
+            "a\r\nb\r\n\r\nc\r\n",
+            "\n\n\n",
+            "one line",
+            "x\n\ny\n\n",
+        ];
+        for text in texts {
+            let total = count_lines(text);
+            for n in 1..=5 {
+                let expected: Vec<&str> = text.lines().skip(total.saturating_sub(n)).collect();
+                let found: Vec<&str> = last_lines(text, n).lines().collect();
+                assert_eq!(found, expected, "{n} of {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_preview_shows_the_first_and_last_lines_and_how_many_are_left_out() {
+        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let preview = eviction_preview("call_7", &text);
+        let shown: Vec<&str> = preview.lines().collect();
+        let header = format!("[tool output evicted: {} bytes, 100 lines", text.len());
+        assert!(shown[0].starts_with(&header), "{}", shown[0]);
+        assert_eq!(
+            &shown[1..6],
+            &["line 0", "line 1", "line 2", "line 3", "line 4"]
+        );
+        assert_eq!(shown[6], "[… 90 lines omitted …]");
+        assert_eq!(
+            &shown[7..12],
+            &["line 95", "line 96", "line 97", "line 98", "line 99"]
+        );
+    }
 }

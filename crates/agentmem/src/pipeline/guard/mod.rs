@@ -237,7 +237,9 @@ pub fn should_evict(content: &str, policy: &GuardPolicy, tokenizer: Tokenizer) -
 fn exceeds_eviction(counter: &mut Counter, content: &str, policy: &GuardPolicy) -> bool {
     match policy.evict_over_tokens {
         Some(threshold) if content.len() as u64 > threshold => {
-            if more_pieces_than(content, threshold, counter.tokenizer) {
+            let long =
+                content.len() as u64 > threshold.saturating_mul(PIECES_FIRST_BYTES_PER_TOKEN);
+            if long && more_pieces_than(content, threshold, counter.tokenizer) {
                 return true;
             }
             let scan = counter.scan(content, threshold);
@@ -246,6 +248,12 @@ fn exceeds_eviction(counter: &mut Counter, content: &str, policy: &GuardPolicy) 
         _ => false,
     }
 }
+
+/// Texts longer than this many bytes a token of the eviction threshold are
+/// first split into pieces without counting them: such a text is nearly
+/// always over the threshold by its pieces alone (text averages about four
+/// bytes a piece), and a shorter one would be split twice for nothing.
+const PIECES_FIRST_BYTES_PER_TOKEN: u64 = 6;
 
 /// Whether `text` splits into more than `limit` pieces: each piece is at
 /// least one token, so such a text surely has more than `limit` tokens, and
