@@ -2,8 +2,11 @@
 //! runs them, each a whole process on a store of one conversation: process
 //! start, opening what the command reads, the query, printing.
 //!
-//! The store is the workload replayed by `agentmem replay` (compactions
-//! included). Each command runs once untimed (the page cache warm, the
+//! The store is the workload replayed by `agentmem replay` with its
+//! compactions applied inline: the state an agent leaves it in when its
+//! model's latency lets each background draft land (a replay with no model
+//! latency outruns them and would leave the whole history in the active
+//! log, for the first writer to compact). Each command runs once untimed (the page cache warm, the
 //! token counts it needs kept), then `runs` times; and again with the data
 //! directory's kept token counts removed before each run, so the figures
 //! show what loading an encoding's tables costs a command.
@@ -43,6 +46,8 @@ pub fn run(root: &Path, workload: &Path, runs: usize) -> anyhow::Result<Vec<serd
         "gpt-4o",
         "--session",
         SESSION,
+        "--compaction-timing",
+        "inline",
     ];
     succeed(agentmem(&replay))?;
     let query = last_user_words(workload)?;

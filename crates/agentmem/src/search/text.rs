@@ -371,7 +371,12 @@ impl TextIndex {
         let mut pause = Duration::from_millis(1);
         let writer = loop {
             match self.index.writer_with_num_threads(1, WRITER_MEMORY) {
-                Err(tantivy::TantivyError::LockFailure(..)) if started.elapsed() < LOCK_TIMEOUT => {
+                // Only a lock another writer holds is waited for: a folder
+                // gone or unreadable fails at once.
+                Err(tantivy::TantivyError::LockFailure(
+                    tantivy::directory::error::LockError::LockBusy,
+                    _,
+                )) if started.elapsed() < LOCK_TIMEOUT => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }

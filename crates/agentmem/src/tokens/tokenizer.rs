@@ -253,6 +253,26 @@ impl Bpe {
         })
     }
 
+    /// Each piece of `text` with its tokens, the memo held once for all.
+    pub(crate) fn counted_pieces<'t>(&self, text: &'t str) -> Vec<(&'t str, usize)> {
+        PIECE_COUNTS.with(|memos| {
+            let mut memos = memos.borrow_mut();
+            let memo = &mut memos[self.memo()];
+            self.pieces(text)
+                .map(|piece| {
+                    let tokens = match piece.len() {
+                        0 | 1 => piece.len(),
+                        n if n > MEMO_PIECE_MAX_BYTES => {
+                            self.tokenizer().bpe.count(piece.as_bytes())
+                        }
+                        _ => memo.count(*self, piece),
+                    };
+                    (piece, tokens)
+                })
+                .collect()
+        })
+    }
+
     /// Which memo of piece counts is this encoding's.
     pub(crate) fn memo(&self) -> usize {
         match self.rules {

@@ -142,27 +142,17 @@ impl Counter {
             self.bytes_counted += end;
             return end;
         };
-        let mut used = 0usize;
-        let mut end = 0;
-        for piece in bpe.pieces(text) {
-            let start = offset_in(text, piece);
-            let remaining = budget - used;
-            self.bytes_counted += piece.len();
-            match bpe.piece_tokens_till(piece, remaining) {
-                Some(n) => {
-                    used += n;
-                    end = start + piece.len();
-                    if used == budget {
-                        break;
-                    }
-                }
-                None => {
-                    end = start + self.partial_prefix(bpe, piece, remaining);
-                    break;
-                }
+        match bpe.count_till(text, budget) {
+            Ok(_) => {
+                self.bytes_counted += text.len();
+                text.len()
+            }
+            Err((used, piece)) => {
+                self.bytes_counted += piece.end;
+                let partial = self.partial_prefix(bpe, &text[piece.clone()], budget - used);
+                piece.start + partial
             }
         }
-        end
     }
 
     /// The length of a prefix of `piece` with at most `remaining` tokens.
@@ -204,11 +194,9 @@ impl Counter {
             let tail = &text[start..];
             self.bytes_counted += tail.len();
             let pieces: Vec<(usize, usize)> = bpe
-                .pieces(tail)
-                .map(|p| {
-                    let tokens = bpe.piece_tokens(p);
-                    (start + offset_in(tail, p), tokens)
-                })
+                .counted_pieces(tail)
+                .into_iter()
+                .map(|(p, tokens)| (start + offset_in(tail, p), tokens))
                 .collect();
             let mut used = 0;
             let mut cut = None;
