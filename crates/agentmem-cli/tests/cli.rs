@@ -529,12 +529,11 @@ fn small_workload(dir: &Path) -> std::path::PathBuf {
     workload
 }
 
-#[test]
-fn bench_workload_times_each_turn_under_the_input_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let workload = small_workload(dir.path());
+/// `bench --workload` on `workload` under a 4,000-token budget, syncs left to
+/// the OS, with `extra` flags: its rows.
+fn bench_workload(dir: &Path, workload: &Path, extra: &[&str]) -> Vec<Value> {
     let out = run_ok(
-        agentmem(dir.path())
+        agentmem(dir)
             .args([
                 "--durability",
                 "os",
@@ -542,10 +541,18 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
                 "--skip-storage",
                 "--workload",
             ])
-            .arg(&workload)
-            .args(["--budget", "4000", "--model", "gpt-4o", "--json"]),
+            .arg(workload)
+            .args(["--budget", "4000", "--json"])
+            .args(extra),
     );
-    let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn bench_workload_times_each_turn_under_the_input_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let rows = bench_workload(dir.path(), &workload, &["--model", "gpt-4o"]);
     let row = |name: &str| {
         rows.iter()
             .find(|r| r["bench"] == name)
@@ -603,6 +610,60 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
     assert!(
         detail.contains("input budget 4000 tokens") && detail.contains("durability os"),
         "{detail}"
+    );
+}
+
+/// With a model, the workload run reports how far its background embedder
+/// fell behind: in documents, and as the age of the oldest one waiting.
+#[test]
+fn bench_workload_with_a_model_reports_the_embedding_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentmem-embed/tests/tiny-bert");
+    let model = model.to_str().unwrap();
+    let rows = bench_workload(
+        dir.path(),
+        &workload,
+        &["--model-latency-ms", "5", "--embedder-dir", model],
+    );
+    let lag = rows
+        .iter()
+        .find(|r| r["bench"] == "workload embedding lag")
+        .unwrap_or_else(|| panic!("no lag row in {rows:?}"));
+    let number = |key: &str| {
+        lag[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} in {lag}"))
+    };
+    assert!(
+        number("ingested_docs") >= 80.0,
+        "two documents a turn at least: {lag}"
+    );
+    assert!(
+        number("embedded_docs") >= number("ingested_docs"),
+        "all embedded at the end: {lag}"
+    );
+    assert!(
+        number("peak_behind_docs") >= number("behind_at_end_docs"),
+        "{lag}"
+    );
+    assert!(number("turns_behind") <= 40.0, "{lag}");
+    // The last document waiting at the end waited through the drain too.
+    if number("behind_at_end_docs") > 0.0 {
+        assert!(
+            number("peak_behind_s") >= number("behind_at_end_s"),
+            "{lag}"
+        );
+    }
+    // 40 turns of 5 ms each at least.
+    assert!(
+        number("ingested_per_s") > 0.0 && number("ingested_per_s") < number("ingested_docs") / 0.2,
+        "{lag}"
+    );
+    assert!(number("mean_behind_s") <= number("peak_behind_s"), "{lag}");
+    assert!(
+        lag["detail"].as_str().unwrap().contains("40 turns"),
+        "{lag}"
     );
 }
 

@@ -86,7 +86,9 @@ pub fn run(
     let (mut over_budget, mut estimated_turns) = (0, 0);
     let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
     let mut actions: Vec<String> = Vec::new();
+    let mut events_in = 0;
     for turn in turns {
+        events_in += turn.len() as u64;
         let started = Instant::now();
         session.ingest(turn)?;
         let ingested = Instant::now();
@@ -108,7 +110,13 @@ pub fn run(
             estimated_turns += 1;
         }
         if let Some(lag) = &mut lag {
-            lag.sample()?;
+            lag.sample(
+                &store,
+                &*storage,
+                backing.agent,
+                run_started.elapsed(),
+                events_in,
+            )?;
         }
         std::thread::sleep(setup.model_latency);
     }
@@ -163,8 +171,41 @@ pub fn run(
 struct EmbeddingLag {
     index: Box<dyn agentmem::storage::search::SearchIndex>,
     model: String,
-    /// Documents indexed but not embedded yet, after each turn.
-    behind: Vec<u64>,
+    /// One per turn, right after its prepare.
+    samples: Vec<LagSample>,
+}
+
+/// The embedder's position after one turn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LagSample {
+    /// Since the run started.
+    at: Duration,
+    /// Documents ingested so far (embedded or waiting), whether the
+    /// indexer has reached them yet or not.
+    indexed: u64,
+    /// Documents ingested but not embedded yet.
+    behind: u64,
+}
+
+/// How long the oldest document waiting for its vector had waited at each
+/// sample: documents are embedded in the order they were ingested, so the
+/// oldest waiting one is number `indexed - behind + 1`, brought by the first
+/// sample that counts that many (each sample is taken right after its turn
+/// was ingested).
+fn oldest_waits(samples: &[LagSample]) -> Vec<Duration> {
+    samples
+        .iter()
+        .map(|sample| {
+            if sample.behind == 0 {
+                return Duration::ZERO;
+            }
+            let embedded = sample.indexed - sample.behind;
+            let first = samples.partition_point(|earlier| earlier.indexed <= embedded);
+            samples.get(first).map_or(Duration::ZERO, |arrived| {
+                sample.at.saturating_sub(arrived.at)
+            })
+        })
+        .collect()
 }
 
 impl EmbeddingLag {
@@ -175,14 +216,36 @@ impl EmbeddingLag {
         Ok(EmbeddingLag {
             index: index?,
             model: model.to_owned(),
-            behind: Vec::new(),
+            samples: Vec::new(),
         })
     }
 
-    fn sample(&mut self) -> agentmem::Result<()> {
+    fn sample(
+        &mut self,
+        store: &agentmem::Store,
+        storage: &dyn agentmem::Storage,
+        agent: &agentmem::AgentId,
+        at: Duration,
+        events_in: u64,
+    ) -> agentmem::Result<()> {
         let everything = [DocKind::Event, DocKind::Fact, DocKind::Episode];
-        let behind = self.index.unembedded(&self.model, &everything, None)?;
-        self.behind.push(behind);
+        // The count waiting first, then the count embedded: a batch that
+        // lands in between is counted twice (indexed over by a batch at
+        // most), never missed.
+        let waiting = self.index.unembedded(&self.model, &everything, None)?;
+        let embedded = store
+            .embedding_status(storage, agent)
+            .map_or(0, |status| status.embedded);
+        // The indexer runs in the background too: the events it has not
+        // reached yet wait as well (one document each).
+        let indexed = (embedded + waiting)
+            .max(events_in)
+            .max(self.samples.last().map_or(0, |s| s.indexed));
+        self.samples.push(LagSample {
+            at,
+            indexed,
+            behind: indexed.saturating_sub(embedded),
+        });
         Ok(())
     }
 
@@ -195,28 +258,51 @@ impl EmbeddingLag {
         agent: &agentmem::AgentId,
         ingested_in: Duration,
     ) -> anyhow::Result<serde_json::Value> {
-        let at_end = self.behind.last().copied().unwrap_or(0);
-        let peak = self.behind.iter().copied().max().unwrap_or(0);
+        let at_end = self.samples.last().map_or(0, |s| s.behind);
+        let peak = self.samples.iter().map(|s| s.behind).max().unwrap_or(0);
+        let indexed = self.samples.last().map_or(0, |s| s.indexed);
+        let waits = oldest_waits(&self.samples);
         let waited = Instant::now();
         store.embed_pending_in(storage, agent)?;
         let drain = waited.elapsed();
+        // The last waiting document waited through the drain too.
+        let last_wait = waits.last().map_or(Duration::ZERO, |w| *w + drain);
+        let peak_wait = waits
+            .iter()
+            .copied()
+            .chain([last_wait])
+            .max()
+            .unwrap_or_default();
+        let mean_wait = waits.iter().sum::<Duration>().as_secs_f64() / waits.len().max(1) as f64;
+        let turns_behind = self.samples.iter().filter(|s| s.behind > 0).count();
         let embedded = store
             .embedding_status(&**storage, agent)
             .map_or(0, |status| status.embedded);
         let busy = ingested_in + drain;
         let rate = embedded as f64 / busy.as_secs_f64().max(f64::EPSILON);
+        let arriving = indexed as f64 / ingested_in.as_secs_f64().max(f64::EPSILON);
         Ok(json!({
             "bench": "workload embedding lag",
-            "figure": format!("{at_end} documents, {:.1} s behind at the end", drain.as_secs_f64()),
+            "figure": format!(
+                "peak {peak} documents and {:.1} s behind; {at_end} documents, {:.1} s to embed at the end",
+                peak_wait.as_secs_f64(),
+                drain.as_secs_f64()
+            ),
             "detail": format!(
-                "peak {peak} documents behind; {embedded} documents embedded in {:.1} s ({rate:.0}/s) while {} turns were ingested in {:.1} s",
+                "{embedded} documents embedded in {:.1} s ({rate:.1}/s) while {} turns brought {indexed} documents in {:.1} s ({arriving:.1}/s); behind after {turns_behind} of the turns, the oldest waiting document {:.2} s old on average after a turn",
                 busy.as_secs_f64(),
-                self.behind.len(),
+                self.samples.len(),
                 ingested_in.as_secs_f64(),
+                mean_wait,
             ),
             "behind_at_end_docs": at_end,
             "behind_at_end_s": drain.as_secs_f64(),
             "peak_behind_docs": peak,
+            "peak_behind_s": peak_wait.as_secs_f64(),
+            "mean_behind_s": mean_wait,
+            "turns_behind": turns_behind,
+            "ingested_docs": indexed,
+            "ingested_per_s": arriving,
             "embedded_docs": embedded,
             "embedded_per_s": rate,
         }))
@@ -367,4 +453,45 @@ pub fn read_turns(path: &Path) -> anyhow::Result<Vec<Vec<Event>>> {
         turns.last_mut().expect("just pushed").push(event);
     }
     Ok(turns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(at_ms: u64, indexed: u64, behind: u64) -> LagSample {
+        LagSample {
+            at: Duration::from_millis(at_ms),
+            indexed,
+            behind,
+        }
+    }
+
+    #[test]
+    fn the_wait_is_the_age_of_the_oldest_document_not_embedded() {
+        let samples = [
+            sample(1_000, 4, 4),
+            sample(2_000, 8, 6),
+            sample(3_000, 12, 3),
+            sample(4_000, 16, 0),
+        ];
+        let waits: Vec<u128> = oldest_waits(&samples)
+            .iter()
+            .map(Duration::as_millis)
+            .collect();
+        // After turn 2 the third document (from turn 1) waits; after turn 3
+        // the tenth (from turn 3, just now); after turn 4 none.
+        assert_eq!(waits, [0, 1_000, 0, 0]);
+    }
+
+    #[test]
+    fn a_backlog_that_grows_waits_longer_each_turn() {
+        let samples: Vec<LagSample> = (1..=5).map(|t| sample(t * 1_000, t * 10, t * 8)).collect();
+        let waits: Vec<u128> = oldest_waits(&samples)
+            .iter()
+            .map(Duration::as_millis)
+            .collect();
+        // Embedded 2, 4, 6, 8, 10: the oldest waiting came with turns 1, 1, 1, 1, 2.
+        assert_eq!(waits, [0, 1_000, 2_000, 3_000, 3_000]);
+    }
 }
