@@ -198,11 +198,16 @@ impl Bpe {
 
     /// The tokens of one piece of [`Bpe::pieces`], remembered when it is short.
     pub(crate) fn piece_tokens(&self, piece: &str) -> usize {
+        PIECE_COUNTS.with(|memos| self.piece_tokens_in(&mut memos.borrow_mut()[self.memo()], piece))
+    }
+
+    /// [`Bpe::piece_tokens`] with this encoding's `memo` already held.
+    fn piece_tokens_in(&self, memo: &mut PieceMemo, piece: &str) -> usize {
         match piece.len() {
             // Every byte is a token of a byte-level BPE.
             0 | 1 => piece.len(),
             n if n > MEMO_PIECE_MAX_BYTES => self.tokenizer().bpe.count(piece.as_bytes()),
-            _ => PIECE_COUNTS.with(|memos| memos.borrow_mut()[self.memo()].count(*self, piece)),
+            _ => memo.count(*self, piece),
         }
     }
 
@@ -233,13 +238,13 @@ impl Bpe {
             let mut tokens = 0usize;
             for piece in self.pieces(text) {
                 let remaining = limit - tokens;
-                let counted = match piece.len() {
-                    0 | 1 => Some(piece.len()),
-                    n if n > MEMO_PIECE_MAX_BYTES => self
-                        .tokenizer()
+                // A long piece is tokenized only until it passes the limit.
+                let counted = if piece.len() > MEMO_PIECE_MAX_BYTES {
+                    self.tokenizer()
                         .bpe
-                        .count_till_limit(piece.as_bytes(), remaining),
-                    _ => Some(memo.count(*self, piece)),
+                        .count_till_limit(piece.as_bytes(), remaining)
+                } else {
+                    Some(self.piece_tokens_in(memo, piece))
                 };
                 match counted.filter(|&n| n <= remaining) {
                     Some(n) => tokens += n,
@@ -259,16 +264,7 @@ impl Bpe {
             let mut memos = memos.borrow_mut();
             let memo = &mut memos[self.memo()];
             self.pieces(text)
-                .map(|piece| {
-                    let tokens = match piece.len() {
-                        0 | 1 => piece.len(),
-                        n if n > MEMO_PIECE_MAX_BYTES => {
-                            self.tokenizer().bpe.count(piece.as_bytes())
-                        }
-                        _ => memo.count(*self, piece),
-                    };
-                    (piece, tokens)
-                })
+                .map(|piece| (piece, self.piece_tokens_in(memo, piece)))
                 .collect()
         })
     }
@@ -426,11 +422,7 @@ fn count_pieces(bpe: Bpe, text: &str) -> usize {
         let mut memos = memos.borrow_mut();
         let memo = &mut memos[bpe.memo()];
         bpe.pieces(text)
-            .map(|piece| match piece.len() {
-                0 | 1 => piece.len(),
-                n if n > MEMO_PIECE_MAX_BYTES => bpe.tokenizer().bpe.count(piece.as_bytes()),
-                _ => memo.count(bpe, piece),
-            })
+            .map(|piece| bpe.piece_tokens_in(memo, piece))
             .sum()
     })
 }
