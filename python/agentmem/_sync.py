@@ -69,9 +69,10 @@ class Prepared(dict):
 
     The dict and its message list (``messages``, ``input`` or ``contents``)
     are new on every call: add to them or replace fields freely. The
-    entries *inside* the list are shared with the payloads of the session's
-    later calls (a turn already sent is not converted again), so treat them
-    as read-only: copy an entry before changing it
+    entries *inside* the list, and the fields' values while they stay the
+    same, are shared with the payloads of the session's later calls (a turn
+    already sent is not converted again), so treat them as read-only: copy
+    an entry before changing it
     (``dict(entry)``, or ``copy.deepcopy`` for its nested parts).
     """
 
@@ -151,9 +152,9 @@ class Session:
         if format == "agentmem":
             if isinstance(items, Mapping):
                 raise TypeError("ingest takes a list of events; wrap a single event in a list")
-            return json.loads(self._native.ingest(_dumps(list(items))))
+            return self._native.ingest(list(items))
         plain = items if isinstance(items, Mapping) else list(items)
-        return json.loads(self._native.ingest_native(format, "messages", _dumps(plain)))
+        return self._native.ingest_native(format, "messages", plain)
 
     def record(self, response: Any, format: ProviderFormat | None = None) -> dict:
         """Appends a model's response: what it said, its tool calls and reasoning, and its usage.
@@ -171,7 +172,7 @@ class Session:
         if not isinstance(plain, Mapping):
             raise TypeError(f"record takes a response object or dict, not {type(response).__name__}")
         shape = format or _response_format(plain)
-        return json.loads(self._native.ingest_native(shape, "response", _dumps(plain)))
+        return self._native.ingest_native(shape, "response", plain)
 
     def import_file(self, path: str | os.PathLike[str], format: str | None = None) -> dict:
         """Imports a transcript file into this session, told from its name and contents when ``format`` is ``None``.
@@ -216,7 +217,7 @@ class Session:
 
         Returns a :class:`Prepared`: the payload dict, with ``.stats``.
         """
-        return Prepared(*self._native.prepare(_dumps(_prepare_arguments(locals()))))
+        return Prepared(*self._native.prepare(_prepare_arguments(locals())))
 
     def recover_overflow(
         self, error_body: str, model: str, target: Target | None = None, *, status: int = 400, **settings: Any
@@ -231,7 +232,7 @@ class Session:
         :class:`agentmem.ContextOverflow` when it still does not fit.
         """
         arguments = _prepare_arguments({"model": model, "target": target, **settings})
-        return Prepared(*self._native.recover_overflow(_dumps(arguments), status, error_body))
+        return Prepared(*self._native.recover_overflow(arguments, status, error_body))
 
     def context(
         self,
@@ -253,7 +254,7 @@ class Session:
         ...), read from the session's files, with ``would_compact`` (a
         compaction would run first) and ``compactions`` (how many ran so far).
         """
-        return json.loads(self._native.context(_dumps(_prepare_arguments(locals()))))
+        return json.loads(self._native.context(_prepare_arguments(locals())))
 
     def compact(self, focus: str | None = None) -> dict:
         """Compacts now: older turns folded into a summary, their events archived.

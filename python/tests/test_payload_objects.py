@@ -32,7 +32,7 @@ def turns_of(events: list[dict]) -> list[list[dict]]:
 
 def json_path(session: agentmem.Session, arguments: dict) -> dict:
     """The payload as the HTTP API's JSON gives it, read by ``json.loads``."""
-    return json.loads(session._native.prepare_json(json.dumps(arguments)))["payload"]
+    return json.loads(session._native.prepare_json(arguments))["payload"]
 
 
 def test_entries_of_turns_already_prepared_are_the_same_objects(store: agentmem.Store, long_session_events) -> None:

@@ -128,7 +128,7 @@ impl PySummarizer {
                 return Ok(Ok(Value::String(text.to_str()?.to_owned())));
             }
             if answer.cast::<PyDict>().is_ok() {
-                return json::from_python(py, &answer).map(Ok);
+                return json::from_python(py, &answer, "the Python summarizer's answer").map(Ok);
             }
             Ok(Err(format!(
                 "the Python summarizer returned {}; return the summary as markdown (str) or as {{\"sections\": {{title: [bullets]}}, \"facts\": [...]}} (dict)",

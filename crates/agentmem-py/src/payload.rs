@@ -12,6 +12,11 @@
 //! leaves the cache as it was; the entries inside are shared with later
 //! calls' payloads and are read-only.
 //!
+//! The fields around the list (the model, the instructions, the tools) and
+//! the list's fixed ends (the system message) are kept too, with the values
+//! they were built from: while those stay the same, every call hands out
+//! the same objects, so a caller can tell an unchanged entry by identity.
+//!
 //! New entries are read by Python's `json.loads` from the engine's JSON, so
 //! they are exactly the dicts the JSON path gives (a number beyond 64 bits,
 //! a float's every digit, key order).
@@ -24,8 +29,7 @@ use agentmem::{ContextStats, Payload};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyMapping};
-use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::json;
 
@@ -42,6 +46,17 @@ pub(crate) struct SegmentCache {
     /// The entries of those segments as Python objects, in order (never
     /// handed out: a payload gets a copy of the list).
     entries: Option<Py<PyList>>,
+    /// The latest payload's fields and fixed list ends, as Python objects.
+    around: Option<Around>,
+}
+
+/// A payload's fields and the list's fixed ends, with their Python objects
+/// `[fields before the list, fields after it, lead entries, closing entries]`.
+struct Around {
+    fields: Map<String, Value>,
+    lead: Vec<Value>,
+    closing: Vec<Value>,
+    objects: Py<PyList>,
 }
 
 /// Where the entries of cached segments beyond the common prefix are in
@@ -67,29 +82,55 @@ impl SegmentCache {
     ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyAny>)> {
         let parts = payload.parts();
         let entries = self.segment_entries(py, &parts)?;
+        let around = self.around_objects(py, &parts)?;
+        let moving =
+            json::write(&(parts.last_entry, stats)).map_err(|error| error.into_pyerr(py))?;
+        let moving = loads(py, &moving)?.cast_into::<PyList>()?;
+        let list = PyList::empty(py);
+        extend(&list, &around.get_item(2)?)?;
+        extend(&list, &entries)?;
+        if parts.last_entry.is_some() {
+            list.set_item(list.len() - 1, moving.get_item(0)?)?;
+        }
+        extend(&list, &around.get_item(3)?)?;
+        let body = PyDict::new(py);
+        body.update(around.get_item(0)?.cast::<PyMapping>()?)?;
+        body.set_item(parts.list_key, list)?;
+        body.update(around.get_item(1)?.cast::<PyMapping>()?)?;
+        Ok((body, moving.get_item(1)?))
+    }
+
+    /// The Python objects of `parts`' fields and fixed list ends: the
+    /// cached ones while their values are the same, else read afresh.
+    fn around_objects<'py>(
+        &mut self,
+        py: Python<'py>,
+        parts: &Parts<'_>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if let Some(around) = &self.around {
+            if around.fields == *parts.fields
+                && around.lead == parts.lead
+                && around.closing == parts.closing
+            {
+                return Ok(around.objects.bind(py).clone());
+            }
+        }
         let before = parts.fields_before_list();
-        let rest = Rest {
+        let fixed = Fixed {
             before: parts.fields.iter().take(before).collect(),
             after: parts.fields.iter().skip(before).collect(),
             lead: parts.lead,
-            last_entry: parts.last_entry,
             closing: parts.closing,
-            stats,
         };
-        let rest = json::write(&rest).map_err(|error| error.into_pyerr(py))?;
-        let rest = loads(py, &rest)?.cast_into::<PyList>()?;
-        let list = PyList::empty(py);
-        extend(&list, &rest.get_item(2)?)?;
-        extend(&list, &entries)?;
-        if parts.last_entry.is_some() {
-            list.set_item(list.len() - 1, rest.get_item(3)?)?;
-        }
-        extend(&list, &rest.get_item(4)?)?;
-        let body = PyDict::new(py);
-        body.update(rest.get_item(0)?.cast::<PyMapping>()?)?;
-        body.set_item(parts.list_key, list)?;
-        body.update(rest.get_item(1)?.cast::<PyMapping>()?)?;
-        Ok((body, rest.get_item(5)?))
+        let text = json::write(&fixed).map_err(|error| error.into_pyerr(py))?;
+        let objects = loads(py, &text)?.cast_into::<PyList>()?;
+        self.around = Some(Around {
+            fields: parts.fields.clone(),
+            lead: parts.lead.to_vec(),
+            closing: parts.closing.to_vec(),
+            objects: objects.clone().unbind(),
+        });
+        Ok(objects)
     }
 
     /// The entries of `parts`' segments as Python objects, in order: the
@@ -167,27 +208,23 @@ fn convert_unseen<'py>(
     Ok(loads(py, &text)?.cast_into::<PyList>()?)
 }
 
-/// Everything of a payload but its segments, and the stats, written as one
-/// JSON list for one `json.loads`.
-struct Rest<'a> {
+/// A payload's fields around its list and the list's fixed ends, written
+/// as one JSON list for one `json.loads`.
+struct Fixed<'a> {
     before: Vec<(&'a String, &'a Value)>,
     after: Vec<(&'a String, &'a Value)>,
     lead: &'a [Value],
-    last_entry: Option<&'a RawValue>,
     closing: &'a [Value],
-    stats: &'a ContextStats,
 }
 
-impl serde::Serialize for Rest<'_> {
+impl serde::Serialize for Fixed<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
-        let mut tuple = serializer.serialize_tuple(6)?;
+        let mut tuple = serializer.serialize_tuple(4)?;
         tuple.serialize_element(&Fields(&self.before))?;
         tuple.serialize_element(&Fields(&self.after))?;
         tuple.serialize_element(self.lead)?;
-        tuple.serialize_element(&self.last_entry)?;
         tuple.serialize_element(self.closing)?;
-        tuple.serialize_element(self.stats)?;
         tuple.end()
     }
 }

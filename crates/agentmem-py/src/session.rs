@@ -91,14 +91,13 @@ impl NativeSession {
     }
 
     /// The engine's request for the HTTP API's `prepare` body `arguments`
-    /// (JSON, without `session`).
+    /// (without `session`).
     fn prepare_request(
         &self,
         shared: &StoreShared,
-        arguments: &str,
+        mut arguments: Value,
         operation: &str,
     ) -> BindingResult<PrepareRequest> {
-        let mut arguments: Value = json::read("the prepare arguments", arguments)?;
         if let Some(object) = arguments.as_object_mut() {
             object.insert("session".into(), Value::String(self.id.to_string()));
         }
@@ -126,13 +125,23 @@ impl NativeSession {
 type Objects<'py> = (Bound<'py, PyDict>, Bound<'py, PyAny>);
 
 /// What an ingest wrote, as the HTTP API's `append` answers it.
-fn appended(report: agentmem::IngestReport) -> BindingResult<String> {
-    json::write(&replies::Appended {
+fn appended(report: agentmem::IngestReport) -> replies::Appended {
+    replies::Appended {
         appended: report.appended,
         duplicates: report.duplicates,
         evicted: report.evicted,
         compaction_due: report.compaction_due,
-    })
+    }
+}
+
+/// `report` as a dict: `{"appended", "duplicates", "evicted", "compaction_due"}`.
+fn appended_dict<'py>(py: Python<'py>, report: &replies::Appended) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("appended", report.appended)?;
+    dict.set_item("duplicates", report.duplicates)?;
+    dict.set_item("evicted", report.evicted)?;
+    dict.set_item("compaction_due", report.compaction_due)?;
+    Ok(dict)
 }
 
 /// A prepared call as the HTTP API answers it.
@@ -169,33 +178,37 @@ impl NativeSession {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Appends agentmem events (a JSON list); the whole batch is checked
-    /// before any of it is written. What was written (JSON).
-    fn ingest(&self, py: Python<'_>, events: &str) -> PyResult<String> {
-        self.with(py, |_, session| {
-            appended(session.ingest(read_events(events)?)?)
-        })
+    /// Appends agentmem events (a list of dicts); the whole batch is
+    /// checked before any of it is written. What was written.
+    fn ingest<'py>(
+        &self,
+        py: Python<'py>,
+        events: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let events = events_of(py, events)?;
+        let report = self.with(py, |_, session| Ok(appended(session.ingest(events)?)))?;
+        appended_dict(py, &report)
     }
 
     /// Appends what the agent hands over in a provider's `shape`
     /// (`openai-chat`, `openai-responses`, `anthropic`): with `Handover::Messages`, messages
     /// or input items; with `Handover::Response`, a model's response, its usage kept
-    /// on the last event. What was written (JSON).
-    fn ingest_native(
+    /// on the last event. What was written.
+    fn ingest_native<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         shape: &str,
         handover: &str,
-        value: &str,
-    ) -> PyResult<String> {
-        self.with(py, |_, session| {
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let value = json::from_python(py, value, "the messages or response")?;
+        let report = self.with(py, |_, session| {
             let shape = Shape::from_name(shape).ok_or_else(|| {
                 BindingError::Input(format!(
                     "unknown format {shape:?}; use one of: {}",
                     Shape::names()
                 ))
             })?;
-            let value: Value = json::read("the messages or response", value)?;
             let events = match handover {
                 "messages" => agentmem_import::native::events_from_messages(shape, &value)?,
                 "response" => agentmem_import::native::events_from_response(shape, &value)?,
@@ -205,8 +218,9 @@ impl NativeSession {
                     )))
                 }
             };
-            appended(session.ingest(events)?)
-        })
+            Ok(appended(session.ingest(events)?))
+        })?;
+        appended_dict(py, &report)
     }
 
     /// Imports a transcript file (Claude Code, Codex CLI, SWE-agent,
@@ -234,7 +248,7 @@ impl NativeSession {
             let records = imported.records;
             let skipped = imported.skipped.len();
             let report = session.ingest(imported.events)?;
-            let mut value: Value = serde_json::from_str(&appended(report)?)
+            let mut value = serde_json::to_value(appended(report))
                 .map_err(|error| BindingError::Input(error.to_string()))?;
             value["format"] = format.name().into();
             value["records"] = records.into();
@@ -247,7 +261,12 @@ impl NativeSession {
     /// for the HTTP API's `prepare` arguments (JSON, without `session`).
     /// The payload dict and its list are new on every call; the list's
     /// entries are shared with later calls' payloads (read-only).
-    fn prepare<'py>(&self, py: Python<'py>, arguments: &str) -> PyResult<Objects<'py>> {
+    fn prepare<'py>(
+        &self,
+        py: Python<'py>,
+        arguments: &Bound<'py, PyAny>,
+    ) -> PyResult<Objects<'py>> {
+        let arguments = json::from_python(py, arguments, "the prepare arguments")?;
         let prepared = self.with(py, |shared, session| {
             let request = self.prepare_request(shared, arguments, "prepare")?;
             Ok(session.prepare(&request)?)
@@ -257,7 +276,8 @@ impl NativeSession {
 
     /// `prepare`, answered as the HTTP API's reply body (JSON text), for a
     /// caller that forwards it as it is.
-    fn prepare_json(&self, py: Python<'_>, arguments: &str) -> PyResult<String> {
+    fn prepare_json(&self, py: Python<'_>, arguments: &Bound<'_, PyAny>) -> PyResult<String> {
+        let arguments = json::from_python(py, arguments, "the prepare arguments")?;
         self.with(py, |shared, session| {
             let request = self.prepare_request(shared, arguments, "prepare")?;
             prepared_reply(&session.prepare(&request)?)
@@ -269,10 +289,11 @@ impl NativeSession {
     fn recover_overflow<'py>(
         &self,
         py: Python<'py>,
-        arguments: &str,
+        arguments: &Bound<'py, PyAny>,
         status: u16,
         error_body: &str,
     ) -> PyResult<Objects<'py>> {
+        let arguments = json::from_python(py, arguments, "the prepare arguments")?;
         let prepared = self.with(py, |shared, session| {
             let request = self.prepare_request(shared, arguments, "recover_overflow")?;
             let error = classify_provider_error(status, error_body);
@@ -284,7 +305,8 @@ impl NativeSession {
     /// Where the session stands against a model's budget, as `agentmem
     /// context` shows it: the stats of the call it would prepare now, read
     /// from its files and changing nothing, with `would_compact` (JSON).
-    fn context(&self, py: Python<'_>, arguments: &str) -> PyResult<String> {
+    fn context(&self, py: Python<'_>, arguments: &Bound<'_, PyAny>) -> PyResult<String> {
+        let arguments = json::from_python(py, arguments, "the prepare arguments")?;
         let id = self.id.clone();
         self.shared.run(py, |shared| {
             let request = self.prepare_request(shared, arguments, "context")?;
@@ -442,6 +464,24 @@ impl NativeSession {
             }
         })
     }
+}
+
+/// The agentmem events of the list `events`, read straight from its dicts
+/// when every one reads as the event model with no field the model does not
+/// know. Otherwise they are read from the list's JSON text
+/// ([`read_events`]), so an unknown field's value is kept as it was written
+/// (a number beyond 64 bits, an object's key order) and a bad event is
+/// refused in the same words whichever path it takes.
+fn events_of(py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<Vec<Event>> {
+    if let Some(Value::Array(items)) = json::plain(events) {
+        let read: Result<Vec<Event>, _> = items.into_iter().map(serde_json::from_value).collect();
+        if let Ok(read) = read {
+            if read.iter().all(|event: &Event| event.extra.is_empty()) {
+                return Ok(read);
+            }
+        }
+    }
+    read_events(&json::dumps(py, events)?).map_err(|error| error.into_pyerr(py))
 }
 
 /// The events of a JSON list, each read from its own text (so a number

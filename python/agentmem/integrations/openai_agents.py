@@ -59,7 +59,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import operator
 import os
 import re
 import threading
@@ -251,7 +250,6 @@ class AgentmemSession:
         self._quick_view = False
         """Whether the next view is memory work only: one was prepared since the session opened and no compaction is due."""
         self._lock = threading.RLock()
-        self._sdk_view = _SdkView()
         self._resolved: ContextSettings | None = None
         self._revision = _latest_revision(self._store, session_id)
         self._tail_turns: int | None = None
@@ -462,7 +460,7 @@ class AgentmemSession:
             arguments["compaction_timing"] = self._compaction_timing
         self._quick_view = False
         prepared = self._session.prepare(self.model, "openai-responses", **arguments)
-        items = self._sdk_view.of(prepared["input"])
+        items = prepared["input"]
         self.last_stats = prepared.stats
         if strategy == "summarizing" and settings.context_limit is not None:
             if _turns_since_summary(items) > settings.context_limit:
@@ -473,7 +471,7 @@ class AgentmemSession:
                 prepared = self._session.prepare(
                     self.model, "openai-responses", **dict(arguments, trigger_ratio=min(ratio, 1.0))
                 )
-                items = self._sdk_view.of(prepared["input"])
+                items = prepared["input"]
                 self.last_stats = prepared.stats
         if strategy == "trimming":
             turns = settings.max_turns or settings.keep_last_n_turns
@@ -628,14 +626,16 @@ def _agent_tools(agent: Any) -> list[dict]:
 
 
 def _plain_item(item: Any, index: int) -> dict:
-    """``item`` as a dict without the SDK's placeholder id."""
-    dump = getattr(item, "model_dump", None)
-    plain = dump(mode="json", exclude_none=True) if callable(dump) else item
-    if not isinstance(plain, Mapping):
-        raise UnreadableItem(f"item {index} of the batch is a {type(item).__name__}, not a Responses item (a dict)")
-    plain = dict(plain)
+    """``item`` as a dict without the SDK's placeholder id (a dict handed over is not copied unless it has one)."""
+    if type(item) is dict:
+        plain = item
+    else:
+        dump = getattr(item, "model_dump", None)
+        plain = dump(mode="json", exclude_none=True) if callable(dump) else item
+        if not isinstance(plain, Mapping):
+            raise UnreadableItem(f"item {index} of the batch is a {type(item).__name__}, not a Responses item (a dict)")
     if plain.get("id") == _FAKE_ID:
-        del plain["id"]
+        plain = {key: value for key, value in plain.items() if key != "id"}
     return plain
 
 
@@ -724,44 +724,6 @@ def _describe(events: list[dict]) -> str:
 
 
 # The view.
-
-
-def _sdk_item(item: dict) -> dict:
-    """A prepared view's item as every SDK model reads it.
-
-    The view's assistant messages carry no item id, and the SDK's Chat
-    Completions converter reads an assistant message without one only in
-    the easy shape (text content), which the Responses API takes too.
-    """
-    if item.get("role") == "assistant" and "id" not in item and isinstance(item.get("content"), list):
-        return {"type": "message", "role": "assistant", "content": _text(item["content"])}
-    return item
-
-
-class _SdkView:
-    """A prepared view's items as the SDK reads them (:func:`_sdk_item`), each converted once.
-
-    The engine hands each prepared call the same item objects for the turns
-    it had already prepared (read-only, shared between calls), so an item
-    seen in the previous view keeps its conversion: the common prefix is
-    found by identity in C (``map(operator.is_, …)``), and the items after
-    it are looked up by identity (a compaction keeps the newest turns'
-    objects). The previous view's items are held, so their ids stay theirs.
-    """
-
-    def __init__(self) -> None:
-        self._items: list[dict] = []
-        self._converted: list[dict] = []
-
-    def of(self, items: list[dict]) -> list[dict]:
-        same = list(map(operator.is_, self._items, items))
-        kept = same.index(False) if False in same else len(same)
-        converted = self._converted[:kept]
-        if kept < len(items):
-            seen = {id(item): sdk for item, sdk in zip(self._items[kept:], self._converted[kept:])}
-            converted += [seen.get(id(item)) or _sdk_item(item) for item in items[kept:]]
-        self._items, self._converted = items, converted
-        return list(converted)
 
 
 def _is_user(item: Mapping[str, Any]) -> bool:

@@ -44,7 +44,7 @@ import enum
 import inspect
 import json
 import operator
-import uuid
+import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
@@ -525,7 +525,7 @@ def response_events(message: ModelResponse) -> list[dict]:
 
 
 def _event(trace_type: str, content: str, **fields: Any) -> dict:
-    return {"id": f"pyd_{uuid.uuid4().hex}", "trace_type": trace_type, "content": content, "source_event": "pydantic-ai", **fields}
+    return {"id": f"pyd_{os.urandom(16).hex()}", "trace_type": trace_type, "content": content, "source_event": "pydantic-ai", **fields}
 
 
 def _kept_aside(trace_type: str, part: Any) -> dict:
@@ -602,8 +602,7 @@ class ViewBuilder:
 
     def messages(self, chat: list[dict]) -> list[ModelMessage]:
         """The pydantic-ai messages of the chat view ``chat`` (a new list; the messages are shared with later views)."""
-        same = list(map(operator.eq, self._chat, chat))
-        kept = same.index(False) if False in same else len(same)
+        kept = _same_prefix(self._chat, chat)
         # A message stands when its chat messages and the one after them are
         # the same as last time (or it is a response, which takes in nothing).
         standing = bisect.bisect_left(self._ends, kept)
@@ -665,6 +664,18 @@ class ViewBuilder:
             else:
                 raise ValueError(f"agentmem prepared a chat message with role {role!r}, which this adapter does not map")
         close_request(len(chat))
+
+
+def _same_prefix(old: list[dict], new: list[dict]) -> int:
+    """How many entries ``new`` begins with that read the same as ``old``'s.
+
+    Found in C: by identity first (the engine hands back the objects of what
+    it prepared before), then by equality from the first entry it made afresh.
+    """
+    same = list(map(operator.is_, old, new))
+    kept = same.index(False) if False in same else len(same)
+    equal = list(map(operator.eq, old[kept:], new[kept:]))
+    return kept + (equal.index(False) if False in equal else len(equal))
 
 
 def _request_part(key: tuple) -> Any:

@@ -9,8 +9,10 @@
 //!   [`RenderRequest::live_context`]) closes the list as one more.
 //! - **Input** is a flat list of items, no alternation rule: every message is
 //!   a `{"type": "message", role, content}` item. User and developer content is
-//!   a list of `input_text` / `input_image` parts; assistant text is an
-//!   `output_text` part of an assistant message item.
+//!   a list of `input_text` / `input_image` parts; assistant text is the
+//!   message's `content` string (the API's easy input shape, which every
+//!   client's converter reads, where an `output_text` part without the
+//!   item's id is read by some and not others).
 //! - **Tool calls** are `function_call {call_id, name, arguments}` items, the
 //!   arguments a JSON string of an object: a string holding a JSON object is
 //!   sent as it is, anything else as the object
@@ -134,7 +136,7 @@ fn assistant_items(parts: &[Part]) -> Vec<Value> {
                 json!({
                     "type": "message",
                     "role": "assistant",
-                    "content": [{"type": "output_text", "text": text}],
+                    "content": text,
                 })
             }),
             Part::ToolCall {

@@ -77,7 +77,7 @@ fn a_response_becomes_reasoning_message_and_call_items_in_order() {
     assert_eq!(input[1], reasoning_item(), "verbatim");
     assert_eq!(
         input[2],
-        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]})
+        json!({"type": "message", "role": "assistant", "content": "Listing."})
     );
     assert_eq!(
         input[3],
