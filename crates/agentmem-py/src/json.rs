@@ -78,17 +78,11 @@ fn plain_value(object: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
         }
         return Some(Value::Object(map));
     }
-    if let Ok(list) = object.cast::<PyList>() {
-        return list
-            .iter()
-            .map(|item| plain_value(&item, depth + 1))
-            .collect::<Option<_>>()
-            .map(Value::Array);
-    }
-    if let Ok(tuple) = object.cast::<PyTuple>() {
-        return tuple
-            .iter()
-            .map(|item| plain_value(&item, depth + 1))
+    if object.cast::<PyList>().is_ok() || object.cast::<PyTuple>().is_ok() {
+        return object
+            .try_iter()
+            .ok()?
+            .map(|item| plain_value(&item.ok()?, depth + 1))
             .collect::<Option<_>>()
             .map(Value::Array);
     }
