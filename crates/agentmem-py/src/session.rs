@@ -258,7 +258,7 @@ impl NativeSession {
     }
 
     /// The payload for the next model call and its stats (a dict each),
-    /// for the HTTP API's `prepare` arguments (JSON, without `session`).
+    /// for the HTTP API's `prepare` arguments (a dict, without `session`).
     /// The payload dict and its list are new on every call; the list's
     /// entries are shared with later calls' payloads (read-only).
     fn prepare<'py>(
