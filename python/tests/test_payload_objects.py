@@ -87,3 +87,14 @@ def test_changing_a_returned_payload_leaves_the_next_one_as_the_engine_made_it(
         session.ingest(turns[4])
         after = session.prepare("gpt-4.1", "openai-chat", system="Be brief.")
         assert after["model"] == "gpt-4.1" and all(m.get("content") != "appended by the caller" for m in after["messages"])
+
+
+def test_one_session_prepared_for_each_target_in_turn_equals_the_json_path(store: agentmem.Store, long_session_events) -> None:
+    turns = turns_of(long_session_events)[:6]
+    targets = [("gpt-4o", "openai-chat"), ("gpt-4o", "openai-responses"), ("claude-sonnet-4-5", "anthropic")]
+    with store.create_session("switch") as session:
+        for number, turn in enumerate(turns):
+            session.ingest(turn)
+            for model, target in targets[number % 3 :] + targets[: number % 3]:
+                arguments = {"model": model, "target": target, "memory": "off"}
+                assert json.dumps(session.prepare(**arguments)) == json.dumps(json_path(session, arguments))

@@ -51,8 +51,10 @@ pub(crate) struct SegmentCache {
 }
 
 /// A payload's fields and the list's fixed ends, with their Python objects
-/// `[fields before the list, fields after it, lead entries, closing entries]`.
+/// `[fields before the list, fields after it, lead entries, closing entries]`
+/// (which fields come before the list depends on the list's key).
 struct Around {
+    list_key: &'static str,
     fields: Map<String, Value>,
     lead: Vec<Value>,
     closing: Vec<Value>,
@@ -108,7 +110,8 @@ impl SegmentCache {
         parts: &Parts<'_>,
     ) -> PyResult<Bound<'py, PyList>> {
         if let Some(around) = &self.around {
-            if around.fields == *parts.fields
+            if around.list_key == parts.list_key
+                && around.fields == *parts.fields
                 && around.lead == parts.lead
                 && around.closing == parts.closing
             {
@@ -125,6 +128,7 @@ impl SegmentCache {
         let text = json::write(&fixed).map_err(|error| error.into_pyerr(py))?;
         let objects = loads(py, &text)?.cast_into::<PyList>()?;
         self.around = Some(Around {
+            list_key: parts.list_key,
             fields: parts.fields.clone(),
             lead: parts.lead.to_vec(),
             closing: parts.closing.to_vec(),
