@@ -591,6 +591,11 @@ pub struct BenchArgs {
     /// ingest the turn, then prepare the next call (per-turn cost).
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// With --workload: workloads replayed first, untimed, as earlier
+    /// sessions of the same agent (one each, ended), so that each new user
+    /// message of the timed one has their history to recall from.
+    #[arg(long = "earlier", requires = "workload", num_args = 1..)]
+    pub earlier: Vec<PathBuf>,
     /// Workload files, one session each, forming an agent history whose
     /// search index build rate and search and recall latency are measured.
     #[arg(long = "history", num_args = 1..)]

@@ -613,6 +613,31 @@ fn bench_workload_times_each_turn_under_the_input_budget() {
     );
 }
 
+/// With `--earlier`, the timed session's agent has an ended session behind
+/// it, and each new user message brings its history into the context;
+/// alone, nothing is there to bring.
+#[test]
+fn bench_workload_after_an_earlier_session_recalls_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let memory_turns = |rows: &[Value]| {
+        let budget = rows
+            .iter()
+            .find(|r| r["bench"] == "workload budget")
+            .unwrap_or_else(|| panic!("no budget row in {rows:?}"));
+        assert_eq!(budget["turns_over_budget"], 0, "{budget}");
+        budget["turns_with_memory"].as_u64().unwrap()
+    };
+    let alone = bench_workload(dir.path(), &workload, &[]);
+    assert_eq!(memory_turns(&alone), 0);
+    let after = bench_workload(
+        dir.path(),
+        &workload,
+        &["--earlier", workload.to_str().unwrap()],
+    );
+    assert_eq!(memory_turns(&after), 40);
+}
+
 /// With a model, the workload run reports how far its background embedder
 /// fell behind: in documents, and as the age of the oldest one waiting.
 #[test]

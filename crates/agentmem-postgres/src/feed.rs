@@ -7,8 +7,14 @@
 //!
 //! The events table, not the index, is the record: an append the thread
 //! has not indexed when the process dies, or cannot index, is added by the
-//! next index opened on the agent (see [`crate::search`]'s catch-up).
+//! next index opened on the agent (see [`crate::search`]'s catch-up). An
+//! index opened for a prepare's recall in the same process leaves to the
+//! thread what it was handed ([`Feeder::will_index`]), rather than add the
+//! same events beside it and wait on it for the agent's lock: that recall
+//! may lack the latest events then, as recall in a session on files does.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -35,6 +41,17 @@ enum Job {
 pub(crate) struct Feeder {
     jobs: Mutex<Option<Sender<Job>>>,
     worker: Option<JoinHandle<()>>,
+    handed: Arc<Handed>,
+}
+
+/// How far each session's events were handed to the thread, while it runs.
+#[derive(Default)]
+struct Handed {
+    /// Per agent and session, the events handed so far, counted from the
+    /// start of the session's full history.
+    through: Mutex<HashMap<(AgentId, String), u64>>,
+    /// Set once the thread stopped: what it was handed may never be indexed.
+    stopped: AtomicBool,
 }
 
 impl std::fmt::Debug for Feeder {
@@ -47,14 +64,34 @@ impl Feeder {
     /// Starts the indexer, on a connection from `pool` once it has work.
     pub(crate) fn start(pool: Arc<Connections>) -> Feeder {
         let (jobs, queue) = mpsc::channel();
+        let handed = Arc::new(Handed::default());
+        let stopped = Arc::clone(&handed);
         let worker = std::thread::Builder::new()
             .name("agentmem-pg-index".into())
-            .spawn(move || work(&pool, &queue))
+            .spawn(move || {
+                work(&pool, &queue);
+                stopped.stopped.store(true, Ordering::Release);
+            })
             .ok();
         Feeder {
             jobs: Mutex::new(worker.as_ref().map(|_| jobs)),
             worker,
+            handed,
         }
+    }
+
+    /// Whether the thread was handed the first `events` of `agent`'s
+    /// `session` and is still running, so it will index them.
+    pub(crate) fn will_index(&self, agent: &AgentId, session: &str, events: u64) -> bool {
+        let through = self
+            .handed
+            .through
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        !self.handed.stopped.load(Ordering::Acquire)
+            && through
+                .get(&(agent.clone(), session.to_owned()))
+                .is_some_and(|handed| *handed >= events)
     }
 
     fn send(&self, job: Job) -> bool {
@@ -65,12 +102,26 @@ impl Feeder {
     /// Hands `events` (appended to `agent`'s `session`, the first at
     /// position `first_ord` of its full history) to the indexer.
     pub(crate) fn add(&self, agent: &AgentId, session: &str, first_ord: u64, events: &[Event]) {
-        self.send(Job::Add {
+        let mut through = self
+            .handed
+            .through
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let sent = self.send(Job::Add {
             agent: agent.clone(),
             session: session.to_owned(),
             first_ord,
             events: events.to_vec(),
         });
+        let key = (agent.clone(), session.to_owned());
+        match sent {
+            true => {
+                through.insert(key, first_ord.saturating_add(events.len() as u64));
+            }
+            false => {
+                through.remove(&key);
+            }
+        }
     }
 }
 
@@ -154,5 +205,42 @@ fn work(pool: &Connections, queue: &Receiver<Job>) {
     }
     if let Some(open) = client {
         pool.give_back(open);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentmem::config::DatabaseUrl;
+
+    fn pool(url: &DatabaseUrl) -> Arc<Connections> {
+        let config: postgres::Config = url.expose().parse().unwrap();
+        Arc::new(Connections::new(config, url.clone()))
+    }
+
+    #[test]
+    fn a_running_indexer_will_index_what_it_was_handed_and_no_more() {
+        let Some(url) = crate::test_database("feed: will_index") else {
+            return;
+        };
+        let feeder = Feeder::start(pool(&url));
+        let agent = AgentId::new(format!("feed-{}", std::process::id())).unwrap();
+        let events = [Event::user("one"), Event::assistant("two")];
+        assert!(!feeder.will_index(&agent, "s", 1));
+        feeder.add(&agent, "s", 0, &events);
+        assert!(feeder.will_index(&agent, "s", 2));
+        assert!(!feeder.will_index(&agent, "s", 3));
+        assert!(!feeder.will_index(&agent, "other", 1));
+    }
+
+    #[test]
+    fn what_a_stopped_indexer_was_handed_is_left_to_the_catch_up() {
+        let url = DatabaseUrl::new("postgres://nobody@127.0.0.1:1/none?connect_timeout=2");
+        let mut feeder = Feeder::start(pool(&url));
+        let agent = AgentId::new("a").unwrap();
+        feeder.add(&agent, "s", 0, &[Event::user("one")]);
+        // The thread cannot connect, so it stops at its first job.
+        feeder.worker.take().unwrap().join().unwrap();
+        assert!(!feeder.will_index(&agent, "s", 1));
     }
 }

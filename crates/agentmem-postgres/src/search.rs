@@ -28,11 +28,13 @@
 //! - **Term statistics**: how many events hold each lexeme is kept in a
 //!   table updated in the same transactions as the documents, so a query's
 //!   document frequencies are one lookup, not a count over the documents.
-//! - **Ranking**: BM25 as FTS5 computes it, in SQL (`agentmem_bm25`), from
-//!   the document counts, lengths and term frequencies kept here; queries
-//!   look at the newest documents first and widen, and common terms only
-//!   narrow, with the thresholds of the files index, so the same query
-//!   returns the same events in the same order on both backends.
+//! - **Ranking**: BM25 as FTS5 computes it, from the document counts,
+//!   lengths and term frequencies kept here: the database finds the
+//!   matching documents and hands over their query lexemes, which are
+//!   scored and ranked here. Queries look at the newest documents first
+//!   and widen, and common terms only narrow, with the thresholds of the
+//!   files index, so the same query returns the same events in the same
+//!   order on both backends.
 //! - **Vectors**: stored as the files index stores them (unit length, a
 //!   signed byte a dimension) and compared by an exact scan.
 
@@ -60,6 +62,7 @@ use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row};
 
 use crate::db_error;
+use crate::feed::Feeder;
 use crate::memory::{read_episodes, read_facts};
 use crate::pool::Connections;
 use crate::storage::from_json;
@@ -75,15 +78,15 @@ const MAX_LEXEME_BYTES: usize = 2_046;
 const CANDIDATE_COLUMNS: &str =
     "d.kind, d.ref, d.session_id, d.turn, d.ord, d.role, d.ts, d.salience, d.speaker, d.text, d.doc";
 
-/// A document's BM25 as FTS5 computes it (see migration 3's
-/// `agentmem_bm25`): the query's lexemes `$3`, their idfs `$4`, the mean
-/// length `$5`. Written into the query rather than called: a SQL function
-/// reading from a set is not inlined, and the call cost twice the work.
-const BM25: &str = "(SELECT coalesce(sum(($4::float8[])[array_position($3::text[], u.lexeme)]
-         * (cardinality(u.positions) * (1.2::float8 + 1.0::float8))
-         / (cardinality(u.positions)
-            + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * length / $5::float8))), 0)
-     FROM unnest(ts_filter(setweight(lexemes, 'A', $3::text[]), '{a}')) AS u)";
+/// A matching document's query lexemes, as `tsvector` text: only the
+/// lexemes `$3` are kept, each with its positions (its term frequency), so
+/// a row carries little and its BM25 is computed here ([`Asked::bm25`]).
+/// Scoring in SQL (migration 3's `agentmem_bm25`, or the same arithmetic
+/// written into the query) cost about three times as much per document.
+const QUERY_LEXEMES: &str = "ts_filter(setweight(lexemes, 'A', $3::text[]), '{a}')::text";
+/// BM25's term-frequency saturation and length normalisation, FTS5's.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
 
 /// One agent's history index in a PostgreSQL database.
 pub struct PgSearch {
@@ -192,6 +195,57 @@ const MEMORY_STAMP: &str = "
         || ':' || (SELECT count(*) || ':' || coalesce(max(position), 0)
                    FROM agentmem_episodes WHERE agent_id = $1)";
 
+impl Asked {
+    /// A document's BM25 as FTS5 computes it, from its length and its query
+    /// lexemes as [`QUERY_LEXEMES`] reads them (summed in their order, as
+    /// the SQL it replaces summed them).
+    fn bm25(&self, length: f64, query_lexemes: &str) -> f64 {
+        let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / self.avgdl);
+        let mut score = 0.0;
+        for (lexeme, frequency) in term_frequencies(query_lexemes) {
+            let Some(at) = self.lexemes.iter().position(|l| *l == lexeme) else {
+                continue;
+            };
+            let tf = f64::from(frequency);
+            score += self.idfs[at] * (tf * (BM25_K1 + 1.0)) / (tf + norm);
+        }
+        score
+    }
+}
+
+/// The lexemes of `tsvector` text (`'it''s':1A,2A 'x':3A`) with how many
+/// positions each has.
+fn term_frequencies(text: &str) -> Vec<(String, u32)> {
+    let mut found = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut lexeme = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    lexeme.push('\'');
+                }
+                '\'' => break,
+                '\\' => lexeme.extend(chars.next()),
+                c => lexeme.push(c),
+            }
+        }
+        let mut positions = 0;
+        if chars.peek() == Some(&':') {
+            positions = 1;
+            while let Some(c) = chars.next_if(|c| *c != ' ') {
+                positions += u32::from(c == ',');
+            }
+        }
+        found.push((lexeme, positions));
+    }
+    found
+}
+
 /// How the terms of an [`Asked`] are joined.
 #[derive(Debug, Clone, Copy)]
 enum Join {
@@ -203,14 +257,19 @@ enum Join {
 
 impl PgSearch {
     /// `agent`'s index, on a connection from `pool`, caught up with the
-    /// agent's sessions.
-    pub(crate) fn open(pool: &Arc<Connections>, agent: AgentId) -> Result<PgSearch> {
+    /// agent's sessions but for the events `feeder`, this process's
+    /// indexer, was handed and will add.
+    pub(crate) fn open(
+        pool: &Arc<Connections>,
+        agent: AgentId,
+        feeder: Option<&Feeder>,
+    ) -> Result<PgSearch> {
         let index = PgSearch {
             client: Mutex::new(Some(pool.take()?)),
             pool: Arc::clone(pool),
             agent,
         };
-        index.catch_up()?;
+        index.catch_up(feeder)?;
         Ok(index)
     }
 
@@ -220,13 +279,14 @@ impl PgSearch {
     }
 
     /// Adds the events the agent's sessions hold that the index lacks
-    /// (reading only those), and removes the sessions deleted since.
-    fn catch_up(&self) -> Result<()> {
+    /// (reading only those) and `feeder` was not handed, and removes the
+    /// sessions deleted since.
+    fn catch_up(&self, feeder: Option<&Feeder>) -> Result<()> {
         let action = "catch the history index up with the sessions";
         let mut client = self.client();
         let lagging = client
             .query(
-                "SELECT s.session_id, coalesce(i.events, 0)
+                "SELECT s.session_id, coalesce(i.events, 0), s.next_seq - 1
                  FROM agentmem_sessions s
                  LEFT JOIN agentmem_search_sessions i
                    ON i.agent_id = s.agent_id AND i.session_id = s.session_id
@@ -236,7 +296,10 @@ impl PgSearch {
             )
             .map_err(|e| db_error(action, &e))?;
         for row in &lagging {
-            let (session, have): (String, i64) = (row.get(0), row.get(1));
+            let (session, have, logged): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
+            if feeder.is_some_and(|f| f.will_index(&self.agent, &session, logged as u64)) {
+                continue;
+            }
             catch_up_session(&mut client, &self.agent, &session, have as u64)?;
         }
         let gone = client
@@ -317,8 +380,9 @@ impl PgSearch {
         }
         let rows = client
             .query(
-                "SELECT lexeme, docs FROM agentmem_search_terms
-                 WHERE agent_id = $1 AND lexeme = ANY($2)",
+                "SELECT q.lexeme, t.docs FROM unnest($2::text[]) AS q(lexeme),
+                 LATERAL (SELECT docs FROM agentmem_search_terms
+                          WHERE agent_id = $1 AND lexeme = q.lexeme LIMIT 1) t",
                 &[&self.agent(), &lexemes],
             )
             .map_err(|e| db_error("read the history index's term statistics", &e))?;
@@ -462,37 +526,59 @@ impl PgSearch {
         limit: usize,
         lowest: i64,
     ) -> Result<Vec<Candidate>> {
+        let condition = format!(
+            "doc >= $4 AND {} AND kind = ANY($5::text[]) AND ($6::text IS NULL OR session_id <> $6)",
+            ranked.kinds()
+        );
+        let top = self.top_documents(
+            client,
+            asked,
+            &condition,
+            &[&lowest, &kinds, &exclude_session],
+            limit,
+        )?;
+        let docs: Vec<i64> = top.iter().map(|(doc, _)| *doc).collect();
+        let scores: HashMap<i64, f64> = top.into_iter().collect();
+        let mut found = self.candidates_by_id_on(client, &docs)?;
+        for candidate in &mut found {
+            candidate.bm25 = scores[&candidate.doc];
+        }
+        Ok(found)
+    }
+
+    /// The best `limit` documents matching `asked` that `condition` (on
+    /// `agentmem_search_docs`, its parameters `params` from `$4` on) keeps,
+    /// with their BM25: best first, the older first among equals.
+    fn top_documents(
+        &self,
+        client: &mut Client,
+        asked: &Asked,
+        condition: &str,
+        params: &[&(dyn ToSql + Sync)],
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>> {
+        let agent = self.agent();
+        let mut all: Vec<&(dyn ToSql + Sync)> = vec![&agent, &asked.tsquery, &asked.lexemes];
+        all.extend_from_slice(params);
         let rows = client
             .query(
                 &format!(
-                    "WITH top AS (
-                         SELECT doc, {BM25} AS score
-                         FROM agentmem_search_docs
-                         WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
-                           AND {kinds_of} AND kind = ANY($9::text[])
-                           AND ($7::text IS NULL OR session_id <> $7)
-                         ORDER BY score DESC, doc LIMIT $8)
-                     SELECT {CANDIDATE_COLUMNS}, top.score
-                     FROM top JOIN agentmem_search_docs d ON d.agent_id = $1 AND d.doc = top.doc
-                     ORDER BY top.score DESC, top.doc",
-                    kinds_of = ranked.kinds()
+                    "SELECT doc, length, {QUERY_LEXEMES} FROM agentmem_search_docs
+                     WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND {condition}"
                 ),
-                &[
-                    &self.agent(),
-                    &asked.tsquery,
-                    &asked.lexemes,
-                    &asked.idfs,
-                    &asked.avgdl,
-                    &lowest,
-                    &exclude_session,
-                    &(limit as i64),
-                    &kinds,
-                ],
+                &all,
             )
             .map_err(|e| db_error("look up the history index", &e))?;
-        rows.iter()
-            .map(|row| candidate_from_row(row, row.get(11)))
-            .collect()
+        let mut scored: Vec<(i64, f64)> = rows
+            .iter()
+            .map(|row| {
+                let length: i32 = row.get(1);
+                (row.get(0), asked.bm25(f64::from(length), row.get(2)))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(limit);
+        Ok(scored)
     }
 
     /// The best `limit` documents of `kinds` (of `ranked`) for `text`: its
@@ -536,41 +622,38 @@ impl PgSearch {
         lowest: i64,
     ) -> Result<Vec<(i64, SearchHit, String)>> {
         let role = filter.role.map(SearchRole::as_str);
+        let top = self.top_documents(
+            client,
+            asked,
+            "doc >= $4 AND kind = 'event'
+             AND ($5::text IS NULL OR session_id = $5)
+             AND ($6::text IS NULL OR role = $6)
+             AND ($7::float8 IS NULL OR ts >= $7)
+             AND ($8::float8 IS NULL OR ts < $8)",
+            &[
+                &lowest,
+                &filter.session,
+                &role,
+                &filter.since,
+                &filter.until,
+            ],
+            filter.limit,
+        )?;
+        let docs: Vec<i64> = top.iter().map(|(doc, _)| *doc).collect();
         let rows = client
             .query(
-                &format!(
-                    "WITH top AS (
-                     SELECT doc, {BM25} AS score
-                     FROM agentmem_search_docs
-                     WHERE agent_id = $1 AND lexemes @@ $2::text::tsquery AND doc >= $6
-                       AND kind = 'event'
-                       AND ($7::text IS NULL OR session_id = $7)
-                       AND ($8::text IS NULL OR role = $8)
-                       AND ($9::float8 IS NULL OR ts >= $9)
-                       AND ($10::float8 IS NULL OR ts < $10)
-                     ORDER BY score DESC, doc LIMIT $11)
-                 SELECT d.doc, d.session_id, d.ref, d.turn, d.ord, d.role, d.ts, top.score, d.text
-                 FROM top JOIN agentmem_search_docs d ON d.agent_id = $1 AND d.doc = top.doc
-                 ORDER BY top.score DESC, top.doc"
-                ),
-                &[
-                    &self.agent(),
-                    &asked.tsquery,
-                    &asked.lexemes,
-                    &asked.idfs,
-                    &asked.avgdl,
-                    &lowest,
-                    &filter.session,
-                    &role,
-                    &filter.since,
-                    &filter.until,
-                    &(filter.limit as i64),
-                ],
+                "SELECT d.* FROM unnest($2::bigint[]) WITH ORDINALITY AS q(doc, i),
+                 LATERAL (SELECT doc, session_id, ref, turn, ord, role, ts, text
+                          FROM agentmem_search_docs WHERE agent_id = $1 AND doc = q.doc LIMIT 1) d
+                 ORDER BY q.i",
+                &[&self.agent(), &docs],
             )
             .map_err(|e| db_error("search the history index", &e))?;
-        Ok(rows
+        let mut by_doc: HashMap<i64, &Row> = rows.iter().map(|row| (row.get(0), row)).collect();
+        Ok(top
             .iter()
-            .map(|row| {
+            .filter_map(|(doc, score)| {
+                let row = by_doc.remove(doc)?;
                 let hit = SearchHit {
                     session: row.get(1),
                     event_id: row.get(2),
@@ -578,65 +661,51 @@ impl PgSearch {
                     ord: row.get::<_, i64>(4) as u64,
                     role: SearchRole::parse_stored(row.get(5)),
                     ts: row.get(6),
-                    score: row.get(7),
+                    score: *score,
                     excerpt: String::new(),
                     context: Vec::new(),
                 };
-                (row.get(0), hit, row.get(8))
+                Some((*doc, hit, row.get(7)))
             })
             .collect())
     }
 
-    /// The events of `session` at positions `low..=high`, in order.
-    fn events_between(
+    /// The events around each of `events` (a session and a position):
+    /// those from `ord - radius` to `ord + radius`, the event itself
+    /// included, as rows of [`CANDIDATE_COLUMNS`], one list per event in
+    /// the order given. One statement: an index probe per event (a join,
+    /// which the planner may pick for a new agent whose rows its statistics
+    /// have not counted, reads every row of the agent).
+    fn rows_around(
         &self,
         client: &mut Client,
-        session: &str,
-        low: u64,
-        high: u64,
-    ) -> Result<Vec<Row>> {
-        client
+        events: &[(&str, u64)],
+        radius: u64,
+    ) -> Result<Vec<Vec<Row>>> {
+        let sessions: Vec<&str> = events.iter().map(|(session, _)| *session).collect();
+        let ords: Vec<i64> = events.iter().map(|(_, ord)| as_position(*ord)).collect();
+        let radius = as_position(radius);
+        let rows = client
             .query(
                 &format!(
-                    "SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
-                     WHERE d.agent_id = $1 AND d.kind = 'event' AND d.session_id = $2
-                       AND d.ord BETWEEN $3 AND $4 ORDER BY d.ord"
+                    "SELECT d.*, q.i FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY
+                         AS q(session, ord, i),
+                     LATERAL (SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
+                              WHERE d.agent_id = $1 AND d.kind = 'event'
+                                AND d.session_id = q.session
+                                AND d.ord BETWEEN q.ord - $4 AND q.ord + $4
+                              ORDER BY d.ord LIMIT 2 * $4 + 1) d
+                     ORDER BY q.i, d.ord"
                 ),
-                &[
-                    &self.agent(),
-                    &session,
-                    &(low.min(i64::MAX as u64) as i64),
-                    &(high.min(i64::MAX as u64) as i64),
-                ],
+                &[&self.agent(), &sessions, &ords, &radius],
             )
-            .map_err(|e| db_error("read the events around a match", &e))
-    }
-
-    /// The events of `session` from `ord - around` to `ord + around`.
-    fn around(
-        &self,
-        client: &mut Client,
-        session: &str,
-        ord: u64,
-        around: u32,
-    ) -> Result<Vec<ContextLine>> {
-        let rows = self.events_between(
-            client,
-            session,
-            ord.saturating_sub(u64::from(around)),
-            ord.saturating_add(u64::from(around)),
-        )?;
-        Ok(rows
-            .iter()
-            .map(|row| ContextLine {
-                event_id: row.get(1),
-                turn_id: row.get(3),
-                is_hit: row.get::<_, i64>(4) as u64 == ord,
-                role: SearchRole::parse_stored(row.get(5)),
-                speaker: Some(row.get::<_, String>(8)).filter(|s| !s.is_empty()),
-                text: context_text(row.get(9)),
-            })
-            .collect())
+            .map_err(|e| db_error("read the events around the matches", &e))?;
+        let mut around: Vec<Vec<Row>> = events.iter().map(|_| Vec::new()).collect();
+        for row in rows {
+            let at: i64 = row.get(11);
+            around[at as usize - 1].push(row);
+        }
+        Ok(around)
     }
 
     /// The next batch of documents after `through`, as they are embedded.
@@ -725,10 +794,25 @@ impl SearchIndex for PgSearch {
                 }
             }
         }
+        let events: Vec<(&str, u64)> = ranked
+            .iter()
+            .map(|(_, hit, ..)| (hit.session.as_str(), hit.ord))
+            .collect();
+        let around = self.rows_around(client, &events, u64::from(CONTEXT_EVENTS))?;
         let mut hits = Vec::with_capacity(ranked.len());
-        for (_, mut hit, body, expression) in ranked {
+        for ((_, mut hit, body, expression), rows) in ranked.into_iter().zip(around) {
             hit.excerpt = excerpt_for(&body, &expression)?;
-            hit.context = self.around(client, &hit.session, hit.ord, CONTEXT_EVENTS)?;
+            hit.context = rows
+                .iter()
+                .map(|row| ContextLine {
+                    event_id: row.get(1),
+                    turn_id: row.get(3),
+                    is_hit: row.get::<_, i64>(4) as u64 == hit.ord,
+                    role: SearchRole::parse_stored(row.get(5)),
+                    speaker: Some(row.get::<_, String>(8)).filter(|s| !s.is_empty()),
+                    text: context_text(row.get(9)),
+                })
+                .collect();
             hits.push(hit);
         }
         Ok(hits)
@@ -784,16 +868,17 @@ impl SearchIndex for PgSearch {
         Ok(found)
     }
 
-    fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>> {
-        let rows = self.events_between(
-            &mut self.client(),
-            session,
-            ord.saturating_sub(radius),
-            ord.saturating_add(radius),
-        )?;
-        rows.iter()
-            .filter(|row| row.get::<_, i64>(4) as u64 != ord)
-            .map(|row| candidate_from_row(row, 0.0))
+    fn neighbours(&self, events: &[(&str, u64)], radius: u64) -> Result<Vec<Vec<Candidate>>> {
+        let around = self.rows_around(&mut self.client(), events, radius)?;
+        around
+            .iter()
+            .zip(events)
+            .map(|(rows, (_, ord))| {
+                rows.iter()
+                    .filter(|row| row.get::<_, i64>(4) as u64 != *ord)
+                    .map(|row| candidate_from_row(row, 0.0))
+                    .collect()
+            })
             .collect()
     }
 
@@ -918,22 +1003,28 @@ impl SearchIndex for PgSearch {
     }
 
     fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
-        let rows = self
-            .client()
+        self.candidates_by_id_on(&mut self.client(), docs)
+    }
+}
+
+impl PgSearch {
+    /// The documents `docs` as unscored candidates, in that order (those
+    /// gone left out), read on `client`.
+    fn candidates_by_id_on(&self, client: &mut Client, docs: &[i64]) -> Result<Vec<Candidate>> {
+        let rows = client
             .query(
                 &format!(
-                    "SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
-                     WHERE d.agent_id = $1 AND d.doc = ANY($2)"
+                    "SELECT d.* FROM unnest($2::bigint[]) WITH ORDINALITY AS q(doc, i),
+                     LATERAL (SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
+                              WHERE d.agent_id = $1 AND d.doc = q.doc LIMIT 1) d
+                     ORDER BY q.i"
                 ),
                 &[&self.agent(), &docs],
             )
             .map_err(|e| db_error("read documents of the history index", &e))?;
-        let mut found: HashMap<i64, Candidate> = HashMap::new();
-        for row in &rows {
-            let candidate = candidate_from_row(row, 0.0)?;
-            found.insert(candidate.doc, candidate);
-        }
-        Ok(docs.iter().filter_map(|doc| found.remove(doc)).collect())
+        rows.iter()
+            .map(|row| candidate_from_row(row, 0.0))
+            .collect()
     }
 }
 
@@ -1379,6 +1470,11 @@ fn candidate_from_row(row: &Row, bm25: f64) -> Result<Candidate> {
     })
 }
 
+/// A position or a count as the database's `bigint` (the largest when over).
+fn as_position(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1411,5 +1507,35 @@ mod tests {
             "('a') | ('b' & 'c\\\\')"
         );
         assert!(tsquery(&terms[1..2], Join::All).is_none());
+    }
+
+    #[test]
+    fn tsvector_text_gives_each_lexeme_and_its_term_frequency() {
+        assert_eq!(
+            term_frequencies(r"'it''s':1A,2A 'c\\':7A 'bare' 'x':3A"),
+            [
+                ("it's".to_owned(), 2),
+                ("c\\".to_owned(), 1),
+                ("bare".to_owned(), 0),
+                ("x".to_owned(), 1)
+            ]
+        );
+        assert!(term_frequencies("").is_empty());
+    }
+
+    #[test]
+    fn bm25_sums_each_query_lexeme_as_fts5_does() {
+        let asked = Asked {
+            expression: String::new(),
+            tsquery: String::new(),
+            lexemes: vec!["a".into(), "b".into()],
+            idfs: vec![2.0, 0.5],
+            avgdl: 10.0,
+        };
+        let norm = 1.2 * (1.0 - 0.75 + 0.75 * 20.0 / 10.0);
+        let expected = 2.0 * (3.0 * 2.2) / (3.0 + norm) + 0.5 * 2.2 / (1.0 + norm);
+        let score = asked.bm25(20.0, "'a':1A,2A,3A 'b':4A 'other':5A");
+        assert!((score - expected).abs() < 1e-12, "{score} vs {expected}");
+        assert_eq!(asked.bm25(20.0, ""), 0.0);
     }
 }

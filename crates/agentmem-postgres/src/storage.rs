@@ -226,7 +226,16 @@ impl Storage for PgStorage {
     }
 
     fn search_index(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
-        Ok(Box::new(PgSearch::open(&self.search, agent.clone())?))
+        Ok(Box::new(PgSearch::open(&self.search, agent.clone(), None)?))
+    }
+
+    fn search_index_as_fed(&self, agent: &AgentId) -> Result<Box<dyn SearchIndex>> {
+        let feeder = self.feeder.get().map(|f| &**f);
+        Ok(Box::new(PgSearch::open(
+            &self.search,
+            agent.clone(),
+            feeder,
+        )?))
     }
 
     fn create_session(&self, agent: &AgentId, id: &SessionId) -> Result<Box<dyn SessionWriter>> {

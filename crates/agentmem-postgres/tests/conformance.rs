@@ -969,6 +969,35 @@ fn appends_are_indexed_as_they_commit_on_postgres() {
     assert_eq!(counted(&mut admin), (11, 11), "nothing added twice");
 }
 
+/// Search asked right after a batch is appended sees all of it, though the
+/// process's indexer is still adding it: the index it opens catches up
+/// with every session. (A prepare's recall, `search_index_as_fed`, leaves
+/// the batch to the indexer instead of waiting on it.)
+#[test]
+fn search_right_after_an_append_sees_every_event_on_postgres() {
+    let Some(url) = agentmem_postgres::test_database("the postgres catch-up case") else {
+        return;
+    };
+    let agent = fresh_agent();
+    let host = PgStorage::connect(&url, Default::default()).unwrap();
+    let mut writer = host.create_session(&agent, &sid("busy")).unwrap();
+    // Opened once first, so the next opening has no facts to copy (which
+    // would wait on the indexer for the agent's lock).
+    host.search_index(&agent).unwrap();
+    let batch: Vec<Event> = (0..20_000)
+        .map(|n| Event::user(format!("step {n} of the migration plan")))
+        .collect();
+    writer.append(batch).unwrap();
+    let index = host.search_index(&agent).unwrap();
+    assert_eq!(
+        index.indexed_sessions().unwrap(),
+        [("busy".to_owned(), 20_000)]
+    );
+    let hits = index.search("step 19999", &Default::default()).unwrap();
+    assert_eq!(hits[0].ord, 19_999, "the last event, best: {hits:?}");
+    assert!(host.search_index_as_fed(&agent).is_ok());
+}
+
 /// Every case, run against the backend `make` gives (`None`: not available here).
 macro_rules! conformance {
     ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {

@@ -145,6 +145,7 @@ pub fn run(
             model_latency: std::time::Duration::from_millis(args.model_latency_ms),
             large_outputs: args.large_outputs,
             embedder_dir: args.embedder_dir.as_deref(),
+            earlier: &args.earlier,
         };
         rows.extend(super::bench_workload::run(
             backing,

@@ -4,7 +4,7 @@
 //! workload file. (`agentmem replay` prepares before every model call of a
 //! turn instead: 2.5 per turn on this workload.)
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,8 @@ pub struct Setup<'a> {
     /// A sentence-transformers model folder the store embeds with, in the
     /// background, while the workload is ingested.
     pub embedder_dir: Option<&'a Path>,
+    /// Workloads replayed first, untimed, as earlier sessions of the agent.
+    pub earlier: &'a [PathBuf],
 }
 
 pub fn run(
@@ -74,16 +76,19 @@ pub fn run(
         }
         None => None,
     };
+    let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
+    set_input_budget(&mut request, &store, setup.budget);
+    request.context.compaction_timing = Some(setup.compaction_timing);
+    for path in setup.earlier {
+        replay_earlier(&store, &storage, backing.agent, path, &request)?;
+    }
     let mut session = store.create_session_in(&storage, backing.agent, None)?;
     let mut lag = embedder
         .as_ref()
         .map(|e| EmbeddingLag::new(storage.search_index(backing.agent), e.model()))
         .transpose()?;
     let run_started = Instant::now();
-    let mut request = PrepareRequest::new(setup.model, Target::for_model(setup.model));
-    set_input_budget(&mut request, &store, setup.budget);
-    request.context.compaction_timing = Some(setup.compaction_timing);
-    let (mut over_budget, mut estimated_turns) = (0, 0);
+    let (mut over_budget, mut estimated_turns, mut memory_turns) = (0, 0, 0);
     let (mut ingest_us, mut prepare_us, mut stats_tokens) = (Vec::new(), Vec::new(), Vec::new());
     let mut actions: Vec<String> = Vec::new();
     let mut events_in = 0;
@@ -108,6 +113,9 @@ pub fn run(
         }
         if prepared.stats.estimated_tokens > 0 {
             estimated_turns += 1;
+        }
+        if prepared.stats.sections.memory > 0 {
+            memory_turns += 1;
         }
         if let Some(lag) = &mut lag {
             lag.sample(
@@ -134,9 +142,10 @@ pub fn run(
             "bench": "workload budget",
             "figure": format!("{over_budget} turns over budget"),
             "detail": format!(
-                "input budget {} tokens, largest context {} tokens, {estimated_turns} turns sent with estimated counts, durability {}, compaction {}, model latency {} ms, large tool outputs {}",
+                "input budget {} tokens, largest context {} tokens, {estimated_turns} turns sent with estimated counts, {memory_turns} with memory in their context, {} earlier sessions, durability {}, compaction {}, model latency {} ms, large tool outputs {}",
                 setup.budget,
                 stats_tokens.iter().max().copied().unwrap_or(0),
+                setup.earlier.len(),
                 setup.durability,
                 setup.compaction_timing.name(),
                 setup.model_latency.as_millis(),
@@ -147,6 +156,7 @@ pub fn run(
             ),
             "turns_over_budget": over_budget,
             "turns_estimated": estimated_turns,
+            "turns_with_memory": memory_turns,
         }),
     ];
     rows.push(slowest_turns(&ingest_us, &prepare_us, &actions));
@@ -164,6 +174,24 @@ pub fn run(
         }
     }
     Ok(rows)
+}
+
+/// Replays the workload at `path` as an ended session of `agent`, each
+/// turn ingested and its next call prepared as the timed run does.
+fn replay_earlier(
+    store: &agentmem::Store,
+    storage: &Arc<dyn agentmem::storage::Storage>,
+    agent: &agentmem::AgentId,
+    path: &Path,
+    request: &PrepareRequest,
+) -> anyhow::Result<()> {
+    let mut session = store.create_session_in(storage, agent, None)?;
+    for turn in read_turns(path)? {
+        session.ingest(turn)?;
+        session.prepare(request)?;
+    }
+    session.end()?;
+    Ok(())
 }
 
 /// How far the background embedder is behind the ingested history, sampled

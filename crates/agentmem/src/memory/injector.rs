@@ -304,9 +304,10 @@ impl MemoryInjector {
     /// has the answer ready, as of the latest events it indexed.
     fn nothing_to_recall(&mut self, feeder: Option<&IndexFeeder>) -> bool {
         if let Some(seam) = &self.seam {
-            // The backend's index, caught up with every session: anything
-            // of another session there is something to recall.
-            self.seam_index = seam.storage.search_index(&seam.agent).ok();
+            // The backend's index, caught up with every session but for
+            // what this process's indexer is adding: anything of another
+            // session there is something to recall.
+            self.seam_index = seam.storage.search_index_as_fed(&seam.agent).ok();
             let session = &self.session;
             return self.seam_index.as_ref().is_none_or(|index| {
                 !index.indexed_sessions().is_ok_and(|sessions| {

@@ -459,8 +459,14 @@ fn add_neighbours(
         .take(NEIGHBOUR_SOURCES)
         .map(|i| (i.session.clone(), i.ord, i.score, i.source.clone()))
         .collect();
-    for (session, ord, score, source) in sources {
-        for neighbour in index.neighbours(&session, ord, NEIGHBOUR_RADIUS)? {
+    let around: Vec<(&str, u64)> = sources
+        .iter()
+        .map(|(session, ord, ..)| (session.as_str(), *ord))
+        .collect();
+    let neighbours = index.neighbours(&around, NEIGHBOUR_RADIUS)?;
+    for ((session, ord, score, source), neighbours) in sources.iter().zip(neighbours) {
+        let (ord, score) = (*ord, *score);
+        for neighbour in neighbours {
             let distance = neighbour.ord.abs_diff(ord) as i32;
             let share = if neighbour.ord > ord {
                 weights.after_match
@@ -469,7 +475,7 @@ fn add_neighbours(
             };
             let inherited = share.powi(distance) * score;
             match items.iter_mut().find(|i| {
-                i.kind == DocKind::Event && i.session == session && i.ord == neighbour.ord
+                i.kind == DocKind::Event && i.session == *session && i.ord == neighbour.ord
             }) {
                 Some(existing) if existing.score >= inherited => {}
                 Some(existing) => {

@@ -301,6 +301,15 @@ pub trait Storage: fmt::Debug + Send + Sync {
     /// The agent's history index, caught up with every session (see
     /// [`search`]): what `search` and `recall` read.
     fn search_index(&self, agent: &AgentId) -> Result<Box<dyn search::SearchIndex>>;
+
+    /// The agent's history index as this process's indexer is leaving it,
+    /// for the recall of a prepare, which must not wait on that indexer:
+    /// what it was handed and has not added yet may be missing, as recall
+    /// in a session on files reads its index. [`Storage::search_index`]
+    /// where the backend has no such indexer.
+    fn search_index_as_fed(&self, agent: &AgentId) -> Result<Box<dyn search::SearchIndex>> {
+        self.search_index(agent)
+    }
 }
 
 /// The one writer of a session: holds its lock until dropped.

@@ -73,9 +73,11 @@ pub trait SearchIndex: fmt::Debug + Send {
         limit: usize,
     ) -> Result<Vec<Candidate>>;
 
-    /// The events of `session` at positions `ord - radius ..= ord + radius`
-    /// other than `ord`, unscored.
-    fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>>;
+    /// The events around each of `events` (a session and a position):
+    /// those of the session at positions `ord - radius ..= ord + radius`
+    /// other than `ord`, unscored, one list per event in the order given
+    /// (asked together: a backend across a network answers in one trip).
+    fn neighbours(&self, events: &[(&str, u64)], radius: u64) -> Result<Vec<Vec<Candidate>>>;
 
     /// The speakers of indexed events whose names `text` holds as whole words.
     fn speakers_named_in(&self, text: &str) -> Result<Vec<String>>;
@@ -179,8 +181,11 @@ impl SearchIndex for HistoryIndex {
         HistoryIndex::candidates(self, query, kinds, exclude_session, limit)
     }
 
-    fn neighbours(&self, session: &str, ord: u64, radius: u64) -> Result<Vec<Candidate>> {
-        HistoryIndex::neighbours(self, session, ord, radius)
+    fn neighbours(&self, events: &[(&str, u64)], radius: u64) -> Result<Vec<Vec<Candidate>>> {
+        events
+            .iter()
+            .map(|(session, ord)| HistoryIndex::neighbours(self, session, *ord, radius))
+            .collect()
     }
 
     fn speakers_named_in(&self, text: &str) -> Result<Vec<String>> {
