@@ -44,7 +44,8 @@ pub(crate) struct Feeder {
     handed: Arc<Handed>,
 }
 
-/// How far each session's events were handed to the thread, while it runs.
+/// How far each session's events were handed to the thread and not
+/// indexed yet, while it runs.
 #[derive(Default)]
 struct Handed {
     /// Per agent and session, the events handed so far, counted from the
@@ -60,17 +61,40 @@ impl std::fmt::Debug for Feeder {
     }
 }
 
+impl Handed {
+    /// Whether the thread was handed the first `events` of `agent`'s
+    /// `session`, has not indexed them all yet, and is still running.
+    fn will_index(&self, agent: &AgentId, session: &str, events: u64) -> bool {
+        let through = self.through.lock().unwrap_or_else(|e| e.into_inner());
+        !self.stopped.load(Ordering::Acquire)
+            && through
+                .get(&(agent.clone(), session.to_owned()))
+                .is_some_and(|handed| *handed >= events)
+    }
+
+    /// Forgets `agent`'s `session` once the thread indexed all it was
+    /// handed of it (its first `through` events), so the map holds only
+    /// the sessions still waiting, however many a long-lived process writes.
+    fn indexed(&self, agent: &AgentId, session: &str, through: u64) {
+        let mut handed = self.through.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (agent.clone(), session.to_owned());
+        if handed.get(&key) == Some(&through) {
+            handed.remove(&key);
+        }
+    }
+}
+
 impl Feeder {
     /// Starts the indexer, on a connection from `pool` once it has work.
     pub(crate) fn start(pool: Arc<Connections>) -> Feeder {
         let (jobs, queue) = mpsc::channel();
         let handed = Arc::new(Handed::default());
-        let stopped = Arc::clone(&handed);
+        let indexed = Arc::clone(&handed);
         let worker = std::thread::Builder::new()
             .name("agentmem-pg-index".into())
             .spawn(move || {
-                work(&pool, &queue);
-                stopped.stopped.store(true, Ordering::Release);
+                work(&pool, &queue, &indexed);
+                indexed.stopped.store(true, Ordering::Release);
             })
             .ok();
         Feeder {
@@ -80,18 +104,11 @@ impl Feeder {
         }
     }
 
-    /// Whether the thread was handed the first `events` of `agent`'s
-    /// `session` and is still running, so it will index them.
+    /// Whether the thread will index the first `events` of `agent`'s
+    /// `session`: it was handed them, has not indexed them all yet, and is
+    /// still running. (Once it indexed them, the index holds them.)
     pub(crate) fn will_index(&self, agent: &AgentId, session: &str, events: u64) -> bool {
-        let through = self
-            .handed
-            .through
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        !self.handed.stopped.load(Ordering::Acquire)
-            && through
-                .get(&(agent.clone(), session.to_owned()))
-                .is_some_and(|handed| *handed >= events)
+        self.handed.will_index(agent, session, events)
     }
 
     fn send(&self, job: Job) -> bool {
@@ -147,7 +164,7 @@ fn derived_data_commits(mut client: Client) -> agentmem::Result<Client> {
 /// The indexer's loop: each append, or every append waiting for one
 /// session in a row, indexed in one transaction. It stops at its first
 /// failure (the next search catches up).
-fn work(pool: &Connections, queue: &Receiver<Job>) {
+fn work(pool: &Connections, queue: &Receiver<Job>, handed: &Handed) {
     let mut client: Option<Client> = None;
     let mut waiting: Option<Job> = None;
     loop {
@@ -199,6 +216,7 @@ fn work(pool: &Connections, queue: &Receiver<Job>) {
                 if feed_session(&mut open, &run).is_err() {
                     break;
                 }
+                handed.indexed(&agent, &session, first_ord + events.len() as u64);
                 client = Some(open);
             }
         }
@@ -219,18 +237,24 @@ mod tests {
     }
 
     #[test]
-    fn a_running_indexer_will_index_what_it_was_handed_and_no_more() {
-        let Some(url) = crate::test_database("feed: will_index") else {
-            return;
-        };
-        let feeder = Feeder::start(pool(&url));
-        let agent = AgentId::new(format!("feed-{}", std::process::id())).unwrap();
-        let events = [Event::user("one"), Event::assistant("two")];
-        assert!(!feeder.will_index(&agent, "s", 1));
-        feeder.add(&agent, "s", 0, &events);
-        assert!(feeder.will_index(&agent, "s", 2));
-        assert!(!feeder.will_index(&agent, "s", 3));
-        assert!(!feeder.will_index(&agent, "other", 1));
+    fn an_indexer_will_index_what_it_was_handed_until_it_has() {
+        let handed = Handed::default();
+        let agent = AgentId::new("a").unwrap();
+        let session = (agent.clone(), "s".to_owned());
+        assert!(!handed.will_index(&agent, "s", 1));
+        handed.through.lock().unwrap().insert(session.clone(), 2);
+        assert!(handed.will_index(&agent, "s", 2));
+        assert!(!handed.will_index(&agent, "s", 3));
+        assert!(!handed.will_index(&agent, "other", 1));
+        // An earlier run indexed: the later one is still waiting.
+        handed.indexed(&agent, "s", 1);
+        assert!(handed.will_index(&agent, "s", 2));
+        handed.indexed(&agent, "s", 2);
+        assert!(!handed.will_index(&agent, "s", 2));
+        assert!(handed.through.lock().unwrap().is_empty());
+        handed.through.lock().unwrap().insert(session, 2);
+        handed.stopped.store(true, Ordering::Release);
+        assert!(!handed.will_index(&agent, "s", 2));
     }
 
     #[test]
