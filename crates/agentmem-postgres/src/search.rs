@@ -639,6 +639,9 @@ impl PgSearch {
             ],
             filter.limit,
         )?;
+        if top.is_empty() {
+            return Ok(Vec::new());
+        }
         let docs: Vec<i64> = top.iter().map(|(doc, _)| *doc).collect();
         let rows = client
             .query(
@@ -682,6 +685,9 @@ impl PgSearch {
         events: &[(&str, u64)],
         radius: u64,
     ) -> Result<Vec<Vec<Row>>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let sessions: Vec<&str> = events.iter().map(|(session, _)| *session).collect();
         let ords: Vec<i64> = events.iter().map(|(_, ord)| as_position(*ord)).collect();
         let radius = as_position(radius);
@@ -1011,6 +1017,9 @@ impl PgSearch {
     /// The documents `docs` as unscored candidates, in that order (those
     /// gone left out), read on `client`.
     fn candidates_by_id_on(&self, client: &mut Client, docs: &[i64]) -> Result<Vec<Candidate>> {
+        if docs.is_empty() {
+            return Ok(Vec::new());
+        }
         let rows = client
             .query(
                 &format!(
