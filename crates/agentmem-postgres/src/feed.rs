@@ -233,7 +233,11 @@ mod tests {
 
     fn pool(url: &DatabaseUrl) -> Arc<Connections> {
         let config: postgres::Config = url.expose().parse().unwrap();
-        Arc::new(Connections::new(config, url.clone()))
+        Arc::new(Connections::new(
+            config,
+            url.clone(),
+            crate::pool::Nearest::ExactScan,
+        ))
     }
 
     #[test]

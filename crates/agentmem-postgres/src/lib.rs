@@ -25,8 +25,9 @@
 //! - **Search and recall**: each agent's history index is in the database
 //!   too ([`PgSearch`]): a `tsvector` of every event under a GIN index,
 //!   each lexeme's document count in a table kept with it, ranked by BM25
-//!   as the files index ranks, vectors compared by an exact scan; searched
-//!   on connections a store keeps open between searches.
+//!   as the files index ranks, vectors compared by an exact scan or, with
+//!   pgvector on the server, found through an HNSW index; searched on
+//!   connections a store keeps open between searches.
 //! - **Readers never block**: reads take no lock and see the last
 //!   committed state.
 //! - **The URL's password** is never logged or shown: errors name the
@@ -35,6 +36,7 @@
 mod feed;
 mod memory;
 pub mod migrations;
+mod nearest;
 mod pool;
 mod search;
 mod storage;

@@ -119,6 +119,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "facts and episodes in the history index, with their own BM25 statistics; LZ4 for its documents",
         sql: include_str!("migrations/search_memories.sql"),
     },
+    Migration {
+        version: 7,
+        name: "migration 3's BM25 function dropped: documents are scored by the client",
+        sql: "DROP FUNCTION IF EXISTS agentmem_bm25(tsvector, integer, text[], float8[], float8);",
+    },
 ];
 
 /// The advisory lock key migrators take turns on.
@@ -170,3 +175,62 @@ pub fn migrate(client: &mut Client) -> agentmem::Result<Vec<i32>> {
     }
     Ok(applied)
 }
+
+/// Gives the history index's vectors an HNSW-searchable copy when the
+/// server has pgvector (the `vector` extension) and the database may
+/// create it, and says whether they have one. Not a versioned migration:
+/// it is taken whenever the extension appears, on a database migrated
+/// before or after it was installed. The copy is a generated column
+/// (`embedding`, the stored signed bytes as a `vector`), so every row has
+/// it, those stored before included; each model's HNSW index is made as
+/// its first vectors are stored ([`crate::PgSearch`]).
+pub fn ensure_vector_search(client: &mut Client) -> agentmem::Result<bool> {
+    let action = "give the history index's vectors their pgvector copy";
+    let mut tx = client.transaction().map_err(|e| db_error(action, &e))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(|e| db_error(action, &e))?;
+    tx.batch_execute(VECTOR_SEARCH)
+        .map_err(|e| db_error(action, &e))?;
+    let has = tx
+        .query_one(HAS_VECTOR_SEARCH, &[])
+        .map_err(|e| db_error(action, &e))?
+        .get(0);
+    tx.commit().map_err(|e| db_error(action, &e))?;
+    Ok(has)
+}
+
+/// Whether the vectors have their pgvector copy.
+pub(crate) const HAS_VECTOR_SEARCH: &str = "
+    SELECT EXISTS(SELECT 1 FROM information_schema.columns
+                  WHERE table_schema = current_schema()
+                    AND table_name = 'agentmem_search_vectors' AND column_name = 'embedding')";
+
+/// Creates the extension and the copy where they are missing and can be
+/// had; a role that may not create the extension keeps the exact scan.
+const VECTOR_SEARCH: &str = r#"
+DO $outer$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')
+       OR EXISTS (SELECT 1 FROM information_schema.columns
+                  WHERE table_schema = current_schema()
+                    AND table_name = 'agentmem_search_vectors' AND column_name = 'embedding') THEN
+        RETURN;
+    END IF;
+    BEGIN
+        CREATE EXTENSION IF NOT EXISTS vector;
+    EXCEPTION WHEN insufficient_privilege THEN
+        RAISE NOTICE 'agentmem: pgvector is installed but this role may not create it; vectors keep the exact scan';
+        RETURN;
+    END;
+    EXECUTE $f$
+        CREATE OR REPLACE FUNCTION agentmem_vector_of(stored bytea) RETURNS vector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $body$
+            SELECT array_agg(((get_byte(stored, i) # 128) - 128)::real ORDER BY i)::vector
+            FROM generate_series(0, length(stored) - 1) AS i
+        $body$
+    $f$;
+    EXECUTE 'ALTER TABLE agentmem_search_vectors ADD COLUMN embedding vector
+             GENERATED ALWAYS AS (agentmem_vector_of(vector)) STORED';
+END
+$outer$;
+"#;

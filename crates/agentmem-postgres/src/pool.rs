@@ -7,26 +7,50 @@ use agentmem::config::DatabaseUrl;
 use agentmem::Result;
 use postgres::Client;
 
+use crate::nearest::Indexed;
 use crate::storage::connect;
 
 /// Idle connections kept for the next searches; more are opened when
 /// more search at once, and closed when handed back beyond this.
 const MAX_IDLE: usize = 4;
 
+/// How the database finds the vectors nearest a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Nearest {
+    /// pgvector's HNSW index, per model, over the vectors' `embedding` copy.
+    Hnsw,
+    /// Every vector in scope read and compared (no pgvector).
+    ExactScan,
+}
+
 /// A small pool of connections to one database.
 pub(crate) struct Connections {
     config: postgres::Config,
     url: DatabaseUrl,
     idle: Mutex<Vec<Client>>,
+    nearest: Nearest,
+    indexed: Indexed,
 }
 
 impl Connections {
-    pub(crate) fn new(config: postgres::Config, url: DatabaseUrl) -> Connections {
+    pub(crate) fn new(config: postgres::Config, url: DatabaseUrl, nearest: Nearest) -> Connections {
         Connections {
             config,
             url,
             idle: Mutex::new(Vec::new()),
+            nearest,
+            indexed: Indexed::default(),
         }
+    }
+
+    /// How the database finds the nearest vectors.
+    pub(crate) fn nearest(&self) -> Nearest {
+        self.nearest
+    }
+
+    /// The models whose HNSW index is known to be built.
+    pub(crate) fn indexed(&self) -> &Indexed {
+        &self.indexed
     }
 
     fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Client>> {

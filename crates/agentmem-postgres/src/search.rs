@@ -36,7 +36,9 @@
 //!   files index, so the same query returns the same events in the same
 //!   order on both backends.
 //! - **Vectors**: stored as the files index stores them (unit length, a
-//!   signed byte a dimension) and compared by an exact scan.
+//!   signed byte a dimension) and compared by an exact scan, or, where the
+//!   database has pgvector, found through its HNSW index
+//!   ([`crate::nearest`]) once an agent has enough of them.
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
@@ -64,7 +66,8 @@ use postgres::{Client, GenericClient, Row};
 use crate::db_error;
 use crate::feed::Feeder;
 use crate::memory::{read_episodes, read_facts};
-use crate::pool::Connections;
+use crate::nearest;
+use crate::pool::{Connections, Nearest};
 use crate::storage::from_json;
 
 /// Documents inserted by one statement while catching up.
@@ -81,8 +84,8 @@ const CANDIDATE_COLUMNS: &str =
 /// A matching document's query lexemes, as `tsvector` text: only the
 /// lexemes `$3` are kept, each with its positions (its term frequency), so
 /// a row carries little and its BM25 is computed here ([`Asked::bm25`]).
-/// Scoring in SQL (migration 3's `agentmem_bm25`, or the same arithmetic
-/// written into the query) cost about three times as much per document.
+/// Scoring in SQL (a function, or the same arithmetic written into the
+/// query) cost about three times as much per document.
 const QUERY_LEXEMES: &str = "ts_filter(setweight(lexemes, 'A', $3::text[]), '{a}')::text";
 /// BM25's term-frequency saturation and length normalisation, FTS5's.
 const BM25_K1: f64 = 1.2;
@@ -150,6 +153,8 @@ struct Plan {
     all: Vec<Term>,
     rare: Vec<Term>,
     frequencies: HashMap<String, i64>,
+    /// The newest document's number when the query was planned (0: none).
+    newest: i64,
 }
 
 /// One way of asking a query: what matches and how it scores.
@@ -346,11 +351,11 @@ impl PgSearch {
             Ranked::Events => self.frequencies(client, &all)?,
             Ranked::Memories => self.memory_frequencies(client, &all)?,
         };
-        let docs = self.newest_doc(client)?;
-        let cap = ((docs as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
+        let newest = self.newest_doc(client)?;
+        let cap = ((newest as f64 * COMMON_TERM_SHARE) as i64).max(COMMON_TERM_MIN_DOCS);
         let mut rare = Vec::new();
         for term in &all {
-            if docs <= cap {
+            if newest <= cap {
                 rare.push(term.clone());
                 continue;
             }
@@ -366,6 +371,7 @@ impl PgSearch {
             all,
             rare,
             frequencies,
+            newest,
         })
     }
 
@@ -494,16 +500,15 @@ impl PgSearch {
         }))
     }
 
-    /// Runs `query` on the newest [`FIRST_WINDOW_DOCS`] documents, then on
-    /// four times as many, and so on, until it returns `wanted` rows or has
-    /// seen the whole index (as the files index does).
+    /// Runs `query` on the [`FIRST_WINDOW_DOCS`] documents up to `newest`,
+    /// then on four times as many, and so on, until it returns `wanted` rows
+    /// or has seen the whole index (as the files index does).
     fn newest_first<T>(
-        &self,
         client: &mut Client,
+        newest: i64,
         wanted: usize,
         mut query: impl FnMut(&mut Client, i64) -> Result<Vec<T>>,
     ) -> Result<Vec<T>> {
-        let newest = self.newest_doc(client)?;
         let mut window = FIRST_WINDOW_DOCS;
         loop {
             let lowest = newest.saturating_sub(window).max(0);
@@ -600,7 +605,7 @@ impl PgSearch {
         let Some(asked) = self.asked(client, terms, &plan.frequencies, join, ranked)? else {
             return Ok(Vec::new());
         };
-        self.newest_first(client, limit, |client, lowest| {
+        Self::newest_first(client, plan.newest, limit, |client, lowest| {
             self.matches_from(
                 client,
                 &asked,
@@ -645,10 +650,9 @@ impl PgSearch {
         let docs: Vec<i64> = top.iter().map(|(doc, _)| *doc).collect();
         let rows = client
             .query(
-                "SELECT d.* FROM unnest($2::bigint[]) WITH ORDINALITY AS q(doc, i),
+                "SELECT d.* FROM unnest($2::bigint[]) AS q(doc),
                  LATERAL (SELECT doc, session_id, ref, turn, ord, role, ts, text
-                          FROM agentmem_search_docs WHERE agent_id = $1 AND doc = q.doc LIMIT 1) d
-                 ORDER BY q.i",
+                          FROM agentmem_search_docs WHERE agent_id = $1 AND doc = q.doc LIMIT 1) d",
                 &[&self.agent(), &docs],
             )
             .map_err(|e| db_error("search the history index", &e))?;
@@ -714,7 +718,28 @@ impl PgSearch {
         Ok(around)
     }
 
-    /// The next batch of documents after `through`, as they are embedded.
+    /// The documents `docs` as unscored candidates, in that order (those
+    /// gone left out), read on `client`.
+    fn candidates_by_id_on(&self, client: &mut Client, docs: &[i64]) -> Result<Vec<Candidate>> {
+        if docs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT d.* FROM unnest($2::bigint[]) WITH ORDINALITY AS q(doc, i),
+                     LATERAL (SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
+                              WHERE d.agent_id = $1 AND d.doc = q.doc LIMIT 1) d
+                     ORDER BY q.i"
+                ),
+                &[&self.agent(), &docs],
+            )
+            .map_err(|e| db_error("read documents of the history index", &e))?;
+        rows.iter()
+            .map(|row| candidate_from_row(row, 0.0))
+            .collect()
+    }
+
     /// The last document embedded with `model` (0: none).
     fn embedded_through(&self, client: &mut Client, model: &str) -> Result<i64> {
         client
@@ -726,6 +751,7 @@ impl PgSearch {
             .map(|row| row.map_or(0, |row| row.get(0)))
     }
 
+    /// The next batch of documents after `through`, as they are embedded.
     fn documents_after(
         &self,
         client: &mut Client,
@@ -791,7 +817,7 @@ impl SearchIndex for PgSearch {
             else {
                 continue;
             };
-            let found = self.newest_first(client, filter.limit, |client, lowest| {
+            let found = Self::newest_first(client, plan.newest, filter.limit, |client, lowest| {
                 self.ranked_events(client, &asked, filter, lowest)
             })?;
             for (doc, hit, body) in found {
@@ -947,6 +973,9 @@ impl SearchIndex for PgSearch {
         )
         .map_err(|e| db_error(action, &e))?;
         tx.commit().map_err(|e| db_error(action, &e))?;
+        if self.pool.nearest() == Nearest::Hnsw {
+            nearest::ensure_index(&mut client, self.pool.indexed(), model, vectors[0].len())?;
+        }
         Ok(batch.len())
     }
 
@@ -1008,32 +1037,36 @@ impl SearchIndex for PgSearch {
         ))
     }
 
+    fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        (kinds, exclude_session): (&[DocKind], Option<&str>),
+        n: usize,
+        also: &[i64],
+    ) -> Result<Similarities> {
+        if self.pool.nearest() == Nearest::Hnsw {
+            let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            let scope = nearest::Scope {
+                agent: self.agent(),
+                model,
+                kinds: &kinds,
+                exclude_session,
+            };
+            let mut client = self.client();
+            let vectors = self.embedded_through(&mut client, model)?;
+            let indexed = self.pool.indexed();
+            if let Some(found) =
+                nearest::by_index(&mut client, indexed, &scope, (query, n), also, vectors)?
+            {
+                return Ok(found);
+            }
+        }
+        self.similarities(model, query, kinds, exclude_session)
+    }
+
     fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
         self.candidates_by_id_on(&mut self.client(), docs)
-    }
-}
-
-impl PgSearch {
-    /// The documents `docs` as unscored candidates, in that order (those
-    /// gone left out), read on `client`.
-    fn candidates_by_id_on(&self, client: &mut Client, docs: &[i64]) -> Result<Vec<Candidate>> {
-        if docs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT d.* FROM unnest($2::bigint[]) WITH ORDINALITY AS q(doc, i),
-                     LATERAL (SELECT {CANDIDATE_COLUMNS} FROM agentmem_search_docs d
-                              WHERE d.agent_id = $1 AND d.doc = q.doc LIMIT 1) d
-                     ORDER BY q.i"
-                ),
-                &[&self.agent(), &docs],
-            )
-            .map_err(|e| db_error("read documents of the history index", &e))?;
-        rows.iter()
-            .map(|row| candidate_from_row(row, 0.0))
-            .collect()
     }
 }
 

@@ -14,7 +14,7 @@ use agentmem::{AgentId, Durability, Error, Event, Result, SessionId};
 use postgres::{Client, GenericClient, NoTls};
 
 use crate::feed::Feeder;
-use crate::pool::Connections;
+use crate::pool::{Connections, Nearest};
 use crate::search::PgSearch;
 use crate::writer::PgWriter;
 use crate::{data_error, db_error, migrations};
@@ -65,7 +65,11 @@ impl PgStorage {
             .application_name(&holder_name());
         let mut reader = connect(&config, url)?;
         migrations::migrate(&mut reader)?;
-        let search = std::sync::Arc::new(Connections::new(config.clone(), url.clone()));
+        let nearest = match migrations::ensure_vector_search(&mut reader)? {
+            true => Nearest::Hnsw,
+            false => Nearest::ExactScan,
+        };
+        let search = std::sync::Arc::new(Connections::new(config.clone(), url.clone(), nearest));
         Ok(PgStorage {
             config,
             url: url.clone(),

@@ -634,6 +634,44 @@ fn a_session_on_postgres_keeps_its_memory_in_the_database_and_writes_no_file() {
     assert!(files.is_empty(), "no file written: {files:?}");
 }
 
+/// Every migration is recorded once, in order, and a second run applies
+/// none; the scoring function migration 3 made is gone after them.
+#[test]
+fn migrations_apply_once_each_in_order() {
+    let Some(url) = agentmem_postgres::test_database("the migrations case") else {
+        return;
+    };
+    PgStorage::connect(&url, Default::default()).unwrap();
+    let mut client = postgres::Client::connect(url.expose(), postgres::NoTls).unwrap();
+    assert_eq!(
+        agentmem_postgres::migrations::migrate(&mut client).unwrap(),
+        Vec::<i32>::new()
+    );
+    let recorded: Vec<i32> = client
+        .query(
+            "SELECT version FROM agentmem_schema_migrations ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let known: Vec<i32> = agentmem_postgres::migrations::MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .collect();
+    assert_eq!(recorded, known);
+    assert_eq!(known, (1..=known.len() as i32).collect::<Vec<_>>());
+    let functions: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_proc WHERE proname = 'agentmem_bm25'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(functions, 0);
+}
+
 /// A real Claude Code transcript, imported.
 fn imported_transcript() -> Vec<Event> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -368,7 +368,7 @@ fn bench_vectors(
         latency(
             &format!("{prefix}history recall with vectors"),
             &recall_ms,
-            &format!("{} queries over {events} events, exact scan of every vector, {RECALL_BUDGET_TOKENS}-token budget", queries.len()),
+            &format!("{} queries over {events} events, nearest vectors as the index finds them (files: an exact scan; PostgreSQL: pgvector's HNSW where the server has it), {RECALL_BUDGET_TOKENS}-token budget", queries.len()),
         ),
     ])
 }

@@ -336,8 +336,15 @@ fn add_similar_documents(
     let exclude = request.exclude_session.as_deref();
     let query = embed_checked(embedder, &[request.query.as_str()])?.remove(0);
     index.ensure_dimensions(embedder.model(), query.len())?;
-    let similarities = index.similarities(embedder.model(), &query, &request.kinds, exclude)?;
-    let matched: HashSet<i64> = candidates.iter().map(|c| c.doc).collect();
+    let matched: Vec<i64> = candidates.iter().map(|c| c.doc).collect();
+    let similarities = index.nearest(
+        embedder.model(),
+        &query,
+        (&request.kinds, exclude),
+        request.candidates,
+        &matched,
+    )?;
+    let matched: HashSet<i64> = matched.into_iter().collect();
     let similar: Vec<i64> = similarities
         .best(request.candidates)
         .into_iter()

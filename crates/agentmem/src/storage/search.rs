@@ -115,6 +115,24 @@ pub trait SearchIndex: fmt::Debug + Send {
         exclude_session: Option<&str>,
     ) -> Result<Similarities>;
 
+    /// How similar `query` is to the `n` documents nearest it (as
+    /// [`SearchIndex::similarities`] scopes them) and to the documents
+    /// numbered `also` that have a vector of `model`: what recall needs.
+    /// An index with an approximate nearest-neighbour search answers from
+    /// it; by default every document's similarity is given (the exact
+    /// scan), which holds those.
+    fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        (kinds, exclude_session): (&[DocKind], Option<&str>),
+        n: usize,
+        also: &[i64],
+    ) -> Result<Similarities> {
+        let _ = (n, also);
+        self.similarities(model, query, kinds, exclude_session)
+    }
+
     /// The documents numbered `docs`, unscored (one deleted since is left out).
     fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>>;
 }
