@@ -124,6 +124,13 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "migration 3's BM25 function dropped: documents are scored by the client",
         sql: "DROP FUNCTION IF EXISTS agentmem_bm25(tsvector, integer, text[], float8[], float8);",
     },
+    Migration {
+        version: 8,
+        name: "vectors by document: a deleted document's vectors found by an index, not a scan of the agent's",
+        // The key leads with the model, so without it the cascade from each
+        // deleted document read every vector of the agent.
+        sql: "CREATE INDEX agentmem_search_vectors_by_doc ON agentmem_search_vectors (agent_id, doc);",
+    },
 ];
 
 /// The advisory lock key migrators take turns on.
@@ -227,6 +234,7 @@ BEGIN
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $body$
             SELECT array_agg(((get_byte(stored, i) # 128) - 128)::real ORDER BY i)::vector
             FROM generate_series(0, length(stored) - 1) AS i
+            WHERE length(stored) <= 16000
         $body$
     $f$;
     EXECUTE 'ALTER TABLE agentmem_search_vectors ADD COLUMN embedding vector

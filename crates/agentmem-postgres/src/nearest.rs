@@ -26,6 +26,10 @@ pub(crate) const EXACT_SCAN_BELOW_VECTORS: i64 = 2_000;
 /// pgvector's largest `hnsw.ef_search`: how many candidates a search keeps.
 const MAX_EF_SEARCH: usize = 1_000;
 
+/// The most dimensions pgvector's HNSW index takes for a `vector`: a
+/// model's longer vectors keep the exact scan.
+const MAX_HNSW_DIMENSIONS: usize = 2_000;
+
 /// The models whose HNSW index this store has seen built and valid.
 #[derive(Debug, Default)]
 pub(crate) struct Indexed(Mutex<HashSet<String>>);
@@ -72,7 +76,7 @@ pub(crate) fn ensure_index(
     model: &str,
     dimensions: usize,
 ) -> Result<()> {
-    if indexed.has(model) {
+    if indexed.has(model) || dimensions > MAX_HNSW_DIMENSIONS {
         return Ok(());
     }
     let action = "build the vectors' HNSW index";

@@ -357,6 +357,7 @@ fn bench_vectors(
         )?;
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
+    let (found, asked) = nearest_against_exact(index, embedder, queries)?;
     Ok(vec![
         json!({
             "bench": format!("{prefix}history vectors stored"),
@@ -370,7 +371,50 @@ fn bench_vectors(
             &recall_ms,
             &format!("{} queries over {events} events, nearest vectors as the index finds them (files: an exact scan; PostgreSQL: pgvector's HNSW where the server has it), {RECALL_BUDGET_TOKENS}-token budget", queries.len()),
         ),
+        json!({
+            "bench": format!("{prefix}history nearest vectors against the exact scan"),
+            "figure": format!("recall@{NEAREST_COMPARED} {:.3}", found as f64 / asked.max(1) as f64),
+            "detail": format!("{found} of the exact scan's {asked} nearest documents over {} queries (a document as similar as the exact scan's tenth counts), the index asked as recall asks it", queries.len()),
+            "recall_at_10": found as f64 / asked.max(1) as f64,
+        }),
     ])
+}
+
+/// How many nearest documents each query compares.
+const NEAREST_COMPARED: usize = 10;
+
+/// Of the [`NEAREST_COMPARED`] documents nearest each query by the exact
+/// scan, how many the best as many of the index's own answer (asked for
+/// recall's candidates, as recall asks) match, a document counting when it
+/// is at least as similar as the exact scan's last; and how many there were.
+fn nearest_against_exact(
+    index: &dyn SearchIndex,
+    embedder: &dyn Embedder,
+    queries: &[String],
+) -> anyhow::Result<(usize, usize)> {
+    let RecallRequest {
+        kinds, candidates, ..
+    } = RecallRequest::new("", RECALL_BUDGET_TOKENS);
+    let (mut found, mut asked) = (0, 0);
+    for query in queries {
+        let vector =
+            agentmem::search::vectors::embed_checked(embedder, &[query.as_str()])?.remove(0);
+        let exact = index.similarities(embedder.model(), &vector, &kinds, None)?;
+        let best = exact.best(NEAREST_COMPARED);
+        let Some(tenth) = best.last().and_then(|doc| exact.of(*doc)) else {
+            continue;
+        };
+        let nearest = index.nearest(embedder.model(), &vector, (&kinds, None), candidates, &[])?;
+        // A document as similar as the exact scan's last is as good a
+        // find: many documents share a vector (a repeated output).
+        found += nearest
+            .best(NEAREST_COMPARED)
+            .iter()
+            .filter(|doc| exact.of(**doc).is_some_and(|s| s >= tenth))
+            .count();
+        asked += best.len();
+    }
+    Ok((found, asked))
 }
 
 /// The length of all-MiniLM-L6-v2's vectors, so the scan is the size of a real one's.
