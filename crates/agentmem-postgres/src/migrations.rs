@@ -213,7 +213,8 @@ pub(crate) const HAS_VECTOR_SEARCH: &str = "
                     AND table_name = 'agentmem_search_vectors' AND column_name = 'embedding')";
 
 /// Creates the extension and the copy where they are missing and can be
-/// had; a role that may not create the extension keeps the exact scan.
+/// had, all or none of it; a role that may not create the extension, or
+/// an extension that does not load, keeps the exact scan.
 const VECTOR_SEARCH: &str = r#"
 DO $outer$
 BEGIN
@@ -225,20 +226,21 @@ BEGIN
     END IF;
     BEGIN
         CREATE EXTENSION IF NOT EXISTS vector;
-    EXCEPTION WHEN insufficient_privilege THEN
-        RAISE NOTICE 'agentmem: pgvector is installed but this role may not create it; vectors keep the exact scan';
-        RETURN;
+        EXECUTE $f$
+            CREATE OR REPLACE FUNCTION agentmem_vector_of(stored bytea) RETURNS vector
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $body$
+                SELECT array_agg(((get_byte(stored, i) # 128) - 128)::real ORDER BY i)::vector
+                FROM generate_series(0, length(stored) - 1) AS i
+                WHERE length(stored) <= 16000
+            $body$
+        $f$;
+        EXECUTE 'ALTER TABLE agentmem_search_vectors ADD COLUMN embedding vector
+                 GENERATED ALWAYS AS (agentmem_vector_of(vector)) STORED';
+    EXCEPTION WHEN OTHERS THEN
+        -- A role that may not create it, or an extension that does not
+        -- load: none of it is kept, and the next connection tries again.
+        RAISE NOTICE 'agentmem: pgvector could not be set up (%); vectors keep the exact scan', SQLERRM;
     END;
-    EXECUTE $f$
-        CREATE OR REPLACE FUNCTION agentmem_vector_of(stored bytea) RETURNS vector
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $body$
-            SELECT array_agg(((get_byte(stored, i) # 128) - 128)::real ORDER BY i)::vector
-            FROM generate_series(0, length(stored) - 1) AS i
-            WHERE length(stored) <= 16000
-        $body$
-    $f$;
-    EXECUTE 'ALTER TABLE agentmem_search_vectors ADD COLUMN embedding vector
-             GENERATED ALWAYS AS (agentmem_vector_of(vector)) STORED';
 END
 $outer$;
 "#;
