@@ -181,3 +181,57 @@ fn an_agent_with_few_vectors_has_them_all_compared() {
     assert_eq!(nearest.best(300), exact.best(300));
     assert_eq!(exact.best(300).len(), 300);
 }
+
+/// A role that may create tables but not the extension connects as ever,
+/// its setup of pgvector left undone whole, and keeps the exact scan.
+#[test]
+fn a_role_that_may_not_create_pgvector_keeps_the_exact_scan() {
+    let Some(url) = crate::test_database("the unprivileged-role case") else {
+        return;
+    };
+    PgStorage::connect(&url, Default::default()).unwrap();
+    if !has_pgvector(&url) {
+        return;
+    }
+    let name = fresh_agent("limited").as_str().replace('-', "_");
+    let mut admin = postgres::Client::connect(url.expose(), postgres::NoTls).unwrap();
+    for statement in [
+        format!("CREATE ROLE {name} LOGIN PASSWORD 'limited'"),
+        format!("CREATE DATABASE {name} OWNER {name}"),
+    ] {
+        admin.batch_execute(&statement).unwrap();
+    }
+    let config: postgres::Config = url.expose().parse().unwrap();
+    let host = match &config.get_hosts()[0] {
+        postgres::config::Host::Tcp(host) => host.clone(),
+        postgres::config::Host::Unix(path) => path.display().to_string(),
+    };
+    let limited = agentmem::config::DatabaseUrl::new(format!(
+        "postgres://{name}:limited@{host}:{}/{name}",
+        config.get_ports()[0]
+    ));
+    let storage = PgStorage::connect(&limited, Default::default());
+    let mut client = postgres::Client::connect(limited.expose(), postgres::NoTls).unwrap();
+    let has: bool = client
+        .query_one(crate::migrations::HAS_VECTOR_SEARCH, &[])
+        .unwrap()
+        .get(0);
+    let extension: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_extension WHERE extname = 'vector'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let connected = storage.map(drop).map_err(|e| e.to_string());
+    drop(client);
+    for statement in [
+        format!("DROP DATABASE {name} WITH (FORCE)"),
+        format!("DROP ROLE {name}"),
+    ] {
+        admin.batch_execute(&statement).unwrap();
+    }
+    assert_eq!(connected, Ok(()), "the role connects");
+    assert!(!has, "no pgvector copy of the vectors");
+    assert_eq!(extension, 0, "the extension is not half made");
+}
