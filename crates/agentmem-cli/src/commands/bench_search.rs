@@ -342,6 +342,10 @@ fn bench_vectors(
     let started = Instant::now();
     let embedded = index.embed_missing(embedder)?;
     let seconds = started.elapsed().as_secs_f64();
+    // As the store's embedding worker does once it has caught up.
+    let started = Instant::now();
+    let in_graph = index.keep_nearest_graph(embedder.model(), &|| false)?;
+    let graph_seconds = started.elapsed().as_secs_f64();
     let tokenizer = Encoding::O200kBase.tokenizer();
     let mut recall_ms = Vec::new();
     for query in queries {
@@ -357,7 +361,8 @@ fn bench_vectors(
         )?;
         recall_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
-    let (found, asked) = nearest_against_exact(index, embedder, queries)?;
+    let compared = nearest_against_exact(index, embedder, queries)?;
+    let (found, asked) = (compared.found, compared.asked);
     Ok(vec![
         json!({
             "bench": format!("{prefix}history vectors stored"),
@@ -366,10 +371,20 @@ fn bench_vectors(
             "documents": embedded,
             "documents_per_second": embedded as f64 / seconds,
         }),
+        json!({
+            "bench": format!("{prefix}history nearest-neighbour graph kept"),
+            "figure": format!("{graph_seconds:.1} s"),
+            "detail": match in_graph {
+                0 => format!("after {embedded} vectors were stored: no graph of its own (files: below its threshold, the exact scan answers; PostgreSQL: its index is kept as vectors are stored)"),
+                held => format!("after {embedded} vectors were stored: the HNSW graph holds {held} vectors"),
+            },
+            "seconds": graph_seconds,
+            "vectors_in_graph": in_graph,
+        }),
         latency(
             &format!("{prefix}history recall with vectors"),
             &recall_ms,
-            &format!("{} queries over {events} events, nearest vectors as the index finds them (files: an exact scan; PostgreSQL: pgvector's HNSW where the server has it), {RECALL_BUDGET_TOKENS}-token budget", queries.len()),
+            &format!("{} queries over {events} events, nearest vectors as the index finds them (files: its HNSW graph past 20,000 vectors, else an exact scan; PostgreSQL: pgvector's HNSW where the server has it), {RECALL_BUDGET_TOKENS}-token budget", queries.len()),
         ),
         json!({
             "bench": format!("{prefix}history nearest vectors against the exact scan"),
@@ -377,7 +392,24 @@ fn bench_vectors(
             "detail": format!("{found} of the exact scan's {asked} nearest documents over {} queries (a document as similar as the exact scan's tenth counts), the index asked as recall asks it", queries.len()),
             "recall_at_10": found as f64 / asked.max(1) as f64,
         }),
+        latency(
+            &format!("{prefix}history nearest vectors"),
+            &compared.nearest_ms,
+            &format!("the index's answer for recall's candidates, beside the exact scan's p50 {:.2} ms / p99 {:.2} ms over the same {} queries", crate::measure::percentile(&compared.exact_ms, 0.5), crate::measure::percentile(&compared.exact_ms, 0.99), queries.len()),
+        ),
     ])
+}
+
+/// The index's nearest vectors set beside the exact scan's.
+struct Compared {
+    /// Of the exact scan's nearest, how many the index's answer holds...
+    found: usize,
+    /// ...out of how many.
+    asked: usize,
+    /// The exact scan's time per query.
+    exact_ms: Vec<f64>,
+    /// The index's answer's time per query.
+    nearest_ms: Vec<f64>,
 }
 
 /// How many nearest documents each query compares.
@@ -391,20 +423,39 @@ fn nearest_against_exact(
     index: &dyn SearchIndex,
     embedder: &dyn Embedder,
     queries: &[String],
-) -> anyhow::Result<(usize, usize)> {
+) -> anyhow::Result<Compared> {
     let RecallRequest {
         kinds, candidates, ..
     } = RecallRequest::new("", RECALL_BUDGET_TOKENS);
     let (mut found, mut asked) = (0, 0);
-    for query in queries {
+    let (mut exact_ms, mut nearest_ms) = (Vec::new(), Vec::new());
+    for (number, query) in queries.iter().enumerate() {
         let vector =
             agentmem::search::vectors::embed_checked(embedder, &[query.as_str()])?.remove(0);
-        let exact = index.similarities(embedder.model(), &vector, &kinds, None)?;
+        let exact_scan = || {
+            let started = Instant::now();
+            let exact = index.similarities(embedder.model(), &vector, &kinds, None);
+            (exact, started.elapsed().as_secs_f64() * 1e3)
+        };
+        let index_answer = || {
+            let started = Instant::now();
+            let nearest = index.nearest(embedder.model(), &vector, (&kinds, None), candidates, &[]);
+            (nearest, started.elapsed().as_secs_f64() * 1e3)
+        };
+        // Each goes first every other query, so neither always finds the other's pages cached.
+        let ((exact, exact_took), (nearest, nearest_took)) = if number % 2 == 0 {
+            (exact_scan(), index_answer())
+        } else {
+            let answer = index_answer();
+            (exact_scan(), answer)
+        };
+        let (exact, nearest) = (exact?, nearest?);
+        exact_ms.push(exact_took);
+        nearest_ms.push(nearest_took);
         let best = exact.best(NEAREST_COMPARED);
         let Some(tenth) = best.last().and_then(|doc| exact.of(*doc)) else {
             continue;
         };
-        let nearest = index.nearest(embedder.model(), &vector, (&kinds, None), candidates, &[])?;
         // A document as similar as the exact scan's last is as good a
         // find: many documents share a vector (a repeated output).
         found += nearest
@@ -414,7 +465,12 @@ fn nearest_against_exact(
             .count();
         asked += best.len();
     }
-    Ok((found, asked))
+    Ok(Compared {
+        found,
+        asked,
+        exact_ms,
+        nearest_ms,
+    })
 }
 
 /// The length of all-MiniLM-L6-v2's vectors, so the scan is the size of a real one's.

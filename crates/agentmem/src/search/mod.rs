@@ -14,6 +14,7 @@
 
 mod excerpt;
 pub(crate) mod feed;
+pub mod graph;
 pub mod index;
 pub mod lexemes;
 pub mod query;

@@ -3,6 +3,8 @@
 //! agent goes on. Ingest never waits for the model, and recall never waits
 //! for a history: it scores the vectors there are, and the documents not
 //! embedded yet by their words alone (see [`crate::memory::recall`]).
+//! Once caught up, the worker brings the index's nearest-neighbour graph
+//! up to date where the index keeps one ([`super::graph`]).
 //!
 //! The worker is woken, not fed: whoever indexes documents (a session
 //! writer's indexer) or asks about them (recall) says "there may be more",
@@ -285,7 +287,11 @@ fn catch_up(
             None => index.insert(open()?),
         };
         match opened.embed_next_batch(&*embedder.0)? {
-            0 => return Ok(CaughtUp::All),
+            0 => {
+                let stopping = || shared.lock().stopping;
+                opened.keep_nearest_graph(embedder.0.model(), &stopping)?;
+                return Ok(CaughtUp::All);
+            }
             batch => {
                 shared.lock().embedded += batch as u64;
                 shared.changed.notify_all();

@@ -133,3 +133,24 @@ fn a_closing_feed_stops_after_the_batch_under_way_and_keeps_it() {
     assert!(left > 0, "stopped before the end of the backlog");
     assert_eq!(left % 64, 0, "whole batches kept, none half-written");
 }
+
+#[test]
+fn once_caught_up_past_the_threshold_the_worker_keeps_the_nearest_neighbour_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = HistoryIndex::open(dir.path()).unwrap();
+    let threshold = crate::search::graph::GraphPolicy::default().from_vectors as usize;
+    let events = users("a", threshold);
+    index.add_events("a", 0, &events[..threshold - 1]).unwrap();
+    let feed = files_feed(dir.path(), Arc::new(Lengths::default()));
+    feed.wait_caught_up().unwrap();
+    assert_eq!(
+        index.graph_vectors("lengths").unwrap(),
+        0,
+        "one vector short"
+    );
+    index
+        .add_events("a", threshold as u64 - 1, &events[threshold - 1..])
+        .unwrap();
+    feed.wait_caught_up().unwrap();
+    assert_eq!(index.graph_vectors("lengths").unwrap(), threshold as u64);
+}

@@ -8,12 +8,13 @@
 //! recall never waits for them. Each document is embedded once per model;
 //! its vector is stored beside it in the index and is deleted with it.
 //!
-//! Nearness is exact: the query's vector is compared with every vector in
-//! scope, stored one signed byte a dimension with the document's kind and
-//! session beside it, so the scan reads nothing else (about 0.3 µs a
-//! document: 32 ms over 100,000). That suits the thousands to hundreds of
-//! thousands of memories of one agent, without an approximate index's
-//! misses or upkeep.
+//! Nearness is exact until a model has tens of thousands of vectors: the
+//! query's vector is compared with every vector in scope, stored one signed
+//! byte a dimension with the document's kind and session beside it, so the
+//! scan reads nothing else (about 0.3 µs a document: 32 ms over 100,000).
+//! Past [`super::graph::GraphPolicy::from_vectors`], a nearest-neighbour
+//! graph built in the background picks the documents to score
+//! ([`super::graph`]).
 
 use rusqlite::{params, OptionalExtension};
 
@@ -173,20 +174,32 @@ impl HistoryIndex {
         kinds: &[DocKind],
         exclude_session: Option<&str>,
     ) -> Result<Similarities> {
-        let query = unit(query);
+        let by_doc = self.similarities_after(model, &unit(query), 0, (kinds, exclude_session))?;
+        Ok(Similarities { by_doc })
+    }
+
+    /// How similar `query` (at unit length) is to each vector of `model`
+    /// in scope stored after document `through`, in document order.
+    pub(super) fn similarities_after(
+        &self,
+        model: &str,
+        query: &[f32],
+        through: i64,
+        (kinds, exclude_session): (&[DocKind], Option<&str>),
+    ) -> Result<Vec<(i64, f64)>> {
         let mut statement = self
             .conn
             .prepare_cached(
                 // The scope is read from the vectors' own columns: a look
                 // into `docs` for each would read pages of text it never uses.
                 "SELECT id, vector FROM vectors
-                 WHERE model = ?1 AND instr(?2, ',' || kind || ',') > 0
-                   AND (?3 IS NULL OR session <> ?3)
+                 WHERE id > ?1 AND model = ?2 AND instr(?3, ',' || kind || ',') > 0
+                   AND (?4 IS NULL OR session <> ?4)
                  ORDER BY id",
             )
             .map_err(|e| self.error(e))?;
         let mut rows = statement
-            .query(params![model, kind_list(kinds), exclude_session])
+            .query(params![through, model, kind_list(kinds), exclude_session])
             .map_err(|e| self.error(e))?;
         let mut by_doc = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.error(e))? {
@@ -195,9 +208,9 @@ impl HistoryIndex {
                 .get_ref(1)
                 .and_then(|v| Ok(v.as_blob()?))
                 .map_err(|e| self.error(e))?;
-            by_doc.push((doc, dot_with_stored(&query, bytes)));
+            by_doc.push((doc, dot_with_stored(query, bytes)));
         }
-        Ok(Similarities { by_doc })
+        Ok(by_doc)
     }
 
     /// The documents in rows `docs`, as candidates without a BM25 score

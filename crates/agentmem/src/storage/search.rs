@@ -37,6 +37,7 @@ use super::{Backend, Storage};
 use crate::base::error::Result;
 use crate::base::event::Event;
 use crate::base::id::{AgentId, SessionId};
+use crate::search::graph::GraphPolicy;
 use crate::search::index::{Candidate, DocKind, HistoryIndex};
 use crate::search::vectors::{Embedder, Similarities};
 use crate::search::{SearchFilter, SearchHit};
@@ -131,6 +132,18 @@ pub trait SearchIndex: fmt::Debug + Send {
     ) -> Result<Similarities> {
         let _ = (n, also);
         self.similarities(model, query, kinds, exclude_session)
+    }
+
+    /// Brings the index's own nearest-neighbour structure for `model` up
+    /// to date where it keeps one apart from its vectors (the files
+    /// backend's graph, [`crate::search::graph`]), after the embedding
+    /// worker has caught up; `stop` is asked between steps. Returns how
+    /// many vectors the graph holds (0: none yet, or the index keeps no
+    /// graph apart). By default nothing: a database keeps its index as it
+    /// stores.
+    fn keep_nearest_graph(&self, model: &str, stop: &dyn Fn() -> bool) -> Result<u64> {
+        let _ = (model, stop);
+        Ok(0)
     }
 
     /// The documents numbered `docs`, unscored (one deleted since is left out).
@@ -239,6 +252,25 @@ impl SearchIndex for HistoryIndex {
         exclude_session: Option<&str>,
     ) -> Result<Similarities> {
         HistoryIndex::similarities(self, model, query, kinds, exclude_session)
+    }
+
+    fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        scope: (&[DocKind], Option<&str>),
+        n: usize,
+        also: &[i64],
+    ) -> Result<Similarities> {
+        match self.nearest_by_graph(model, query, scope, n, also)? {
+            Some(found) => Ok(found),
+            None => HistoryIndex::similarities(self, model, query, scope.0, scope.1),
+        }
+    }
+
+    fn keep_nearest_graph(&self, model: &str, stop: &dyn Fn() -> bool) -> Result<u64> {
+        self.keep_graph(model, GraphPolicy::default(), stop)?;
+        self.graph_vectors(model)
     }
 
     fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
