@@ -101,9 +101,6 @@ struct Stamp {
     file: String,
 }
 
-/// A document the graph found, as stored: its kind, session and vector.
-type Stored = (String, String, Vec<u8>);
-
 impl HistoryIndex {
     /// Builds or extends `model`'s graph when `policy` says it is due;
     /// `stop` is asked between steps, and a `true` gives up without saving.
@@ -189,23 +186,15 @@ impl HistoryIndex {
             return Ok(None);
         }
         let query = unit(query);
-        let in_scope = |kind: &str, session: &str| {
-            kinds.contains(&DocKind::parse(kind)) && exclude_session != Some(session)
-        };
         let mut ask = n.max(1).saturating_mul(FIRST_ASK_RATIO);
         let mut found = None;
         for _ in 0..ASKS {
             let matches = graph
                 .search(&query, ask)
                 .map_err(|e| self.graph_error(&dir, e))?;
-            let mut scores = Vec::with_capacity(matches.keys.len());
-            for doc in matches.keys.iter().map(|key| *key as i64) {
-                if let Some((kind, session, vector)) = self.stored_vector(model, doc)? {
-                    if in_scope(&kind, &session) {
-                        scores.push((doc, dot_with_stored(&query, &vector)));
-                    }
-                }
-            }
+            let docs: Vec<i64> = matches.keys.iter().map(|key| *key as i64).collect();
+            let scores =
+                self.scored_stored(model, &query, &docs, Some((kinds, exclude_session)))?;
             // Fewer than asked: the graph gave every document it holds.
             if scores.len() >= n || matches.keys.len() < ask {
                 found = Some(scores);
@@ -222,14 +211,13 @@ impl HistoryIndex {
             stamp.through,
             (kinds, exclude_session),
         )?);
-        let mut seen: std::collections::HashSet<i64> = scores.iter().map(|(doc, _)| *doc).collect();
-        for doc in also {
-            if seen.insert(*doc) {
-                if let Some((_, _, vector)) = self.stored_vector(model, *doc)? {
-                    scores.push((*doc, dot_with_stored(&query, &vector)));
-                }
-            }
-        }
+        let seen: std::collections::HashSet<i64> = scores.iter().map(|(doc, _)| *doc).collect();
+        let unseen: Vec<i64> = also
+            .iter()
+            .copied()
+            .filter(|doc| !seen.contains(doc))
+            .collect();
+        scores.extend(self.scored_stored(model, &query, &unseen, None)?);
         Ok(Some(Similarities::from_scores(scores)))
     }
 
@@ -318,19 +306,60 @@ impl HistoryIndex {
             .map_err(|e| self.error(e))
     }
 
-    /// The kind, session and vector of document `doc`'s `model` vector, if stored.
-    fn stored_vector(&self, model: &str, doc: i64) -> Result<Option<Stored>> {
-        self.conn
+    /// The similarities of `query` (at unit length) to the stored `model`
+    /// vectors of documents `docs` (those within `scope` when given), read
+    /// in one statement; a document removed since is left out.
+    fn scored_stored(
+        &self,
+        model: &str,
+        query: &[f32],
+        docs: &[i64],
+        scope: Option<(&[DocKind], Option<&str>)>,
+    ) -> Result<Vec<(i64, f64)>> {
+        if docs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let listed = format!(
+            "[{}]",
+            docs.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let mut statement = self
+            .conn
             .prepare_cached(
-                "SELECT kind, session, vector FROM vectors WHERE id = ?1 AND model = ?2",
+                "SELECT v.id, v.kind, v.session, v.vector FROM json_each(?1) AS j
+                 JOIN vectors AS v ON v.id = j.value AND v.model = ?2",
             )
-            .and_then(|mut s| {
-                s.query_row(params![doc, model], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })
-                .optional()
-            })
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        let mut rows = statement
+            .query(params![listed, model])
+            .map_err(|e| self.error(e))?;
+        let mut scores = Vec::with_capacity(docs.len());
+        while let Some(row) = rows.next().map_err(|e| self.error(e))? {
+            let text = |at: usize| row.get_ref(at).and_then(|v| Ok(v.as_str()?));
+            let (kind, session) = (text(1), text(2));
+            let in_scope = match scope {
+                None => true,
+                Some((kinds, exclude_session)) => {
+                    let (kind, session) = (
+                        kind.map_err(|e| self.error(e))?,
+                        session.map_err(|e| self.error(e))?,
+                    );
+                    kinds.contains(&DocKind::parse(kind)) && exclude_session != Some(session)
+                }
+            };
+            if in_scope {
+                let doc: i64 = row.get(0).map_err(|e| self.error(e))?;
+                let vector = row
+                    .get_ref(3)
+                    .and_then(|v| Ok(v.as_blob()?))
+                    .map_err(|e| self.error(e))?;
+                scores.push((doc, dot_with_stored(query, vector)));
+            }
+        }
+        Ok(scores)
     }
 
     /// The graph of `model` the index names, if any.
