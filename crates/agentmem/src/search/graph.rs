@@ -128,6 +128,8 @@ impl HistoryIndex {
         let kept = stamp
             .and_then(|stamp| {
                 let graph = Index::restore(path_text(&dir.join(&stamp.file))?).ok()?;
+                // The file keeps the links, not how widely new ones are searched for.
+                graph.change_expansion_add(EXPANSION_ADD);
                 Some((graph, stamp.through))
             })
             .filter(|(graph, _)| graph.dimensions() == dimensions);
