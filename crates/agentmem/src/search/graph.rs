@@ -51,6 +51,10 @@ const FIRST_ASK_RATIO: usize = 2;
 const WIDEN_RATIO: usize = 4;
 /// ...up to this many times, before the exact scan answers instead.
 const ASKS: usize = 3;
+/// Searches one mapped graph serves at once (usearch keeps a context per
+/// search under way; one more than this, or than it could reserve, is
+/// answered by the exact scan).
+const SEARCHES_AT_ONCE: usize = 64;
 /// Vectors read and linked between two looks at whether to stop.
 const VECTORS_PER_STEP: usize = 4_096;
 /// A temporary graph file this old was left by a builder that died.
@@ -191,9 +195,10 @@ impl HistoryIndex {
         let mut ask = n.max(1).saturating_mul(FIRST_ASK_RATIO);
         let mut found = None;
         for _ in 0..ASKS {
-            let matches = graph
-                .search(&query, ask)
-                .map_err(|e| self.graph_error(&dir, e))?;
+            let Ok(matches) = graph.search(&query, ask) else {
+                // Every search context busy: the scan answers this one.
+                return Ok(None);
+            };
             let docs: Vec<i64> = matches.keys.iter().map(|key| *key as i64).collect();
             let scores =
                 self.scored_stored(model, &query, &docs, Some((kinds, exclude_session)))?;
@@ -497,6 +502,11 @@ fn mapped_graph(dir: &Path, model: &str, stamp: &Stamp) -> Option<Arc<Index>> {
     }
     let graph = Index::restore_view(path_text(&dir.join(&stamp.file))?).ok()?;
     graph.change_expansion_search(EXPANSION_SEARCH);
+    // A mapped graph has a search context per core; a server's recalls
+    // may run more at once.
+    graph
+        .reserve_capacity_and_threads(graph.size(), SEARCHES_AT_ONCE)
+        .ok()?;
     let graph = Arc::new(graph);
     mapped.insert(key, (stamp.file.clone(), Arc::clone(&graph)));
     Some(graph)

@@ -324,3 +324,33 @@ fn the_store_keeps_no_graph_below_the_default_threshold() {
     assert!(!dir.path().join(GRAPH_DIR).exists());
     assert!(GraphPolicy::default().from_vectors > 500);
 }
+
+#[test]
+fn many_recalls_at_once_are_all_answered_by_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = embedded_index(dir.path(), 1_000);
+    index.keep_graph("clustered", SMALL, &never).unwrap();
+    drop(index);
+    let answered: Vec<bool> = std::thread::scope(|scope| {
+        let askers: Vec<_> = (0..16)
+            .map(|asker| {
+                let dir = dir.path();
+                scope.spawn(move || {
+                    let index = HistoryIndex::open(dir).unwrap();
+                    (0..20).all(|n| {
+                        let query = vector_of(50_000 + asker * 100 + n);
+                        index
+                            .nearest_by_graph("clustered", &query, (&EVENTS, None), 10, &[])
+                            .unwrap()
+                            .is_some_and(|found| found.best(10).len() == 10)
+                    })
+                })
+            })
+            .collect();
+        askers
+            .into_iter()
+            .map(|asker| asker.join().unwrap())
+            .collect()
+    });
+    assert!(answered.iter().all(|all| *all), "{answered:?}");
+}
