@@ -614,6 +614,11 @@ pub struct BenchArgs {
     /// with the same queries each time.
     #[arg(long = "measure-at", requires = "history", num_args = 1..)]
     pub measure_at: Vec<usize>,
+    /// With --history on files: keep the history's store in this folder,
+    /// and take a session of it as loaded when it already holds the file's
+    /// events, so search and recall can be timed again without loading.
+    #[arg(long = "history-store", requires = "history")]
+    pub history_store: Option<PathBuf>,
     /// With --history: also store a vector for every document and time
     /// recall with vectors (a stand-in embedder of hashed words, so the
     /// figures are the index's cost, not a model's).

@@ -115,7 +115,7 @@ pub fn run(
                 }
             };
             rows.extend(super::bench_search::run(
-                dir.path(),
+                args.history_store.as_deref().unwrap_or(dir.path()),
                 &args.history,
                 vectors(),
                 &on,

@@ -539,15 +539,15 @@ impl TextIndex {
         let segments = view.searcher.segment_readers();
         let (mine, theirs) = halves_by_documents(segments, parallel_over);
         if theirs.is_empty() {
-            ask.search(mine, &mut top).map_err(|e| self.error(e))?;
+            ask.search(&mine, &mut top).map_err(|e| self.error(e))?;
             return Ok(top.into_sorted());
         }
         let other = std::thread::scope(|scope| {
             let other = scope.spawn(|| {
                 let mut top = Top::new(limit, &threshold);
-                ask.search(theirs, &mut top).map(|()| top.into_sorted())
+                ask.search(&theirs, &mut top).map(|()| top.into_sorted())
             });
-            let searched = ask.search(mine, &mut top);
+            let searched = ask.search(&mine, &mut top);
             let other = other
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -787,17 +787,18 @@ struct SegmentView<'a> {
     role: std::sync::Arc<dyn ColumnValues<u64>>,
     ts: std::sync::Arc<dyn ColumnValues<f64>>,
     length: std::sync::Arc<dyn ColumnValues<u64>>,
+    /// The documents of the segment searched end before this one.
+    end: DocId,
     within: Within,
 }
 
 impl<'a> SegmentView<'a> {
-    fn open(
-        reader: &'a tantivy::SegmentReader,
-        within: &Within,
-    ) -> tantivy::Result<SegmentView<'a>> {
+    fn open(part: &Part<'a>, within: &Within) -> tantivy::Result<SegmentView<'a>> {
+        let reader = part.segment;
         let fast = reader.fast_fields();
         Ok(SegmentView {
             reader,
+            end: part.end,
             doc: fast.i64("doc")?.first_or_default_col(0),
             kind: fast.u64("kind")?.first_or_default_col(0),
             session: fast.u64("session")?.first_or_default_col(0),
@@ -924,7 +925,7 @@ fn all_words(
     let mut tf = vec![0u32; cursors.len()];
     let lead = order[0];
     let mut doc = cursors[lead].doc();
-    'docs: while doc != TERMINATED {
+    'docs: while doc < segment.end {
         for &i in &order[1..] {
             let at = cursors[i].seek(doc);
             if at > doc {
@@ -983,7 +984,7 @@ fn any_word(
             .map(|(_, c)| c.doc())
             .min()
             .unwrap_or(TERMINATED);
-        if doc == TERMINATED {
+        if doc >= segment.end {
             return;
         }
         // What the essential words holding `doc` could add, at most.
@@ -1038,22 +1039,54 @@ fn below(bound: f64, threshold: Option<f64>) -> bool {
 /// machine, while below it starting a thread costs more than it saves.
 const PARALLEL_SEARCH_DOCUMENTS: u64 = 200_000;
 
-/// `segments` split in two runs of about equal documents, the second empty
-/// when they hold `parallel_over` documents or fewer.
+/// A run of one segment's documents, `first..end`.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    segment: &'a tantivy::SegmentReader,
+    first: DocId,
+    end: DocId,
+}
+
+/// `segments`' documents split in two runs of about equal documents (the
+/// segment at the middle cut in two), the second empty when they hold
+/// `parallel_over` documents or fewer: an index merged into one large
+/// segment is split as evenly as one of many.
 fn halves_by_documents(
     segments: &[tantivy::SegmentReader],
     parallel_over: u64,
-) -> (&[tantivy::SegmentReader], &[tantivy::SegmentReader]) {
-    let documents =
-        |s: &[tantivy::SegmentReader]| s.iter().map(|r| u64::from(r.max_doc())).sum::<u64>();
-    let total = documents(segments);
-    if total <= parallel_over || segments.len() < 2 {
-        return (segments, &[]);
+) -> (Vec<Part<'_>>, Vec<Part<'_>>) {
+    fn whole(segment: &tantivy::SegmentReader) -> Part<'_> {
+        Part {
+            segment,
+            first: 0,
+            end: segment.max_doc(),
+        }
     }
-    let cut = (1..segments.len())
-        .min_by_key(|&at| documents(&segments[..at]).abs_diff(total / 2))
-        .unwrap_or(1);
-    segments.split_at(cut)
+    let total: u64 = segments.iter().map(|s| u64::from(s.max_doc())).sum();
+    if total <= parallel_over {
+        return (segments.iter().map(whole).collect(), Vec::new());
+    }
+    let (mut first_half, mut second_half) = (Vec::new(), Vec::new());
+    let mut before = 0u64;
+    for segment in segments {
+        let documents = u64::from(segment.max_doc());
+        // How many of this segment's documents belong to the first half.
+        let cut = (total / 2).saturating_sub(before).min(documents) as DocId;
+        if cut > 0 {
+            first_half.push(Part {
+                end: cut,
+                ..whole(segment)
+            });
+        }
+        if cut < segment.max_doc() {
+            second_half.push(Part {
+                first: cut,
+                ..whole(segment)
+            });
+        }
+        before += documents;
+    }
+    (first_half, second_half)
 }
 
 /// One query as every segment is asked it.
@@ -1066,17 +1099,17 @@ struct Asked<'a> {
 }
 
 impl Asked<'_> {
-    /// Offers `top` the documents of `segments` that match.
-    fn search(
-        &self,
-        segments: &[tantivy::SegmentReader],
-        top: &mut Top<'_>,
-    ) -> tantivy::Result<()> {
-        for segment in segments {
-            let segment = SegmentView::open(segment, self.within)?;
+    /// Offers `top` the documents of `parts` that match.
+    fn search(&self, parts: &[Part<'_>], top: &mut Top<'_>) -> tantivy::Result<()> {
+        for part in parts {
+            let segment = SegmentView::open(part, self.within)?;
             let mut cursors = Vec::with_capacity(self.words.len());
             for word in self.words {
-                cursors.push(WordCursor::open(segment.reader, self.field, word)?);
+                let mut cursor = WordCursor::open(segment.reader, self.field, word)?;
+                if let Some(cursor) = &mut cursor {
+                    cursor.seek(part.first);
+                }
+                cursors.push(cursor);
             }
             match self.join {
                 Join::All => all_words(&segment, cursors, self.scorer, top),
@@ -1196,71 +1229,5 @@ fn text_error(path: &Path, error: impl std::fmt::Display) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Words of a toy vocabulary, chosen by a small linear congruence.
-    fn words(seed: u64, n: usize) -> Vec<String> {
-        const VOCABULARY: [&str; 12] = [
-            "parser", "cargo", "build", "index", "test", "token", "merge", "query", "cache",
-            "error", "thread", "budget",
-        ];
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x = x
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                VOCABULARY[(x >> 33) as usize % VOCABULARY.len()].to_owned()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_search_split_over_two_threads_finds_what_one_thread_finds() {
-        let dir = tempfile::tempdir().unwrap();
-        let text = TextIndex::open(dir.path()).unwrap();
-        let (mut docs, mut tokens) = (0u64, 0u64);
-        for generation in 0..4 {
-            let mut writer = text.writer().unwrap();
-            for i in 0..500 {
-                let doc = generation * 500 + i + 1;
-                let words = words(doc as u64, 3 + (doc as usize % 17));
-                tokens += words.len() as u64;
-                docs += 1;
-                writer
-                    .add(TextDoc {
-                        doc,
-                        kind: DocKind::Event,
-                        session: 1 + doc as u64 % 3,
-                        role: SearchRole::User,
-                        ts: doc as f64,
-                        words,
-                    })
-                    .unwrap();
-            }
-            writer.commit(&format!("g{generation}")).unwrap();
-        }
-        let segments = text.view().searcher.segment_readers().len();
-        assert!(segments >= 2, "{segments} segments");
-        let totals = Totals { docs, tokens };
-        let within = Within::default();
-        let mut compared = 0;
-        for seed in 0..40 {
-            let asked: Vec<Vec<String>> = words(1_000 + seed, 1 + seed as usize % 4)
-                .into_iter()
-                .map(|w| vec![w])
-                .collect();
-            for join in [Join::All, Join::Any] {
-                for limit in [1, 10, 300] {
-                    let query = (Table::Events, asked.as_slice(), join, &within);
-                    let alone = text.top_split(query, limit, totals, u64::MAX).unwrap();
-                    let split = text.top_split(query, limit, totals, 0).unwrap();
-                    assert_eq!(split, alone, "{asked:?} {join:?} {limit}");
-                    compared += usize::from(!alone.is_empty());
-                }
-            }
-        }
-        assert!(compared > 100, "compared {compared}");
-    }
-}
+#[path = "text_tests.rs"]
+mod tests;
