@@ -714,6 +714,36 @@ fn bench_history_with_a_model_times_embedding_and_recall_with_vectors() {
     assert!(recall["p50_ms"].as_f64().unwrap() > 0.0, "{recall}");
 }
 
+#[test]
+fn bench_history_keeps_its_store_and_times_it_again_without_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let kept = dir.path().join("kept");
+    let run = || {
+        let out = run_ok(
+            agentmem(dir.path())
+                .args(["bench", "--skip-storage", "--history"])
+                .arg(&workload)
+                .arg("--history-store")
+                .arg(&kept)
+                .arg("--json"),
+        );
+        let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        let row = |name: &str| rows.iter().find(|r| r["bench"] == name).unwrap().clone();
+        (row("history ingest + index"), row("history search"))
+    };
+    let (loaded, _) = run();
+    assert!(
+        loaded["events_per_second"].as_f64().unwrap() > 0.0,
+        "{loaded}"
+    );
+    let (again, searched) = run();
+    assert_eq!(again["figure"], "kept from an earlier run", "{again}");
+    assert!(again["events_per_second"].is_null(), "{again}");
+    assert_eq!(again["events"], loaded["events"], "{again}");
+    assert!(searched["p50_ms"].as_f64().unwrap() > 0.0, "{searched}");
+}
+
 /// The usage a Claude Code session recorded measured Claude Code's own
 /// prompts (a system prompt of thousands of tokens): replayed with the same
 /// model, it must not stand for the size of the contexts the replay prepares.
