@@ -30,7 +30,7 @@ use rusqlite::{params, OptionalExtension};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use super::index::{DocKind, HistoryIndex};
-use super::vectors::{dot_with_stored, unit, Similarities};
+use super::vectors::{unit, Similarities};
 use crate::base::error::{Error, Result};
 
 /// The folder, beside the index's database, holding the graphs.
@@ -131,7 +131,7 @@ impl HistoryIndex {
         };
         let kept = stamp
             .and_then(|stamp| {
-                let graph = Index::restore(path_text(&dir.join(&stamp.file))?).ok()?;
+                let graph = Index::restore(dir.join(&stamp.file).to_str()?).ok()?;
                 // The file keeps the links, not how widely new ones are searched for.
                 graph.change_expansion_add(EXPANSION_ADD);
                 Some((graph, stamp.through))
@@ -164,7 +164,7 @@ impl HistoryIndex {
         let dir = self.graph_dir();
         Ok(self
             .graph_stamp(model)?
-            .and_then(|stamp| Index::metadata(path_text(&dir.join(stamp.file))?).ok())
+            .and_then(|stamp| Index::metadata(dir.join(stamp.file).to_str()?).ok())
             .map_or(0, |header| header.count_present))
     }
 
@@ -358,12 +358,7 @@ impl HistoryIndex {
                 }
             };
             if in_scope {
-                let doc: i64 = row.get(0).map_err(|e| self.error(e))?;
-                let vector = row
-                    .get_ref(3)
-                    .and_then(|v| Ok(v.as_blob()?))
-                    .map_err(|e| self.error(e))?;
-                scores.push((doc, dot_with_stored(query, vector)));
+                scores.push(self.similarity_of_row(row, query, 3)?);
             }
         }
         Ok(scores)
@@ -411,7 +406,8 @@ impl HistoryIndex {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let temporary = dir.join(format!(".{file}.{}-{nanos}.tmp", std::process::id()));
-        let written = path_text(&temporary)
+        let written = temporary
+            .to_str()
             .ok_or_else(|| fail(&"the folder's path is not UTF-8"))
             .and_then(|path| graph.save(path).map_err(|e| fail(&e)))
             .and_then(|()| {
@@ -500,7 +496,7 @@ fn mapped_graph(dir: &Path, model: &str, stamp: &Stamp) -> Option<Arc<Index>> {
             return Some(Arc::clone(graph));
         }
     }
-    let graph = Index::restore_view(path_text(&dir.join(&stamp.file))?).ok()?;
+    let graph = Index::restore_view(dir.join(&stamp.file).to_str()?).ok()?;
     graph.change_expansion_search(EXPANSION_SEARCH);
     // A mapped graph has a search context per core; a server's recalls
     // may run more at once.
@@ -560,11 +556,8 @@ fn stamp_name(model: &str) -> String {
 
 /// Whether the graph file at `path` reads as one (its header only).
 fn readable(path: &Path) -> bool {
-    path_text(path).is_some_and(|path| Index::metadata(path).is_ok())
-}
-
-fn path_text(path: &Path) -> Option<&str> {
     path.to_str()
+        .is_some_and(|path| Index::metadata(path).is_ok())
 }
 
 #[cfg(test)]

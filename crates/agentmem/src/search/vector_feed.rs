@@ -211,13 +211,16 @@ fn work(shared: &Shared, embedder: &SharedEmbedder, mut open: IndexOpener) {
     let mut seen = 0;
     let mut due: Option<Instant> = None;
     let mut retry = FIRST_RETRY;
+    // Whether the nearest-neighbour graph may lag the vectors: at the
+    // start, and after each batch embedded.
+    let mut graph_due = true;
     while let Some(reason) = next_reason(shared, seen, due) {
         let asked = match reason {
             Reason::Asked(asked) => asked,
             Reason::Due => seen,
         };
         seen = asked;
-        match catch_up(shared, embedder, &mut index, &mut open) {
+        match catch_up(shared, embedder, &mut index, &mut open, &mut graph_due) {
             Ok(CaughtUp::Stopped) => return,
             Ok(CaughtUp::All) => {
                 let mut state = shared.lock();
@@ -277,6 +280,7 @@ fn catch_up(
     embedder: &SharedEmbedder,
     index: &mut Option<Box<dyn SearchIndex>>,
     open: &mut IndexOpener,
+    graph_due: &mut bool,
 ) -> Result<CaughtUp> {
     loop {
         if shared.lock().stopping {
@@ -288,11 +292,15 @@ fn catch_up(
         };
         match opened.embed_next_batch(&*embedder.0)? {
             0 => {
-                let stopping = || shared.lock().stopping;
-                opened.keep_nearest_graph(embedder.0.model(), &stopping)?;
+                if *graph_due {
+                    let stopping = || shared.lock().stopping;
+                    opened.keep_nearest_graph(embedder.0.model(), &stopping)?;
+                    *graph_due = false;
+                }
                 return Ok(CaughtUp::All);
             }
             batch => {
+                *graph_due = true;
                 shared.lock().embedded += batch as u64;
                 shared.changed.notify_all();
             }

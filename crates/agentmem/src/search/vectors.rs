@@ -203,14 +203,25 @@ impl HistoryIndex {
             .map_err(|e| self.error(e))?;
         let mut by_doc = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.error(e))? {
-            let doc: i64 = row.get(0).map_err(|e| self.error(e))?;
-            let bytes = row
-                .get_ref(1)
-                .and_then(|v| Ok(v.as_blob()?))
-                .map_err(|e| self.error(e))?;
-            by_doc.push((doc, dot_with_stored(query, bytes)));
+            by_doc.push(self.similarity_of_row(row, query, 1)?);
         }
         Ok(by_doc)
+    }
+
+    /// A row's document (its first column) and the similarity of `query`
+    /// to its stored vector (column `vector_at`).
+    pub(super) fn similarity_of_row(
+        &self,
+        row: &rusqlite::Row<'_>,
+        query: &[f32],
+        vector_at: usize,
+    ) -> Result<(i64, f64)> {
+        let doc: i64 = row.get(0).map_err(|e| self.error(e))?;
+        let bytes = row
+            .get_ref(vector_at)
+            .and_then(|v| Ok(v.as_blob()?))
+            .map_err(|e| self.error(e))?;
+        Ok((doc, dot_with_stored(query, bytes)))
     }
 
     /// The documents in rows `docs`, as candidates without a BM25 score
