@@ -46,6 +46,7 @@ pub fn run(
             let mut loader = FilesLoader {
                 store: &store,
                 agent: &agent,
+                loaded: 0,
             };
             measure(&mut loader, files, vectors, measure_at, "")
         }
@@ -135,12 +136,15 @@ fn measure(
 struct FilesLoader<'a> {
     store: &'a Store,
     agent: &'a AgentId,
+    /// The files loaded so far.
+    loaded: usize,
 }
 
 impl Loader for FilesLoader<'_> {
     fn load(&mut self, file: &Path, totals: &mut Totals) -> anyhow::Result<()> {
         let turns = super::bench_workload::read_turns(file)?;
-        let id = history_session_id(file)?;
+        self.loaded += 1;
+        let id = history_session_id(self.loaded, file)?;
         let events: usize = turns.iter().map(Vec::len).sum();
         if self.kept_events(&id)? == Some(events) {
             turns.iter().for_each(|turn| totals.add(turn));
@@ -196,13 +200,19 @@ impl FilesLoader<'_> {
     }
 }
 
-/// The session a history file is loaded as, named after the file.
-fn history_session_id(file: &Path) -> anyhow::Result<agentmem::SessionId> {
-    let stem = file
+/// The session the `nth` history file is loaded as, named after its place
+/// and the file (two files of one name in other folders are two sessions).
+fn history_session_id(nth: usize, file: &Path) -> anyhow::Result<agentmem::SessionId> {
+    // Only plain characters, and a few: any file name makes a valid id.
+    let stem: String = file
         .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("history");
-    Ok(agentmem::SessionId::new(format!("history-{stem}"))?)
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(64)
+        .collect();
+    Ok(agentmem::SessionId::new(format!("history-{nth}-{stem}"))?)
 }
 
 /// The bytes of the files in `dir` (not below it); 0 when it cannot be read.
