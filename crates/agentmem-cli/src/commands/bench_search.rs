@@ -146,12 +146,13 @@ impl Loader for FilesLoader<'_> {
         self.loaded += 1;
         let id = history_session_id(self.loaded, file)?;
         let events: usize = turns.iter().map(Vec::len).sum();
-        if self.kept_events(&id)? == Some(events) {
+        let kept = self.kept_events(&id)?;
+        if kept == Some(events) {
             turns.iter().for_each(|turn| totals.add(turn));
             return Ok(());
         }
         let started = Instant::now();
-        if self.kept_events(&id)?.is_some() {
+        if kept.is_some() {
             // A load cut short: loaded again whole.
             self.store.delete_session(self.agent, &id)?;
         }
@@ -203,7 +204,7 @@ impl FilesLoader<'_> {
 /// The session the `nth` history file is loaded as, named after its place
 /// and the file (two files of one name in other folders are two sessions).
 fn history_session_id(nth: usize, file: &Path) -> anyhow::Result<agentmem::SessionId> {
-    // Only plain characters, and a few: any file name makes a valid id.
+    // Letters and digits only, so that any file name makes a valid id.
     let stem: String = file
         .file_stem()
         .map(|s| s.to_string_lossy())
