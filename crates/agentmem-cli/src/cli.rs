@@ -587,6 +587,13 @@ pub struct BenchArgs {
     /// Timed runs of each command with --cold.
     #[arg(long, default_value_t = 20)]
     pub cold_runs: usize,
+    /// With --cold: LoCoMo files (LongMemEval converted to LoCoMo's format
+    /// too) whose conversations are ingested into the store first, each of
+    /// their sessions a session of the store, so that `search` and `recall`
+    /// are timed over a large history (e.g. the 100 LongMemEval dev
+    /// conversations, 49,218 turns).
+    #[arg(long = "cold-history", requires = "cold", num_args = 1..)]
+    pub cold_history: Vec<PathBuf>,
     /// A workload from `../shared/bench/workload.py`, replayed turn by turn:
     /// ingest the turn, then prepare the next call (per-turn cost).
     #[arg(long)]

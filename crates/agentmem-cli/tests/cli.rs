@@ -1608,3 +1608,28 @@ fn bench_cold_times_the_query_commands_as_processes() {
         assert!(row["detail"].as_str().unwrap().ends_with(kept), "{row}");
     }
 }
+
+/// `bench --cold --cold-history` ingests a LoCoMo file's conversations into
+/// the store first, so search and recall run over their sessions too.
+#[test]
+fn bench_cold_times_the_commands_beside_a_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = small_workload(dir.path());
+    let history = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locomo/mini.json");
+    let out = run_ok(
+        agentmem(dir.path())
+            .args(["--json", "bench", "--skip-storage", "--cold"])
+            .arg(&workload)
+            .args(["--cold-runs", "1", "--cold-history"])
+            .arg(&history),
+    );
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(rows.len(), 10);
+    for row in &rows {
+        let detail = row["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("beside a history of 3 sessions (27 turns)"),
+            "{row}"
+        );
+    }
+}

@@ -162,6 +162,53 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
         .is_empty());
 }
 
+/// A log that grows while no feed indexes it (its writer died before its
+/// feed committed) is caught up by the next search, though an earlier search
+/// found the session whole at the log's shorter length.
+#[test]
+fn a_search_catches_up_a_log_that_grew_after_the_index_last_checked_it() {
+    let (_dir, store, agent) = common::fresh_store();
+    let mut session = store.create_session(&agent, None).unwrap();
+    // Two appends: a batch is kept whole or not at all, so the log's first
+    // line alone is the first append.
+    session
+        .ingest(vec![Event::user("deploy the billing service")])
+        .unwrap();
+    session
+        .ingest(vec![Event::assistant("billing deployed to staging")])
+        .unwrap();
+    session.flush_index();
+    let id = session.id().clone();
+    session.close().unwrap();
+    let log = store.session_paths(&agent, &id).raw_traces();
+    let whole = std::fs::read(&log).unwrap();
+    let first_line = whole.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let remove_index = || {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(
+                store
+                    .agent_dir(&agent)
+                    .join(format!("search.sqlite{suffix}")),
+            );
+        }
+    };
+
+    // The index, made again from a log of one event, is checked at that length.
+    std::fs::write(&log, &whole[..first_line]).unwrap();
+    remove_index();
+    let store = Store::open(store.root(), Durability::Os).unwrap();
+    let filter = SearchFilter::default();
+    assert_eq!(store.search(&agent, "billing", &filter).unwrap().len(), 1);
+    assert!(store.search(&agent, "staging", &filter).unwrap().is_empty());
+
+    // The second event reaches the log behind the index's back.
+    std::fs::write(&log, &whole).unwrap();
+    let hits = store.search(&agent, "staging", &filter).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].session, id.as_str());
+    assert_eq!(store.search(&agent, "billing", &filter).unwrap().len(), 2);
+}
+
 #[test]
 fn two_writers_on_one_index_wait_for_each_other_instead_of_failing() {
     // A session's indexing thread and a search catching up from the logs

@@ -86,7 +86,12 @@ pub fn run(
         rows.extend(bench_tokens(path)?);
     }
     if let Some(path) = &args.cold {
-        rows.extend(super::bench_cold::run(dir.path(), path, args.cold_runs)?);
+        rows.extend(super::bench_cold::run(
+            dir.path(),
+            path,
+            &args.cold_history,
+            args.cold_runs,
+        )?);
     }
     if !args.history.is_empty() {
         let vectors = || match (&args.embedder_dir, args.vectors) {

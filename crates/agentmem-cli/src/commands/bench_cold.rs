@@ -10,8 +10,13 @@
 //! token counts it needs kept), then `runs` times; and again with the data
 //! directory's kept token counts removed before each run, so the figures
 //! show what loading an encoding's tables costs a command.
+//!
+//! With history files (LoCoMo's format), their conversations are ingested
+//! into the store first, every session of theirs a session of the agent:
+//! `search` and `recall` then run over that whole history, `context` and
+//! `prepare` still on the workload's conversation.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -22,9 +27,15 @@ const SESSION: &str = "cold";
 /// Words of the workload's last user message the search and recall queries take.
 const QUERY_WORDS: usize = 6;
 
-pub fn run(root: &Path, workload: &Path, runs: usize) -> anyhow::Result<Vec<serde_json::Value>> {
+pub fn run(
+    root: &Path,
+    workload: &Path,
+    history: &[PathBuf],
+    runs: usize,
+) -> anyhow::Result<Vec<serde_json::Value>> {
     let exe = std::env::current_exe()?;
     let dir = root.join("cold");
+    let history = ingest_history(&dir, history)?;
     let agentmem = |args: &[&str]| {
         let mut command = Command::new(&exe);
         command
@@ -72,11 +83,37 @@ pub fn run(root: &Path, workload: &Path, runs: usize) -> anyhow::Result<Vec<serd
                 succeed(agentmem(args))?;
                 ms.push(started.elapsed().as_secs_f64() * 1e3);
             }
-            let detail = format!("{runs} runs, {}", kept.describe());
+            let detail = format!("{runs} runs, {}{history}", kept.describe());
             rows.push(latency(&format!("cold {name}"), &ms, &detail));
         }
     }
     Ok(rows)
+}
+
+/// Ingests every conversation of the `files` into the default agent of the
+/// store at `dir`, its sessions named `<sample id>-session_<n>`; what the
+/// timed rows add to their detail about it (nothing without files).
+fn ingest_history(dir: &Path, files: &[PathBuf]) -> anyhow::Result<String> {
+    if files.is_empty() {
+        return Ok(String::new());
+    }
+    let store = agentmem::Store::open(dir, agentmem::Durability::Os)?;
+    let agent = agentmem::AgentId::default();
+    let (mut sessions, mut turns) = (0usize, 0usize);
+    for file in files {
+        for conversation in crate::eval::locomo::read(file)? {
+            let create = |id: agentmem::SessionId| {
+                let sample = crate::eval::locomo::sanitize(&conversation.sample_id);
+                let id = agentmem::SessionId::new(format!("{sample}-{id}"))?;
+                store.create_session(&agent, Some(id))
+            };
+            turns += crate::eval::locomo::ingest(&conversation, &create)?.len();
+            sessions += conversation.sessions.len();
+        }
+    }
+    Ok(format!(
+        ", beside a history of {sessions} sessions ({turns} turns)"
+    ))
 }
 
 /// What the data directory keeps between the timed runs.

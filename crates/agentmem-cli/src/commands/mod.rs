@@ -229,14 +229,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let ctx = Context::new(&cli.global, &cli.command)?;
     // A command counts mostly words earlier commands counted: with their
     // counts kept in the data directory, it need not load an encoding.
-    let kept = ctx.store.load_kept_token_counts();
+    // `search` counts none, so it does not read them.
+    let counts_tokens = !matches!(cli.command, Command::Search { .. });
+    let kept = counts_tokens.then(|| ctx.store.load_kept_token_counts());
     let root = ctx.store.root().to_path_buf();
     let dry_run = matches!(cli.command, Command::Prepare { dry_run: true, .. });
     let done = run_command(ctx, cli.command);
     // Only into a data directory that exists (a command such as `tokens`
     // makes none), never from a dry run, and as a cache: a failed write
     // costs the next command time, never data.
-    if root.is_dir() && !dry_run {
+    if let Some(kept) = kept.filter(|_| root.is_dir() && !dry_run) {
         let _ = kept.save();
     }
     done

@@ -477,8 +477,9 @@ fn scored(conversation: &Conversation) -> impl Iterator<Item = &Question> {
         .filter(|q| SCORED_CATEGORIES.contains(&q.category))
 }
 
-/// Ingests the conversation's sessions in order; returns each turn's text by dia id.
-fn ingest<'a>(
+/// Ingests the conversation's sessions in order, each into the session
+/// `create` makes for its id (`session_<n>`); returns each turn's text by dia id.
+pub(crate) fn ingest<'a>(
     conversation: &'a Conversation,
     create: &dyn Fn(SessionId) -> agentmem::Result<agentmem::Session>,
 ) -> Result<HashMap<&'a str, &'a str>> {
@@ -604,7 +605,8 @@ fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn sanitize(id: &str) -> String {
+/// `id` with every character but ASCII letters and digits as `-`: a valid agent or session id.
+pub(crate) fn sanitize(id: &str) -> String {
     id.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()

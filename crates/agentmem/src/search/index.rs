@@ -12,6 +12,7 @@
 //! rebuilt from scratch. Losing the file loses nothing: it is rebuilt from
 //! the logs on the next search.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -62,6 +63,8 @@ CREATE TRIGGER IF NOT EXISTS event_added AFTER INSERT ON docs
 END;
 CREATE TABLE IF NOT EXISTS stamps(name TEXT PRIMARY KEY, stamp TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(session TEXT PRIMARY KEY, events INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS checked_logs(session TEXT PRIMARY KEY, log_bytes INTEGER NOT NULL)
+    WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS session_numbers(num INTEGER PRIMARY KEY, session TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS totals(tab TEXT PRIMARY KEY, docs INTEGER NOT NULL, tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors(
@@ -370,15 +373,48 @@ impl HistoryIndex {
     /// How many events of each session are indexed (kept as they are added,
     /// so asking costs nothing however large the index).
     pub fn indexed_sessions(&self) -> Result<Vec<(String, u64)>> {
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT session, events FROM sessions")
-            .map_err(|e| self.error(e))?;
+        self.number_by_session("SELECT session, events FROM sessions")
+    }
+
+    /// The length in bytes each session's active log had when the index was
+    /// last found to hold every event of the session (see
+    /// [`HistoryIndex::record_checked_logs`]).
+    pub(crate) fn checked_logs(&self) -> Result<HashMap<String, u64>> {
+        self.number_by_session("SELECT session, log_bytes FROM checked_logs")
+    }
+
+    /// The rows of `query`, which selects a session and a count.
+    fn number_by_session<C: FromIterator<(String, u64)>>(&self, query: &str) -> Result<C> {
+        let mut statement = self.conn.prepare_cached(query).map_err(|e| self.error(e))?;
         let rows = statement
             .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))
             .map_err(|e| self.error(e))?;
         rows.collect::<rusqlite::Result<_>>()
             .map_err(|e| self.error(e))
+    }
+
+    /// Records that the index holds every event of each session whose active
+    /// log was `log_bytes` long: while the log keeps that length, a catch-up
+    /// need not read the session's description again.
+    pub(crate) fn record_checked_logs(&mut self, logs: &[(&str, u64)]) -> Result<()> {
+        if logs.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| index_error(&path, e);
+        let tx = write_transaction(&mut self.conn).map_err(fail)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO checked_logs(session, log_bytes) VALUES (?1, ?2)",
+                )
+                .map_err(fail)?;
+            for (session, log_bytes) in logs {
+                let log_bytes = i64::try_from(*log_bytes).unwrap_or(i64::MAX);
+                insert.execute(params![session, log_bytes]).map_err(fail)?;
+            }
+        }
+        tx.commit().map_err(fail)
     }
 
     /// Removes a session's events from the index.
@@ -400,6 +436,8 @@ impl HistoryIndex {
         )
         .map_err(fail)?;
         tx.execute("DELETE FROM sessions WHERE session = ?1", [session])
+            .map_err(fail)?;
+        tx.execute("DELETE FROM checked_logs WHERE session = ?1", [session])
             .map_err(fail)?;
         add_to_totals(&tx, Table::Events, -docs, -tokens).map_err(fail)?;
         if let Some(number) = number_of(&tx, session).map_err(fail)? {
@@ -1021,7 +1059,8 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
              DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS docs;
              DROP TABLE IF EXISTS stamps; DROP TABLE IF EXISTS sessions;
              DROP TABLE IF EXISTS speakers; DROP TABLE IF EXISTS vectors;
-             DROP TABLE IF EXISTS session_numbers; DROP TABLE IF EXISTS totals;",
+             DROP TABLE IF EXISTS session_numbers; DROP TABLE IF EXISTS totals;
+             DROP TABLE IF EXISTS checked_logs;",
         )?;
     }
     tx.execute_batch(SCHEMA)?;

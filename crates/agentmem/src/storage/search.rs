@@ -173,8 +173,10 @@ pub fn catch_up(index: &mut dyn SearchIndex, storage: &dyn Storage, agent: &Agen
             index.add_events(&meta.id, have, &history[from..])?;
         }
     }
+    let listed: std::collections::HashSet<&str> =
+        sessions.iter().map(|meta| meta.id.as_str()).collect();
     for session in indexed.keys() {
-        if !sessions.iter().any(|meta| &meta.id == session) {
+        if !listed.contains(session.as_str()) {
             index.remove_session(session)?;
         }
     }

@@ -321,24 +321,75 @@ impl Store {
 
     /// The agent's search index, caught up with every session's log: events
     /// the index lacks are added, sessions deleted since are removed.
+    ///
+    /// A session whose active log has the length it had when the index was
+    /// last found to hold all its events is passed over with one `stat`, so
+    /// the check costs little even over thousands of sessions.
     pub fn history_index(&self, agent: &AgentId) -> Result<crate::search::HistoryIndex> {
         let mut index = crate::search::HistoryIndex::open(&self.agent_dir(agent))?;
         let indexed: std::collections::HashMap<String, u64> =
             index.indexed_sessions()?.into_iter().collect();
-        let sessions = self.list_sessions(agent)?;
-        for meta in &sessions {
-            if indexed.get(&meta.id).copied().unwrap_or(0) < meta.events as u64 {
-                let id = SessionId::new(&meta.id)?;
-                let history = self.read_session(agent, &id)?.full_history()?;
-                index.catch_up(&meta.id, &history)?;
+        let checked = index.checked_logs()?;
+        let logs = self.session_log_lengths(agent)?;
+        let mut now_checked = Vec::new();
+        for (id, log_bytes) in &logs {
+            if checked.get(id.as_str()) == Some(log_bytes) {
+                continue;
             }
+            // Read after the length: a log that grows meanwhile is checked
+            // again next time, never passed over short of its events.
+            let meta = match self.session_meta(agent, id) {
+                Ok(meta) => meta,
+                // Deleted since the listing: the next catch-up removes it.
+                Err(Error::SessionNotFound { .. }) => continue,
+                Err(error) => return Err(error),
+            };
+            if indexed.get(id.as_str()).copied().unwrap_or(0) < meta.events as u64 {
+                let history = self.read_session(agent, id)?.full_history()?;
+                index.catch_up(id.as_str(), &history)?;
+            }
+            now_checked.push((id.as_str(), *log_bytes));
         }
+        index.record_checked_logs(&now_checked)?;
+        let listed: std::collections::HashSet<&str> =
+            logs.iter().map(|(id, _)| id.as_str()).collect();
         for session in indexed.keys() {
-            if !sessions.iter().any(|meta| &meta.id == session) {
+            if !listed.contains(session.as_str()) {
                 index.remove_session(session)?;
             }
         }
         Ok(index)
+    }
+
+    /// Every session of `agent` with the length of its active log in bytes
+    /// (0 before its first event), in no particular order.
+    fn session_log_lengths(&self, agent: &AgentId) -> Result<Vec<(SessionId, u64)>> {
+        self.files_backend()?;
+        let dir = self.sessions_dir(agent);
+        let entries = entries_of(&dir)?;
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Each log is looked up from the open folder: two path steps a
+        // session rather than the whole path from the root.
+        let folder = fs::File::open(&dir).io("open", &dir)?;
+        let mut logs = Vec::new();
+        for entry in entries {
+            let name = entry.file_name();
+            let Some(Ok(id)) = name.to_str().map(SessionId::new) else {
+                continue; // temporary or foreign entries
+            };
+            // The entry's own type costs no `stat`; a link is followed.
+            let is_folder = entry
+                .file_type()
+                .is_ok_and(|t| t.is_dir() || (t.is_symlink() && entry.path().is_dir()));
+            if is_folder {
+                let log = Path::new(id.as_str()).join(crate::files::paths::RAW_TRACES_FILE);
+                let stat = rustix::fs::statat(&folder, &log, rustix::fs::AtFlags::empty());
+                logs.push((id, stat.map_or(0, |s| s.st_size.max(0) as u64)));
+            }
+        }
+        Ok(logs)
     }
 
     /// Searches the whole raw history of `agent` (archives included).

@@ -116,7 +116,8 @@ fn parse(bytes: &[u8]) -> Option<Vec<(usize, &str, u32)>> {
         rest = tail;
         Some(head)
     };
-    let mut records = Vec::new();
+    // A record takes six bytes or more: room for all, touched only as filled.
+    let mut records = Vec::with_capacity(body.len() / 6);
     for memo in 0..MEMOS {
         let len = u32::from_le_bytes(take(4)?.try_into().ok()?);
         for _ in 0..len {

@@ -375,10 +375,12 @@ impl ModelRegistry {
     /// assert_eq!(info.source, ModelSource::Config);
     /// ```
     pub fn with_overrides(mut self, overrides: Vec<ModelOverride>) -> ModelRegistry {
-        let table = table();
+        // The table is read here only for an override: a command that looks
+        // no model up never parses it.
         self.config = overrides
             .into_iter()
             .map(|overrides| {
+                let table = table();
                 let query = Query::parse(&overrides.model, table);
                 let base = table.resolve(&query);
                 let info = apply_override(base, &overrides);
