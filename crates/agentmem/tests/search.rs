@@ -142,13 +142,7 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
 
     // The index is derived data: deleted, it comes back from the logs.
     drop(index);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(
-            store
-                .agent_dir(&agent)
-                .join(format!("search.sqlite{suffix}")),
-        );
-    }
+    remove_search_database(&store, &agent);
     let hits = reopened
         .search(&agent, "billing staging", &SearchFilter::default())
         .unwrap();
@@ -160,6 +154,17 @@ fn ingest_indexes_new_events_and_a_lost_index_is_rebuilt_from_the_logs() {
         .search(&agent, "billing", &SearchFilter::default())
         .unwrap()
         .is_empty());
+}
+
+/// Deletes the agent's search database, as a user clearing derived data would.
+fn remove_search_database(store: &Store, agent: &AgentId) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(
+            store
+                .agent_dir(agent)
+                .join(format!("search.sqlite{suffix}")),
+        );
+    }
 }
 
 /// A log that grows while no feed indexes it (its writer died before its
@@ -183,19 +188,10 @@ fn a_search_catches_up_a_log_that_grew_after_the_index_last_checked_it() {
     let log = store.session_paths(&agent, &id).raw_traces();
     let whole = std::fs::read(&log).unwrap();
     let first_line = whole.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let remove_index = || {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(
-                store
-                    .agent_dir(&agent)
-                    .join(format!("search.sqlite{suffix}")),
-            );
-        }
-    };
 
     // The index, made again from a log of one event, is checked at that length.
     std::fs::write(&log, &whole[..first_line]).unwrap();
-    remove_index();
+    remove_search_database(&store, &agent);
     let store = Store::open(store.root(), Durability::Os).unwrap();
     let filter = SearchFilter::default();
     assert_eq!(store.search(&agent, "billing", &filter).unwrap().len(), 1);

@@ -364,32 +364,42 @@ impl Store {
     /// Every session of `agent` with the length of its active log in bytes
     /// (0 before its first event), in no particular order.
     fn session_log_lengths(&self, agent: &AgentId) -> Result<Vec<(SessionId, u64)>> {
-        self.files_backend()?;
-        let dir = self.sessions_dir(agent);
-        let entries = entries_of(&dir)?;
-        if entries.is_empty() {
+        let ids = self.session_ids(agent)?;
+        if ids.is_empty() {
             return Ok(Vec::new());
         }
         // Each log is looked up from the open folder: two path steps a
         // session rather than the whole path from the root.
+        let dir = self.sessions_dir(agent);
         let folder = fs::File::open(&dir).io("open", &dir)?;
-        let mut logs = Vec::new();
-        for entry in entries {
+        let mut logs = Vec::with_capacity(ids.len());
+        for id in ids {
+            let log = Path::new(id.as_str()).join(crate::files::paths::RAW_TRACES_FILE);
+            let stat = rustix::fs::statat(&folder, &log, rustix::fs::AtFlags::empty());
+            logs.push((id, stat.map_or(0, |s| s.st_size.max(0) as u64)));
+        }
+        Ok(logs)
+    }
+
+    /// The ids of `agent`'s session folders, in no particular order
+    /// (temporary and foreign entries left out).
+    fn session_ids(&self, agent: &AgentId) -> Result<Vec<SessionId>> {
+        self.files_backend()?;
+        let mut ids = Vec::new();
+        for entry in entries_of(&self.sessions_dir(agent))? {
             let name = entry.file_name();
             let Some(Ok(id)) = name.to_str().map(SessionId::new) else {
-                continue; // temporary or foreign entries
+                continue;
             };
             // The entry's own type costs no `stat`; a link is followed.
             let is_folder = entry
                 .file_type()
                 .is_ok_and(|t| t.is_dir() || (t.is_symlink() && entry.path().is_dir()));
             if is_folder {
-                let log = Path::new(id.as_str()).join(crate::files::paths::RAW_TRACES_FILE);
-                let stat = rustix::fs::statat(&folder, &log, rustix::fs::AtFlags::empty());
-                logs.push((id, stat.map_or(0, |s| s.st_size.max(0) as u64)));
+                ids.push(id);
             }
         }
-        Ok(logs)
+        Ok(ids)
     }
 
     /// Searches the whole raw history of `agent` (archives included).
@@ -564,18 +574,11 @@ impl Store {
 
     /// Every session of `agent`, most recently updated first.
     pub fn list_sessions(&self, agent: &AgentId) -> Result<Vec<SessionMeta>> {
-        self.files_backend()?;
-        let dir = self.sessions_dir(agent);
-        let mut sessions = Vec::new();
-        for entry in entries_of(&dir)? {
-            let name = entry.file_name();
-            let Some(Ok(id)) = name.to_str().map(SessionId::new) else {
-                continue; // temporary or foreign entries
-            };
-            if entry.path().is_dir() {
-                sessions.push(self.session_meta(agent, &id)?);
-            }
-        }
+        let mut sessions = self
+            .session_ids(agent)?
+            .iter()
+            .map(|id| self.session_meta(agent, id))
+            .collect::<Result<Vec<_>>>()?;
         sessions.sort_by(|a, b| {
             b.updated
                 .total_cmp(&a.updated)
