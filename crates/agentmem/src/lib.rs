@@ -65,7 +65,7 @@
 //! every `crate::` path). Top to bottom:
 //!
 //! <!-- floors -->
-//! 1. `store`, `config`, `tools`, `export`: the [`Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats.
+//! 1. `store`, `config`, `tools`, `export`, `ahead`: the [`Store`] facade that opens sessions, the layered configuration, the agent's memory and working-memory tools, export formats, the process-wide tables built ahead of need.
 //! 2. `session`: a session orchestrating its log, view, accounting, memory injector and working memory.
 //! 3. `memory`: long-term memory — `MEMORY.md`, project files, facts, episodes, recall and the injector.
 //! 4. `working`, `search`, `storage`: the working memory's state and schema; the history index and its queries; the storage seam every backend implements (sessions, and the history index behind `storage::search`).
@@ -81,6 +81,7 @@
 // public item says what it is.
 #![warn(unnameable_types, missing_docs)]
 
+pub mod ahead;
 pub mod base;
 pub mod config;
 pub mod export;

@@ -175,6 +175,18 @@ const IBAN_MIN_DIGITS: usize = 10;
 /// The characters of an IBAN, spaces aside.
 const IBAN_CHARS: std::ops::RangeInclusive<usize> = 15..=34;
 
+/// Compiles every pattern now, if no text has needed them yet.
+pub(crate) fn compile_patterns() {
+    LazyLock::force(&SECRET);
+    LazyLock::force(&PRIVATE_KEY);
+    LazyLock::force(&EMAIL);
+    LazyLock::force(&COMMAND_PASSWORD);
+    LazyLock::force(&PASSWORD_COMMANDS);
+    for pattern in [&CARD, &PHONE, &SSN, &IBAN] {
+        LazyLock::force(pattern);
+    }
+}
+
 fn compiled(pattern: &str) -> Regex {
     Regex::new(pattern).expect("a valid pattern")
 }

@@ -226,6 +226,11 @@ impl std::error::Error for InputRejected {}
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(work) = tables_ahead(&cli.command) {
+        // On a spare core, while this one opens the store: the command's
+        // first use of a table then finds it built, or waits for the build.
+        std::thread::spawn(move || agentmem::ahead::build_tables(work));
+    }
     let ctx = Context::new(&cli.global, &cli.command)?;
     // A command counts mostly words earlier commands counted: with their
     // counts kept in the data directory, it need not load an encoding.
@@ -242,6 +247,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         let _ = kept.save();
     }
     done
+}
+
+/// The tables `command` builds before it is done, for the query commands
+/// scripts and hooks run as short processes.
+fn tables_ahead(command: &Command) -> Option<agentmem::ahead::Work> {
+    use agentmem::{ahead::Work, Encoding};
+    match command {
+        Command::Recall { model, .. } => Some(Work::Recall(Encoding::for_model(model))),
+        // Without a model named, the session's own: most likely o200k's.
+        Command::Context { model, .. } | Command::Prepare { model, .. } => {
+            Some(Work::BuildContext(
+                model
+                    .model
+                    .as_deref()
+                    .map_or(Encoding::O200kBase, Encoding::for_model),
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn run_command(ctx: Context, command: Command) -> anyhow::Result<()> {

@@ -4,8 +4,11 @@
 //! short command costs, while the words a store's sessions use repeat from
 //! one command to the next. A process loads the counts of the pieces (words,
 //! numbers, punctuation runs) earlier processes counted, and the encoding's
-//! tables are loaded only if a piece is new. Counts are exact either way: a
-//! kept count is what the encoding gave for that piece.
+//! tables are loaded only if a piece is new. It also loads the counts of the
+//! long texts (messages, tool outputs) they counted whole: the next command
+//! counts the same events again, and a text found by its hash is not split
+//! into pieces at all. Counts are exact either way: a kept count is what
+//! the encoding gave for that piece or text.
 //!
 //! The file is a cache: one that is missing, from another version or
 //! damaged (its checksum does not match) is ignored, never an error.
@@ -14,12 +17,13 @@ use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
+use crate::base::fs::Flush;
 use crate::tokens::tokenizer::{
-    PieceMemo, MEMO_PIECE_MAX_BYTES, PACKED_PIECE_MAX_BYTES, PIECE_COUNTS,
+    PieceMemo, TextMemo, MEMO_PIECE_MAX_BYTES, PACKED_PIECE_MAX_BYTES, PIECE_COUNTS, TEXT_COUNTS,
 };
 
 /// The first bytes of a file of kept counts, with its format's version.
-const MAGIC: &[u8] = b"agentmem piece counts 1\n";
+const MAGIC: &[u8] = b"agentmem token counts 2\n";
 /// The encodings with a memo, in the memos' order.
 const MEMOS: usize = 2;
 
@@ -47,11 +51,17 @@ impl KeptCounts {
     /// file is missing or not a file of kept counts).
     pub fn load(path: impl Into<PathBuf>) -> KeptCounts {
         let path = path.into();
-        if let Some(records) = std::fs::read(&path).ok().as_deref().and_then(parse) {
+        if let Some(kept) = std::fs::read(&path).ok().as_deref().and_then(parse) {
             PIECE_COUNTS.with(|memos| {
                 let mut memos = memos.borrow_mut();
-                for (memo, piece, count) in records {
+                for (memo, piece, count) in kept.pieces {
                     memos[memo].keep(piece, count);
+                }
+            });
+            TEXT_COUNTS.with(|memos| {
+                let mut memos = memos.borrow_mut();
+                for (memo, key, count) in kept.texts {
+                    memos[memo].keep(key, count);
                 }
             });
         }
@@ -66,31 +76,44 @@ impl KeptCounts {
         &self.path
     }
 
-    /// Writes this thread's memo to the file, atomically, if the thread
-    /// counted a piece since [`KeptCounts::load`]; says whether it wrote.
+    /// Writes this thread's memos to the file, atomically, if the thread
+    /// counted a piece or a long text since [`KeptCounts::load`]; says
+    /// whether it wrote.
     pub fn save(&self) -> Result<bool> {
         if counted() == self.counted_at_load {
             return Ok(false);
         }
-        let bytes = PIECE_COUNTS.with(|memos| serialize(&memos.borrow()));
-        crate::base::fs::write_atomic(&self.path, &bytes)?;
+        let bytes = PIECE_COUNTS
+            .with(|pieces| TEXT_COUNTS.with(|texts| serialize(&pieces.borrow(), &texts.borrow())));
+        // A cache: a file lost to a power cut costs the next command time,
+        // and a damaged one fails its checksum.
+        crate::base::fs::write_atomic_flushed(&self.path, &bytes, Flush::ByOs)?;
         Ok(true)
     }
 }
 
-/// How many pieces each memo of this thread had its encoding count.
+/// How many pieces and long texts each encoding's memos had it count.
 fn counted() -> [usize; MEMOS] {
-    PIECE_COUNTS.with(|memos| {
-        let memos = memos.borrow();
-        [memos[0].counted, memos[1].counted]
-    })
+    let pieces = PIECE_COUNTS.with(|memos| memos.borrow().each_ref().map(|m| m.counted));
+    let texts = TEXT_COUNTS.with(|memos| memos.borrow().each_ref().map(|m| m.counted));
+    [pieces[0] + texts[0], pieces[1] + texts[1]]
 }
 
-/// The file: the magic, then per memo its record count and records (a
-/// piece's length, its bytes, its count), then a checksum of all before.
-fn serialize(memos: &[PieceMemo; MEMOS]) -> Vec<u8> {
+/// The records of a file of kept counts.
+struct Kept<'a> {
+    /// `(memo, piece, count)`.
+    pieces: Vec<(usize, &'a str, u32)>,
+    /// `(memo, (hash, length), count)`.
+    texts: Vec<(usize, (u64, usize), usize)>,
+}
+
+/// The file: the magic; per piece memo its record count and records (a
+/// piece's length, its bytes, its count); per text memo its record count
+/// and records (a text's hash, its length, its count); then a checksum of
+/// all before.
+fn serialize(pieces: &[PieceMemo; MEMOS], texts: &[TextMemo; MEMOS]) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
-    for memo in memos {
+    for memo in pieces {
         let pieces = memo.pieces();
         out.extend_from_slice(&(pieces.len() as u32).to_le_bytes());
         for (piece, count) in pieces {
@@ -99,38 +122,70 @@ fn serialize(memos: &[PieceMemo; MEMOS]) -> Vec<u8> {
             out.extend_from_slice(&count.to_le_bytes());
         }
     }
+    for memo in texts {
+        out.extend_from_slice(&(memo.counts.len() as u32).to_le_bytes());
+        for (&(hash, len), &count) in &memo.counts {
+            out.extend_from_slice(&hash.to_le_bytes());
+            out.extend_from_slice(&(len as u64).to_le_bytes());
+            out.extend_from_slice(&(count as u64).to_le_bytes());
+        }
+    }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
 }
 
-/// The records of a file [`serialize`] wrote: `(memo, piece, count)`.
-fn parse(bytes: &[u8]) -> Option<Vec<(usize, &str, u32)>> {
+/// The records of a file [`serialize`] wrote.
+fn parse(bytes: &[u8]) -> Option<Kept<'_>> {
     let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
     if checksum(body).to_le_bytes() != sum || !body.starts_with(MAGIC) {
         return None;
     }
-    let mut rest = &body[MAGIC.len()..];
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let (head, tail) = rest.split_at_checked(n)?;
-        rest = tail;
-        Some(head)
-    };
+    let mut rest = Reader(&body[MAGIC.len()..]);
     // A record takes six bytes or more: room for all, touched only as filled.
-    let mut records = Vec::with_capacity(body.len() / 6);
+    let mut kept = Kept {
+        pieces: Vec::with_capacity(body.len() / 6),
+        texts: Vec::new(),
+    };
     for memo in 0..MEMOS {
-        let len = u32::from_le_bytes(take(4)?.try_into().ok()?);
+        let len = rest.number(4)?;
         for _ in 0..len {
-            let n = usize::from(take(1)?[0]);
+            let n = usize::try_from(rest.number(1)?).ok()?;
             if n > MEMO_PIECE_MAX_BYTES {
                 return None;
             }
-            let piece = std::str::from_utf8(take(n)?).ok()?;
-            let count = u32::from_le_bytes(take(4)?.try_into().ok()?);
-            records.push((memo, piece, count));
+            let piece = std::str::from_utf8(rest.take(n)?).ok()?;
+            let count = u32::try_from(rest.number(4)?).ok()?;
+            kept.pieces.push((memo, piece, count));
         }
     }
-    Some(records)
+    for memo in 0..MEMOS {
+        let len = rest.number(4)?;
+        for _ in 0..len {
+            let key = (rest.number(8)?, usize::try_from(rest.number(8)?).ok()?);
+            let count = usize::try_from(rest.number(8)?).ok()?;
+            kept.texts.push((memo, key, count));
+        }
+    }
+    Some(kept)
+}
+
+/// Bytes read from the front.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, tail) = self.0.split_at_checked(n)?;
+        self.0 = tail;
+        Some(head)
+    }
+
+    /// A little-endian number of `n` bytes (at most eight).
+    fn number(&mut self, n: usize) -> Option<u64> {
+        let mut buffer = [0; 8];
+        buffer[..n].copy_from_slice(self.take(n)?);
+        Some(u64::from_le_bytes(buffer))
+    }
 }
 
 fn checksum(bytes: &[u8]) -> u64 {

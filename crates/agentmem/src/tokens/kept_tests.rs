@@ -40,6 +40,35 @@ fn a_later_process_counts_the_kept_pieces_without_the_encoding() {
 }
 
 #[test]
+fn a_later_process_finds_a_long_text_counted_whole_without_splitting_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token-counts");
+    let long = TEXT.repeat(4);
+    let changed = long.replacen("error", "errar", 1);
+    let first = on_fresh_thread(|| {
+        let kept = KeptCounts::load(&path);
+        let counts = count_all(&long);
+        assert!(kept.save().unwrap());
+        counts
+    });
+    on_fresh_thread(|| {
+        let kept = KeptCounts::load(&path);
+        let remembered =
+            [Encoding::O200kBase, Encoding::Cl100kBase].map(|e| e.tokenizer().remembered(&long));
+        assert_eq!(remembered, first.map(Some), "both counts kept whole");
+        assert_eq!(
+            Encoding::O200kBase.tokenizer().remembered(&changed),
+            None,
+            "a text of the same length that differs is not taken for it"
+        );
+        assert_eq!(count_all(&long), first);
+        assert!(!kept.save().unwrap(), "nothing new to write");
+        count_all(&changed);
+        assert!(kept.save().unwrap(), "a new long text is written");
+    });
+}
+
+#[test]
 fn kept_counts_equal_the_encodings_own() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("token-counts");

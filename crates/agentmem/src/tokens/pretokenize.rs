@@ -46,10 +46,7 @@ pub(crate) fn unicode_pieces(text: &str, rules: Rules) -> impl Iterator<Item = &
 /// The end of the piece the encoding's regex finds at `start`; `None` at
 /// the end of `text`.
 fn regex_piece_end(text: &str, start: usize, rules: Rules) -> Option<usize> {
-    let regex = match rules {
-        Rules::O200k => &*O200K_REGEX,
-        Rules::Cl100k => &*CL100K_REGEX,
-    };
+    let regex = splitting_regex_of(rules);
     let input = Input::new(&text[start..]).anchored(Anchored::Yes);
     let found = regex.find(input)?;
     let mut end = start + found.end();
@@ -163,6 +160,20 @@ static CL100K_REGEX: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+$",
     )
 });
+
+/// The encoding's regex, compiled on first use (only text that is not
+/// ASCII needs it).
+fn splitting_regex_of(rules: Rules) -> &'static Regex {
+    match rules {
+        Rules::O200k => &O200K_REGEX,
+        Rules::Cl100k => &CL100K_REGEX,
+    }
+}
+
+/// Compiles the encoding's regex now, if no text has needed it yet.
+pub(crate) fn compile_splitting_regex(rules: Rules) {
+    splitting_regex_of(rules);
+}
 
 fn splitting_regex(words: &str) -> Regex {
     Regex::new_many(&[words, r"\s+\s", r"\s+"]).expect("the encodings' split patterns are valid")

@@ -68,6 +68,14 @@ impl Encoding {
     pub fn tokenizer(self) -> Tokenizer {
         Tokenizer { encoding: self }
     }
+
+    /// Compiles the pattern this encoding splits text by (text that is not
+    /// ASCII needs it), without loading its tables.
+    pub(crate) fn compile_split_pattern(self) {
+        if let Some(bpe) = self.tokenizer().bpe() {
+            super::pretokenize::compile_splitting_regex(bpe.rules);
+        }
+    }
 }
 
 impl fmt::Display for Encoding {
@@ -143,7 +151,7 @@ impl Tokenizer {
     pub(crate) fn remembered(&self, text: &str) -> Option<usize> {
         let bpe = self.bpe().filter(|_| text.len() >= MEMO_TEXT_MIN_BYTES)?;
         let key = text_key(text);
-        TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].get(&key).copied())
+        TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].counts.get(&key).copied())
     }
 
     /// Remembers `count`, counted piece by piece elsewhere, as the count of `text`.
@@ -377,17 +385,33 @@ const MEMO_TEXT_MIN_BYTES: usize = 256;
 const MEMO_MAX_TEXTS: usize = 1 << 13;
 
 thread_local! {
-    /// Token counts of long texts, by a 64-bit hash and the length: a
-    /// collision among the few thousand texts kept is far less likely than
-    /// a hardware fault.
-    static TEXT_COUNTS: std::cell::RefCell<[foldhash::HashMap<(u64, usize), usize>; 2]> =
-        Default::default();
+    /// Token counts of long texts, one memo per BPE encoding.
+    pub(crate) static TEXT_COUNTS: std::cell::RefCell<[TextMemo; 2]> = Default::default();
+}
+
+/// Token counts of long texts, by a 64-bit hash and the length: a collision
+/// among the few thousand texts kept is far less likely than a hardware fault.
+#[derive(Default)]
+pub(crate) struct TextMemo {
+    pub(crate) counts: foldhash::HashMap<(u64, usize), usize>,
+    /// Texts counted since the memo was made (see [`PieceMemo::counted`]).
+    pub(crate) counted: usize,
+}
+
+impl TextMemo {
+    /// Keeps `count` as the count of the text `key` stands for.
+    pub(crate) fn keep(&mut self, key: (u64, usize), count: usize) {
+        if self.counts.len() >= MEMO_MAX_TEXTS {
+            self.counts.clear();
+        }
+        self.counts.insert(key, count);
+    }
 }
 
 /// Exactly `bpe.tokenizer().count(text)`, remembered for the text.
 fn count_remembered(bpe: Bpe, text: &str) -> usize {
     let key = text_key(text);
-    let known = TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].get(&key).copied());
+    let known = TEXT_COUNTS.with(|memos| memos.borrow()[bpe.memo()].counts.get(&key).copied());
     if let Some(count) = known {
         return count;
     }
@@ -405,13 +429,12 @@ fn text_key(text: &str) -> (u64, usize) {
 }
 
 fn remember_text(bpe: Bpe, key: (u64, usize), count: usize) {
-    TEXT_COUNTS.with(|maps| {
-        let mut maps = maps.borrow_mut();
-        let counts = &mut maps[bpe.memo()];
-        if counts.len() >= MEMO_MAX_TEXTS {
-            counts.clear();
+    TEXT_COUNTS.with(|memos| {
+        let memo = &mut memos.borrow_mut()[bpe.memo()];
+        if !memo.counts.contains_key(&key) {
+            memo.counted += 1;
         }
-        counts.insert(key, count);
+        memo.keep(key, count);
     });
 }
 

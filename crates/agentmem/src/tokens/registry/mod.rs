@@ -346,6 +346,11 @@ struct ConfigEntry {
     info: ModelInfo,
 }
 
+/// Parses the embedded table now, if no lookup has needed it yet.
+pub(crate) fn build_table() {
+    table();
+}
+
 impl ModelRegistry {
     /// The built-in registry: agentmem's overrides over the embedded
     /// models.dev table.
