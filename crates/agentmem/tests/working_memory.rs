@@ -445,6 +445,40 @@ fn compaction_keeps_the_state_in_the_context_the_snapshot_and_the_log() {
 }
 
 #[test]
+fn a_compacted_session_that_never_had_a_state_is_read_without_its_archive() {
+    let (_dir, store, agent) = fresh_store();
+    let mut session = store.create_session(&agent, None).unwrap();
+    for turn in 0..12 {
+        session
+            .ingest(vec![
+                Event::new(TraceType::User, format!("question {turn}")),
+                Event::new(TraceType::Assistant, format!("answer {turn}")),
+            ])
+            .unwrap();
+    }
+    session.compact(&CompactOptions::default()).unwrap();
+    let id = session.id().clone();
+    let paths = session.paths().clone();
+    session.close().unwrap();
+    assert!(paths.archive().exists());
+    assert!(!paths.dir.join(STATE_FILE).exists(), "no state, no file");
+
+    // An archive that cannot be read: only a replay would reach for it.
+    let archive = std::fs::read(paths.archive()).unwrap();
+    std::fs::remove_file(paths.archive()).unwrap();
+    std::fs::create_dir(paths.archive()).unwrap();
+    let read = store.read_session(&agent, &id).unwrap();
+    assert_eq!(read.working_memory(), &WorkingMemory::default());
+    drop(read);
+    std::fs::remove_dir(paths.archive()).unwrap();
+    std::fs::write(paths.archive(), archive).unwrap();
+    assert_eq!(
+        store.open_session(&agent, &id).unwrap().working_memory(),
+        &WorkingMemory::default()
+    );
+}
+
+#[test]
 fn replaying_the_log_rebuilds_the_same_state() {
     let (_dir, store, agent) = fresh_store();
     let mut session = reviewed_session(&store, "s", 8);

@@ -414,13 +414,33 @@ fn inode(_: &std::fs::Metadata) -> u64 {
 struct Loaded {
     stamp: Stamp,
     facts: Vec<Fact>,
-    words: Vec<BTreeSet<String>>,
-    near_index: NearIndex,
+    /// Built by the first add: a process that only reads the facts (a
+    /// command building a context) never needs it.
+    matching: Option<Matching>,
     /// Lines the file holds: one per fact, plus older versions of some.
     lines: usize,
     /// The file ends inside a line (a write cut short): appending to it
     /// would join that line, so the next write rewrites the file.
     torn: bool,
+}
+
+/// The word set of each fact, by position, and the index of their words.
+#[derive(Default)]
+struct Matching {
+    words: Vec<BTreeSet<String>>,
+    near_index: NearIndex,
+}
+
+impl Matching {
+    fn of(facts: &[Fact]) -> Matching {
+        let mut matching = Matching::default();
+        for (i, fact) in facts.iter().enumerate() {
+            let these = word_set(&fact.fact);
+            matching.near_index.add(i, &these);
+            matching.words.push(these);
+        }
+        matching
+    }
 }
 
 impl Loaded {
@@ -455,16 +475,10 @@ impl Loaded {
     /// The store of `facts`, as a file of `lines` lines (`torn` when cut
     /// inside its last) with `stamp` holds them.
     fn of(stamp: Stamp, facts: Vec<Fact>, lines: usize, torn: bool) -> Loaded {
-        let words: Vec<BTreeSet<String>> = facts.iter().map(|f| word_set(&f.fact)).collect();
-        let mut near_index = NearIndex::default();
-        for (i, these) in words.iter().enumerate() {
-            near_index.add(i, these);
-        }
         Loaded {
             stamp,
             facts,
-            words,
-            near_index,
+            matching: None,
             lines,
             torn,
         }
@@ -487,12 +501,19 @@ impl Loaded {
     /// says the same, or adds it; what happened, and the fact's position.
     fn add(&mut self, new: NewFact, text: Cleaned) -> (Added, usize) {
         let these = word_set(text.as_str());
-        let same = self.near_index.candidates(&these).into_iter().find(|&i| {
-            let existing = &self.facts[i];
-            existing.is_current()
-                && near(&self.words[i], &these)
-                && text.may_merge_into(existing, &new.provenance)
-        });
+        let matching = self
+            .matching
+            .get_or_insert_with(|| Matching::of(&self.facts));
+        let same = matching
+            .near_index
+            .candidates(&these)
+            .into_iter()
+            .find(|&i| {
+                let existing = &self.facts[i];
+                existing.is_current()
+                    && near(&matching.words[i], &these)
+                    && text.may_merge_into(existing, &new.provenance)
+            });
         if let Some(i) = same {
             let existing = &mut self.facts[i];
             existing.confidence = existing.confidence.max(new.confidence);
@@ -525,9 +546,9 @@ impl Loaded {
             superseded_by: None,
             hidden,
         });
-        let position = self.words.len();
-        self.near_index.add(position, &these);
-        self.words.push(these);
+        let position = self.facts.len() - 1;
+        matching.near_index.add(position, &these);
+        matching.words.push(these);
         (Added::Added(id), position)
     }
 

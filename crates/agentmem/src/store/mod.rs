@@ -48,6 +48,9 @@ pub struct Store {
     reranker: Option<SharedReranker>,
 }
 
+/// Sessions from which a catch-up looks their logs up on two threads.
+const LOOKUPS_WORTH_A_THREAD: usize = 512;
+
 impl Store {
     /// A store rooted at `root` with default settings; directories are
     /// created when a session is.
@@ -372,13 +375,28 @@ impl Store {
         // session rather than the whole path from the root.
         let dir = self.sessions_dir(agent);
         let folder = fs::File::open(&dir).io("open", &dir)?;
-        let mut logs = Vec::with_capacity(ids.len());
-        for id in ids {
+        let length = |id: &SessionId| {
             let log = Path::new(id.as_str()).join(crate::files::paths::RAW_TRACES_FILE);
             let stat = rustix::fs::statat(&folder, &log, rustix::fs::AtFlags::empty());
-            logs.push((id, stat.map_or(0, |s| s.st_size.max(0) as u64)));
-        }
-        Ok(logs)
+            stat.map_or(0, |s| s.st_size.max(0) as u64)
+        };
+        let lengths = if ids.len() < LOOKUPS_WORTH_A_THREAD {
+            ids.iter().map(length).collect()
+        } else {
+            // Path lookups are CPU work in the kernel: two cores halve them.
+            let (first, second) = ids.split_at(ids.len() / 2);
+            std::thread::scope(|scope| {
+                let other = scope.spawn(|| second.iter().map(length).collect::<Vec<_>>());
+                let mut lengths: Vec<u64> = first.iter().map(length).collect();
+                lengths.extend(
+                    other
+                        .join()
+                        .unwrap_or_else(|_| second.iter().map(length).collect()),
+                );
+                lengths
+            })
+        };
+        Ok(ids.into_iter().zip(lengths).collect())
     }
 
     /// The ids of `agent`'s session folders, in no particular order

@@ -52,6 +52,12 @@ pub(crate) fn current_state(
         (None, None) if !paths.archive().exists() => {
             return Ok(Freshness::Current(WorkingMemory::default()));
         }
+        // The last state recorded is the empty one (a compaction names the
+        // state even when no update made one): the archive holds no update
+        // to replay, and a session that never had a state has no file.
+        (None, Some(last)) if *last == StateMark::of(&WorkingMemory::default()) => {
+            return Ok(Freshness::Current(WorkingMemory::default()));
+        }
         _ => {}
     }
     let replayed = replay_log(paths, snapshot, active, Keep::LastOnly)?;
