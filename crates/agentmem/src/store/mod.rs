@@ -371,31 +371,9 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        // Each log is looked up from the open folder: two path steps a
-        // session rather than the whole path from the root.
         let dir = self.sessions_dir(agent);
         let folder = fs::File::open(&dir).io("open", &dir)?;
-        let length = |id: &SessionId| {
-            let log = Path::new(id.as_str()).join(crate::files::paths::RAW_TRACES_FILE);
-            let stat = rustix::fs::statat(&folder, &log, rustix::fs::AtFlags::empty());
-            stat.map_or(0, |s| s.st_size.max(0) as u64)
-        };
-        let lengths = if ids.len() < LOOKUPS_WORTH_A_THREAD {
-            ids.iter().map(length).collect()
-        } else {
-            // Path lookups are CPU work in the kernel: two cores halve them.
-            let (first, second) = ids.split_at(ids.len() / 2);
-            std::thread::scope(|scope| {
-                let other = scope.spawn(|| second.iter().map(length).collect::<Vec<_>>());
-                let mut lengths: Vec<u64> = first.iter().map(length).collect();
-                lengths.extend(
-                    other
-                        .join()
-                        .unwrap_or_else(|_| second.iter().map(length).collect()),
-                );
-                lengths
-            })
-        };
+        let lengths = log_lengths(&folder, &ids);
         Ok(ids.into_iter().zip(lengths).collect())
     }
 
@@ -782,4 +760,59 @@ fn copy_schema(from: &Path, to: &Path) -> Result<()> {
         fs::copy(&source, &target).io("copy", &source)?;
     }
     Ok(())
+}
+
+/// The length in bytes of each session's active log (0 when it has none),
+/// in the order of `ids`, looked up from the open `sessions` folder: two
+/// path steps a session rather than the whole path from the root.
+fn log_lengths(folder: &fs::File, ids: &[SessionId]) -> Vec<u64> {
+    let length = |id: &SessionId| {
+        let log = Path::new(id.as_str()).join(crate::files::paths::RAW_TRACES_FILE);
+        let stat = rustix::fs::statat(folder, &log, rustix::fs::AtFlags::empty());
+        stat.map_or(0, |s| s.st_size.max(0) as u64)
+    };
+    if ids.len() < LOOKUPS_WORTH_A_THREAD {
+        return ids.iter().map(length).collect();
+    }
+    // Path lookups are CPU work in the kernel: two cores halve them.
+    let (first, second) = ids.split_at(ids.len() / 2);
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| second.iter().map(length).collect::<Vec<_>>());
+        let mut lengths: Vec<u64> = first.iter().map(length).collect();
+        lengths.extend(
+            other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        );
+        lengths
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lengths_on_two_threads_keep_the_order_of_the_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = LOOKUPS_WORTH_A_THREAD + 89;
+        let ids: Vec<SessionId> = (0..sessions)
+            .map(|i| SessionId::new(format!("s{i:04}")).unwrap())
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            let folder = dir.path().join(id.as_str());
+            fs::create_dir(&folder).unwrap();
+            // Every seventh session has no log yet.
+            if i % 7 != 0 {
+                let log = folder.join(crate::files::paths::RAW_TRACES_FILE);
+                fs::write(log, vec![b'x'; i]).unwrap();
+            }
+        }
+        let folder = fs::File::open(dir.path()).unwrap();
+        let expected: Vec<u64> = (0..sessions)
+            .map(|i| if i % 7 == 0 { 0 } else { i as u64 })
+            .collect();
+        assert_eq!(log_lengths(&folder, &ids), expected);
+        assert_eq!(log_lengths(&folder, &ids[..10]), expected[..10]);
+    }
 }
