@@ -229,7 +229,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(work) = tables_ahead(&cli.command) {
         // On a spare core, while this one opens the store: the command's
         // first use of a table then finds it built, or waits for the build.
-        std::thread::spawn(move || agentmem::ahead::build_tables(work));
+        // Without a thread to be had, the command builds them itself.
+        let _ = std::thread::Builder::new()
+            .name("tables-ahead".into())
+            .spawn(move || agentmem::ahead::build_tables(work));
     }
     let ctx = Context::new(&cli.global, &cli.command)?;
     // A command counts mostly words earlier commands counted: with their
