@@ -186,13 +186,13 @@ pub fn read_log(path: &Path) -> Result<LogContents> {
 
 /// Parses log bytes: complete lines into events, the rest set apart.
 pub fn parse_log(bytes: &[u8]) -> LogContents {
-    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let complete = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
     let mut contents = LogContents {
         valid_len: complete as u64,
         torn_tail: bytes[complete..].to_vec(),
         ..LogContents::default()
     };
-    for (index, line) in bytes[..complete].split(|&b| b == b'\n').enumerate() {
+    for (index, line) in lines(&bytes[..complete]).enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -204,6 +204,17 @@ pub fn parse_log(bytes: &[u8]) -> LogContents {
         }
     }
     contents
+}
+
+/// The lines of `bytes`, which end with a newline, without it; found with
+/// `memchr`: a log's lines are kilobytes of tool output.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', bytes).map(move |end| {
+        let line = &bytes[start..end];
+        start = end + 1;
+        line
+    })
 }
 
 /// Reads `path` for writing: repairs a torn tail or bad lines first (see the

@@ -225,8 +225,9 @@ pub(crate) fn cross_session_block_on(
 }
 
 /// The agent's current facts (most salient and sure first) and the latest
-/// summaries of its other sessions, newest first, while they fit `budget`.
-/// Facts drawn from tool output are marked as information, not instructions.
+/// summaries of its other sessions, newest first, while they fit `budget`,
+/// redacted. Facts drawn from tool output are marked as information, not
+/// instructions.
 fn cross_session(
     mut facts: Vec<super::facts::Fact>,
     mut episodes: Vec<crate::files::records::EpisodicItem>,
@@ -252,11 +253,30 @@ fn cross_session(
             e.summary.trim_end()
         )
     });
+    let blocks: Vec<String> = fact_lines.chain(episode_lines).collect();
+    // Facts and summaries are kept redacted already, so redaction seldom
+    // changes one: what fits is redacted alone (far less text than all),
+    // and only when that changes it is every block redacted before fitting.
+    if let Some(fitted) = fit_blocks(blocks.iter().map(String::as_str), budget, tokenizer) {
+        if redact(&fitted, redaction).0 == fitted {
+            return Some(fitted);
+        }
+    }
+    let redacted: Vec<String> = blocks.iter().map(|b| redact(b, redaction).0).collect();
+    fit_blocks(redacted.iter().map(String::as_str), budget, tokenizer)
+}
+
+/// The cross-session heading and the `blocks` that fit `budget` after it,
+/// in order; `None` when none does.
+fn fit_blocks<'b>(
+    blocks: impl Iterator<Item = &'b str>,
+    budget: u64,
+    tokenizer: Tokenizer,
+) -> Option<String> {
     let mut text = CROSS_SESSION_HEADING.to_owned();
     let mut used = tokenizer.count(&text) as u64;
     let mut added = 0;
-    for block in fact_lines.chain(episode_lines) {
-        let block = redact(&block, redaction).0;
+    for block in blocks {
         // A block that does not fit whole is cut to the lines that do (a
         // summary's heading and goal come first).
         let mut kept = String::new();
@@ -283,3 +303,7 @@ fn cross_session(
     }
     (added > 0).then_some(text)
 }
+
+#[cfg(test)]
+#[path = "project_tests.rs"]
+mod tests;

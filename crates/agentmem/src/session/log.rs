@@ -730,13 +730,19 @@ impl SessionLog {
     }
 
     fn refresh_meta_counts(&mut self) {
-        let fresh =
-            crate::files::meta::meta_for(&self.events, &self.agent, &self.id, self.redaction);
-        self.meta.events = self.meta.archived_events + fresh.events;
+        let users = self
+            .events
+            .iter()
+            .filter(|e| e.trace_type == crate::base::event::TraceType::User)
+            .count();
+        self.meta.events = self.meta.archived_events + self.events.len();
         // Turn numbers keep counting across compactions.
-        self.meta.turns = fresh.turns.max(self.turns.last_turn_number() as usize);
+        self.meta.turns = users.max(self.turns.last_turn_number() as usize);
         if self.meta.title.is_none() {
-            self.meta.title = fresh.title;
+            // Only a title not made yet is worth its redaction.
+            self.meta.title =
+                crate::files::meta::meta_for(&self.events, &self.agent, &self.id, self.redaction)
+                    .title;
         }
         if let Some(last) = self.events.last() {
             self.meta.updated = self.meta.updated.max(last.ts);

@@ -7,8 +7,9 @@
 //! tables are loaded only if a piece is new. It also loads the counts of the
 //! long texts (messages, tool outputs) they counted whole: the next command
 //! counts the same events again, and a text found by its hash is not split
-//! into pieces at all. Counts are exact either way: a kept count is what
-//! the encoding gave for that piece or text.
+//! into pieces at all; nor is a tool output the guard cuts to a head and a
+//! tail, whose cuts are kept by its hash too. Counts are exact either way: a
+//! kept count or cut is what the encoding gave for that piece or text.
 //!
 //! The file is a cache: one that is missing, from another version or
 //! damaged (its checksum does not match) is ignored, never an error.
@@ -19,11 +20,12 @@ use std::path::{Path, PathBuf};
 use crate::base::error::Result;
 use crate::base::fs::Flush;
 use crate::tokens::tokenizer::{
-    PieceMemo, TextMemo, MEMO_PIECE_MAX_BYTES, PACKED_PIECE_MAX_BYTES, PIECE_COUNTS, TEXT_COUNTS,
+    Cut, CutKey, PieceMemo, TextKey, TextMemo, MEMO_PIECE_MAX_BYTES, PACKED_PIECE_MAX_BYTES,
+    PIECE_COUNTS, TEXT_COUNTS,
 };
 
 /// The first bytes of a file of kept counts, with its format's version.
-const MAGIC: &[u8] = b"agentmem token counts 2\n";
+const MAGIC: &[u8] = b"agentmem token counts 3\n";
 /// The encodings with a memo, in the memos' order.
 const MEMOS: usize = 2;
 
@@ -62,6 +64,9 @@ impl KeptCounts {
                 let mut memos = memos.borrow_mut();
                 for (memo, key, count) in kept.texts {
                     memos[memo].keep(key, count);
+                }
+                for (memo, key, found) in kept.cuts {
+                    memos[memo].keep_cut(key, found);
                 }
             });
         }
@@ -104,13 +109,16 @@ struct Kept<'a> {
     /// `(memo, piece, count)`.
     pieces: Vec<(usize, &'a str, u32)>,
     /// `(memo, (hash, length), count)`.
-    texts: Vec<(usize, (u64, usize), usize)>,
+    texts: Vec<(usize, TextKey, usize)>,
+    /// `(memo, ((hash, length), cut), found)`.
+    cuts: Vec<(usize, CutKey, [u64; 2])>,
 }
 
 /// The file: the magic; per piece memo its record count and records (a
 /// piece's length, its bytes, its count); per text memo its record count
-/// and records (a text's hash, its length, its count); then a checksum of
-/// all before.
+/// and records (a text's hash, its length, its count); per text memo its
+/// cut count and records (a text's hash, its length, the cut's kind and
+/// budget, the two numbers it found); then a checksum of all before.
 fn serialize(pieces: &[PieceMemo; MEMOS], texts: &[TextMemo; MEMOS]) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     for memo in pieces {
@@ -130,6 +138,19 @@ fn serialize(pieces: &[PieceMemo; MEMOS], texts: &[TextMemo; MEMOS]) -> Vec<u8> 
             out.extend_from_slice(&(count as u64).to_le_bytes());
         }
     }
+    for memo in texts {
+        out.extend_from_slice(&(memo.cuts.len() as u32).to_le_bytes());
+        for (&((hash, len), cut), found) in &memo.cuts {
+            let (kind, budget) = cut_code(cut);
+            out.extend_from_slice(&hash.to_le_bytes());
+            out.extend_from_slice(&(len as u64).to_le_bytes());
+            out.push(kind);
+            out.extend_from_slice(&budget.to_le_bytes());
+            for number in found {
+                out.extend_from_slice(&number.to_le_bytes());
+            }
+        }
+    }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
@@ -146,6 +167,7 @@ fn parse(bytes: &[u8]) -> Option<Kept<'_>> {
     let mut kept = Kept {
         pieces: Vec::with_capacity(body.len() / 6),
         texts: Vec::new(),
+        cuts: Vec::new(),
     };
     for memo in 0..MEMOS {
         let len = rest.number(4)?;
@@ -167,7 +189,35 @@ fn parse(bytes: &[u8]) -> Option<Kept<'_>> {
             kept.texts.push((memo, key, count));
         }
     }
-    Some(kept)
+    for memo in 0..MEMOS {
+        let len = rest.number(4)?;
+        for _ in 0..len {
+            let text = (rest.number(8)?, usize::try_from(rest.number(8)?).ok()?);
+            let cut = cut_of(rest.number(1)?, rest.number(8)?)?;
+            let found = [rest.number(8)?, rest.number(8)?];
+            kept.cuts.push((memo, (text, cut), found));
+        }
+    }
+    rest.0.is_empty().then_some(kept)
+}
+
+/// A cut's kind, as its code in the file, and its budget.
+fn cut_code(cut: Cut) -> (u8, u64) {
+    match cut {
+        Cut::Head(budget) => (0, budget),
+        Cut::Tail(budget) => (1, budget),
+        Cut::Prefix(limit) => (2, limit),
+    }
+}
+
+/// The cut [`cut_code`] gave `code` and `budget`.
+fn cut_of(code: u64, budget: u64) -> Option<Cut> {
+    match code {
+        0 => Some(Cut::Head(budget)),
+        1 => Some(Cut::Tail(budget)),
+        2 => Some(Cut::Prefix(budget)),
+        _ => None,
+    }
 }
 
 /// Bytes read from the front.

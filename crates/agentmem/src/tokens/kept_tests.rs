@@ -1,5 +1,6 @@
 use super::*;
 use crate::tokens::tokenizer::packed_piece;
+use crate::tokens::tokenizer::Cut;
 use crate::tokens::Encoding;
 
 const TEXT: &str = "The build fails: error[E0308] mismatched types in src/store/mod.rs \
@@ -65,6 +66,37 @@ fn a_later_process_finds_a_long_text_counted_whole_without_splitting_it() {
         assert!(!kept.save().unwrap(), "nothing new to write");
         count_all(&changed);
         assert!(kept.save().unwrap(), "a new long text is written");
+    });
+}
+
+#[test]
+fn a_later_process_finds_where_a_long_text_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token-counts");
+    let long = TEXT.repeat(4);
+    let cuts = [
+        (Cut::Head(40), [120, 0]),
+        (Cut::Tail(40), [310, 0]),
+        (Cut::Prefix(60), [61, 250]),
+    ];
+    on_fresh_thread(|| {
+        let kept = KeptCounts::load(&path);
+        for (cut, found) in cuts {
+            Encoding::O200kBase
+                .tokenizer()
+                .remember_cut(&long, cut, found);
+        }
+        assert!(kept.save().unwrap(), "new cuts are written");
+    });
+    on_fresh_thread(|| {
+        let kept = KeptCounts::load(&path);
+        for (cut, found) in cuts {
+            let tokenizer = Encoding::O200kBase.tokenizer();
+            assert_eq!(tokenizer.remembered_cut(&long, cut), Some(found), "{cut:?}");
+            let other = Encoding::Cl100kBase.tokenizer();
+            assert_eq!(other.remembered_cut(&long, cut), None, "kept per encoding");
+        }
+        assert!(!kept.save().unwrap(), "nothing new to write");
     });
 }
 

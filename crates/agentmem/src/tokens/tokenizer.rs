@@ -161,6 +161,24 @@ impl Tokenizer {
         }
     }
 
+    /// Where a cut of `text` fell when this encoding made it lately (see
+    /// [`Cut`]): long tool outputs are cut the same way on every call and by
+    /// every process.
+    pub(crate) fn remembered_cut(&self, text: &str, cut: Cut) -> Option<[u64; 2]> {
+        let bpe = self.bpe().filter(|_| text.len() >= MEMO_TEXT_MIN_BYTES)?;
+        let key = (text_key(text), cut);
+        TEXT_COUNTS.with(|maps| maps.borrow()[bpe.memo()].cuts.get(&key).copied())
+    }
+
+    /// Remembers where `cut` of `text` fell.
+    pub(crate) fn remember_cut(&self, text: &str, cut: Cut, found: [u64; 2]) {
+        if let Some(bpe) = self.bpe().filter(|_| text.len() >= MEMO_TEXT_MIN_BYTES) {
+            TEXT_COUNTS.with(|memos| {
+                memos.borrow_mut()[bpe.memo()].keep_cut((text_key(text), cut), found);
+            });
+        }
+    }
+
     /// The byte-pair encoding behind this tokenizer; `None` for the estimate.
     pub(crate) fn bpe(&self) -> Option<Bpe> {
         match self.encoding {
@@ -389,22 +407,52 @@ thread_local! {
     pub(crate) static TEXT_COUNTS: std::cell::RefCell<[TextMemo; 2]> = Default::default();
 }
 
+/// What a long text is remembered by: a 64-bit hash and the length.
+pub(crate) type TextKey = (u64, usize);
+/// What a cut of a long text is remembered by.
+pub(crate) type CutKey = (TextKey, Cut);
+
+/// A count of a long text that stops at a number of tokens, by what it
+/// finds: the guard cuts a tool output to a head and a tail this way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Cut {
+    /// The end of the longest head within the budget: `[end, 0]`.
+    Head(u64),
+    /// The start of the longest tail within the budget: `[start, 0]`.
+    Tail(u64),
+    /// A count from the start that stopped past the limit:
+    /// `[tokens counted, bytes counted]`.
+    Prefix(u64),
+}
+
 /// Token counts of long texts, by a 64-bit hash and the length: a collision
 /// among the few thousand texts kept is far less likely than a hardware fault.
 #[derive(Default)]
 pub(crate) struct TextMemo {
-    pub(crate) counts: foldhash::HashMap<(u64, usize), usize>,
-    /// Texts counted since the memo was made (see [`PieceMemo::counted`]).
+    pub(crate) counts: foldhash::HashMap<TextKey, usize>,
+    /// Where cuts of long texts fell, by the text and the cut.
+    pub(crate) cuts: foldhash::HashMap<CutKey, [u64; 2]>,
+    /// Texts counted or cut since the memo was made (see [`PieceMemo::counted`]).
     pub(crate) counted: usize,
 }
 
 impl TextMemo {
     /// Keeps `count` as the count of the text `key` stands for.
-    pub(crate) fn keep(&mut self, key: (u64, usize), count: usize) {
+    pub(crate) fn keep(&mut self, key: TextKey, count: usize) {
         if self.counts.len() >= MEMO_MAX_TEXTS {
             self.counts.clear();
         }
         self.counts.insert(key, count);
+    }
+
+    /// Keeps where a cut of a text fell; a cut new to the memo counts as counted.
+    pub(crate) fn keep_cut(&mut self, key: CutKey, found: [u64; 2]) {
+        if self.cuts.len() >= MEMO_MAX_TEXTS {
+            self.cuts.clear();
+        }
+        if self.cuts.insert(key, found).is_none() {
+            self.counted += 1;
+        }
     }
 }
 
@@ -421,14 +469,14 @@ fn count_remembered(bpe: Bpe, text: &str) -> usize {
 }
 
 /// What a long text's count is remembered by.
-fn text_key(text: &str) -> (u64, usize) {
+fn text_key(text: &str) -> TextKey {
     use std::hash::{Hash, Hasher};
     let mut hasher = crate::base::hash::fingerprint_hasher();
     text.hash(&mut hasher);
     (hasher.finish(), text.len())
 }
 
-fn remember_text(bpe: Bpe, key: (u64, usize), count: usize) {
+fn remember_text(bpe: Bpe, key: TextKey, count: usize) {
     TEXT_COUNTS.with(|memos| {
         let memo = &mut memos.borrow_mut()[bpe.memo()];
         if !memo.counts.contains_key(&key) {

@@ -2,7 +2,7 @@
 //! head or a tail to a budget, and a tally of the bytes tokenized.
 
 use super::cut::{ceil_boundary, floor_boundary, offset_in};
-use crate::tokens::tokenizer::Bpe;
+use crate::tokens::tokenizer::{Bpe, Cut};
 use crate::tokens::Tokenizer;
 
 /// What a prefix count found.
@@ -73,11 +73,34 @@ impl Counter {
                 };
             }
         }
+        if let Some([tokens, end]) = self.remembered_cut(text, Cut::Prefix(limit)) {
+            return Scan {
+                tokens,
+                end: end as usize,
+                complete: false,
+                limit,
+            };
+        }
         let scan = self.scan_pieces(text, limit);
         if scan.complete {
             self.tokenizer.remember(text, scan.tokens as usize);
+        } else {
+            let found = [scan.tokens, scan.end as u64];
+            self.tokenizer.remember_cut(text, Cut::Prefix(limit), found);
         }
         scan
+    }
+
+    /// Where `cut` of `text` fell lately, if that is a place in `text` (a
+    /// remembered place is found by the text's hash).
+    fn remembered_cut(&self, text: &str, cut: Cut) -> Option<[u64; 2]> {
+        let found = self.tokenizer.remembered_cut(text, cut)?;
+        let place = match cut {
+            Cut::Head(_) | Cut::Tail(_) => found[0],
+            Cut::Prefix(_) => found[1],
+        };
+        let place = usize::try_from(place).ok()?;
+        (place <= text.len() && text.is_char_boundary(place)).then_some(found)
     }
 
     fn scan_pieces(&mut self, text: &str, limit: u64) -> Scan {
@@ -130,6 +153,16 @@ impl Counter {
     /// The end of a prefix of `text` with about `budget` tokens, at most
     /// (up to pre-tokenization effects at the cut, which the caller checks).
     pub(super) fn fit_prefix(&mut self, text: &str, budget: u64) -> usize {
+        if let Some([end, _]) = self.remembered_cut(text, Cut::Head(budget)) {
+            return end as usize;
+        }
+        let end = self.fit_prefix_counted(text, budget);
+        self.tokenizer
+            .remember_cut(text, Cut::Head(budget), [end as u64, 0]);
+        end
+    }
+
+    fn fit_prefix_counted(&mut self, text: &str, budget: u64) -> usize {
         let budget = usize::try_from(budget).unwrap_or(usize::MAX);
         if budget == 0 {
             return 0;
@@ -175,6 +208,16 @@ impl Counter {
     /// (up to pre-tokenization effects at the cut, which the caller checks).
     /// Counts a window at the end, doubling it until it holds the budget.
     pub(super) fn fit_suffix(&mut self, text: &str, budget: u64) -> usize {
+        if let Some([start, _]) = self.remembered_cut(text, Cut::Tail(budget)) {
+            return start as usize;
+        }
+        let start = self.fit_suffix_counted(text, budget);
+        self.tokenizer
+            .remember_cut(text, Cut::Tail(budget), [start as u64, 0]);
+        start
+    }
+
+    fn fit_suffix_counted(&mut self, text: &str, budget: u64) -> usize {
         let budget = usize::try_from(budget).unwrap_or(usize::MAX);
         if budget == 0 {
             return text.len();

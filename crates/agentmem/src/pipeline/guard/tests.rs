@@ -6,6 +6,7 @@ use crate::base::error::Error;
 use crate::base::error::IdKind;
 use crate::files::evicted::read_evicted;
 use crate::render::ToolSchema;
+use crate::tokens::tokenizer::Cut;
 use crate::tokens::Encoding;
 
 fn o200k() -> Tokenizer {
@@ -393,8 +394,15 @@ fn huge_outputs_are_never_counted_in_full() {
         truncation: Truncation::Tokens(1_000),
         evict_over_tokens: None,
     };
-    let (_, counted_2mb) = guard("c1", &text, &policy, o200k(), dir.path());
-    let (_, counted_1mb) = guard("c1", &log(14_000), &policy, o200k(), dir.path());
+    // Each on a thread of its own: the cuts above are remembered on this one.
+    let counted = |text: &str| {
+        std::thread::scope(|s| {
+            s.spawn(|| guard("c1", text, &policy, o200k(), dir.path()).1)
+                .join()
+                .unwrap()
+        })
+    };
+    let (counted_2mb, counted_1mb) = (counted(&text), counted(&log(14_000)));
     assert!(
         counted_2mb.abs_diff(counted_1mb) < 10_000,
         "{counted_2mb} vs {counted_1mb}"
@@ -437,6 +445,35 @@ fn a_text_counted_whole_is_not_counted_again_by_a_scan() {
     // Under a lower limit the scan stops where it always did.
     let scan = counter.scan(&text, exact / 2);
     assert!(!scan.complete && scan.tokens <= exact / 2);
+    assert!(counter.bytes_counted > 0);
+}
+
+#[test]
+fn a_cut_made_once_is_found_again_without_counting() {
+    let text = log(1_400);
+    let cuts = |counter: &mut Counter| {
+        [
+            counter.fit_prefix(&text, 700) as u64,
+            counter.fit_suffix(&text, 700) as u64,
+            counter.scan(&text, 900).end as u64,
+        ]
+    };
+    let mut first = Counter::new(o200k());
+    let found = cuts(&mut first);
+    assert!(first.bytes_counted > 0);
+    let mut again = Counter::new(o200k());
+    assert_eq!(cuts(&mut again), found);
+    assert_eq!(again.bytes_counted, 0, "remembered, not counted");
+    // A remembered place that cannot be one in the text is counted anew.
+    let other = log(1_300);
+    let fresh = std::thread::scope(|s| {
+        s.spawn(|| Counter::new(o200k()).fit_prefix(&other, 700))
+            .join()
+            .unwrap()
+    });
+    o200k().remember_cut(&other, Cut::Head(700), [other.len() as u64 + 1, 0]);
+    let mut counter = Counter::new(o200k());
+    assert_eq!(counter.fit_prefix(&other, 700), fresh);
     assert!(counter.bytes_counted > 0);
 }
 
