@@ -153,13 +153,24 @@ impl Counter {
     /// The end of a prefix of `text` with about `budget` tokens, at most
     /// (up to pre-tokenization effects at the cut, which the caller checks).
     pub(super) fn fit_prefix(&mut self, text: &str, budget: u64) -> usize {
-        if let Some([end, _]) = self.remembered_cut(text, Cut::Head(budget)) {
-            return end as usize;
+        self.place_of(text, Cut::Head(budget), |c| {
+            c.fit_prefix_counted(text, budget)
+        })
+    }
+
+    /// Where `cut` of `text` falls: remembered, or found by `find` and remembered.
+    fn place_of(
+        &mut self,
+        text: &str,
+        cut: Cut,
+        find: impl FnOnce(&mut Counter) -> usize,
+    ) -> usize {
+        if let Some([place, _]) = self.remembered_cut(text, cut) {
+            return place as usize;
         }
-        let end = self.fit_prefix_counted(text, budget);
-        self.tokenizer
-            .remember_cut(text, Cut::Head(budget), [end as u64, 0]);
-        end
+        let place = find(self);
+        self.tokenizer.remember_cut(text, cut, [place as u64, 0]);
+        place
     }
 
     fn fit_prefix_counted(&mut self, text: &str, budget: u64) -> usize {
@@ -208,13 +219,9 @@ impl Counter {
     /// (up to pre-tokenization effects at the cut, which the caller checks).
     /// Counts a window at the end, doubling it until it holds the budget.
     pub(super) fn fit_suffix(&mut self, text: &str, budget: u64) -> usize {
-        if let Some([start, _]) = self.remembered_cut(text, Cut::Tail(budget)) {
-            return start as usize;
-        }
-        let start = self.fit_suffix_counted(text, budget);
-        self.tokenizer
-            .remember_cut(text, Cut::Tail(budget), [start as u64, 0]);
-        start
+        self.place_of(text, Cut::Tail(budget), |c| {
+            c.fit_suffix_counted(text, budget)
+        })
     }
 
     fn fit_suffix_counted(&mut self, text: &str, budget: u64) -> usize {
