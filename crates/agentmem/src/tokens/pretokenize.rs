@@ -163,16 +163,11 @@ static CL100K_REGEX: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The encoding's regex, compiled on first use (only text that is not
 /// ASCII needs it).
-fn splitting_regex_of(rules: Rules) -> &'static Regex {
+pub(crate) fn splitting_regex_of(rules: Rules) -> &'static Regex {
     match rules {
         Rules::O200k => &O200K_REGEX,
         Rules::Cl100k => &CL100K_REGEX,
     }
-}
-
-/// Compiles the encoding's regex now, if no text has needed it yet.
-pub(crate) fn compile_splitting_regex(rules: Rules) {
-    splitting_regex_of(rules);
 }
 
 fn splitting_regex(words: &str) -> Regex {

@@ -73,7 +73,7 @@ impl Encoding {
     /// ASCII needs it), without loading its tables.
     pub(crate) fn compile_split_pattern(self) {
         if let Some(bpe) = self.tokenizer().bpe() {
-            super::pretokenize::compile_splitting_regex(bpe.rules);
+            super::pretokenize::splitting_regex_of(bpe.rules);
         }
     }
 }
