@@ -280,7 +280,7 @@ fn fit_blocks<'b>(
         // A block that does not fit whole is cut to the lines that do (a
         // summary's heading and goal come first).
         let mut kept = String::new();
-        let mut cost = 0;
+        let (mut cost, mut lines) = (0, 0);
         for line in block.lines() {
             // Most lines are tried once the budget is nearly spent: one that
             // surely cannot fit is not counted.
@@ -294,8 +294,10 @@ fn fit_blocks<'b>(
             kept.push('\n');
             kept.push_str(line);
             cost += line_cost;
+            lines += 1;
         }
-        if kept.lines().count() > usize::from(block.contains('\n')) {
+        // A summary's heading alone says nothing.
+        if lines > usize::from(block.contains('\n')) {
             text.push_str(&kept);
             used += cost;
             added += 1;

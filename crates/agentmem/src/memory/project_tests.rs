@@ -16,6 +16,19 @@ fn episode(session: &str, summary: &str) -> EpisodicItem {
     }
 }
 
+/// The cross-session block of session `c` made of `episodes` alone.
+fn block_of(episodes: &[EpisodicItem], budget: u64, tokenizer: Tokenizer) -> Option<String> {
+    let episodes = episodes.to_vec();
+    cross_session(
+        Vec::new(),
+        episodes,
+        "c",
+        budget,
+        RedactionPolicy::default(),
+        tokenizer,
+    )
+}
+
 /// What the block costs as it is fitted: the heading, and each line with its newline.
 fn cost(block: &str, tokenizer: Tokenizer) -> u64 {
     let mut lines = block.lines();
@@ -34,15 +47,7 @@ fn a_secret_in_what_fits_is_redacted_and_the_block_still_fits() {
         ),
     ];
     for budget in [60, 120, 400] {
-        let block = cross_session(
-            Vec::new(),
-            episodes.clone(),
-            "c",
-            budget,
-            RedactionPolicy::default(),
-            tokenizer,
-        )
-        .unwrap();
+        let block = block_of(&episodes, budget, tokenizer).unwrap();
         assert!(!block.contains(SECRET), "{block}");
         assert!(
             block.contains("Deployed billing with [REDACTED:secret]"),
@@ -74,15 +79,7 @@ fn clean_summaries_are_fitted_as_they_are() {
         episode("a", "Moved billing to the queue worker."),
         episode("c", "This session's own summary."),
     ];
-    let block = cross_session(
-        Vec::new(),
-        episodes,
-        "c",
-        80,
-        RedactionPolicy::default(),
-        tokenizer,
-    )
-    .unwrap();
+    let block = block_of(&episodes, 80, tokenizer).unwrap();
     let blocks = [
         "## Session a (turn_0001)\nMoved billing to the queue worker.".to_owned(),
         format!(
@@ -97,4 +94,27 @@ fn clean_summaries_are_fitted_as_they_are() {
         "{block}"
     );
     assert!(cost(&block, tokenizer) <= 80);
+}
+
+#[test]
+fn a_summary_is_shown_with_more_than_its_heading_or_not_at_all() {
+    let tokenizer = Encoding::O200kBase.tokenizer();
+    let episodes = vec![episode(
+        "a",
+        &format!(
+            "{}\nThen the queue worker.",
+            "Moved billing off cron; ".repeat(30)
+        ),
+    )];
+    let heading = tokenizer.count(CROSS_SESSION_HEADING) as u64;
+    let session_heading = tokenizer.count("## Session a (turn_0001)") as u64 + 1;
+    // Room for the session's heading, not for its first line.
+    let budget = heading + session_heading + 5;
+    let block = block_of(&episodes, budget, tokenizer);
+    assert_eq!(block, None);
+    let block = block_of(&episodes, 400, tokenizer).unwrap();
+    assert!(
+        block.contains("## Session a") && block.contains("Moved billing"),
+        "{block}"
+    );
 }
