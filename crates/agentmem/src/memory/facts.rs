@@ -724,20 +724,30 @@ pub(crate) fn word_set(text: &str) -> BTreeSet<String> {
 /// overlap: a store of a small vocabulary offers many candidates, and most
 /// differ within their first few words.
 pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
-    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if large.is_empty() {
+    near_sorted(a.iter(), b.iter())
+}
+
+/// [`near`] for two sets given as their members in ascending order, each
+/// once.
+pub(crate) fn near_sorted<T: Ord>(
+    a: impl ExactSizeIterator<Item = T>,
+    b: impl ExactSizeIterator<Item = T>,
+) -> bool {
+    let (a_len, b_len) = (a.len(), b.len());
+    let (small_len, large_len) = (a_len.min(b_len), a_len.max(b_len));
+    if large_len == 0 {
         return true;
     }
-    if (small.len() as f64) < NEAR_DUPLICATE_JACCARD * large.len() as f64 {
+    if (small_len as f64) < NEAR_DUPLICATE_JACCARD * large_len as f64 {
         return false;
     }
     let overlaps = |shared: usize| {
-        let union = a.len() + b.len() - shared;
+        let union = a_len + b_len - shared;
         shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64
     };
-    // Both sets are sorted: walk them together.
-    let (mut xs, mut ys) = (small.iter().peekable(), large.iter().peekable());
-    let (mut shared, mut small_left) = (0, small.len());
+    // Both are sorted: walk them together.
+    let (mut xs, mut ys) = (a.peekable(), b.peekable());
+    let (mut shared, mut small_left) = (0, small_len);
     while let (Some(x), Some(y)) = (xs.peek(), ys.peek()) {
         if !overlaps(shared + small_left) {
             return false;
@@ -745,10 +755,15 @@ pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
         match x.cmp(y) {
             std::cmp::Ordering::Less => {
                 xs.next();
-                small_left -= 1;
+                if a_len <= b_len {
+                    small_left -= 1;
+                }
             }
             std::cmp::Ordering::Greater => {
                 ys.next();
+                if a_len > b_len {
+                    small_left -= 1;
+                }
             }
             std::cmp::Ordering::Equal => {
                 (shared, small_left) = (shared + 1, small_left - 1);

@@ -16,13 +16,13 @@
 //! Caroline: I went to a support group yesterday.
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
 use crate::base::error::Result;
 use crate::files::records::Trust;
-use crate::memory::facts::{near, word_set};
+use crate::memory::facts::near_sorted;
 use crate::memory::passages::{self, byte_prefix};
 use crate::redact::{redact, redact_start, RedactionPolicy};
 use crate::search::index::{Candidate, DocKind, HistoryIndex, MemoryDoc};
@@ -621,7 +621,7 @@ fn pack(
     redaction: RedactionPolicy,
 ) -> Result<Vec<RecalledItem>> {
     let mut chosen: Vec<RecalledItem> = Vec::new();
-    let mut chosen_words: Vec<BTreeSet<String>> = Vec::new();
+    let mut chosen_words: Vec<Vec<u64>> = Vec::new();
     let mut headings: HashSet<String> = HashSet::new();
     let mut used = 0u64;
     // Neighbours take what they show from their own share of the budget.
@@ -634,8 +634,11 @@ fn pack(
         }
         // Near-duplicates are told apart before anything is counted: in a
         // repetitive history most candidates are, and counting dominated.
-        let words = word_set(byte_prefix(&item.text, MAX_EVENT_BYTES));
-        if chosen_words.iter().any(|w| near(w, &words)) {
+        let words = word_hashes(byte_prefix(&item.text, MAX_EVENT_BYTES));
+        if chosen_words
+            .iter()
+            .any(|w| near_sorted(w.iter(), words.iter()))
+        {
             continue;
         }
         item.text = shown(&item, query, event_cap_tokens(budget), tokenizer, redaction)?;
@@ -665,6 +668,31 @@ fn pack(
         chosen.push(item);
     }
     Ok(chosen)
+}
+
+/// The words of `text`, case and punctuation aside, as the sorted hashes
+/// of their lowercase forms, each once: what [`near_sorted`] compares, at
+/// a fraction of the cost of a set of strings (recall tells every item it
+/// considers from those it chose).
+fn word_hashes(text: &str) -> Vec<u64> {
+    use std::hash::BuildHasher;
+    let state = foldhash::quality::FixedState::default();
+    let mut hashes: Vec<u64> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let lowercase = word
+                .bytes()
+                .all(|b| b.is_ascii() && !b.is_ascii_uppercase());
+            match lowercase {
+                true => state.hash_one(word),
+                false => state.hash_one(word.to_lowercase().as_str()),
+            }
+        })
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes
 }
 
 /// An item's text as recall shows it: redacted, and an event longer than
@@ -1000,5 +1028,38 @@ mod tests {
         }
         let short = "The parser lives in src/parser.rs.";
         assert_eq!(cut_to_tokens(short, MAX_EVENT_TOKENS, tokenizer), short);
+    }
+
+    #[test]
+    fn word_hashes_tell_near_duplicates_apart_as_word_sets_do() {
+        use crate::memory::facts::{near, word_set};
+        let words = [
+            "parser", "Parser", "PARSER", "src", "rs", "build", "failed", "Café", "CAFÉ", "café",
+            "ǅemal", "ǆemal", "straße", "STRASSE", "42", "x1", "déjà", "vu", "the",
+        ];
+        // Texts of 3 to 9 words drawn from the list, punctuation between.
+        let texts: Vec<String> = (0..300usize)
+            .map(|n| {
+                let len = 3 + n % 7;
+                (0..len)
+                    .map(|i| words[(n * 7 + i * (n % 5 + 1)) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(if n % 2 == 0 { " " } else { ", " })
+            })
+            .collect();
+        let mut near_pairs = 0;
+        for a in &texts {
+            assert_eq!(word_hashes(a).len(), word_set(a).len(), "{a}");
+            for b in &texts {
+                let by_strings = near(&word_set(a), &word_set(b));
+                let by_hashes = near_sorted(word_hashes(a).iter(), word_hashes(b).iter());
+                assert_eq!(by_hashes, by_strings, "{a:?} / {b:?}");
+                near_pairs += usize::from(by_strings && a != b);
+            }
+        }
+        assert!(
+            near_pairs > 100,
+            "{near_pairs} near pairs of different texts"
+        );
     }
 }

@@ -655,23 +655,50 @@ impl HistoryIndex {
             limit,
             self.totals(table)?,
         )?;
+        self.candidates_of(&ranked)
+    }
+
+    /// The documents of `scored` (each with its score) as candidates, in
+    /// the same order; a document removed since it was scored is left out.
+    pub(crate) fn candidates_of(&self, scored: &[(i64, f64)]) -> Result<Vec<Candidate>> {
+        if scored.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One statement for all (one read transaction, not one a row),
+        // reading the rows in their order, where neighbours share pages.
+        let mut by_row: Vec<(i64, usize)> = scored
+            .iter()
+            .enumerate()
+            .map(|(at, (doc, _))| (*doc, at))
+            .collect();
+        by_row.sort_unstable();
+        let listed = format!(
+            "[{}]",
+            by_row
+                .iter()
+                .map(|(doc, _)| doc.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT kind, ref, session, turn, ord, role, ts, salience, speaker, text, 0.0, id
-                 FROM docs WHERE id = ?1",
+                "SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
+                        d.speaker, d.text, 0.0, d.id
+                 FROM json_each(?1) AS j JOIN docs AS d ON d.id = j.value",
             )
             .map_err(|e| self.error(e))?;
-        let mut found = Vec::with_capacity(ranked.len());
-        for (doc, score) in ranked {
-            // A document removed since the text index's last commit is left out.
-            let row = statement
-                .query_row([doc], |row| candidate_from_row(row, score))
-                .optional()
-                .map_err(|e| self.error(e))?;
-            found.extend(row);
+        let mut rows = statement.query([listed]).map_err(|e| self.error(e))?;
+        let mut found: Vec<Option<Candidate>> = scored.iter().map(|_| None).collect();
+        while let Some(row) = rows.next().map_err(|e| self.error(e))? {
+            let doc: i64 = row.get(11).map_err(|e| self.error(e))?;
+            let Ok(listed_at) = by_row.binary_search_by_key(&doc, |(doc, _)| *doc) else {
+                continue;
+            };
+            let at = by_row[listed_at].1;
+            found[at] = Some(candidate_from_row(row, scored[at].1).map_err(|e| self.error(e))?);
         }
-        Ok(found)
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// The events of `session` at positions `ord - radius ..= ord + radius`
@@ -1430,6 +1457,53 @@ mod tests {
         );
         assert_eq!(in_the_index(&index), (3, 0));
         assert_eq!(found(&index), ["e2", "e0"]);
+    }
+
+    #[test]
+    fn candidates_come_back_in_the_order_scored_and_a_removed_one_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let events: Vec<Event> = (0..40)
+            .map(|i| Event::user(format!("step {i} of the build")).with_id(format!("e{i}")))
+            .collect();
+        let mut index = HistoryIndex::open(dir.path()).unwrap();
+        index.add_events("s", 0, &events).unwrap();
+        let id_of = |event: &str| -> i64 {
+            index
+                .conn
+                .query_row("SELECT id FROM docs WHERE ref = ?1", [event], |r| r.get(0))
+                .unwrap()
+        };
+        let (e3, e31, e17, e5) = (id_of("e3"), id_of("e31"), id_of("e17"), id_of("e5"));
+        index
+            .conn
+            .execute("DELETE FROM docs WHERE id = ?1", [e17])
+            .unwrap();
+        // Scored out of the rows' order, with a row that is gone.
+        let scored = [
+            (e31, 4.0),
+            (e3, 3.0),
+            (e17, 2.5),
+            (e5, 2.0),
+            (e31 + 1_000, 1.0),
+        ];
+        let found = index.candidates_of(&scored).unwrap();
+        let got: Vec<(&str, f64, &str)> = found
+            .iter()
+            .map(|c| (c.reference.as_str(), c.bm25, c.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("e31", 4.0, "step 31 of the build"),
+                ("e3", 3.0, "step 3 of the build"),
+                ("e5", 2.0, "step 5 of the build"),
+            ]
+        );
+        assert_eq!(found[1].doc, e3);
+        assert!(index.candidates_of(&[]).unwrap().is_empty());
+        let by_id = index.candidates_by_id(&[e5, e3]).unwrap();
+        let refs: Vec<&str> = by_id.iter().map(|c| c.reference.as_str()).collect();
+        assert_eq!(refs, ["e5", "e3"]);
     }
 
     #[test]

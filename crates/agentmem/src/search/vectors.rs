@@ -18,7 +18,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::index::{candidate_from_row, Candidate, DocKind, HistoryIndex};
+use super::index::{Candidate, DocKind, HistoryIndex};
 use crate::base::error::{Error, Result};
 use crate::redact::{redact, RedactionPolicy};
 
@@ -227,23 +227,8 @@ impl HistoryIndex {
     /// The documents in rows `docs`, as candidates without a BM25 score
     /// (a row deleted since, by another process, is left out).
     pub(crate) fn candidates_by_id(&self, docs: &[i64]) -> Result<Vec<Candidate>> {
-        let mut statement = self
-            .conn
-            .prepare_cached(
-                "SELECT kind, ref, session, turn, ord, role, ts, salience, speaker, text, 0.0, id
-                 FROM docs WHERE id = ?1",
-            )
-            .map_err(|e| self.error(e))?;
-        let found: Vec<Option<Candidate>> = docs
-            .iter()
-            .map(|doc| {
-                statement
-                    .query_row([doc], |row| candidate_from_row(row, 0.0))
-                    .optional()
-            })
-            .collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.error(e))?;
-        Ok(found.into_iter().flatten().collect())
+        let unscored: Vec<(i64, f64)> = docs.iter().map(|doc| (*doc, 0.0)).collect();
+        self.candidates_of(&unscored)
     }
 
     /// Fails when vectors of `model` are stored with another length than
