@@ -665,7 +665,8 @@ impl HistoryIndex {
             return Ok(Vec::new());
         }
         // One statement for all (one read transaction, not one a row),
-        // reading the rows in their order, where neighbours share pages.
+        // reading the rows in their order, where neighbours share pages;
+        // CROSS JOIN keeps the ids the outer loop whatever the planner thinks.
         let mut by_row: Vec<(i64, usize)> = scored
             .iter()
             .enumerate()
@@ -685,7 +686,7 @@ impl HistoryIndex {
             .prepare_cached(
                 "SELECT d.kind, d.ref, d.session, d.turn, d.ord, d.role, d.ts, d.salience,
                         d.speaker, d.text, 0.0, d.id
-                 FROM json_each(?1) AS j JOIN docs AS d ON d.id = j.value",
+                 FROM json_each(?1) AS j CROSS JOIN docs AS d ON d.id = j.value",
             )
             .map_err(|e| self.error(e))?;
         let mut rows = statement.query([listed]).map_err(|e| self.error(e))?;
