@@ -729,16 +729,17 @@ pub(crate) fn near(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
 
 /// [`near`] for two sets given as their members in ascending order, each
 /// once.
-pub(crate) fn near_sorted<T: Ord>(
-    a: impl ExactSizeIterator<Item = T>,
-    b: impl ExactSizeIterator<Item = T>,
-) -> bool {
+pub(crate) fn near_sorted<I>(a: I, b: I) -> bool
+where
+    I: ExactSizeIterator,
+    I::Item: Ord,
+{
     let (a_len, b_len) = (a.len(), b.len());
-    let (small_len, large_len) = (a_len.min(b_len), a_len.max(b_len));
-    if large_len == 0 {
+    let (small, large) = if a_len <= b_len { (a, b) } else { (b, a) };
+    if large.len() == 0 {
         return true;
     }
-    if (small_len as f64) < NEAR_DUPLICATE_JACCARD * large_len as f64 {
+    if (small.len() as f64) < NEAR_DUPLICATE_JACCARD * large.len() as f64 {
         return false;
     }
     let overlaps = |shared: usize| {
@@ -746,8 +747,9 @@ pub(crate) fn near_sorted<T: Ord>(
         shared as f64 >= NEAR_DUPLICATE_JACCARD * union as f64
     };
     // Both are sorted: walk them together.
-    let (mut xs, mut ys) = (a.peekable(), b.peekable());
-    let (mut shared, mut small_left) = (0, small_len);
+    let mut small_left = small.len();
+    let (mut xs, mut ys) = (small.peekable(), large.peekable());
+    let mut shared = 0;
     while let (Some(x), Some(y)) = (xs.peek(), ys.peek()) {
         if !overlaps(shared + small_left) {
             return false;
@@ -755,15 +757,10 @@ pub(crate) fn near_sorted<T: Ord>(
         match x.cmp(y) {
             std::cmp::Ordering::Less => {
                 xs.next();
-                if a_len <= b_len {
-                    small_left -= 1;
-                }
+                small_left -= 1;
             }
             std::cmp::Ordering::Greater => {
                 ys.next();
-                if a_len > b_len {
-                    small_left -= 1;
-                }
             }
             std::cmp::Ordering::Equal => {
                 (shared, small_left) = (shared + 1, small_left - 1);
