@@ -206,7 +206,7 @@ fn the_service_recalls_with_the_embedder_of_its_configuration() {
         format!("[embedder]\ndir = {model:?}\nmodel = \"tiny\"\n"),
     )
     .unwrap();
-    let replies = run(
+    run(
         dir.path(),
         &[
             json!({"id": 1, "op": "create_session", "session": "past"}),
@@ -214,14 +214,21 @@ fn the_service_recalls_with_the_embedder_of_its_configuration() {
                 {"id": "u1", "trace_type": "user", "content": "I'm off to go swimming with the kids."}
             ]}),
             json!({"id": 3, "op": "end_session", "session": "past"}),
-            json!({"id": 4, "op": "recall", "query": "What does Melanie do for fun?"}),
         ],
+    );
+    // The service embeds documents in the background and its recall never
+    // waits for them; embedding them first keeps this test from racing it.
+    let embedded = common::recall_json(dir.path(), "swimming", "500", &["--wait-for-vectors"]);
+    assert_eq!(embedded["embedding"]["unembedded"], 0, "{embedded}");
+    let replies = run(
+        dir.path(),
+        &[json!({"id": 1, "op": "recall", "query": "What does Melanie do for fun?"})],
     );
     // The event, and the episode its session left when it ended: both
     // share no word with the question, and both are scored by the model.
-    let items = replies[3]["result"]["items"].as_array().unwrap();
-    assert!(items.iter().any(|i| i["source"] == "u1"), "{}", replies[3]);
-    assert!(items.iter().all(|i| i["vector"].is_f64()), "{}", replies[3]);
+    let items = replies[0]["result"]["items"].as_array().unwrap();
+    assert!(items.iter().any(|i| i["source"] == "u1"), "{}", replies[0]);
+    assert!(items.iter().all(|i| i["vector"].is_f64()), "{}", replies[0]);
 }
 
 #[test]

@@ -123,8 +123,11 @@ impl Store {
         let Some(feed) = self.files_feed(agent) else {
             return Ok(());
         };
-        // The index caught up with the logs first: it holds every event.
-        self.history_index(agent)?;
+        // The index caught up with the logs and the memory files first: it
+        // holds every event, fact and episode a recall can find.
+        let mut index = self.history_index(agent)?;
+        crate::memory::recall::refresh_memories(&mut index, &self.agent_dir(agent))?;
+        drop(index);
         feed.wait_caught_up()
     }
 
